@@ -1,0 +1,18 @@
+# Optional CUDA: BITNET_CUDA=AUTO builds the .cu kernels when nvcc exists; nothing CUDA is needed
+# to build or test. No GPU is present at build time, so the architectures are set explicitly.
+set(BITNET_HAVE_CUDA OFF)
+if(NOT BITNET_CUDA STREQUAL "OFF")
+    include(CheckLanguage)
+    check_language(CUDA)
+    if(CMAKE_CUDA_COMPILER)
+        if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+            set(CMAKE_CUDA_ARCHITECTURES 80 90)
+        endif()
+        set(CMAKE_CUDA_STANDARD 17)
+        enable_language(CUDA)
+        set(BITNET_HAVE_CUDA ON)
+    elseif(BITNET_CUDA STREQUAL "ON")
+        message(FATAL_ERROR "BITNET_CUDA=ON but no CUDA compiler was found")
+    endif()
+endif()
+message(STATUS "bitnet: CUDA kernels ${BITNET_HAVE_CUDA}")

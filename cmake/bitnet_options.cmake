@@ -1,0 +1,40 @@
+# Warnings, sanitizers and ccache shared by every target of the project.
+
+find_program(BITNET_CCACHE ccache)
+if(BITNET_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+    set(CMAKE_CXX_COMPILER_LAUNCHER ${BITNET_CCACHE})
+    set(CMAKE_C_COMPILER_LAUNCHER ${BITNET_CCACHE})
+endif()
+
+if(BITNET_SANITIZE)
+    add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
+                        -fno-sanitize-recover=undefined)
+    add_link_options(-fsanitize=address,undefined)
+endif()
+
+# bitnet_set_warnings(target): the project's warning set; -Werror only when BITNET_WERROR is on.
+function(bitnet_set_warnings tgt)
+    target_compile_options(${tgt} PRIVATE
+        -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wimplicit-fallthrough)
+    if(BITNET_WERROR)
+        target_compile_options(${tgt} PRIVATE -Werror)
+    endif()
+endfunction()
+
+# bitnet_room(name DEPS ...): a room's static library from every .cpp directly in its folder.
+function(bitnet_room name)
+    cmake_parse_arguments(ARG "" "" "PUBLIC_DEPS;PRIVATE_DEPS;EXTRA_SOURCES" ${ARGN})
+    file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp
+                                      ${CMAKE_CURRENT_SOURCE_DIR}/cpu/*.cpp)
+    if(NOT _srcs AND NOT ARG_EXTRA_SOURCES)
+        # A room whose code has not arrived yet: headers only, same dependency edges.
+        add_library(bitnet_${name} INTERFACE)
+        target_include_directories(bitnet_${name} INTERFACE ${PROJECT_SOURCE_DIR})
+        target_link_libraries(bitnet_${name} INTERFACE ${ARG_PUBLIC_DEPS})
+        return()
+    endif()
+    add_library(bitnet_${name} STATIC ${_srcs} ${ARG_EXTRA_SOURCES})
+    target_include_directories(bitnet_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(bitnet_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+    bitnet_set_warnings(bitnet_${name})
+endfunction()
