@@ -7,21 +7,36 @@ namespace bitnet {
 
 const char* errc_name(errc e) noexcept {
     switch (e) {
-    case errc::ok: return "ok";
-    case errc::io_error: return "io_error";
-    case errc::bad_format: return "bad_format";
-    case errc::unsupported: return "unsupported";
-    case errc::invalid_model: return "invalid_model";
-    case errc::unsupported_shape: return "unsupported_shape";
-    case errc::invalid_argument: return "invalid_argument";
-    case errc::tokenizer_error: return "tokenizer_error";
-    case errc::kv_exhausted: return "kv_exhausted";
-    case errc::not_found: return "not_found";
-    case errc::queue_full: return "queue_full";
-    case errc::prompt_too_long: return "prompt_too_long";
-    case errc::cancelled: return "cancelled";
-    case errc::timeout: return "timeout";
-    case errc::internal: return "internal";
+    case errc::ok:
+        return "ok";
+    case errc::io_error:
+        return "io_error";
+    case errc::bad_format:
+        return "bad_format";
+    case errc::unsupported:
+        return "unsupported";
+    case errc::invalid_model:
+        return "invalid_model";
+    case errc::unsupported_shape:
+        return "unsupported_shape";
+    case errc::invalid_argument:
+        return "invalid_argument";
+    case errc::tokenizer_error:
+        return "tokenizer_error";
+    case errc::kv_exhausted:
+        return "kv_exhausted";
+    case errc::not_found:
+        return "not_found";
+    case errc::queue_full:
+        return "queue_full";
+    case errc::prompt_too_long:
+        return "prompt_too_long";
+    case errc::cancelled:
+        return "cancelled";
+    case errc::timeout:
+        return "timeout";
+    case errc::internal:
+        return "internal";
     }
     return "unknown";
 }

@@ -14,20 +14,20 @@ namespace bitnet {
 /// Every error condition the project reports. Values are stable (they appear in logs).
 enum class errc {
     ok = 0,
-    io_error = 1,           ///< open/read/mmap of a file failed
-    bad_format = 2,         ///< the bytes do not follow the file format
-    unsupported = 3,        ///< valid format, but a version/type/architecture we do not handle
-    invalid_model = 4,      ///< hyper-parameters or tensors do not fit the architecture
-    unsupported_shape = 5,  ///< a kernel has no implementation for this shape
-    invalid_argument = 6,   ///< a caller passed a value outside its documented range
-    tokenizer_error = 7,    ///< vocabulary/merges unusable, or text cannot be tokenized
-    kv_exhausted = 8,       ///< no free KV-cache block within the byte budget
-    not_found = 9,          ///< a named thing (key, tensor, model alias) does not exist
-    queue_full = 10,        ///< admission refused: waiting queue at its cap
-    prompt_too_long = 11,   ///< prompt does not fit the context window
-    cancelled = 12,         ///< the request was cancelled (client gone)
-    timeout = 13,           ///< a deadline passed
-    internal = 14,          ///< a bug: an invariant did not hold
+    io_error = 1,          ///< open/read/mmap of a file failed
+    bad_format = 2,        ///< the bytes do not follow the file format
+    unsupported = 3,       ///< valid format, but a version/type/architecture we do not handle
+    invalid_model = 4,     ///< hyper-parameters or tensors do not fit the architecture
+    unsupported_shape = 5, ///< a kernel has no implementation for this shape
+    invalid_argument = 6,  ///< a caller passed a value outside its documented range
+    tokenizer_error = 7,   ///< vocabulary/merges unusable, or text cannot be tokenized
+    kv_exhausted = 8,      ///< no free KV-cache block within the byte budget
+    not_found = 9,         ///< a named thing (key, tensor, model alias) does not exist
+    queue_full = 10,       ///< admission refused: waiting queue at its cap
+    prompt_too_long = 11,  ///< prompt does not fit the context window
+    cancelled = 12,        ///< the request was cancelled (client gone)
+    timeout = 13,          ///< a deadline passed
+    internal = 14,         ///< a bug: an invariant did not hold
 };
 
 const std::error_category& bitnet_category() noexcept;
@@ -42,14 +42,18 @@ struct error {
     std::string message;
 
     error() = default;
-    error(errc e, std::string msg) : code(make_error_code(e)), message(std::move(msg)) {}
+    error(errc e, std::string msg)
+        : code(make_error_code(e))
+        , message(std::move(msg)) {}
 
     [[nodiscard]] errc value() const noexcept { return static_cast<errc>(code.value()); }
     /// "bad_format: <message>"
     [[nodiscard]] std::string to_string() const;
 };
 
-inline std::ostream& operator<<(std::ostream& os, const error& e) { return os << e.to_string(); }
+inline std::ostream& operator<<(std::ostream& os, const error& e) {
+    return os << e.to_string();
+}
 
 /// Return type of every fallible function in model/ and the kernel dispatchers.
 template <class T>

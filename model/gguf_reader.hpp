@@ -30,11 +30,13 @@ struct gguf_tensor {
     ggml_type type = ggml_type::f32;
     std::uint32_t n_dims = 0;
     tensor_shape ne{1, 1, 1, 1};
-    std::uint64_t offset = 0;  ///< relative to the data section, as in the file
-    std::uint64_t n_bytes = 0; ///< tensor_nbytes(type, ne)
+    std::uint64_t offset = 0;           ///< relative to the data section, as in the file
+    std::uint64_t n_bytes = 0;          ///< tensor_nbytes(type, ne)
     const std::uint8_t* data = nullptr; ///< into the mapping; valid while the gguf_file lives
 
-    [[nodiscard]] std::uint64_t n_elements() const noexcept { return ne[0] * ne[1] * ne[2] * ne[3]; }
+    [[nodiscard]] std::uint64_t n_elements() const noexcept {
+        return ne[0] * ne[1] * ne[2] * ne[3];
+    }
     [[nodiscard]] std::span<const std::uint8_t> bytes() const noexcept { return {data, n_bytes}; }
 };
 
@@ -76,7 +78,8 @@ public:
     [[nodiscard]] result<bool> get_bool(std::string_view key) const;
     [[nodiscard]] result<std::string_view> get_string(std::string_view key) const;
     /// Array of strings (views into the mapping).
-    [[nodiscard]] result<std::vector<std::string_view>> get_string_array(std::string_view key) const;
+    [[nodiscard]] result<std::vector<std::string_view>>
+    get_string_array(std::string_view key) const;
     /// Numeric arrays, converted element-wise.
     [[nodiscard]] result<std::vector<float>> get_float_array(std::string_view key) const;
     [[nodiscard]] result<std::vector<std::int64_t>> get_int_array(std::string_view key) const;

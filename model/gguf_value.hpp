@@ -39,8 +39,8 @@ struct gguf_value_view {
     std::variant<std::uint64_t, std::int64_t, double, bool, std::string_view> scalar;
     gguf_value_type array_type = gguf_value_type::u8; ///< when type == array
     std::uint64_t array_count = 0;
-    const std::uint8_t* array_data = nullptr;      ///< numeric arrays: packed elements
-    std::vector<std::string_view> array_strings;   ///< string arrays
+    const std::uint8_t* array_data = nullptr;    ///< numeric arrays: packed elements
+    std::vector<std::string_view> array_strings; ///< string arrays
 };
 
 /// An owned metadata value, exactly typed (what the writer emits).

@@ -22,7 +22,9 @@ public:
     [[nodiscard]] std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
 
 private:
-    mmap_file(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+    mmap_file(const std::uint8_t* data, std::size_t size)
+        : data_(data)
+        , size_(size) {}
     const std::uint8_t* data_ = nullptr;
     std::size_t size_ = 0;
 };
