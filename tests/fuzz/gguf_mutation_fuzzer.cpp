@@ -1,0 +1,156 @@
+// In-tree mutation fuzzer for the GGUF reader (no clang needed): mutates valid seed files (a file
+// with every metadata type, and the header region of bitnet.cpp's tiny model) with bit flips,
+// interesting integers, truncation, chunk insertion/removal and splicing, for a bounded time.
+// Usage: fuzz_gguf SECONDS SEED [FILE...]; exits non-zero only by crashing (what ASan reports).
+#include "gguf_fuzz_target.hpp"
+#include "model/gguf_writer.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace bitnet;
+
+namespace {
+
+std::vector<std::uint8_t> synthetic_seed() {
+    model::gguf_writer w;
+    w.add("general.architecture", model::gguf_value::string("bitnet-b1.58"));
+    w.add("u32", model::gguf_value::u32(7));
+    w.add("i32", model::gguf_value::i32(-7));
+    w.add("f32", model::gguf_value::f32(0.5f));
+    w.add("b", model::gguf_value::boolean(true));
+    w.add("strs", model::gguf_value::strings({"a", "bc", ""}));
+    w.add("f32s", model::gguf_value::f32s({1, 2, 3}));
+    w.add("i32s", model::gguf_value::i32s({-1, 2}));
+    w.add_tensor("t.i2s", model::ggml_type::i2_s, 2, {128, 2, 1, 1});
+    w.add_tensor("t.f16", model::ggml_type::f16, 1, {8, 1, 1, 1});
+    w.add_tensor("t.tl2", model::ggml_type::tl2, 2, {256, 32, 1, 1});
+    std::vector<std::vector<std::uint8_t>> data;
+    data.emplace_back(128 * 2 / 4 + 32, 0x5a);
+    data.emplace_back(16, 0x3c);
+    data.emplace_back(model::tensor_nbytes(model::ggml_type::tl2, {256, 32, 1, 1}).value(), 1);
+    return w.to_bytes(data).value();
+}
+
+std::vector<std::uint8_t> read_prefix(const std::string& path, std::size_t max) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<std::uint8_t> b(max);
+    in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(max));
+    b.resize(static_cast<std::size_t>(in.gcount()));
+    return b;
+}
+
+class mutator {
+public:
+    explicit mutator(std::uint64_t seed) : rng_(seed) {}
+
+    std::vector<std::uint8_t> mutate(std::vector<std::uint8_t> b,
+                                     const std::vector<std::vector<std::uint8_t>>& pool) {
+        const int rounds = 1 + static_cast<int>(pick(4));
+        for (int r = 0; r < rounds; ++r) {
+            switch (pick(7)) {
+            case 0: // flip one bit
+                if (!b.empty())
+                    b[pick(b.size())] ^= static_cast<std::uint8_t>(1u << pick(8));
+                break;
+            case 1: // overwrite a byte
+                if (!b.empty())
+                    b[pick(b.size())] = static_cast<std::uint8_t>(pick(256));
+                break;
+            case 2: { // overwrite 4 or 8 bytes with an interesting integer (lengths, counts)
+                static const std::uint64_t interesting[] = {0, 1, 2, 3, 4, 7, 8, 9, 12, 13, 31,
+                                                            32, 36, 37, 38, 39, 40, 127, 255,
+                                                            0x7fffffff, 0xffffffff, 1ull << 32,
+                                                            1ull << 62, ~0ull};
+                const std::uint64_t v = interesting[pick(std::size(interesting))];
+                const std::size_t w = pick(2) ? 8 : 4;
+                if (b.size() >= w) {
+                    const std::size_t at = pick(b.size() - w + 1);
+                    for (std::size_t i = 0; i < w; ++i)
+                        b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+                }
+                break;
+            }
+            case 3: // truncate
+                if (!b.empty())
+                    b.resize(pick(b.size()));
+                break;
+            case 4: { // remove a chunk
+                if (b.size() > 2) {
+                    const std::size_t at = pick(b.size() - 1);
+                    const std::size_t n = 1 + pick(std::min<std::size_t>(64, b.size() - at - 1));
+                    b.erase(b.begin() + static_cast<std::ptrdiff_t>(at),
+                            b.begin() + static_cast<std::ptrdiff_t>(at + n));
+                }
+                break;
+            }
+            case 5: { // duplicate a chunk
+                if (b.size() > 2) {
+                    const std::size_t at = pick(b.size() - 1);
+                    const std::size_t n = 1 + pick(std::min<std::size_t>(64, b.size() - at - 1));
+                    std::vector<std::uint8_t> chunk(b.begin() + static_cast<std::ptrdiff_t>(at),
+                                                    b.begin() + static_cast<std::ptrdiff_t>(at + n));
+                    b.insert(b.begin() + static_cast<std::ptrdiff_t>(pick(b.size())), chunk.begin(),
+                             chunk.end());
+                }
+                break;
+            }
+            case 6: { // splice the tail of another seed
+                const auto& other = pool[pick(pool.size())];
+                if (!other.empty() && !b.empty()) {
+                    const std::size_t cut = pick(b.size());
+                    const std::size_t from = pick(other.size());
+                    b.resize(cut);
+                    b.insert(b.end(), other.begin() + static_cast<std::ptrdiff_t>(from),
+                             other.end());
+                }
+                break;
+            }
+            }
+        }
+        return b;
+    }
+
+    std::size_t pick(std::size_t n) { return n == 0 ? 0 : rng_() % n; }
+
+private:
+    std::mt19937_64 rng_;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+    const double seconds = argc > 1 ? std::stod(argv[1]) : 10.0;
+    const std::uint64_t seed = argc > 2 ? std::stoull(argv[2]) : 1;
+    std::vector<std::vector<std::uint8_t>> pool = {synthetic_seed()};
+    for (int i = 3; i < argc; ++i) {
+        // Large model files: the header and metadata region is where the parser works; keep the
+        // first 512 KiB (tensor offsets then point past the end, which is itself a case).
+        auto b = read_prefix(argv[i], 512 * 1024);
+        if (!b.empty())
+            pool.push_back(std::move(b));
+    }
+    for (const auto& s : pool)
+        fuzz::check_gguf_bytes(s);
+
+    mutator m(seed);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    std::uint64_t runs = 0;
+    std::vector<std::uint8_t> current = pool[0];
+    while (std::chrono::steady_clock::now() < deadline) {
+        for (int i = 0; i < 64; ++i, ++runs) {
+            // Mostly mutate fresh copies of seeds; sometimes keep stacking mutations.
+            if (m.pick(4) != 0)
+                current = pool[m.pick(pool.size())];
+            current = m.mutate(std::move(current), pool);
+            fuzz::check_gguf_bytes(current);
+        }
+    }
+    std::cout << "fuzz_gguf: " << runs << " inputs in " << seconds << " s (seed " << seed
+              << "), no crash\n";
+    return 0;
+}
