@@ -16,8 +16,12 @@ build: deps
 test: build
 	ctest --preset $(PRESET) $(CTEST_ARGS)
 
-asan-test:
-	@$(MAKE) --no-print-directory test PRESET=asan
+ASAN_FUZZ_SECONDS ?= 30
+
+asan-test: deps
+	cmake --preset asan -DBITNET_FUZZ_SECONDS=$(ASAN_FUZZ_SECONDS)
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan $(CTEST_ARGS)
 
 release: deps
 	cmake --preset release

@@ -229,19 +229,32 @@ result<void> gguf_writer::begin(const std::string& path) {
             return error(errc::io_error, "cannot create '" + path + "': " + std::strerror(errno));
     }
     next_tensor_ = 0;
+    tensor_written_ = 0;
     written_ = 0;
     return put(header->data(), header->size());
 }
 
 result<void> gguf_writer::write_tensor_data(std::span<const std::uint8_t> bytes) {
+    if (next_tensor_ < tensors_.size() &&
+        (tensor_written_ != 0 || bytes.size() != tensors_[next_tensor_].n_bytes))
+        return error(errc::invalid_argument, "tensor '" + tensors_[next_tensor_].name + "' needs " +
+                                                 std::to_string(tensors_[next_tensor_].n_bytes) +
+                                                 " bytes, got " + std::to_string(bytes.size()));
+    return write_tensor_chunk(bytes);
+}
+
+result<void> gguf_writer::write_tensor_chunk(std::span<const std::uint8_t> bytes) {
     if (next_tensor_ >= tensors_.size())
         return error(errc::invalid_argument, "more tensor data than declared tensors");
     const auto& t = tensors_[next_tensor_];
-    if (bytes.size() != t.n_bytes)
+    if (bytes.size() > t.n_bytes - tensor_written_)
         return error(errc::invalid_argument, "tensor '" + t.name + "' needs " +
                                                  std::to_string(t.n_bytes) + " bytes, got " +
-                                                 std::to_string(bytes.size()));
+                                                 std::to_string(tensor_written_ + bytes.size()));
     BITNET_TRY(put(bytes.data(), bytes.size()));
+    tensor_written_ += bytes.size();
+    if (tensor_written_ < t.n_bytes)
+        return {};
     static const std::uint8_t zeros[256] = {};
     std::uint64_t pad = pad_to(t.n_bytes, alignment_) - t.n_bytes;
     while (pad > 0) {
@@ -250,6 +263,7 @@ result<void> gguf_writer::write_tensor_data(std::span<const std::uint8_t> bytes)
         pad -= n;
     }
     ++next_tensor_;
+    tensor_written_ = 0;
     return {};
 }
 

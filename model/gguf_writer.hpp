@@ -32,6 +32,9 @@ public:
     [[nodiscard]] result<void> begin(const std::string& path);
     /// Writes the next declared tensor's bytes (exactly tensor_nbytes of it) plus its padding.
     [[nodiscard]] result<void> write_tensor_data(std::span<const std::uint8_t> bytes);
+    /// Streams the current tensor in pieces; when its byte count is reached the padding follows
+    /// and the next tensor begins. A piece may not cross into the next tensor.
+    [[nodiscard]] result<void> write_tensor_chunk(std::span<const std::uint8_t> bytes);
     /// Checks every declared tensor was written, flushes and closes.
     [[nodiscard]] result<void> finish();
 
@@ -58,6 +61,7 @@ private:
     std::vector<std::uint8_t>* out_mem_ = nullptr;
     std::string path_;
     std::size_t next_tensor_ = 0;
+    std::uint64_t tensor_written_ = 0; ///< bytes of tensors_[next_tensor_] written so far
     std::uint64_t written_ = 0;
 };
 

@@ -1,0 +1,50 @@
+// Synthetic BitNet models in exactly bitnet.cpp's layout (for tests and benchmarks): random
+// ternary projections with per-tensor scales, an F16 token embedding, F32 norms, and tokenizer
+// metadata. Deterministic for a seed; tensors are generated and written in streaming chunks.
+#pragma once
+
+#include "common/error.hpp"
+#include "model/gguf_value.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bitnet::tools {
+
+/// Hyper-parameters of a named shape.
+struct synth_shape {
+    std::string name;
+    std::uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx;
+    float rope_base;
+};
+
+/// "tiny" (~2M), "small" (~100M parameters), "2b4t" (BitNet b1.58 2B-4T: 2560/30/20/5/6912/128256).
+[[nodiscard]] result<synth_shape> find_shape(const std::string& name);
+
+/// Tokenizer metadata to embed, plus the vocabulary size it implies.
+struct synth_tokenizer {
+    std::vector<std::pair<std::string, model::gguf_value>> kvs;
+    std::uint32_t n_vocab = 0;
+};
+
+/// A byte-level BPE vocabulary with no merges: 256 byte tokens, <|begin_of_text|>,
+/// <|end_of_text|>, <|eot_id|> (control), padded with unused reserved tokens to `n_vocab`.
+[[nodiscard]] synth_tokenizer byte_level_tokenizer(std::uint32_t n_vocab);
+
+/// The tokenizer of a Hugging Face tokenizer.json (and its tokenizer_config.json beside it).
+[[nodiscard]] result<synth_tokenizer> tokenizer_from_hf_json(const std::string& path);
+
+struct synth_options {
+    std::string arch = "bitnet-b1.58"; ///< bitnet-b1.58, bitnet-25, bitnet, llama
+    std::string format = "i2_s";       ///< i2_s, or f32 (ternary values stored as F32)
+    synth_shape shape;
+    synth_tokenizer tokenizer;
+    std::uint64_t seed = 1;
+};
+
+/// Writes the model to `path`. Memory stays bounded by one chunk (a few MiB), not the model.
+[[nodiscard]] result<void> write_synthetic_model(const synth_options& opt, const std::string& path);
+
+} // namespace bitnet::tools

@@ -1,0 +1,67 @@
+// bitnet-model: makes synthetic models in bitnet.cpp's layout (`make`).
+#include "tools/model_synth.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <iostream>
+
+using namespace bitnet;
+
+namespace {
+
+int run_make(const std::string& arch, const std::string& shape_name, const std::string& format,
+             const std::string& tokenizer_json, std::uint64_t seed, const std::string& out) {
+    auto shape = tools::find_shape(shape_name);
+    if (!shape) {
+        std::cerr << "error: " << shape.error().message << "\n";
+        return 2;
+    }
+    tools::synth_options opt;
+    opt.arch = arch;
+    opt.format = format;
+    opt.shape = *shape;
+    opt.seed = seed;
+    if (tokenizer_json.empty()) {
+        opt.tokenizer = tools::byte_level_tokenizer(shape->n_vocab);
+    } else {
+        auto t = tools::tokenizer_from_hf_json(tokenizer_json);
+        if (!t) {
+            std::cerr << "error: " << t.error().message << "\n";
+            return 1;
+        }
+        opt.tokenizer = std::move(*t);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = tools::write_synthetic_model(opt, out);
+    if (!r) {
+        std::cerr << "error: " << r.error().message << "\n";
+        return 1;
+    }
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cerr << "wrote " << out << " (" << arch << ", " << shape_name << ", " << format
+              << ", vocab " << opt.tokenizer.n_vocab << ") in " << s << " s\n";
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"bitnet-model: make synthetic BitNet b1.58 models"};
+    app.require_subcommand(1);
+    auto* make = app.add_subcommand("make", "write a synthetic model with random ternary weights");
+    std::string arch = "bitnet-b1.58", shape = "tiny", format = "i2_s", tokenizer, out;
+    std::uint64_t seed = 1;
+    make->add_option("--arch", arch, "bitnet-b1.58 | bitnet-25 | bitnet | llama")
+        ->capture_default_str();
+    make->add_option("--shape", shape, "tiny | small | 2b4t")->capture_default_str();
+    make->add_option("--format", format, "i2_s | f32")->capture_default_str();
+    make->add_option("--tokenizer", tokenizer, "Hugging Face tokenizer.json to embed");
+    make->add_option("--seed", seed, "random seed")->capture_default_str();
+    make->add_option("-o,--output", out, "output GGUF path")->required();
+    int rc = 0;
+    make->callback([&] { rc = run_make(arch, shape, format, tokenizer, seed, out); });
+    CLI11_PARSE(app, argc, argv);
+    return rc;
+}
