@@ -63,8 +63,7 @@ result<synth_shape> find_shape(const std::string& name) {
         return synth_shape{"small", 768, 12, 12, 4, 2048, 32000, 4096, 500000.0f};
     if (name == "2b4t")
         return synth_shape{"2b4t", 2560, 30, 20, 5, 6912, 128256, 4096, 500000.0f};
-    return error(errc::invalid_argument,
-                 "unknown shape '" + name + "' (known: tiny, small, 2b4t)");
+    return error(errc::invalid_argument, "unknown shape '" + name + "' (known: tiny, small, 2b4t)");
 }
 
 synth_tokenizer byte_level_tokenizer(std::uint32_t n_vocab) {
@@ -140,7 +139,8 @@ result<void> write_synthetic_model(const synth_options& opt, const std::string& 
     w.add(a + ".feed_forward_length", model::gguf_value::u32(s.n_ff));
     w.add(a + ".attention.head_count", model::gguf_value::u32(s.n_head));
     w.add(a + ".attention.head_count_kv", model::gguf_value::u32(s.n_head_kv));
-    w.add(a + ".rope.dimension_count", model::gguf_value::u32(static_cast<std::uint32_t>(head_dim)));
+    w.add(a + ".rope.dimension_count",
+          model::gguf_value::u32(static_cast<std::uint32_t>(head_dim)));
     w.add(a + ".rope.freq_base", model::gguf_value::f32(s.rope_base));
     w.add(a + ".attention.layer_norm_rms_epsilon", model::gguf_value::f32(1e-5f));
     for (const auto& [k, v] : opt.tokenizer.kvs)
@@ -194,12 +194,13 @@ result<void> write_synthetic_model(const synth_options& opt, const std::string& 
             }));
             break;
         case role::embedding:
-            BITNET_TRY(stream_tensor(w, n * 2, [key](std::vector<std::uint8_t>& b, std::uint64_t at) {
-                for (std::size_t i = 0; i < b.size(); i += 2) {
-                    const std::uint16_t h = random_f16(splitmix64(key + (at + i) / 2));
-                    std::memcpy(&b[i], &h, 2);
-                }
-            }));
+            BITNET_TRY(
+                stream_tensor(w, n * 2, [key](std::vector<std::uint8_t>& b, std::uint64_t at) {
+                    for (std::size_t i = 0; i < b.size(); i += 2) {
+                        const std::uint16_t h = random_f16(splitmix64(key + (at + i) / 2));
+                        std::memcpy(&b[i], &h, 2);
+                    }
+                }));
             break;
         case role::projection:
             if (proj_type == model::ggml_type::i2_s) {
@@ -213,7 +214,8 @@ result<void> write_synthetic_model(const synth_options& opt, const std::string& 
                             if (pos >= packed) {
                                 b[i] = 0;
                                 if (pos < packed + 4)
-                                    b[i] = reinterpret_cast<const std::uint8_t*>(&scale)[pos - packed];
+                                    b[i] =
+                                        reinterpret_cast<const std::uint8_t*>(&scale)[pos - packed];
                                 continue;
                             }
                             const std::uint64_t r = splitmix64(key + pos / 8);
@@ -224,14 +226,15 @@ result<void> write_synthetic_model(const synth_options& opt, const std::string& 
                         }
                     }));
             } else {
-                BITNET_TRY(stream_tensor(
-                    w, n * 4, [&](std::vector<std::uint8_t>& b, std::uint64_t at) {
+                BITNET_TRY(
+                    stream_tensor(w, n * 4, [&](std::vector<std::uint8_t>& b, std::uint64_t at) {
                         for (std::size_t i = 0; i < b.size(); i += 4) {
                             const std::uint64_t e = (at + i) / 4;
                             const std::uint64_t r = splitmix64(key + e / 32);
-                            const float v =
-                                (static_cast<int>(ternary_code(r, static_cast<unsigned>(e % 32) * 2)) - 1) *
-                                scale;
+                            const float v = (static_cast<int>(ternary_code(
+                                                 r, static_cast<unsigned>(e % 32) * 2)) -
+                                             1) *
+                                            scale;
                             std::memcpy(&b[i], &v, 4);
                         }
                     }));

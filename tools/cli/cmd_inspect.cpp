@@ -58,7 +58,8 @@ int run_inspect(const std::string& path) {
               << " metadata keys, " << f->tensors().size() << " tensors)\n";
     if (auto c = model::read_model_config(*f)) {
         std::cout << "architecture: " << c->arch_name << " (" << model::architecture_name(c->arch)
-                  << " graph: " << (c->activation == model::ffn_activation::relu_sqr ? "ReLU²" : "SiLU")
+                  << " graph: "
+                  << (c->activation == model::ffn_activation::relu_sqr ? "ReLU²" : "SiLU")
                   << " FFN, " << (c->rope == model::rope_style::neox ? "NEOX" : "NORM") << " RoPE, "
                   << (c->has_sub_norms ? "sub-norms, " : "")
                   << (c->tied_output ? "tied logits" : "separate output") << ")\n"
@@ -86,7 +87,8 @@ int run_inspect(const std::string& path) {
         total += t.n_bytes;
         params += t.n_elements();
     }
-    std::cout << "total: " << params << " parameters, " << human_bytes(total) << " of tensor data\n";
+    std::cout << "total: " << params << " parameters, " << human_bytes(total)
+              << " of tensor data\n";
     return 0;
 }
 
@@ -107,14 +109,16 @@ int run_verify(const std::string& path) {
 } // namespace
 
 void add_inspect(CLI::App& app) {
-    auto* cmd = app.add_subcommand("inspect", "print architecture, tensors and tokenizer of a GGUF");
+    auto* cmd =
+        app.add_subcommand("inspect", "print architecture, tensors and tokenizer of a GGUF");
     auto path = std::make_shared<std::string>();
     cmd->add_option("file", *path, "GGUF model file")->required();
     cmd->callback([path] { throw CLI::RuntimeError(run_inspect(*path)); });
 }
 
 void add_verify(CLI::App& app) {
-    auto* cmd = app.add_subcommand("verify", "check a GGUF against its architecture; exit 1 if not");
+    auto* cmd =
+        app.add_subcommand("verify", "check a GGUF against its architecture; exit 1 if not");
     auto path = std::make_shared<std::string>();
     cmd->add_option("file", *path, "GGUF model file")->required();
     cmd->callback([path] { throw CLI::RuntimeError(run_verify(*path)); });

@@ -38,8 +38,7 @@ int run_make(const std::string& arch, const std::string& shape_name, const std::
         std::cerr << "error: " << r.error().message << "\n";
         return 1;
     }
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::cerr << "wrote " << out << " (" << arch << ", " << shape_name << ", " << format
               << ", vocab " << opt.tokenizer.n_vocab << ") in " << s << " s\n";
     return 0;
