@@ -1,0 +1,81 @@
+// The inference engine facade: one loaded model (weights mmapped or repacked once), its
+// tokenizer, a paged KV cache and a compute thread pool. `step` runs one batched forward pass over
+// many sequences (prefill chunks and decode tokens mixed) and returns the logits rows that were
+// asked for. Not thread-safe: one owner (the executor's thread) calls it.
+#pragma once
+
+#include "common/error.hpp"
+#include "model/model_config.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace bitnet::model {
+
+class tokenizer;
+
+using seq_id = std::uint64_t;
+
+struct engine_options {
+    std::string model_path;
+    int n_threads = 0;                         ///< 0 = number of cores
+    std::uint64_t kv_budget_bytes = 256ull << 20; ///< whole KV pool, all layers
+    std::uint32_t kv_block_tokens = 16;
+    std::uint32_t max_batch_tokens = 512;      ///< upper bound of tokens in one step
+    bool q8_logits = false;                    ///< opt-in int8 logits (documented accuracy loss)
+    std::string tl_kernel_config;              ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
+};
+
+/// One sequence's part of a step: `tokens` at positions pos0, pos0+1, ... (its KV must already
+/// hold positions [0, pos0)). `want_logits`: return the logits of the chunk's last token.
+struct seq_chunk {
+    seq_id seq = 0;
+    std::vector<std::int32_t> tokens;
+    std::uint32_t pos0 = 0;
+    bool want_logits = true;
+};
+
+struct step_output {
+    /// One row of n_vocab floats per chunk with want_logits, in chunk order.
+    std::vector<float> logits;
+    std::vector<std::size_t> rows_for_chunk; ///< chunk index -> row, or SIZE_MAX
+    [[nodiscard]] std::span<const float> row(std::size_t r, std::uint32_t n_vocab) const {
+        return {logits.data() + r * n_vocab, n_vocab};
+    }
+};
+
+class engine {
+public:
+    /// Opens, validates and prepares the model (repacking weights where the kernels need it).
+    [[nodiscard]] static result<std::unique_ptr<engine>> load(const engine_options& opt);
+    virtual ~engine() = default;
+
+    [[nodiscard]] virtual const model_config& config() const noexcept = 0;
+    [[nodiscard]] virtual const tokenizer& vocab() const noexcept = 0;
+    /// Formats, kernel ISA, repacking done at load, thread count: for logs and /health.
+    [[nodiscard]] virtual std::string describe() const = 0;
+    /// Bytes of model weights resident (mapped + repacked) and of the KV pool.
+    [[nodiscard]] virtual std::uint64_t weight_bytes() const noexcept = 0;
+    [[nodiscard]] virtual std::uint64_t kv_pool_bytes() const noexcept = 0;
+
+    // KV cache: a sequence exists from its first step until released.
+    [[nodiscard]] virtual std::uint32_t kv_block_tokens() const noexcept = 0;
+    [[nodiscard]] virtual std::uint32_t kv_blocks_total() const noexcept = 0;
+    [[nodiscard]] virtual std::uint32_t kv_blocks_free() const noexcept = 0;
+    /// Blocks a sequence of `n_tokens` occupies (for admission arithmetic).
+    [[nodiscard]] std::uint32_t kv_blocks_for(std::uint32_t n_tokens) const noexcept {
+        return (n_tokens + kv_block_tokens() - 1) / kv_block_tokens();
+    }
+    virtual void release(seq_id seq) = 0;
+    [[nodiscard]] virtual result<void> fork(seq_id from, seq_id to) = 0;
+
+    /// One forward pass. Fails without side effects on the KV cache when a chunk's position does
+    /// not continue its sequence, a token id is out of range, the batch exceeds max_batch_tokens,
+    /// or KV blocks run out (errc::kv_exhausted).
+    [[nodiscard]] virtual result<step_output> step(std::span<const seq_chunk> batch) = 0;
+};
+
+} // namespace bitnet::model
