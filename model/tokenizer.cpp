@@ -57,9 +57,12 @@ int parse_byte_token(std::string_view text) {
 
 } // namespace
 
-result<tokenizer> tokenizer::create(tokenizer_vocab vocab) {
+result<tokenizer> tokenizer::create(tokenizer_vocab in) {
     auto p = std::make_shared<impl>();
     impl& m = *p;
+    // Moved in first: the token table points at these strings.
+    m.vocab = std::move(in);
+    const tokenizer_vocab& vocab = m.vocab;
 
     if (vocab.model == "gpt2")
         m.kind = tokenizer_kind::bpe;
@@ -101,9 +104,7 @@ result<tokenizer> tokenizer::create(tokenizer_vocab vocab) {
         m.types[i] = t == 0 ? token_type::normal : static_cast<token_type>(t);
     }
 
-    m.token_to_id.reserve(n);
-    for (std::size_t i = 0; i < n; ++i)
-        m.token_to_id[vocab.tokens[i]] = static_cast<std::int32_t>(i); // last wins, as llama.cpp
+    m.token_to_id.build(vocab.tokens);
 
     // Decoded bytes of every token, so decode is a concatenation.
     m.pieces.resize(n);
@@ -154,15 +155,15 @@ result<tokenizer> tokenizer::create(tokenizer_vocab vocab) {
     // EOT and the end-of-generation set.
     m.eot = vocab.eot_id;
     if (!m.eot)
-        if (auto it = m.token_to_id.find(std::string_view("<|eot_id|>")); it != m.token_to_id.end())
-            m.eot = it->second;
+        if (const std::int32_t t = m.token_to_id.find("<|eot_id|>"); t >= 0)
+            m.eot = t;
     if (vocab.eos_id)
         m.eog.push_back(*vocab.eos_id);
     if (m.eot)
         m.eog.push_back(*m.eot);
     for (const std::string_view t : eog_texts)
-        if (auto it = m.token_to_id.find(t); it != m.token_to_id.end())
-            m.eog.push_back(it->second);
+        if (const std::int32_t id = m.token_to_id.find(t); id >= 0)
+            m.eog.push_back(id);
     std::sort(m.eog.begin(), m.eog.end());
     m.eog.erase(std::unique(m.eog.begin(), m.eog.end()), m.eog.end());
 
@@ -173,8 +174,8 @@ result<tokenizer> tokenizer::create(tokenizer_vocab vocab) {
         m.pre = std::move(*pre);
         m.ignore_merges = m.pre.ignore_merges();
         for (int b = 0; b < 256; ++b) {
-            const auto it = m.token_to_id.find(gpt2_byte_to_utf8(static_cast<std::uint8_t>(b)));
-            m.byte_token[b] = it == m.token_to_id.end() ? -1 : it->second;
+            m.standins[b] = gpt2_byte_to_utf8(static_cast<std::uint8_t>(b));
+            m.byte_token[b] = m.token_to_id.find(gpt2_byte_to_utf8(static_cast<std::uint8_t>(b)));
         }
         m.merges.reserve(vocab.merges.size());
         std::string joined;
@@ -187,19 +188,19 @@ result<tokenizer> tokenizer::create(tokenizer_vocab vocab) {
                                    "' is not of the form 'left right'");
             const std::string_view left = merge.substr(0, sp);
             const std::string_view right = merge.substr(sp + 1);
-            const auto l = m.token_to_id.find(left);
-            const auto rt = m.token_to_id.find(right);
+            const std::int32_t l = m.token_to_id.find(left);
+            const std::int32_t rt = m.token_to_id.find(right);
             joined.assign(left);
             joined += right;
-            const auto j = m.token_to_id.find(std::string_view(joined));
-            if (l == m.token_to_id.end() || rt == m.token_to_id.end() || j == m.token_to_id.end())
+            const std::int32_t j = m.token_to_id.find(joined);
+            if (l < 0 || rt < 0 || j < 0)
                 return vocab_error("merge " + std::to_string(r) + " '" + std::string(merge) +
                                    "' uses a token not in the vocabulary ('" +
-                                   std::string(l == m.token_to_id.end()    ? left
-                                               : rt == m.token_to_id.end() ? right
-                                                                           : joined) +
+                                   std::string(l < 0    ? left
+                                               : rt < 0 ? right
+                                                        : joined) +
                                    "')");
-            m.merges.insert(l->second, rt->second, static_cast<std::int32_t>(r), j->second);
+            m.merges.insert(l, rt, static_cast<std::int32_t>(r), j);
         }
         m.add_bos = vocab.add_bos.value_or(m.ignore_merges); // llama-bpe adds BOS by default
     } else {
@@ -209,17 +210,41 @@ result<tokenizer> tokenizer::create(tokenizer_vocab vocab) {
         char name[8];
         for (int b = 0; b < 256; ++b) {
             std::snprintf(name, sizeof name, "<0x%02X>", static_cast<unsigned>(b));
-            auto it = m.token_to_id.find(std::string_view(name));
-            if (it == m.token_to_id.end()) // some vocabularies hold raw ASCII instead
-                it = m.token_to_id.find(std::string_view(reinterpret_cast<const char*>(&b), 1));
-            m.byte_fallback[b] = it == m.token_to_id.end() ? -1 : it->second;
+            std::int32_t t = m.token_to_id.find(name);
+            if (t < 0) { // some vocabularies hold raw ASCII instead
+                const char c = static_cast<char>(b);
+                t = m.token_to_id.find(std::string_view(&c, 1));
+            }
+            m.byte_fallback[b] = t;
         }
         m.add_bos = vocab.add_bos.value_or(true);
     }
     m.add_eos = vocab.add_eos.value_or(false);
-    m.vocab = std::move(vocab);
     return tokenizer(std::move(p));
 }
+
+namespace internal {
+
+void token_table::build(const std::vector<std::string>& tokens) {
+    tokens_ = &tokens;
+    std::size_t cap = 16;
+    while (cap < tokens.size() * 2)
+        cap <<= 1;
+    slots_.assign(cap, slot{});
+    mask_ = cap - 1;
+    for (std::size_t id = 0; id < tokens.size(); ++id) {
+        const std::uint64_t h = hash_bytes(tokens[id]);
+        for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+            slot& s = slots_[i];
+            if (s.id < 0 || (s.hash == h && tokens[s.id] == tokens[id])) {
+                s = {h, static_cast<std::int32_t>(id)};
+                break;
+            }
+        }
+    }
+}
+
+} // namespace internal
 
 void tokenizer::impl::split_special(std::string_view text, bool parse_special,
                                     std::vector<internal::fragment>& out) const {
@@ -325,10 +350,10 @@ std::string_view tokenizer::token_text(std::int32_t id) const noexcept {
 }
 
 std::optional<std::int32_t> tokenizer::find_token(std::string_view text) const noexcept {
-    const auto it = impl_->token_to_id.find(text);
-    if (it == impl_->token_to_id.end())
+    const std::int32_t id = impl_->token_to_id.find(text);
+    if (id < 0)
         return std::nullopt;
-    return it->second;
+    return id;
 }
 
 token_type tokenizer::type_of(std::int32_t id) const noexcept {

@@ -14,10 +14,14 @@ namespace internal {
 
 void merge_table::reserve(std::size_t n) {
     std::size_t cap = 16;
-    while (cap < n * 2)
+    int bits = 4;
+    while (cap < n * 2) {
         cap <<= 1;
+        ++bits;
+    }
     slots_.assign(cap, entry{});
     mask_ = cap - 1;
+    shift_ = 64 - bits;
     size_ = 0;
 }
 
@@ -95,9 +99,9 @@ result<void> tokenizer::impl::encode_bpe(std::string_view text,
             // would not reach it.
             s.mapped.clear();
             for (const char c : word)
-                s.mapped += gpt2_byte_to_utf8(static_cast<std::uint8_t>(c));
-            if (auto it = token_to_id.find(std::string_view(s.mapped)); it != token_to_id.end()) {
-                out.push_back(it->second);
+                s.mapped += standins[static_cast<std::uint8_t>(c)];
+            if (const std::int32_t t = token_to_id.find(s.mapped); t >= 0) {
+                out.push_back(t);
                 continue;
             }
         }

@@ -7,25 +7,60 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
+#include <cstring>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 namespace bitnet::model {
 
 namespace internal {
 
-/// Transparent hash so lookups by string_view do not build a std::string.
-struct string_hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept {
-        return std::hash<std::string_view>{}(s);
+/// A fast non-cryptographic hash of a short string (8 bytes per step).
+[[nodiscard]] inline std::uint64_t hash_bytes(std::string_view s) noexcept {
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ s.size();
+    const char* p = s.data();
+    std::size_t n = s.size();
+    for (; n >= 8; p += 8, n -= 8) {
+        std::uint64_t w;
+        std::memcpy(&w, p, 8);
+        h = (h ^ w) * 0xFF51AFD7ED558CCDull;
+        h ^= h >> 32;
     }
-};
+    std::uint64_t w = 0;
+    std::memcpy(&w, p, n);
+    h = (h ^ w) * 0xC4CEB9FE1A85EC53ull;
+    return h ^ (h >> 29);
+}
 
-using token_map = std::unordered_map<std::string, std::int32_t, string_hash, std::equal_to<>>;
+/// Token text -> id, open addressing over the vocabulary's own strings. std::unordered_map
+/// re-hashes every string it walks past in a bucket; this stores the hash beside the id.
+class token_table {
+public:
+    /// Indexes `tokens`, which must stay where they are while the table is used. On duplicate
+    /// texts the last id wins, as in llama.cpp.
+    void build(const std::vector<std::string>& tokens);
+    /// The id of `text`, or -1.
+    [[nodiscard]] std::int32_t find(std::string_view text) const noexcept {
+        const std::uint64_t h = hash_bytes(text);
+        for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+            const slot& s = slots_[i];
+            if (s.id < 0)
+                return -1;
+            if (s.hash == h && (*tokens_)[s.id] == text)
+                return s.id;
+        }
+    }
+
+private:
+    struct slot {
+        std::uint64_t hash = 0;
+        std::int32_t id = -1;
+    };
+    std::vector<slot> slots_;
+    std::size_t mask_ = 0;
+    const std::vector<std::string>* tokens_ = nullptr;
+};
 
 /// (left id, right id) -> (rank, merged id), open addressing. Built once, read-only afterwards.
 class merge_table {
@@ -59,10 +94,12 @@ private:
                static_cast<std::uint32_t>(r);
     }
     std::size_t slot_of(std::uint64_t key) const noexcept {
-        return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask_;
+        // Fibonacci hashing: the top bits of the product depend on every bit of the key.
+        return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
     }
     std::vector<entry> slots_;
     std::size_t mask_ = 0;
+    int shift_ = 64;
     std::size_t size_ = 0;
 };
 
@@ -78,8 +115,8 @@ struct tokenizer::impl {
     tokenizer_vocab vocab;
     tokenizer_kind kind = tokenizer_kind::bpe;
     std::vector<token_type> types;
-    std::vector<std::string> pieces; ///< decoded bytes per token (control: its text)
-    internal::token_map token_to_id;
+    std::vector<std::string> pieces;   ///< decoded bytes per token (control: its text)
+    internal::token_table token_to_id; ///< over vocab.tokens
 
     // Special-token splitting: candidates grouped by first byte, longest first.
     std::array<std::vector<std::int32_t>, 256> specials_by_first_byte;
@@ -95,6 +132,7 @@ struct tokenizer::impl {
     internal::merge_table merges;
     std::array<std::int32_t, 256> byte_token{}; ///< id of each byte's stand-in, -1 when absent
     bool ignore_merges = false;
+    std::array<std::string_view, 256> standins{}; ///< gpt2_byte_to_utf8, without its static guard
 
     // spm
     bool add_space_prefix = true;

@@ -80,10 +80,10 @@ result<void> tokenizer::impl::encode_spm(std::string_view raw, bool prefix_space
         const symbol& a = s.symbols[l];
         const symbol& b = s.symbols[r];
         const std::string_view both = text.substr(a.start, a.n + b.n);
-        const auto it = token_to_id.find(both);
-        if (it == token_to_id.end())
+        const std::int32_t t = token_to_id.find(both);
+        if (t < 0)
             return;
-        const float score = vocab.scores.empty() ? 0.0f : vocab.scores[it->second];
+        const float score = vocab.scores.empty() ? 0.0f : vocab.scores[t];
         s.heap.push_back({score, l, r, a.n + b.n});
         std::push_heap(s.heap.begin(), s.heap.end(), lower{});
     };
@@ -111,8 +111,8 @@ result<void> tokenizer::impl::encode_spm(std::string_view raw, bool prefix_space
     for (std::int32_t i = s.symbols.empty() ? -1 : 0; i >= 0; i = s.symbols[i].next) {
         const symbol& sym = s.symbols[i];
         const std::string_view piece = text.substr(sym.start, sym.n);
-        if (const auto it = token_to_id.find(piece); it != token_to_id.end()) {
-            out.push_back(it->second);
+        if (const std::int32_t t = token_to_id.find(piece); t >= 0) {
+            out.push_back(t);
             continue;
         }
         // Byte fallback (every merged symbol is a token, so only single characters get here).
