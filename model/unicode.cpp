@@ -58,17 +58,6 @@ utf8_prefix classify_utf8_prefix(std::string_view s, std::size_t& length) noexce
     return utf8_prefix::complete;
 }
 
-bool is_valid_utf8(std::string_view s) noexcept {
-    std::size_t i = 0;
-    while (i < s.size()) {
-        std::size_t n = 0;
-        if (classify_utf8_prefix(s.substr(i), n) != utf8_prefix::complete)
-            return false;
-        i += n;
-    }
-    return true;
-}
-
 namespace {
 
 struct gpt2_tables {

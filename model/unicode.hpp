@@ -35,9 +35,6 @@ enum class utf8_prefix {
 /// Classifies the first character of a non-empty `s`; `length` receives its byte count.
 [[nodiscard]] utf8_prefix classify_utf8_prefix(std::string_view s, std::size_t& length) noexcept;
 
-/// True when the whole of `s` is valid UTF-8.
-[[nodiscard]] bool is_valid_utf8(std::string_view s) noexcept;
-
 /// GPT-2's printable stand-in for byte `b`, as UTF-8 (e.g. 0x20 -> "Ġ").
 [[nodiscard]] std::string_view gpt2_byte_to_utf8(std::uint8_t b) noexcept;
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace bitnet;
@@ -183,4 +184,25 @@ TEST_CASE("invalid vocabularies are refused with a message naming the problem") 
     auto types = small_vocab({}, "gpt2");
     types.token_types[2] = 9;
     CHECK(err(types).find("token_type 9") != std::string::npos);
+}
+
+TEST_CASE("one tokenizer encodes from several threads at once with the same results") {
+    const auto t = make(small_vocab({"a b", "b c", "ab c", "a a"}, "llama-bpe"));
+    const std::vector<std::string> texts = {"abc aab", "aaaa bc", "cab abc ca", "a<x>b"};
+    std::vector<ids> expected;
+    for (const auto& s : texts)
+        expected.push_back(enc(t, s));
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < 4; ++w)
+        threads.emplace_back([&, w] {
+            for (int i = 0; i < 2000; ++i) {
+                const std::size_t k = (w + i) % texts.size();
+                auto r = t.encode(texts[k]);
+                mismatches[w] += !r || *r != expected[k];
+            }
+        });
+    for (auto& th : threads)
+        th.join();
+    CHECK(mismatches == std::vector<int>(4, 0));
 }
