@@ -135,8 +135,11 @@ result<sampled> sampler::sample(std::span<const float> logits,
         // 2. top-k.
         if (params_.top_k > 0)
             n_keep = std::min(n_keep, static_cast<std::size_t>(params_.top_k));
-        std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n_keep),
-                          order_.end(), by_logit_desc{z});
+        if (n_keep == order_.size()) // top-p / min-p alone: introsort beats a full heap sort
+            std::sort(order_.begin(), order_.end(), by_logit_desc{z});
+        else
+            std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n_keep),
+                              order_.end(), by_logit_desc{z});
 
         // 3. top-p over the survivors' renormalised probabilities; keep at least one token.
         if (params_.top_p < 1.0f) {
