@@ -7,15 +7,12 @@
 // Each figure is the median of --repeats runs. Usage:
 //   bench_engine -m MODEL [--threads 2] [--decode 32] [--batch 8,32,64] [--prefill 512]
 //                [--kv-tokens 4096] [--repeats 5]
+#include "kernels/parallel.hpp"
 #include "model/engine.hpp"
 #include "model/gguf_reader.hpp"
 #include "model/model_config.hpp"
 
-#include "kernels/parallel.hpp"
-
 #include <CLI/CLI.hpp>
-
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +21,8 @@
 #include <numeric>
 #include <random>
 #include <vector>
+
+#include <sys/resource.h>
 
 namespace {
 
@@ -82,7 +81,8 @@ double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t step
         batch.push_back({s + 1, random_tokens(8, n_vocab, s), 0, true});
     // Prefill in steps that fit the token budget.
     for (std::size_t s = 0; s < n_seq; s += 32) {
-        std::span<const model::seq_chunk> part(batch.data() + s, std::min<std::size_t>(32, n_seq - s));
+        std::span<const model::seq_chunk> part(batch.data() + s,
+                                               std::min<std::size_t>(32, n_seq - s));
         if (!e.step(part)) {
             std::fprintf(stderr, "prefill failed\n");
             std::exit(1);
@@ -102,8 +102,8 @@ double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t step
         }
         for (std::size_t s = 0; s < n_seq; ++s) {
             const auto row = out->row(s, n_vocab);
-            batch[s].tokens = {static_cast<std::int32_t>(
-                std::max_element(row.begin(), row.end()) - row.begin())};
+            batch[s].tokens = {
+                static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin())};
             batch[s].pos0 += 1;
         }
     }

@@ -5,9 +5,8 @@
 // {"ids":[...],"text":...,"prompt_tokens_per_s":...,"gen_tokens_per_s":...}.
 #include "commands.hpp"
 #include "model/engine.hpp"
-#include "model/sampler.hpp"
+#include "model/generation.hpp"
 #include "model/tokenizer.hpp"
-#include "model/tokenizer_stream.hpp"
 
 #include <boost/json.hpp>
 
@@ -91,55 +90,43 @@ int run_generate(const generate_args& a) {
         }
         prompt = std::move(*ids);
     }
-    model::sampling_params sp;
-    sp.temperature = a.temperature;
-    sp.top_k = a.top_k;
-    sp.top_p = a.top_p;
-    sp.seed = a.seed;
-    auto smp = model::sampler::create(sp);
-    if (!smp) {
-        std::cerr << smp.error() << "\n";
-        return 2;
+    model::generation_request req;
+    req.prompt = prompt;
+    req.sampling.temperature = a.temperature;
+    req.sampling.top_k = a.top_k;
+    req.sampling.top_p = a.top_p;
+    req.sampling.seed = a.seed;
+    req.stop.max_tokens = static_cast<std::uint32_t>(a.n_predict);
+    req.ignore_eog = a.ignore_eos;
+    auto gen = model::generation::start(eng, 1, std::move(req));
+    if (!gen) {
+        std::cerr << gen.error() << "\n";
+        return 1;
     }
     if (!a.json)
         std::fprintf(stderr, "%s\n", eng.describe().c_str());
 
-    model::token_stream stream(tok);
-    std::vector<std::int32_t> history = prompt;
     std::vector<std::int32_t> generated;
     std::string text;
-    model::seq_chunk chunk{1, prompt, 0, true};
     using clock = std::chrono::steady_clock;
     clock::duration prompt_time{};
     clock::duration gen_time{};
-    for (int i = 0; i < a.n_predict; ++i) {
+    while (a.n_predict > 0 && !gen->finished()) {
         const auto t0 = clock::now();
-        auto out = eng.step(std::span<const model::seq_chunk>(&chunk, 1));
-        if (!out) {
-            std::cerr << out.error() << "\n";
-            return 1;
-        }
-        auto next = smp->sample(out->row(0, eng.config().n_vocab), history);
-        (i == 0 ? prompt_time : gen_time) += clock::now() - t0;
+        auto next = gen->next();
+        (gen->generated().size() <= 1 ? prompt_time : gen_time) += clock::now() - t0;
         if (!next) {
             std::cerr << next.error() << "\n";
             return 1;
         }
-        if (!a.ignore_eos && tok.is_eog(next->token))
-            break;
-        generated.push_back(next->token);
-        history.push_back(next->token);
-        const std::string piece = stream.push(next->token);
-        text += piece;
+        if (next->finish != model::finish_reason::eog)
+            generated.push_back(next->token);
+        text += next->text;
         if (!a.json) {
-            std::fwrite(piece.data(), 1, piece.size(), stdout);
+            std::fwrite(next->text.data(), 1, next->text.size(), stdout);
             std::fflush(stdout);
         }
-        chunk.pos0 += static_cast<std::uint32_t>(chunk.tokens.size());
-        chunk.tokens = {next->token};
     }
-    const std::string tail = stream.flush();
-    text += tail;
     // The first step is the prompt's; the others are one decode token each, the last one's
     // logits unused only when the loop ended on the token budget.
     const double prompt_tps = per_second(prompt.size(), prompt_time);
@@ -154,7 +141,6 @@ int run_generate(const generate_args& a) {
         o["gen_tokens_per_s"] = gen_tps;
         std::cout << json::serialize(o) << "\n";
     } else {
-        std::fwrite(tail.data(), 1, tail.size(), stdout);
         std::printf("\n");
         std::fprintf(stderr,
                      "prompt: %zu tokens, %.2f tokens/s; generation: %zu tokens, %.2f tokens/s\n",
