@@ -164,18 +164,31 @@ void ternary_rows_scalar(const packed_ternary& w, const quantized_acts& acts, fl
     }
 }
 
+namespace {
+
+// The arguments of one SIMD call, with this thread's scratch for an unpacked tile. The scratch
+// lives as long as the thread (an OpenMP worker or the caller), grown to the widest k seen.
+cpu::ternary_args simd_args(const packed_ternary& w, const quantized_acts& acts, float* y,
+                            std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
+    thread_local aligned_buffer scratch;
+    const std::size_t need = cpu::ternary_scratch_bytes(w.cols);
+    if (scratch.size() < need)
+        scratch = aligned_buffer(need);
+    return {w.data.data(),     w.rows,          w.cols,        w.scale, acts.q.data(),
+            acts.scale.data(), acts.sum.data(), acts.n_rows,   y,       ldy,
+            row_begin,         row_end,         scratch.data()};
+}
+
+} // namespace
+
 void ternary_rows_avx2(const packed_ternary& w, const quantized_acts& acts, float* y,
                        std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
-    cpu::ternary_rows_avx2({w.data.data(), w.rows, w.cols, w.scale, acts.q.data(),
-                            acts.scale.data(), acts.sum.data(), acts.n_rows, y, ldy, row_begin,
-                            row_end});
+    cpu::ternary_rows_avx2(simd_args(w, acts, y, ldy, row_begin, row_end));
 }
 
 void ternary_rows_avx512(const packed_ternary& w, const quantized_acts& acts, float* y,
                          std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
-    cpu::ternary_rows_avx512({w.data.data(), w.rows, w.cols, w.scale, acts.q.data(),
-                              acts.scale.data(), acts.sum.data(), acts.n_rows, y, ldy, row_begin,
-                              row_end});
+    cpu::ternary_rows_avx512(simd_args(w, acts, y, ldy, row_begin, row_end));
 }
 
 } // namespace detail

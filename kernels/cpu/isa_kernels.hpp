@@ -29,7 +29,15 @@ struct ternary_args {
     std::size_t ldy = 0;
     std::uint32_t row_begin = 0; ///< a multiple of the tile
     std::uint32_t row_end = 0;
+    /// Null, or ternary_scratch_bytes(k) bytes, 64-byte aligned, owned by the calling thread: room
+    /// for one tile unpacked to a code per byte, which batched calls reuse across token groups.
+    std::uint8_t* scratch = nullptr;
 };
+
+/// Scratch a ternary call may use: one tile of the widest family, a code per byte.
+constexpr std::size_t ternary_scratch_bytes(std::size_t k) noexcept {
+    return static_cast<std::size_t>(avx512_tile_rows) * k;
+}
 
 /// Quantizes one activation row as quantize_row_i8_s (spec §3.5), bit-identical to the scalar one.
 struct quantize_args {

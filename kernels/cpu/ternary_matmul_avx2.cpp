@@ -92,19 +92,84 @@ void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t 
             store_rows(acc32[v][t], a, t0 + t, row0 + 8 * v);
 }
 
+// The same product from a tile unpacked beforehand (unpack_tile): no shifts or masks in the inner
+// loop, which matters once many token groups share the tile.
+template <std::size_t T>
+void unpacked_tokens(const std::uint8_t* codes, const ternary_args& a, std::size_t t0,
+                     std::uint32_t row0) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const std::size_t steps = a.k / 4;
+    const std::int8_t* q[T];
+    for (std::size_t t = 0; t < T; ++t)
+        q[t] = a.q + (t0 + t) * a.k;
+    __m256i acc32[4][T];
+    for (auto& row : acc32)
+        for (auto& v : row)
+            v = _mm256_setzero_si256();
+    for (std::size_t s0 = 0; s0 < steps; s0 += steps_per_widen) {
+        __m256i acc16[4][T];
+        for (auto& row : acc16)
+            for (auto& v : row)
+                v = _mm256_setzero_si256();
+        for (std::size_t s = s0; s < s0 + steps_per_widen; ++s) {
+            __m256i x[T];
+            for (std::size_t t = 0; t < T; ++t)
+                x[t] = broadcast4(q[t] + 4 * s);
+            for (int v = 0; v < 4; ++v) {
+                const __m256i w =
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + s * 128 + 32 * v));
+                for (std::size_t t = 0; t < T; ++t)
+                    acc16[v][t] = _mm256_add_epi16(acc16[v][t], _mm256_maddubs_epi16(w, x[t]));
+            }
+        }
+        for (int v = 0; v < 4; ++v)
+            for (std::size_t t = 0; t < T; ++t)
+                acc32[v][t] = _mm256_add_epi32(acc32[v][t], _mm256_madd_epi16(acc16[v][t], ones));
+    }
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::uint32_t v = 0; v < 4; ++v)
+            store_rows(acc32[v][t], a, t0 + t, row0 + 8 * v);
+}
+
+// One code per byte, for each step the four registers of tile_tokens one after the other:
+// 32 · k bytes (80 KiB at k = 2560), read from L2.
+void unpack_tile(const std::uint8_t* w_tile, std::size_t k, std::uint8_t* codes) {
+    const __m256i mask = _mm256_set1_epi8(3);
+    for (std::size_t s = 0; s < k / 4; ++s) {
+        const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(w_tile + s * 32));
+        for (int v = 0; v < 4; ++v)
+            _mm256_store_si256(reinterpret_cast<__m256i*>(codes + s * 128 + 32 * v),
+                               _mm256_and_si256(_mm256_srli_epi16(b, 2 * v), mask));
+    }
+}
+
 } // namespace
 
 void ternary_rows_avx2(const ternary_args& a) {
     const std::size_t tile_bytes = static_cast<std::size_t>(tile) * a.k / 4;
-    for (std::uint32_t row0 = a.row_begin; row0 < a.row_end; row0 += tile) {
-        // The packed tile (8 KiB per 1024 columns) stays in L1 while the token pairs stream over
-        // it: the weights are read from memory once per call.
-        const std::uint8_t* w_tile = a.w + static_cast<std::size_t>(row0 / tile) * tile_bytes;
-        std::size_t t0 = 0;
-        for (; t0 + max_tokens <= a.n_tok; t0 += max_tokens)
-            tile_tokens<max_tokens>(w_tile, a, t0, row0);
-        if (t0 < a.n_tok)
-            tile_tokens<1>(w_tile, a, t0, row0);
+    // Token blocks keep their activations (96 · k bytes) in L2 beside the unpacked tile.
+    constexpr std::size_t token_block = 48 * max_tokens;
+    for (std::size_t b0 = 0; b0 < a.n_tok; b0 += token_block) {
+        const std::size_t b1 = b0 + token_block < a.n_tok ? b0 + token_block : a.n_tok;
+        // With more than one token group the tile is unpacked once into the caller's scratch and
+        // every group reads plain codes; with one group the unpack is folded into the product.
+        const bool unpack_first = b1 - b0 > max_tokens && a.scratch != nullptr;
+        for (std::uint32_t row0 = a.row_begin; row0 < a.row_end; row0 += tile) {
+            const std::uint8_t* w_tile = a.w + static_cast<std::size_t>(row0 / tile) * tile_bytes;
+            std::size_t t0 = b0;
+            if (unpack_first) {
+                unpack_tile(w_tile, a.k, a.scratch);
+                for (; t0 + max_tokens <= b1; t0 += max_tokens)
+                    unpacked_tokens<max_tokens>(a.scratch, a, t0, row0);
+                if (t0 < b1)
+                    unpacked_tokens<1>(a.scratch, a, t0, row0);
+                continue;
+            }
+            for (; t0 + max_tokens <= b1; t0 += max_tokens)
+                tile_tokens<max_tokens>(w_tile, a, t0, row0);
+            if (t0 < b1)
+                tile_tokens<1>(w_tile, a, t0, row0);
+        }
     }
 }
 
