@@ -111,7 +111,6 @@ private:
 
 result<model_weights> load_model_weights(const gguf_file& file, const model_config& c,
                                          const model_tensors& t, const weight_load_options& opt) {
-    (void)file;
     model_weights w;
     w.token_embd = t.token_embd;
     w.mapped_bytes = t.token_embd->n_bytes;
@@ -157,6 +156,8 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
         auto p = loader.load(*tensor, mult);
         if (!p)
             return p.error();
+        // The repacked copy is all the kernels read: the file's pages can leave memory.
+        file.release_pages(*tensor);
         dst = std::move(*p);
         w.owned_bytes += dst.w.data.size();
         return {};
