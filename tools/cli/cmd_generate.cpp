@@ -31,6 +31,7 @@ struct generate_args {
     int threads = 0;
     bool json = false;
     bool ignore_eos = false;
+    std::string tl_kernel_config;
 };
 
 /// "1,2,3" → ids; nullopt names nothing, the caller reports.
@@ -67,6 +68,7 @@ int run_generate(const generate_args& a) {
     model::engine_options opt;
     opt.model_path = a.model;
     opt.n_threads = a.threads;
+    opt.tl_kernel_config = a.tl_kernel_config;
     auto loaded = model::engine::load(opt);
     if (!loaded) {
         std::cerr << loaded.error() << "\n";
@@ -166,6 +168,8 @@ void add_generate(CLI::App& app) {
     g->add_option("-t,--threads", args->threads, "compute threads; 0 = one per core")
         ->check(CLI::Range(0, 1024));
     g->add_flag("--ignore-eos", args->ignore_eos, "keep generating past end-of-generation tokens");
+    g->add_option("--tl-kernel-config", args->tl_kernel_config,
+                   "bitnet.cpp kernel_config.ini giving TL1/TL2 layouts of unlisted shapes");
     g->add_flag("--json", args->json, "print one JSON object with ids, text and speeds");
     g->callback([args] { throw CLI::RuntimeError(run_generate(*args)); });
 }
