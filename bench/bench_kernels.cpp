@@ -1,0 +1,282 @@
+// CPU kernel throughput on the BitNet-b1.58-2B-4T shapes (spec §4.1): the ternary product per
+// kernel family at decode (M = 1, weight GB/s) and batched (M tokens, GMAC/s), the tied-logits F16
+// product, activation quantization, and the machine's streaming read bandwidth with the same
+// thread counts, so decode figures can be quoted as a fraction of the roofline.
+// Figures go to bench/RESULTS.md ("Kernels"). BITNET_ISA does not matter here: every family this
+// CPU runs is registered by name.
+#include "kernels/cpu_features.hpp"
+#include "kernels/f16.hpp"
+#include "kernels/f16_matmul.hpp"
+#include "kernels/parallel.hpp"
+#include "kernels/ternary_matmul.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace bitnet::kernels;
+
+struct matrix_shape {
+    const char* name;
+    std::uint32_t rows;
+    std::uint32_t cols;
+};
+
+// The four distinct BitLinear shapes of one 2B-4T layer (q and o share 2560 × 2560, k and v are
+// 640 × 2560, gate and up 6912 × 2560).
+constexpr matrix_shape shapes[] = {
+    {"q_o", 2560, 2560},
+    {"k_v", 640, 2560},
+    {"gate_up", 6912, 2560},
+    {"down", 2560, 6912},
+};
+
+constexpr std::size_t vocab = 128256;
+constexpr std::size_t n_embd = 2560;
+
+std::vector<std::uint8_t> random_i2s(std::size_t n_bytes, std::uint32_t seed) {
+    // Codes 0, 1, 2 uniformly (no code 3), four per byte.
+    std::mt19937 rng(seed);
+    std::vector<std::uint8_t> b(n_bytes);
+    for (auto& v : b) {
+        unsigned byte = 0;
+        for (int i = 0; i < 4; ++i)
+            byte = byte << 2 | (rng() % 3);
+        v = static_cast<std::uint8_t>(byte);
+    }
+    return b;
+}
+
+std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v)
+        x = dist(rng);
+    return v;
+}
+
+void bm_ternary(benchmark::State& state, isa family, matrix_shape s) {
+    const auto n_tok = static_cast<std::size_t>(state.range(0));
+    const auto n_threads = static_cast<int>(state.range(1));
+    const std::vector<std::uint8_t> i2s =
+        random_i2s(static_cast<std::size_t>(s.rows) * s.cols / 4, s.rows);
+    const packed_ternary w = pack_ternary(i2s.data(), s.rows, s.cols, 0.5f, family);
+    const std::vector<float> x = random_floats(n_tok * s.cols, 7);
+    quantized_acts acts;
+    quantize_activations(x.data(), n_tok, s.cols, s.cols, acts, family);
+    std::vector<float> y(n_tok * s.rows);
+    for (auto _ : state) {
+        ternary_matmul(w, acts, y.data(), s.rows, n_threads);
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+    }
+    const double weight_bytes = static_cast<double>(s.rows) * s.cols / 4;
+    const double macs = static_cast<double>(s.rows) * s.cols * static_cast<double>(n_tok);
+    state.counters["weight_GB/s"] =
+        benchmark::Counter(weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GMAC/s"] =
+        benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Decode through the BitLinear weights of all 30 layers (q, k, v, o, gate, up, down: 521 MB of
+// packed weights, far beyond the L2 and, unlike one matrix, not re-read from cache each
+// iteration): the memory-bound figure to set against read_bandwidth.
+void bm_ternary_decode_stack(benchmark::State& state, isa family) {
+    const auto n_threads = static_cast<int>(state.range(0));
+    constexpr int n_layers = 30;
+    const matrix_shape layer[] = {shapes[0], shapes[1], shapes[1], shapes[0],
+                                  shapes[2], shapes[2], shapes[3]};
+    std::vector<packed_ternary> stack;
+    double weight_bytes = 0;
+    for (const matrix_shape& s : layer) {
+        const std::vector<std::uint8_t> i2s =
+            random_i2s(static_cast<std::size_t>(s.rows) * s.cols / 4, s.rows + s.cols);
+        const packed_ternary proto = pack_ternary(i2s.data(), s.rows, s.cols, 0.5f, family);
+        for (int l = 0; l < n_layers; ++l) {
+            packed_ternary w;
+            w.rows = proto.rows;
+            w.cols = proto.cols;
+            w.scale = proto.scale;
+            w.family = proto.family;
+            w.data = aligned_buffer(proto.data.size());
+            std::memcpy(w.data.data(), proto.data.data(), proto.data.size());
+            stack.push_back(std::move(w));
+        }
+        weight_bytes += static_cast<double>(s.rows) * s.cols / 4 * n_layers;
+    }
+    const std::vector<float> x = random_floats(6912, 7);
+    quantized_acts narrow;
+    quantized_acts wide;
+    quantize_activations(x.data(), 1, 2560, 2560, narrow, family);
+    quantize_activations(x.data(), 1, 6912, 6912, wide, family);
+    std::vector<float> y(6912);
+    for (auto _ : state) {
+        // Layer-major order, as the forward pass reads them.
+        for (int l = 0; l < n_layers; ++l)
+            for (std::size_t m = 0; m < 7; ++m) {
+                const packed_ternary& w = stack[m * n_layers + static_cast<std::size_t>(l)];
+                ternary_matmul(w, w.cols == 2560 ? narrow : wide, y.data(), w.rows, n_threads);
+            }
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["weight_GB/s"] =
+        benchmark::Counter(weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The embedding is shared by every f16 benchmark (657 MB): built once.
+const std::vector<std::uint16_t>& embedding() {
+    static const std::vector<std::uint16_t> w = [] {
+        std::vector<std::uint16_t> v(vocab * n_embd);
+        std::mt19937 rng(3);
+        std::uniform_real_distribution<float> dist(-0.1f, 0.1f);
+        std::vector<std::uint16_t> pool(1 << 16);
+        for (auto& h : pool)
+            h = f32_to_f16(dist(rng));
+        for (std::size_t i = 0; i < v.size(); ++i)
+            v[i] = pool[(i * 40503u) & 0xffffu];
+        return v;
+    }();
+    return w;
+}
+
+void bm_f16_logits(benchmark::State& state, isa family) {
+    const auto n_tok = static_cast<std::size_t>(state.range(0));
+    const auto n_threads = static_cast<int>(state.range(1));
+    const std::vector<std::uint16_t>& w = embedding();
+    const std::vector<float> x = random_floats(n_tok * n_embd, 5);
+    std::vector<float> y(n_tok * vocab);
+    for (auto _ : state) {
+        f16_matmul(w.data(), vocab, n_embd, x.data(), n_tok, n_embd, y.data(), vocab, n_threads,
+                   family);
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+    }
+    const double weight_bytes = static_cast<double>(w.size()) * 2;
+    state.counters["weight_GB/s"] =
+        benchmark::Counter(weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_quantize(benchmark::State& state, isa family) {
+    const auto n_tok = static_cast<std::size_t>(state.range(0));
+    const std::vector<float> x = random_floats(n_tok * n_embd, 9);
+    quantized_acts acts;
+    for (auto _ : state) {
+        quantize_activations(x.data(), n_tok, n_embd, n_embd, acts, family);
+        benchmark::DoNotOptimize(acts.q.data());
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                            static_cast<std::int64_t>(x.size() * sizeof(float)));
+}
+
+// Streaming read of a buffer far larger than the L3, split over the threads as the kernels split
+// their rows: the bandwidth ceiling for decode.
+void bm_read_bandwidth(benchmark::State& state) {
+    const auto n_threads = static_cast<int>(state.range(0));
+    constexpr std::size_t n_bytes = std::size_t{1} << 30;
+    static const std::unique_ptr<std::uint64_t[]> buf = [] {
+        auto p = std::make_unique<std::uint64_t[]>(n_bytes / 8);
+        std::memset(p.get(), 1, n_bytes); // fault every page in before timing
+        return p;
+    }();
+    const std::size_t n_words = n_bytes / 8;
+    for (auto _ : state) {
+        std::uint64_t total = 0;
+        parallel_ranges(n_words, 4096, n_threads, [&](std::size_t begin, std::size_t end) {
+            // Four independent sums so the adds never limit the loads.
+            std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (std::size_t i = begin; i < end; i += 4) {
+                s0 += buf[i];
+                s1 += buf[i + 1];
+                s2 += buf[i + 2];
+                s3 += buf[i + 3];
+            }
+#pragma omp atomic
+            total += s0 + s1 + s2 + s3;
+        });
+        benchmark::DoNotOptimize(total);
+    }
+    state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                            static_cast<std::int64_t>(n_bytes));
+}
+
+void register_all() {
+    std::vector<isa> families = {isa::scalar};
+    for (const isa f : {isa::avx2, isa::avx512_vnni})
+        if (isa_supported(f))
+            families.push_back(f);
+
+    benchmark::RegisterBenchmark("read_bandwidth", bm_read_bandwidth)
+        ->Arg(1)
+        ->Arg(2)
+        ->ArgName("threads")
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
+
+    for (const isa f : families) {
+        const std::string fam(isa_name(f));
+        benchmark::RegisterBenchmark(("ternary_decode_30_layers/" + fam).c_str(),
+                                     bm_ternary_decode_stack, f)
+            ->Arg(1)
+            ->Arg(2)
+            ->ArgName("threads")
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+        // Decode: every layer shape at M = 1.
+        for (const matrix_shape& s : shapes)
+            benchmark::RegisterBenchmark(("ternary/" + fam + "/" + s.name).c_str(), bm_ternary, f,
+                                         s)
+                ->ArgsProduct({{1}, {1, 2}})
+                ->ArgNames({"M", "threads"})
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond);
+        // Batched: the two large shapes; scalar only at M = 8 (it would take seconds per call).
+        const std::vector<std::int64_t> batch = f == isa::scalar
+                                                    ? std::vector<std::int64_t>{8}
+                                                    : std::vector<std::int64_t>{8, 32, 64, 512};
+        for (const matrix_shape& s : {shapes[0], shapes[2]})
+            benchmark::RegisterBenchmark(("ternary/" + fam + "/" + s.name).c_str(), bm_ternary, f,
+                                         s)
+                ->ArgsProduct({batch, {1, 2}})
+                ->ArgNames({"M", "threads"})
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
+        // The scalar twin calls libm's fma per element: M = 8 would take seconds per call.
+        benchmark::RegisterBenchmark(("f16_logits/" + fam).c_str(), bm_f16_logits, f)
+            ->ArgsProduct(
+                {f == isa::scalar ? std::vector<std::int64_t>{1} : std::vector<std::int64_t>{1, 8},
+                 {1, 2}})
+            ->ArgNames({"M", "threads"})
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+        benchmark::RegisterBenchmark(("quantize/" + fam).c_str(), bm_quantize, f)
+            ->Arg(1)
+            ->Arg(64)
+            ->ArgName("M")
+            ->Unit(benchmark::kMicrosecond);
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    register_all();
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv))
+        return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
