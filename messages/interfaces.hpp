@@ -13,6 +13,7 @@
 #include <caf/typed_actor.hpp>
 
 #include <string>
+#include <vector>
 
 namespace bitnet::msg {
 
@@ -36,10 +37,15 @@ using batcher_actor =
 /// Front door: caps, priorities, readiness, draining. `submit` errors: queue_full (cap hit or
 /// draining; the message says which), not_found (unknown model), prompt_too_long, timeout
 /// (deadline passed while queued). `ready` answers readiness and, when not ready, why.
+/// `route(alias, batcher)` is pushed by the supervisor when a model becomes ready (or is
+/// swapped); `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
 using admission_actor =
     caf::typed_actor<caf::replies_to<submit_atom, generate_request, sink_actor>::with<request_id>,
                      caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
-                     caf::replies_to<ready_atom>::with<bool, std::string>>;
+                     caf::replies_to<ready_atom>::with<bool, std::string>,
+                     caf::reacts_to<route_atom, std::string, batcher_actor>,
+                     caf::reacts_to<tick_atom>,
+                     caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>>;
 
 /// Owns model versions and their batcher/executor pairs; answers routing lookups.
 using supervisor_actor =

@@ -104,6 +104,10 @@ TEST_CASE("errc survives caf::error with its message; CAF's errors map to the ne
     CHECK(back.value() == errc::queue_full);
     CHECK(back.message == "12 requests waiting");
     CHECK(sys.render(e).find("queue_full") != std::string::npos);
+    CHECK(msg::retry_after_of(e) == 0);
+    auto busy = msg::to_caf_error(errc::queue_full, "256 waiting", 7);
+    CHECK(msg::retry_after_of(busy) == 7);
+    CHECK(msg::from_caf_error(busy).message == "256 waiting");
 
     CHECK(msg::from_caf_error(caf::make_error(caf::sec::request_timeout)).value() == errc::timeout);
     CHECK(msg::from_caf_error(caf::make_error(caf::sec::request_receiver_down)).value() ==
