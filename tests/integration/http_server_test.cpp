@@ -1,0 +1,273 @@
+// The HTTP server over real loopback sockets, in-process, in front of the real actors. The model
+// is the contract-checking fake engine (tests/actors/fake_engine.hpp) until model::engine lands;
+// then these run against `bitnet-model make --shape tiny`.
+#include "actors/admission.hpp"
+#include "actors/fake_engine.hpp"
+#include "actors/supervisor.hpp"
+#include "http/server.hpp"
+#include "messages/errors.hpp"
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <doctest/doctest.h>
+
+#include <thread>
+
+using namespace bitnet;
+using namespace std::chrono_literals;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+namespace {
+
+struct test_config : caf::actor_system_config {
+    test_config() {
+        msg::register_messages(*this);
+        set("scheduler.max-threads", 2);
+    }
+};
+
+struct reply {
+    unsigned status = 0;
+    std::string body;
+    std::string retry_after;
+    std::string content_type;
+};
+
+/// A running server: actor system, admission, supervisor (fake engine), HTTP on 127.0.0.1:0.
+struct live_server {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
+    msg::admission_actor adm;
+    msg::supervisor_actor sup;
+    std::unique_ptr<http::server> srv;
+    std::uint16_t port = 0;
+
+    explicit live_server(std::uint32_t max_waiting = 64, std::chrono::milliseconds step = 2ms,
+                         std::uint32_t max_batch_seqs = 8) {
+        actors::admission_options ao;
+        ao.default_model = "tiny";
+        ao.max_waiting_requests = max_waiting;
+        ao.poll_interval = 5ms;
+        adm = actors::spawn_admission(sys, ao);
+        actors::supervisor_options so;
+        so.admission = adm;
+        actors::model_spec spec;
+        spec.alias = "tiny";
+        spec.executor.make_engine = [p = probe, step]() -> result<std::unique_ptr<model::engine>> {
+            return std::make_unique<test::fake_engine>(64, step, p);
+        };
+        spec.executor.eog_ids = {31};
+        spec.batcher.policy.max_batch_seqs = max_batch_seqs;
+        spec.batcher.token_text = [](std::uint64_t, msg::token_id t) {
+            return "<" + std::to_string(t) + ">";
+        };
+        so.models.push_back(spec);
+        sup = actors::spawn_supervisor(sys, so);
+        http::server_options ho;
+        ho.default_model = "tiny";
+        ho.max_body_bytes = 4096;
+        ho.sse_ping = 20ms;
+        srv = std::make_unique<http::server>(sys, adm, ho);
+        auto p = srv->start();
+        REQUIRE(p.has_value());
+        port = *p;
+        // Ready once the model is loaded and routed (bounded wait).
+        for (int i = 0; i < 500 && get("/health/ready").status != 200; ++i)
+            std::this_thread::sleep_for(5ms);
+    }
+    ~live_server() {
+        srv->stop();
+        caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+        caf::anon_send_exit(adm, caf::exit_reason::user_shutdown);
+    }
+
+    reply request(bhttp::verb verb, const std::string& target, const std::string& body = {},
+                  const std::string& ctype = "application/json") {
+        net::io_context ioc;
+        beast::tcp_stream stream(ioc);
+        stream.expires_after(10s);
+        stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
+        bhttp::request<bhttp::string_body> req{verb, target, 11};
+        req.set(bhttp::field::host, "127.0.0.1");
+        if (!body.empty()) {
+            req.set(bhttp::field::content_type, ctype);
+            req.body() = body;
+            req.prepare_payload();
+        }
+        bhttp::write(stream, req);
+        beast::flat_buffer buf;
+        bhttp::response<bhttp::string_body> res;
+        beast::error_code ec;
+        bhttp::read(stream, buf, res, ec);
+        reply out;
+        out.status = res.result_int();
+        out.body = res.body();
+        out.retry_after = std::string(res[bhttp::field::retry_after]);
+        out.content_type = std::string(res[bhttp::field::content_type]);
+        return out;
+    }
+    reply get(const std::string& target) { return request(bhttp::verb::get, target); }
+    reply post(const std::string& target, const std::string& body) {
+        return request(bhttp::verb::post, target, body);
+    }
+};
+
+boost::json::object error_of(const reply& r) {
+    auto v = boost::json::parse(r.body);
+    return v.as_object().at("error").as_object();
+}
+
+} // namespace
+
+TEST_CASE("health, a completion, the error shape, 404, 405, 413, 415, metrics and stats") {
+    live_server s;
+    CHECK(s.get("/health/live").status == 200);
+    CHECK(s.get("/health/ready").status == 200);
+
+    auto r = s.post("/v1/inference", R"({"prompt":[1,2,3],"max_tokens":4})");
+    REQUIRE(r.status == 200);
+    auto o = boost::json::parse(r.body).as_object();
+    CHECK(o.at("finish_reason").as_string() == "length");
+    CHECK(o.at("text").as_string() == "<4><5><6><7>");
+    CHECK(o.at("tokens").as_array().size() == 4);
+    CHECK(o.at("usage").as_object().at("total_tokens").as_int64() == 7);
+    CHECK(o.at("timings").as_object().contains("ttft_ms"));
+
+    auto c = s.post("/v1/completions", R"({"prompt":[27],"max_tokens":10})");
+    REQUIRE(c.status == 200);
+    auto co = boost::json::parse(c.body).as_object();
+    CHECK(co.at("object").as_string() == "text_completion");
+    CHECK(co.at("choices").as_array()[0].as_object().at("finish_reason").as_string() == "stop");
+
+    auto bad = s.post("/v1/inference", R"({"prompt":[1],"temperature":9})");
+    CHECK(bad.status == 400);
+    auto e = error_of(bad);
+    CHECK(e.at("param").as_string() == "temperature");
+    CHECK(e.at("type").as_string() == "invalid_request_error");
+    CHECK_FALSE(e.at("request_id").as_string().empty());
+    CHECK_FALSE(e.at("suggestion").as_string().empty());
+
+    auto malformed = s.post("/v1/inference", "{nope");
+    CHECK(malformed.status == 400);
+
+    auto unknown = s.post("/v1/inference", R"({"prompt":[1],"model":"nope"})");
+    CHECK(unknown.status == 404);
+    CHECK(error_of(unknown).at("code").as_string() == "model_not_found");
+
+    auto bad_id = s.post("/v1/inference", R"({"prompt":[99999999999]})");
+    CHECK(bad_id.status == 400);
+    CHECK(error_of(bad_id).at("param").as_string() == "prompt");
+    std::string ids = "1";
+    for (int i = 1; i < 64; ++i) // the fake model's context holds 64 tokens
+        ids += ",1";
+    auto too_long = s.post("/v1/inference", R"({"prompt":[)" + ids + "]}");
+    CHECK(too_long.status == 400);
+    CHECK(error_of(too_long).at("code").as_string() == "context_length_exceeded");
+
+    CHECK(s.get("/no/such/route").status == 404);
+    CHECK(s.get("/v1/inference").status == 405);
+    CHECK(s.post("/v1/inference", std::string(5000, ' ')).status == 413);
+    CHECK(s.request(bhttp::verb::post, "/v1/inference", "prompt", "text/plain").status == 415);
+
+    auto m = s.get("/metrics");
+    CHECK(m.status == 200);
+    CHECK(m.content_type.find("text/plain") == 0);
+    for (const char* name : {"bitnet_requests_total", "bitnet_time_to_first_token_seconds",
+                             "bitnet_generated_tokens_total", "vllm:num_requests_running",
+                             "vllm:kv_cache_usage_perc", "bitnet_requests_waiting"})
+        CHECK_MESSAGE(m.body.find(name) != std::string::npos, std::string(name));
+
+    auto st = s.get("/v1/stats");
+    REQUIRE(st.status == 200);
+    auto models = boost::json::parse(st.body).as_object().at("models").as_array();
+    REQUIRE(models.size() == 1);
+    CHECK(models[0].as_object().at("kv_blocks_used").as_int64() == 0);
+
+    auto list = s.get("/v1/models");
+    CHECK(list.status == 200);
+    CHECK(list.body.find(R"("id":"tiny")") != std::string::npos);
+}
+
+TEST_CASE("SSE framing: native events and OpenAI chunks ending in [DONE]") {
+    live_server s;
+    auto native = s.post("/v1/inference/stream", R"({"prompt":[1],"max_tokens":3})");
+    REQUIRE(native.status == 200);
+    CHECK(native.content_type == "text/event-stream");
+    CHECK(native.body.find("event: token\ndata: {\"index\":0,\"token_id\":2,") !=
+          std::string::npos);
+    CHECK(native.body.find("event: done\ndata: {\"finish_reason\":\"length\"") !=
+          std::string::npos);
+
+    auto chat = s.post("/v1/completions",
+                       R"({"prompt":[1],"max_tokens":2,"stream":true,
+                           "stream_options":{"include_usage":true}})");
+    REQUIRE(chat.status == 200);
+    const auto& b = chat.body;
+    CHECK(b.find("data: {\"id\":\"cmpl-") == 0);
+    CHECK(b.find("\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2") !=
+          std::string::npos);
+    REQUIRE(b.size() >= 14);
+    CHECK(b.substr(b.size() - 14) == "data: [DONE]\n\n");
+}
+
+TEST_CASE("503 with Retry-After when the queue cap is hit") {
+    live_server s(2, 20ms, 1); // slow steps, one sequence at a time, two may wait
+    std::vector<std::thread> clients;
+    std::atomic<int> refused{0};
+    std::string retry_after;
+    std::mutex mu;
+    for (int i = 0; i < 8; ++i)
+        clients.emplace_back([&] {
+            auto r = s.post("/v1/inference", R"({"prompt":[1],"max_tokens":5})");
+            if (r.status == 503) {
+                ++refused;
+                std::lock_guard lk(mu);
+                retry_after = r.retry_after;
+                CHECK(error_of(r).at("code").as_string() == "queue_full");
+            } else {
+                CHECK(r.status == 200);
+            }
+        });
+    for (auto& t : clients)
+        t.join();
+    CHECK(refused > 0);
+    CHECK_FALSE(retry_after.empty());
+}
+
+TEST_CASE("a client that disconnects mid-stream is cancelled and its KV freed") {
+    live_server s(64, 10ms);
+    {
+        net::io_context ioc;
+        beast::tcp_stream stream(ioc);
+        stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port));
+        bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/inference/stream", 11};
+        req.set(bhttp::field::content_type, "application/json");
+        req.body() = R"({"prompt":[1,2,3,4,5,6,7,8,9],"max_tokens":40})";
+        req.prepare_payload();
+        bhttp::write(stream, req);
+        char buf[256];
+        stream.expires_after(5s);
+        (void)stream.read_some(net::buffer(buf)); // headers and maybe a token: it is running
+        // Gone: close the socket mid-stream.
+    }
+    bool freed = false;
+    for (int i = 0; i < 300 && !freed; ++i) {
+        std::this_thread::sleep_for(10ms);
+        auto st = s.get("/v1/stats");
+        auto m = boost::json::parse(st.body).as_object().at("models").as_array();
+        freed = !m.empty() && m[0].as_object().at("finished").as_int64() == 1 &&
+                m[0].as_object().at("kv_blocks_used").as_int64() == 0 && s.probe->blocks_used == 0;
+    }
+    CHECK(freed);
+    CHECK(s.probe->steps < 35); // it stopped well before 40 tokens
+}
