@@ -187,11 +187,19 @@ TEST_CASE("health, a completion, the error shape, 404, 405, 413, 415, metrics an
                              "vllm:kv_cache_usage_perc", "bitnet_requests_waiting"})
         CHECK_MESSAGE(m.body.find(name) != std::string::npos, std::string(name));
 
-    auto st = s.get("/v1/stats");
-    REQUIRE(st.status == 200);
-    auto models = boost::json::parse(st.body).as_object().at("models").as_array();
+    // /v1/stats is admission's polled view (every poll_interval): wait for it to catch up.
+    boost::json::array models;
+    for (int i = 0; i < 200; ++i) {
+        auto st = s.get("/v1/stats");
+        REQUIRE(st.status == 200);
+        models = boost::json::parse(st.body).as_object().at("models").as_array();
+        if (models.size() == 1 && models[0].as_object().at("kv_blocks_used").as_int64() == 0)
+            break;
+        std::this_thread::sleep_for(5ms);
+    }
     REQUIRE(models.size() == 1);
     CHECK(models[0].as_object().at("kv_blocks_used").as_int64() == 0);
+    CHECK(models[0].as_object().at("finished").as_int64() == 2);
 
     auto list = s.get("/v1/models");
     CHECK(list.status == 200);
