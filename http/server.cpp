@@ -50,11 +50,24 @@ msg::sink_actor::behavior_type sink_fn(msg::sink_actor::pointer self, msg::admis
                                        msg::generate_request req, std::shared_ptr<sink_target> t) {
     self->request(adm, std::chrono::seconds(30), msg::submit_atom_v, std::move(req),
                   caf::actor_cast<msg::sink_actor>(self))
-        .then([](msg::request_id) {},
-              [self, t](caf::error& e) {
-                  t->on_fail(std::move(e));
-                  self->quit();
-              });
+        .then(
+            [self](msg::request_id) {
+                // The reply comes from the batcher that holds the sequence (admission
+                // delegates): watch it, so a crashed model fails this request instead of
+                // leaving the client waiting.
+                if (auto& sender = self->current_sender())
+                    self->monitor(caf::actor_cast<caf::actor_addr>(sender));
+            },
+            [self, t](caf::error& e) {
+                t->on_fail(std::move(e));
+                self->quit();
+            });
+    self->set_down_handler([self, t](caf::down_msg& dm) {
+        t->on_fail(msg::to_caf_error(errc::internal, "the model's batcher stopped (" +
+                                                         caf::to_string(dm.reason) +
+                                                         "); the request was lost"));
+        self->quit();
+    });
     return {
         [t](msg::token_atom, msg::token_event& ev) { t->on_token(std::move(ev)); },
         [self, t](msg::done_atom, msg::completion& c) {

@@ -279,3 +279,31 @@ TEST_CASE("a client that disconnects mid-stream is cancelled and its KV freed") 
     CHECK(freed);
     CHECK(s.probe->steps < 35); // it stopped well before 40 tokens
 }
+
+TEST_CASE("a stream whose model crashes ends with an error event, and the model comes back") {
+    live_server s(64, 10ms);
+    std::string body;
+    std::thread client(
+        [&] { body = s.post("/v1/inference/stream", R"({"prompt":[1],"max_tokens":60})").body; });
+    // Let it start, then crash the batcher that serves it.
+    caf::scoped_actor self{s.sys};
+    msg::batcher_actor b;
+    self->request(s.sup, 5s, msg::route_atom_v, std::string("tiny"))
+        .receive([&](msg::batcher_actor x) { b = x; },
+                 [](caf::error& e) { FAIL(caf::to_string(e)); });
+    for (int i = 0; i < 200 && s.probe->steps < 3; ++i)
+        std::this_thread::sleep_for(5ms);
+    self->send_exit(b, caf::make_error(caf::sec::runtime_error, "boom"));
+    client.join();
+    CHECK(body.find("event: error\ndata: {\"error\"") != std::string::npos);
+    CHECK(body.find("event: done") == std::string::npos);
+    // The supervisor restarted it: a new request completes.
+    reply r;
+    for (int i = 0; i < 200; ++i) {
+        r = s.post("/v1/inference", R"({"prompt":[1],"max_tokens":2})");
+        if (r.status == 200)
+            break;
+        std::this_thread::sleep_for(10ms);
+    }
+    CHECK(r.status == 200);
+}
