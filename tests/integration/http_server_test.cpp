@@ -307,3 +307,21 @@ TEST_CASE("a stream whose model crashes ends with an error event, and the model 
     }
     CHECK(r.status == 200);
 }
+
+TEST_CASE("a slow stream carries ': ping' comments between events") {
+    live_server s(64, 40ms); // steps slower than sse_ping (20 ms)
+    auto r = s.post("/v1/inference/stream", R"({"prompt":[1],"max_tokens":3})");
+    REQUIRE(r.status == 200);
+    CHECK(r.body.find(": ping\n\n") != std::string::npos);
+    CHECK(r.body.find("event: done") != std::string::npos);
+}
+
+TEST_CASE("a deadline that passes while queued answers 504") {
+    live_server s(64, 20ms, 1); // one sequence per step
+    std::thread busy([&] { (void)s.post("/v1/inference", R"({"prompt":[1],"max_tokens":20})"); });
+    std::this_thread::sleep_for(60ms);
+    auto r = s.post("/v1/inference", R"({"prompt":[1],"max_tokens":2,"timeout_ms":30})");
+    busy.join();
+    CHECK(r.status == 504);
+    CHECK(error_of(r).at("code").as_string() == "deadline_exceeded");
+}
