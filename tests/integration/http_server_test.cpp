@@ -53,7 +53,7 @@ struct live_server {
     std::uint16_t port = 0;
 
     explicit live_server(std::uint32_t max_waiting = 64, std::chrono::milliseconds step = 2ms,
-                         std::uint32_t max_batch_seqs = 8) {
+                         std::uint32_t max_batch_seqs = 8, std::vector<std::string> keys = {}) {
         actors::admission_options ao;
         ao.default_model = "tiny";
         ao.max_waiting_requests = max_waiting;
@@ -77,6 +77,7 @@ struct live_server {
         ho.default_model = "tiny";
         ho.max_body_bytes = 4096;
         ho.sse_ping = 20ms;
+        ho.api_keys = std::move(keys);
         srv = std::make_unique<http::server>(sys, adm, ho);
         auto p = srv->start();
         REQUIRE(p.has_value());
@@ -92,13 +93,15 @@ struct live_server {
     }
 
     reply request(bhttp::verb verb, const std::string& target, const std::string& body = {},
-                  const std::string& ctype = "application/json") {
+                  const std::string& ctype = "application/json", const std::string& auth = {}) {
         net::io_context ioc;
         beast::tcp_stream stream(ioc);
         stream.expires_after(10s);
         stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
         bhttp::request<bhttp::string_body> req{verb, target, 11};
         req.set(bhttp::field::host, "127.0.0.1");
+        if (!auth.empty())
+            req.set(bhttp::field::authorization, auth);
         if (!body.empty()) {
             req.set(bhttp::field::content_type, ctype);
             req.body() = body;
@@ -324,4 +327,19 @@ TEST_CASE("a deadline that passes while queued answers 504") {
     busy.join();
     CHECK(r.status == 504);
     CHECK(error_of(r).at("code").as_string() == "deadline_exceeded");
+}
+
+TEST_CASE("API keys guard /v1 routes; health and metrics stay open") {
+    live_server s(64, 2ms, 8, {"secret-key-1"});
+    const std::string body = R"({"prompt":[1],"max_tokens":1})";
+    auto none = s.post("/v1/inference", body);
+    CHECK(none.status == 401);
+    CHECK(error_of(none).at("type").as_string() == "authentication_error");
+    CHECK(s.request(bhttp::verb::post, "/v1/inference", body, "application/json", "Bearer wrong")
+              .status == 401);
+    CHECK(s.request(bhttp::verb::post, "/v1/inference", body, "application/json",
+                    "Bearer secret-key-1")
+              .status == 200);
+    CHECK(s.get("/health/live").status == 200);
+    CHECK(s.get("/metrics").status == 200);
 }
