@@ -323,8 +323,29 @@ private:
         call_ = std::move(c);
         if (call_->stream)
             begin_stream();
+        else
+            watch_disconnect();
         call_->sink = caf::actor_cast<caf::actor>(
             srv_.sys.spawn(sink_fn, srv_.admission, std::move(g), std::move(t)));
+    }
+
+    /// While a non-streamed reply is being generated nothing reads the socket: wait for it to
+    /// become readable. Readable with nothing to read is the peer's FIN: the client is gone, so
+    /// the request is cancelled (its KV freed) instead of generating for nobody.
+    void watch_disconnect() {
+        stream_.expires_never(); // a long generation must not trip the read timeout
+        watching_ = true;
+        stream_.socket().async_wait(tcp::socket::wait_read,
+                                    [self = shared_from_this()](beast::error_code ec) {
+                                        self->watching_ = false;
+                                        if (ec || !self->call_ || self->call_->ended || self->sse_)
+                                            return;
+                                        beast::error_code aec;
+                                        if (self->stream_.socket().available(aec) == 0 || aec)
+                                            self->abort_call();
+                                        // Otherwise the client pipelined its next request: it is
+                                        // still there.
+                                    });
     }
 
     // ---- streaming ----------------------------------------------------------------------
@@ -700,6 +721,12 @@ private:
     }
 
     void write_response(const std::string& route, bool counted) {
+        if (watching_) {
+            // The disconnect watch must not outlive its request (the next read takes over).
+            beast::error_code ec;
+            stream_.socket().cancel(ec);
+            watching_ = false;
+        }
         if (!counted && !route.empty())
             srv_.m.request_done(route, res_.result_int(), 0);
         res_.keep_alive(keep_alive_);
@@ -736,6 +763,7 @@ private:
     bool stream_done_ = false;
     bool keep_alive_ = true;
     bool closed_ = false;
+    bool watching_ = false;
 };
 
 } // namespace
