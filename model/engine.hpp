@@ -1,10 +1,12 @@
 // The inference engine facade: one loaded model (weights mmapped or repacked once), its
 // tokenizer, a paged KV cache and a compute thread pool. `step` runs one batched forward pass over
 // many sequences (prefill chunks and decode tokens mixed) and returns the logits rows that were
-// asked for. Not thread-safe: one owner (the executor's thread) calls it.
+// asked for (the step types live in batch.hpp). Not thread-safe: one owner (the executor's
+// thread) calls it.
 #pragma once
 
 #include "common/error.hpp"
+#include "model/batch.hpp"
 #include "model/model_config.hpp"
 
 #include <cstdint>
@@ -17,8 +19,6 @@ namespace bitnet::model {
 
 class tokenizer;
 
-using seq_id = std::uint64_t;
-
 struct engine_options {
     std::string model_path;
     int n_threads = 0;                         ///< 0 = number of cores
@@ -27,24 +27,6 @@ struct engine_options {
     std::uint32_t max_batch_tokens = 512;      ///< upper bound of tokens in one step
     bool q8_logits = false;                    ///< opt-in int8 logits (documented accuracy loss)
     std::string tl_kernel_config;              ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
-};
-
-/// One sequence's part of a step: `tokens` at positions pos0, pos0+1, ... (its KV must already
-/// hold positions [0, pos0)). `want_logits`: return the logits of the chunk's last token.
-struct seq_chunk {
-    seq_id seq = 0;
-    std::vector<std::int32_t> tokens;
-    std::uint32_t pos0 = 0;
-    bool want_logits = true;
-};
-
-struct step_output {
-    /// One row of n_vocab floats per chunk with want_logits, in chunk order.
-    std::vector<float> logits;
-    std::vector<std::size_t> rows_for_chunk; ///< chunk index -> row, or SIZE_MAX
-    [[nodiscard]] std::span<const float> row(std::size_t r, std::uint32_t n_vocab) const {
-        return {logits.data() + r * n_vocab, n_vocab};
-    }
 };
 
 class engine {

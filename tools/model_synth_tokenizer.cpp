@@ -1,10 +1,21 @@
 // Tokenizer metadata for synthetic models from a Hugging Face tokenizer.json.
+#include "model/tokenizer.hpp"
+#include "tools/hf_tokenizer_import.hpp"
 #include "tools/model_synth.hpp"
 
 namespace bitnet::tools {
 
 result<synth_tokenizer> tokenizer_from_hf_json(const std::string& path) {
-    return error(errc::unsupported, "tokenizer import is not wired yet: " + path);
+    auto vocab = import_hf_tokenizer_file(path);
+    if (!vocab)
+        return vocab.error();
+    // Refuse a vocabulary the engine could not load later, with the tokenizer's own message.
+    if (auto check = model::tokenizer::create(*vocab); !check)
+        return check.error();
+    synth_tokenizer out;
+    out.n_vocab = static_cast<std::uint32_t>(vocab->tokens.size());
+    out.kvs = model::tokenizer_vocab_to_gguf(*vocab);
+    return out;
 }
 
 } // namespace bitnet::tools

@@ -1,0 +1,41 @@
+// Causal multi-head attention of one query token over a paged F16 KV cache, with GQA (spec §3.4
+// step 6, §3.6): q rounded to F16, S = K·q accumulated in float, softmax(S · scale) with expf in
+// float and the sum in double, probabilities optionally rounded to F16 (bitnet.cpp does so in
+// single-token steps only), then o = V·P in float.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace bitnet::kernels {
+
+/// The visible keys and values of one sequence and layer: positions [0, n_ctx), position p in
+/// block p / block_tokens at row p % block_tokens; a block tile is
+/// [block_tokens][n_kv_heads][head_dim] F16 bits.
+struct paged_kv {
+    const std::uint16_t* const* k_blocks = nullptr;
+    const std::uint16_t* const* v_blocks = nullptr;
+    std::uint32_t block_tokens = 0;
+    std::uint32_t n_ctx = 0;
+};
+
+struct attention_shape {
+    std::uint32_t n_head = 0;
+    std::uint32_t n_kv_head =
+        0; ///< divides n_head; query head h reads kv head h / (n_head / n_kv_head)
+    std::uint32_t head_dim = 0;
+    float scale = 0.0f; ///< 1 / sqrt(head_dim)
+};
+
+/// Per-thread scratch reused across calls.
+struct attention_scratch {
+    std::vector<float> scores;
+    std::vector<float> q16;
+};
+
+/// out [n_head · head_dim] = attention of q [n_head · head_dim] over kv.
+void attention_one_token(const float* q, const attention_shape& shape, const paged_kv& kv,
+                         bool round_probs_f16, float* out, attention_scratch& scratch);
+
+} // namespace bitnet::kernels

@@ -1,0 +1,72 @@
+// BitLinear on the CPU (spec §3.5, §6): per-token int8 activation quantization and the ternary
+// matrix product over M tokens at once,
+//
+//     y[t][m] = (Σ_k code[m][k] · q[t][k] − Σ_k q[t][k]) / act_scale[t] · w_scale,
+//
+// with code = w + 1 ∈ {0, 1, 2} and the integer sums exact in int32. Weights are repacked once at
+// load into the layout of the kernel family that will run them (`packed_ternary`); the scalar
+// family keeps bitnet.cpp's I2_S layout as is.
+#pragma once
+
+#include "kernels/aligned_buffer.hpp"
+#include "kernels/cpu_features.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace bitnet::kernels {
+
+/// Activations of `n_rows` tokens quantized for the ternary product (the work buffer of spec
+/// §6.2): int8 codes [n_rows][k], act_scale = 127 / max(|x|, 1e-5) and Σ q per row.
+struct quantized_acts {
+    std::size_t n_rows = 0;
+    std::size_t k = 0;
+    std::vector<std::int8_t> q;
+    std::vector<float> scale;
+    std::vector<std::int32_t> sum;
+
+    void resize(std::size_t rows, std::size_t cols) {
+        n_rows = rows;
+        k = cols;
+        q.resize(rows * cols);
+        scale.resize(rows);
+        sum.resize(rows);
+    }
+};
+
+/// quantize_row_i8_s for each row of x ([n_rows] rows of k floats, row stride ldx): max in double
+/// with a 1e-5 floor, scale as float, codes rounded half to even and clamped to [-128, 127].
+void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std::size_t ldx,
+                          quantized_acts& out, isa family = best_isa());
+
+/// A ternary weight matrix [rows][cols] in a kernel family's layout.
+struct packed_ternary {
+    std::uint32_t rows = 0;
+    std::uint32_t cols = 0; ///< K, a multiple of 128
+    float scale = 0.0f;     ///< w_scale
+    isa family = isa::scalar;
+    aligned_buffer data;
+};
+
+/// Repacks I2_S codes (spec §2.2: the rows·cols/4 packed bytes, 128-code blocks of 32 bytes, row r
+/// at byte r·cols/4) into `family`'s layout. cols must be a multiple of 128 (the caller checks).
+[[nodiscard]] packed_ternary pack_ternary(const std::uint8_t* i2s_codes, std::uint32_t rows,
+                                          std::uint32_t cols, float scale, isa family = best_isa());
+
+/// y[t][m] for t < acts.n_rows and m < w.rows; row t of y starts at y + t·ldy. acts.k must equal
+/// w.cols. Rows of w are split over n_threads threads (0 = one per core).
+void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
+                    int n_threads);
+
+namespace detail {
+/// One family's product over weight rows [row_begin, row_end) (bounds as given by the caller;
+/// families with row tiles handle partial tiles at the end).
+using ternary_rows_fn = void (*)(const packed_ternary& w, const quantized_acts& acts, float* y,
+                                 std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
+void ternary_rows_scalar(const packed_ternary& w, const quantized_acts& acts, float* y,
+                         std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
+} // namespace detail
+
+} // namespace bitnet::kernels
