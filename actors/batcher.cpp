@@ -1,46 +1,16 @@
 #include "actors/batcher.hpp"
 
 #include "messages/errors.hpp"
+#include "model/stop_rules.hpp"
+#include "model/tokenizer_stream.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <optional>
 #include <unordered_map>
 
 namespace bitnet::actors {
-
-std::string stop_matcher::push(std::string_view piece) {
-    if (matched_)
-        return {};
-    pending_ += piece;
-    if (stops_.empty())
-        return std::exchange(pending_, {});
-    std::size_t first = std::string::npos;
-    for (const auto& s : stops_)
-        if (!s.empty())
-            first = std::min(first, pending_.find(s));
-    if (first != std::string::npos) {
-        matched_ = true;
-        auto out = pending_.substr(0, first);
-        pending_.clear();
-        return out;
-    }
-    // Hold back the longest tail that is a prefix of some stop string.
-    std::size_t hold = 0;
-    for (const auto& s : stops_)
-        for (std::size_t n = std::min(s.size() - 1, pending_.size()); n > hold; --n)
-            if (pending_.compare(pending_.size() - n, n, s, 0, n) == 0) {
-                hold = n;
-                break;
-            }
-    auto out = pending_.substr(0, pending_.size() - hold);
-    pending_.erase(0, pending_.size() - hold);
-    return out;
-}
-
-std::string stop_matcher::flush() {
-    return matched_ ? std::string{} : std::exchange(pending_, {});
-}
 
 namespace {
 
@@ -49,8 +19,29 @@ using sched::clock;
 struct live_request {
     msg::sink_actor sink;
     msg::generate_request req;
-    stop_matcher stops{{}};
+    std::optional<model::token_stream> text;         ///< with a tokenizer
+    std::optional<model::stop_string_matcher> stops; ///< with stop strings
     clock::time_point received{};
+
+    /// The text token `t` lets through: whole characters, minus anything a stop string may
+    /// still claim (and nothing from a stop string on).
+    std::string push(msg::token_id t) {
+        if (!text)
+            return {};
+        auto piece = text->push(t);
+        return stops ? stops->feed(piece).emit : piece;
+    }
+    /// The end for another reason than a stop string: what was held back.
+    std::string flush() {
+        if (!text)
+            return {};
+        auto piece = text->flush();
+        if (!stops)
+            return piece;
+        auto out = stops->feed(piece).emit;
+        return stops->matched() ? out : out + stops->flush();
+    }
+    [[nodiscard]] bool stopped() const noexcept { return stops && stops->matched(); }
 };
 
 struct batcher_state {
@@ -92,7 +83,7 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
         self->send(lr.sink, msg::fail_atom_v, f.id,
                    msg::to_caf_error(errc::internal, "the model step failed for this request"));
     } else {
-        if (auto tail = lr.stops.flush(); !tail.empty()) {
+        if (auto tail = lr.flush(); !tail.empty()) {
             msg::token_event ev;
             ev.id = f.id;
             ev.index = f.n_generated;
@@ -147,9 +138,8 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         te.logprob = ev.logprob;
         te.top_tokens = smp.top_tokens;
         te.top_logprobs = smp.top_logprobs;
-        if (st.opt.token_text)
-            te.text = lr.stops.push(st.opt.token_text(ev.id, ev.token));
-        const bool stop_hit = lr.stops.matched();
+        te.text = lr.push(ev.token);
+        const bool stop_hit = lr.stopped();
         self->send(lr.sink, msg::token_atom_v, std::move(te));
         if (stop_hit)
             (void)st.policy->finish(ev.id, sched::finish_reason::stop, now);
@@ -247,7 +237,17 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, batcher_optio
             st.by_sink[sink.address()] = id;
             live_request lr;
             lr.sink = std::move(sink);
-            lr.stops = stop_matcher(req.stop);
+            if (st.opt.tokenizer)
+                lr.text.emplace(*st.opt.tokenizer);
+            if (!req.stop.empty()) {
+                // http/ refuses empty stop strings; drop any a direct caller sends.
+                std::vector<std::string> stops;
+                for (auto& s : req.stop)
+                    if (!s.empty())
+                        stops.push_back(s);
+                if (auto m = model::stop_string_matcher::create(std::move(stops)))
+                    lr.stops.emplace(std::move(*m));
+            }
             lr.received = received;
             lr.req = std::move(req);
             st.live.emplace(id, std::move(lr));

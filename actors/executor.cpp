@@ -1,15 +1,13 @@
 #include "actors/executor.hpp"
 
 #include "messages/errors.hpp"
+#include "model/tokenizer.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
-#include <deque>
-#include <numeric>
 #include <unordered_map>
 
 namespace bitnet::actors {
@@ -41,51 +39,23 @@ int cuda_device_count() noexcept {
 
 namespace {
 
-class greedy_sampler final : public sequence_sampler {
-public:
-    explicit greedy_sampler(std::int32_t n_logprobs)
-        : n_logprobs_(std::clamp(n_logprobs, 0, 20)) {}
-
-    sample_out sample(std::span<const float> logits, std::span<const msg::token_id>) override {
-        sample_out out;
-        if (logits.empty())
-            return out;
-        auto best = std::max_element(logits.begin(), logits.end());
-        const float max = *best;
-        double sum = 0.0;
-        for (float l : logits)
-            sum += std::exp(static_cast<double>(l - max));
-        const auto log_z = static_cast<float>(std::log(sum)) + max;
-        out.token = static_cast<msg::token_id>(best - logits.begin());
-        out.logprob = max - log_z;
-        if (n_logprobs_ > 0) {
-            std::vector<msg::token_id> idx(logits.size());
-            std::iota(idx.begin(), idx.end(), 0);
-            const auto k = std::min<std::size_t>(static_cast<std::size_t>(n_logprobs_), idx.size());
-            std::partial_sort(idx.begin(), idx.begin() + static_cast<long>(k), idx.end(),
-                              [&](auto a, auto b) {
-                                  return logits[static_cast<std::size_t>(a)] >
-                                         logits[static_cast<std::size_t>(b)];
-                              });
-            for (std::size_t i = 0; i < k; ++i) {
-                out.top_tokens.push_back(idx[i]);
-                out.top_logprobs.push_back(logits[static_cast<std::size_t>(idx[i])] - log_z);
-            }
-        }
-        return out;
-    }
-
-private:
-    std::int32_t n_logprobs_;
-};
-
-/// What the executor keeps per live sequence.
+/// What the executor keeps per live sequence: its sampler (RNG state continues across steps)
+/// and its tokens so far (prompt and generated, for the repetition penalty).
 struct seq_state {
-    std::unique_ptr<sequence_sampler> sampler;
-    std::deque<msg::token_id> recent; ///< last tokens, for the repetition penalty
+    model::sampler sampler;
+    std::vector<msg::token_id> tokens;
 };
 
-constexpr std::size_t k_recent_tokens = 64;
+/// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
+/// a direct caller can send them) fall back to greedy rather than failing the whole batch.
+model::sampler make_sampler(const msg::sampling& s) {
+    if (auto smp = model::sampler::create(to_sampling_params(s)))
+        return std::move(*smp);
+    model::sampling_params greedy;
+    greedy.temperature = 0.0f;
+    greedy.n_logprobs = std::clamp(s.n_logprobs, 0, model::sampling_params::max_logprobs);
+    return std::move(model::sampler::create(greedy).value());
+}
 
 struct executor_state {
     std::unique_ptr<model::engine> engine;
@@ -97,14 +67,6 @@ struct executor_state {
 
 using executor_pointer = msg::executor_actor::stateful_pointer<executor_state>;
 
-void remember(seq_state& s, std::span<const msg::token_id> tokens) {
-    for (auto t : tokens) {
-        s.recent.push_back(t);
-        if (s.recent.size() > k_recent_tokens)
-            s.recent.pop_front();
-    }
-}
-
 result<msg::step_result> run_step(executor_state& st, const msg::step_batch& batch) {
     const auto t0 = std::chrono::steady_clock::now();
     for (auto seq : batch.release) {
@@ -114,8 +76,9 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
     std::vector<model::seq_chunk> chunks;
     chunks.reserve(batch.chunks.size());
     for (const auto& c : batch.chunks) {
-        if (c.pos0 == 0 || !st.seqs.count(c.seq))
-            st.seqs[c.seq] = seq_state{st.opt.make_sampler(c.params), {}};
+        auto it = st.seqs.find(c.seq);
+        if (c.pos0 == 0 || it == st.seqs.end())
+            st.seqs.insert_or_assign(c.seq, seq_state{make_sampler(c.params), {}});
         chunks.push_back({c.seq, c.tokens, c.pos0, c.want_logits});
     }
     msg::step_result out;
@@ -127,20 +90,26 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
         const auto n_vocab = st.engine->config().n_vocab;
         for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
             const auto& c = batch.chunks[i];
-            auto& s = st.seqs[c.seq];
-            remember(s, c.tokens);
+            auto& s = st.seqs.at(c.seq);
+            s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
             if (!c.want_logits)
                 continue;
-            const auto row = i < so->rows_for_chunk.size() ? so->rows_for_chunk[i] : SIZE_MAX;
-            if (row == SIZE_MAX)
+            const auto row =
+                i < so->rows_for_chunk.size() ? so->rows_for_chunk[i] : model::step_output::no_row;
+            if (row == model::step_output::no_row)
                 return error{errc::internal, "engine returned no logits row for a chunk that "
                                              "asked for one (seq " +
                                                  std::to_string(c.seq) + ")"};
-            std::vector<msg::token_id> recent(s.recent.begin(), s.recent.end());
-            auto smp = s.sampler->sample(so->row(row, n_vocab), recent);
-            remember(s, std::span<const msg::token_id>(&smp.token, 1));
-            out.samples.push_back({c.seq, smp.token, smp.logprob, std::move(smp.top_tokens),
-                                   std::move(smp.top_logprobs)});
+            auto smp = s.sampler.sample(so->row(row, n_vocab), s.tokens);
+            if (!smp)
+                return smp.error();
+            msg::sampled_token t{c.seq, smp->token, smp->logprob, {}, {}};
+            for (const auto& alt : smp->top_logprobs) {
+                t.top_tokens.push_back(alt.token);
+                t.top_logprobs.push_back(alt.logprob);
+            }
+            // The sampled token joins s.tokens when it comes back as the next chunk.
+            out.samples.push_back(std::move(t));
         }
     }
     out.kv_blocks_free = st.engine->kv_blocks_free();
@@ -188,6 +157,10 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_o
             info.kv_block_tokens = st.engine->kv_block_tokens();
             info.kv_blocks_total = st.engine->kv_blocks_total();
             info.eog_ids = st.opt.eog_ids;
+            if (info.eog_ids.empty()) {
+                const auto eog = st.engine->vocab().eog_ids();
+                info.eog_ids.assign(eog.begin(), eog.end());
+            }
             return info;
         },
     };
@@ -195,8 +168,16 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_o
 
 } // namespace
 
-std::unique_ptr<sequence_sampler> make_greedy_sampler(const msg::sampling& params) {
-    return std::make_unique<greedy_sampler>(params.n_logprobs);
+model::sampling_params to_sampling_params(const msg::sampling& s) {
+    model::sampling_params p;
+    p.temperature = s.temperature;
+    p.top_k = s.top_k;
+    p.top_p = s.top_p;
+    p.min_p = s.min_p;
+    p.repetition_penalty = s.repetition_penalty;
+    p.seed = s.seed;
+    p.n_logprobs = s.n_logprobs;
+    return p;
 }
 
 msg::executor_actor spawn_executor(caf::actor_system& sys, executor_options opt) {

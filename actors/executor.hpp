@@ -1,14 +1,16 @@
 // The executor: owns one model::engine on its own thread (spawned detached: a forward pass must
 // never block CAF's cooperative scheduler), runs each step_batch through engine::step and samples
-// one token per logits row. Device routing is decided once, at spawn, and reported.
+// one token per logits row with each sequence's own model::sampler (seeded, so a sequence's draws
+// do not depend on what else is in the batch). Device routing is decided once, at spawn, and
+// reported.
 #pragma once
 
 #include "messages/interfaces.hpp"
 #include "model/engine.hpp"
+#include "model/sampler.hpp"
 
 #include <functional>
 #include <memory>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,35 +36,16 @@ struct device_choice {
 [[nodiscard]] bool cuda_built() noexcept;
 [[nodiscard]] int cuda_device_count() noexcept;
 
-/// One token chosen from a logits row.
-struct sample_out {
-    msg::token_id token = 0;
-    float logprob = 0.0f;
-    std::vector<msg::token_id> top_tokens;
-    std::vector<float> top_logprobs;
-};
-
-/// Picks a token from `logits` given the request's settings and its recent tokens (for the
-/// repetition penalty). Per sequence: `state` is created at the sequence's first chunk and kept
-/// until release, so a seeded RNG continues across steps.
-class sequence_sampler {
-public:
-    virtual ~sequence_sampler() = default;
-    [[nodiscard]] virtual sample_out sample(std::span<const float> logits,
-                                            std::span<const msg::token_id> recent) = 0;
-};
-using sampler_factory = std::function<std::unique_ptr<sequence_sampler>(const msg::sampling&)>;
-
-/// Greedy argmax with exact log-softmax logprobs and `n_logprobs` alternatives; the sampler used
-/// until model/sampler.hpp is wired in (then only for temperature 0).
-[[nodiscard]] std::unique_ptr<sequence_sampler> make_greedy_sampler(const msg::sampling& params);
+/// The model's sampler settings for a request's settings (model/sampler.hpp).
+[[nodiscard]] model::sampling_params to_sampling_params(const msg::sampling& s);
 
 struct executor_options {
     std::string device = "auto";
     /// Loads the engine; runs on the executor's own thread (loading may take seconds).
     std::function<result<std::unique_ptr<model::engine>>()> make_engine;
-    sampler_factory make_sampler = make_greedy_sampler;
-    std::vector<msg::token_id> eog_ids; ///< reported in executor_info for the batcher's policy
+    /// End-of-generation ids reported in executor_info for the batcher's policy; empty = the
+    /// engine tokenizer's eog_ids().
+    std::vector<msg::token_id> eog_ids;
 };
 
 /// Spawns the executor detached. It loads the engine first; if that fails it exits with the

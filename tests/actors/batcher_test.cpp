@@ -36,7 +36,7 @@ struct rig {
     msg::batcher_actor batcher;
 
     explicit rig(std::chrono::milliseconds step_delay = 0ms, std::uint32_t max_batch_seqs = 8,
-                 std::function<std::string(std::uint64_t, msg::token_id)> text = {}) {
+                 bool with_text = false) {
         actors::executor_options eo;
         eo.make_engine = [p = probe, step_delay]() -> result<std::unique_ptr<model::engine>> {
             return std::make_unique<test::fake_engine>(16, step_delay, p);
@@ -48,8 +48,9 @@ struct rig {
         bo.policy.kv_blocks_total = 16;
         bo.policy.n_ctx = 64;
         bo.policy.max_batch_seqs = max_batch_seqs;
-        bo.policy.eog_ids = {31};
-        bo.token_text = std::move(text);
+        bo.policy.eog_ids = {test::fake_eot};
+        if (with_text)
+            bo.tokenizer = test::fake_tokenizer();
         batcher = actors::spawn_batcher(sys, bo, exec);
     }
     ~rig() {
@@ -147,13 +148,49 @@ TEST_CASE("an EOG token ends with eos") {
 }
 
 TEST_CASE("a stop string ends with stop; text before it is delivered, the stop string is not") {
-    rig r(0ms, 8, [](std::uint64_t, msg::token_id t) { return "<" + std::to_string(t) + ">"; });
+    rig r(0ms, 8, true);
     auto req = make_req(1, {1}, 20);
     req.stop = {"<5><6"};
     auto t = run_one(r, req);
     REQUIRE(t.done);
     CHECK(t.done->finish_reason == "stop");
     CHECK(t.text() == "<2><3><4>");
+}
+
+TEST_CASE("text held for a possible stop string is released when generation ends otherwise") {
+    rig r(0ms, 8, true);
+    auto req = make_req(1, {1}, 4); // 2, 3, 4, 5
+    req.stop = {"<5>X"};
+    auto t = run_one(r, req);
+    REQUIRE(t.done);
+    CHECK(t.done->finish_reason == "length");
+    CHECK(t.text() == "<2><3><4><5>");
+    // "<5>" could have begun the stop string: it came after the last token, as text only.
+    REQUIRE(t.tokens.size() == 5);
+    CHECK(t.tokens[3].text.empty());
+    CHECK(t.tokens[4].text == "<5>");
+}
+
+TEST_CASE("a character split over two tokens is emitted whole, with the token that completes it") {
+    rig r(0ms, 8, true);
+    auto t = run_one(r, make_req(1, {19}, 3)); // 20 = 0xC3, 21 = 0xA9, 22
+    REQUIRE(t.done);
+    REQUIRE(t.tokens.size() == 3);
+    CHECK(t.tokens[0].token == 20);
+    CHECK(t.tokens[0].text.empty());
+    CHECK(t.tokens[1].text == "\xC3\xA9");
+    CHECK(t.tokens[2].text == "<22>");
+    CHECK(t.text() == "\xC3\xA9<22>");
+}
+
+TEST_CASE("a stop string that ends inside a split character still stops the request") {
+    rig r(0ms, 8, true);
+    auto req = make_req(1, {18}, 10); // 19, 20, 21, 22...
+    req.stop = {"\xC3\xA9"};
+    auto t = run_one(r, req);
+    REQUIRE(t.done);
+    CHECK(t.done->finish_reason == "stop");
+    CHECK(t.text() == "<19>");
 }
 
 TEST_CASE("a prompt longer than the context is refused at submit") {
@@ -225,20 +262,4 @@ TEST_CASE("an explicit cancel ends a running request with finish_reason cancelle
     REQUIRE(done);
     CHECK(done->finish_reason == "cancelled");
     CHECK(done->completion_tokens < 10);
-}
-
-TEST_CASE("stop_matcher holds back a possible stop prefix and cuts at a match") {
-    actors::stop_matcher m({"END", "\n\n"});
-    CHECK(m.push("hello E") == "hello ");
-    CHECK(m.push("N") == "");
-    CHECK(m.push("x") == "ENx");
-    CHECK(m.push("ab\n") == "ab");
-    CHECK(m.push("\nrest") == "");
-    CHECK(m.matched());
-    CHECK(m.flush().empty());
-    actors::stop_matcher n({"END"});
-    CHECK(n.push("xE") == "x");
-    CHECK(n.flush() == "E");
-    actors::stop_matcher none({});
-    CHECK(none.push("abc") == "abc");
 }

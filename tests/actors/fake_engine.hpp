@@ -1,9 +1,11 @@
 // A stand-in model::engine for tests of the actors that drive it (the engine is not what those
 // tests are about). It enforces the engine contract the real one does: chunk positions continue
 // each sequence's KV, token ids in range, KV blocks within the budget (kv_exhausted past it).
-// Its "model" predicts token (last + 1) % n_vocab, so generated sequences are easy to check.
+// Its "model" predicts token (last + 1) % n_vocab, so generated sequences are easy to check; its
+// vocabulary is fake_vocab.hpp's.
 #pragma once
 
+#include "actors/fake_vocab.hpp"
 #include "model/engine.hpp"
 
 #include <atomic>
@@ -33,7 +35,7 @@ public:
     }
 
     const model::model_config& config() const noexcept override { return cfg_; }
-    const model::tokenizer& vocab() const noexcept override { std::abort(); }
+    const model::tokenizer& vocab() const noexcept override { return *vocab_; }
     std::string describe() const override { return "fake engine for tests"; }
     std::uint64_t weight_bytes() const noexcept override { return 0; }
     std::uint64_t kv_pool_bytes() const noexcept override { return 0; }
@@ -93,6 +95,7 @@ private:
     }
 
     model::model_config cfg_;
+    std::shared_ptr<const model::tokenizer> vocab_ = fake_tokenizer();
     std::uint32_t blocks_total_;
     std::chrono::milliseconds delay_;
     std::shared_ptr<fake_engine_probe> probe_;

@@ -66,11 +66,8 @@ struct live_server {
         spec.executor.make_engine = [p = probe, step]() -> result<std::unique_ptr<model::engine>> {
             return std::make_unique<test::fake_engine>(64, step, p);
         };
-        spec.executor.eog_ids = {31};
         spec.batcher.policy.max_batch_seqs = max_batch_seqs;
-        spec.batcher.token_text = [](std::uint64_t, msg::token_id t) {
-            return "<" + std::to_string(t) + ">";
-        };
+        spec.batcher.tokenizer = test::fake_tokenizer();
         so.models.push_back(spec);
         sup = actors::spawn_supervisor(sys, so);
         http::server_options ho;
