@@ -125,6 +125,8 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     for (const auto& s : r.samples)
         samples.push_back({s.seq, s.token, s.logprob});
     auto out = st.policy->update_from_output(plan, samples, now);
+    if (st.opt.on_step && !plan.chunks.empty())
+        st.opt.on_step(static_cast<std::uint32_t>(plan.chunks.size()), r.step_us);
     for (const auto& ev : out.tokens) {
         auto it = st.live.find(ev.id);
         if (it == st.live.end())

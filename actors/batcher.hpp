@@ -12,6 +12,7 @@
 #include "model/tokenizer.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -31,6 +32,9 @@ struct batcher_options {
     /// model::token_stream (whole UTF-8 characters only), then its model::stop_string_matcher.
     /// Null = token ids only (no text, stop strings never match).
     std::shared_ptr<const model::tokenizer> tokenizer;
+    /// Called after every step with its sequence count and duration (metrics); may run on any
+    /// thread, so it must be thread-safe.
+    std::function<void(std::uint32_t n_seqs, std::int64_t step_us)> on_step;
 };
 
 [[nodiscard]] msg::batcher_actor spawn_batcher(caf::actor_system& sys, batcher_options opt,

@@ -39,6 +39,40 @@ int cuda_device_count() noexcept {
 
 namespace {
 
+/// GGUF general.file_type as the weight format's name (llama.cpp's LLAMA_FTYPE values).
+std::string format_name(std::uint32_t file_type) {
+    switch (file_type) {
+    case 0:
+        return "f32";
+    case 1:
+        return "f16";
+    case 7:
+        return "q8_0";
+    case 32:
+        return "bf16";
+    case 36:
+        return "tq1_0";
+    case 37:
+        return "tq2_0";
+    case 38:
+        return "tl1";
+    case 39:
+        return "tl2";
+    case 40:
+        return "i2_s";
+    default:
+        return "ftype " + std::to_string(file_type);
+    }
+}
+
+/// Weights of the hyper-parameters: token embeddings plus each layer's projections (norms are
+/// noise at this scale; an untied output matrix is not visible here).
+std::uint64_t parameter_count(const model::model_config& c) {
+    const std::uint64_t e = c.n_embd, q = c.n_embd_q(), kv = c.n_embd_kv(), ff = c.n_ff;
+    const std::uint64_t per_layer = e * q + 2 * e * kv + q * e + 3 * e * ff;
+    return static_cast<std::uint64_t>(c.n_vocab) * e + c.n_layer * per_layer;
+}
+
 /// What the executor keeps per live sequence: its sampler (RNG state continues across steps)
 /// and its tokens so far (prompt and generated, for the repetition penalty).
 struct seq_state {
@@ -157,6 +191,11 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_o
             info.kv_block_tokens = st.engine->kv_block_tokens();
             info.kv_blocks_total = st.engine->kv_blocks_total();
             info.eog_ids = st.opt.eog_ids;
+            const auto& cfg = st.engine->config();
+            info.format = format_name(cfg.file_type);
+            info.parameters = parameter_count(cfg);
+            info.weight_bytes = st.engine->weight_bytes();
+            info.kv_pool_bytes = st.engine->kv_pool_bytes();
             if (info.eog_ids.empty()) {
                 const auto eog = st.engine->vocab().eog_ids();
                 info.eog_ids.assign(eog.begin(), eog.end());

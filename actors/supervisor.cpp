@@ -5,6 +5,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <chrono>
 #include <map>
 
 namespace bitnet::actors {
@@ -21,7 +22,20 @@ struct model_slot {
     msg::executor_actor executor;
     msg::batcher_actor batcher;
     msg::executor_info info;
+    std::int64_t loaded_at = 0; ///< unix seconds
 };
+
+const char* state_name(model_state s) {
+    switch (s) {
+    case model_state::loading:
+        return "loading";
+    case model_state::ready:
+        return "ready";
+    case model_state::failed:
+        return "failed";
+    }
+    return "?";
+}
 
 struct supervisor_state {
     supervisor_options opt;
@@ -85,6 +99,9 @@ void start_model(supervisor_pointer self, const std::string& alias) {
                 slot.batcher = spawn_batcher(self->system(), bo, slot.executor);
                 self->monitor(slot.batcher);
                 slot.state = model_state::ready;
+                slot.loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
+                                     std::chrono::system_clock::now().time_since_epoch())
+                                     .count();
                 if (self->state.opt.admission)
                     self->send(self->state.opt.admission, msg::route_atom_v, alias, slot.batcher);
             },
@@ -147,6 +164,23 @@ msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
             if (it == self->state.models.end() || it->second.state != model_state::ready)
                 return msg::to_caf_error(errc::not_found, "model '" + alias + "' is not ready");
             return it->second.info;
+        },
+        [self](msg::models_atom) {
+            std::vector<msg::model_status> out;
+            for (const auto& [alias, m] : self->state.models) {
+                msg::model_status s;
+                s.alias = alias;
+                s.version = m.spec.version;
+                s.state = state_name(m.state);
+                s.failure = m.failure;
+                s.path = m.spec.path;
+                s.restarts = m.restarts;
+                s.loaded_at = m.loaded_at;
+                if (m.state == model_state::ready)
+                    s.info = m.info;
+                out.push_back(std::move(s));
+            }
+            return out;
         },
     };
 }

@@ -21,6 +21,7 @@ namespace bitnet::actors {
 struct model_spec {
     std::string alias;
     std::string version = "1";
+    std::string path; ///< the model file, for /v1/models (the executor's factory opens it)
     executor_options executor;
     /// Batching settings; n_ctx, KV block figures and EOG ids are filled from the executor.
     batcher_options batcher;

@@ -63,6 +63,7 @@ void register_messages(caf::actor_system_config& cfg) {
     cfg.add_message_type<executor_actor>("bitnet::msg::executor_actor");
     cfg.add_message_type<batcher_actor>("bitnet::msg::batcher_actor");
     cfg.add_message_type<std::vector<batcher_stats>>("std::vector<bitnet::msg::batcher_stats>");
+    cfg.add_message_type<std::vector<model_status>>("std::vector<bitnet::msg::model_status>");
     cfg.add_error_category(
         error_category(), [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
             std::string out = std::string("bitnet::") + errc_name(static_cast<errc>(code));

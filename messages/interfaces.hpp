@@ -47,9 +47,11 @@ using admission_actor =
                      caf::reacts_to<tick_atom>,
                      caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>>;
 
-/// Owns model versions and their batcher/executor pairs; answers routing lookups.
+/// Owns model versions and their batcher/executor pairs; answers routing lookups and lists every
+/// model slot (state, failure, executor info) for /v1/models and /health.
 using supervisor_actor =
     caf::typed_actor<caf::replies_to<route_atom, std::string>::with<batcher_actor>,
-                     caf::replies_to<info_atom, std::string>::with<executor_info>>;
+                     caf::replies_to<info_atom, std::string>::with<executor_info>,
+                     caf::replies_to<models_atom>::with<std::vector<model_status>>>;
 
 } // namespace bitnet::msg

@@ -160,12 +160,36 @@ struct executor_info {
     std::uint32_t kv_block_tokens = 0;
     std::uint32_t kv_blocks_total = 0;
     std::vector<token_id> eog_ids;
+    std::string format;           ///< weight format of the file: i2_s, f32, ... (GGUF file_type)
+    std::uint64_t parameters = 0; ///< from the hyper-parameters (embeddings and projections)
+    std::uint64_t weight_bytes = 0;
+    std::uint64_t kv_pool_bytes = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, executor_info& x) {
     return f(caf::meta::type_name("executor_info"), x.device, x.device_reason, x.describe,
-             x.architecture, x.n_ctx, x.n_vocab, x.kv_block_tokens, x.kv_blocks_total, x.eog_ids);
+             x.architecture, x.n_ctx, x.n_vocab, x.kv_block_tokens, x.kv_blocks_total, x.eog_ids,
+             x.format, x.parameters, x.weight_bytes, x.kv_pool_bytes);
+}
+
+/// One model slot as the supervisor sees it, for /v1/models, /health and /metrics.
+struct model_status {
+    std::string alias;
+    std::string version;
+    std::string state; ///< loading|ready|failed (HTTP-API.md: also warming|draining, later)
+    std::string failure;
+    std::string path;
+    std::string previous_version;
+    std::uint32_t restarts = 0;
+    std::int64_t loaded_at = 0; ///< unix seconds of the last successful load; 0 = never
+    executor_info info;         ///< meaningful when ready
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, model_status& x) {
+    return f(caf::meta::type_name("model_status"), x.alias, x.version, x.state, x.failure, x.path,
+             x.previous_version, x.restarts, x.loaded_at, x.info);
 }
 
 /// One model's queue and batch state, for /v1/stats, /metrics and Retry-After.

@@ -94,6 +94,18 @@ TEST_CASE("supervisor loads models, pushes routes, restarts a crashed child") {
     self->request(sup, 5s, msg::info_atom_v, std::string("tiny"))
         .receive([](const msg::executor_info& i) { CHECK(i.device == "cpu"); },
                  [](caf::error& e) { FAIL(caf::to_string(e)); });
+    self->request(sup, 5s, msg::models_atom_v)
+        .receive(
+            [](const std::vector<msg::model_status>& ms) {
+                REQUIRE(ms.size() == 1);
+                CHECK(ms[0].alias == "tiny");
+                CHECK(ms[0].state == "ready");
+                CHECK(ms[0].restarts == 0);
+                CHECK(ms[0].loaded_at > 0);
+                CHECK(ms[0].info.n_vocab == 32);
+                CHECK(ms[0].info.architecture == "fake");
+            },
+            [](caf::error& e) { FAIL(caf::to_string(e)); });
     self->send_exit(std::get<0>(first), caf::make_error(caf::sec::runtime_error, "boom"));
     auto second = wait_route(self, sup, "tiny", std::get<0>(first));
     REQUIRE(second.index() == 0);
@@ -122,6 +134,16 @@ TEST_CASE("a model that cannot load ends failed, with the reason, after bounded 
     CHECK(std::get<1>(r).value() == errc::not_found);
     CHECK(std::get<1>(r).message.find("bad magic") != std::string::npos);
     CHECK(*attempts == 3);
+    self->request(sup, 5s, msg::models_atom_v)
+        .receive(
+            [](const std::vector<msg::model_status>& ms) {
+                REQUIRE(ms.size() == 1);
+                CHECK(ms[0].state == "failed");
+                CHECK(ms[0].restarts == 2);
+                CHECK(ms[0].failure.find("bad magic") != std::string::npos);
+                CHECK(ms[0].loaded_at == 0);
+            },
+            [](caf::error& e) { FAIL(caf::to_string(e)); });
     self->request(sup, 5s, msg::route_atom_v, std::string("other"))
         .receive([](msg::batcher_actor) { FAIL("unknown alias routed"); },
                  [](caf::error& e) {
