@@ -161,6 +161,8 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     f.number("temperature", 0.0, 5.0, in.params.temperature);
     f.integer("top_k", 0, 1 << 20, in.params.top_k);
     f.number("top_p", 0.0, 1.0, in.params.top_p);
+    if (const auto* tp = f.get("top_p"); tp && tp->is_number() && tp->to_number<double>() <= 0.0)
+        f.fail("top_p", "top_p must be within 0 (exclusive)..1.00");
     f.number("min_p", 0.0, 1.0, in.params.min_p);
     f.number("repetition_penalty", 0.01, 10.0, in.params.repetition_penalty);
     f.seed("seed", in.params.seed);
@@ -168,14 +170,22 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     f.integer("timeout_ms", 1, 3'600'000, in.timeout_ms);
 
     // logprobs: native 0..20; OpenAI chat `logprobs: bool` + `top_logprobs`; completions int.
+    // Chat: `logprobs` turns reporting on, `top_logprobs` asks for alternatives. Completions and
+    // native: `logprobs: N` reports the chosen token and N alternatives (N = 0: none asked).
+    in.params.n_logprobs = 0;
     if (const auto* lp = f.get("logprobs")) {
-        if (lp->is_bool())
-            in.params.n_logprobs = lp->get_bool() ? 1 : 0;
-        else
+        if (kind == api_kind::chat) {
+            f.boolean("logprobs", in.want_logprobs);
+        } else {
             f.integer("logprobs", 0, 20, in.params.n_logprobs);
+            in.want_logprobs = lp->is_number() && in.params.n_logprobs > 0;
+        }
     }
-    if (kind == api_kind::chat)
+    if (kind == api_kind::chat) {
         f.integer("top_logprobs", 0, 20, in.params.n_logprobs);
+        if (in.params.n_logprobs > 0 && !in.want_logprobs)
+            f.fail("top_logprobs", "top_logprobs needs \"logprobs\": true");
+    }
 
     if (const auto* s = f.get("stop")) {
         if (s->is_string()) {
@@ -222,6 +232,15 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     if (f.failed())
         return f.error();
     return in;
+}
+
+template_choice recognise_chat_template(std::string_view jinja) {
+    if (jinja.find("<|start_header_id|>") != std::string_view::npos)
+        return {chat_template::llama3, true};
+    if (jinja.find("Assistant: ") != std::string_view::npos ||
+        jinja.find("'User: '") != std::string_view::npos)
+        return {chat_template::bitnet, true};
+    return {chat_template::bitnet, false};
 }
 
 std::string render_chat(const std::vector<chat_message>& messages, chat_template tmpl) {

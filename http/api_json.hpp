@@ -37,6 +37,8 @@ struct inference_input {
     std::uint32_t timeout_ms = 0;
     bool stream = false;
     bool include_usage = false;
+    /// Report the chosen tokens' log-probabilities (`params.n_logprobs` alternatives each).
+    bool want_logprobs = false;
 };
 
 using parse_result = std::variant<inference_input, api_error>;
@@ -45,6 +47,15 @@ using parse_result = std::variant<inference_input, api_error>;
 [[nodiscard]] parse_result parse_inference(std::string_view body, api_kind kind);
 
 enum class chat_template { bitnet, llama3 };
+
+/// Recognises a GGUF `tokenizer.chat_template` (Jinja text): the Llama-3 header form, else the
+/// BitNet form. `known` tells whether the text was recognised (an unknown template falls back
+/// to BitNet, and the caller says so once in the log).
+struct template_choice {
+    chat_template tmpl = chat_template::bitnet;
+    bool known = false;
+};
+[[nodiscard]] template_choice recognise_chat_template(std::string_view jinja);
 
 /// Renders chat messages with the BitNet or Llama-3 form of HTTP-API.md (BOS is added by the
 /// tokenizer, not here). The result ends where the assistant's reply begins.

@@ -21,8 +21,11 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -116,6 +119,45 @@ std::int64_t unix_now() {
 
 enum class route_kind { native, native_stream, completions, chat };
 
+/// `s` with every byte sequence that is not valid UTF-8 replaced by U+FFFD (a token's piece may be
+/// half a character; JSON text must be whole ones, and the raw bytes go in "bytes").
+std::string utf8_or_replacement(std::string_view s) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = c < 0x80           ? 1
+                        : (c >> 5) == 0x6  ? 2
+                        : (c >> 4) == 0xE  ? 3
+                        : (c >> 3) == 0x1E ? 4
+                                           : 0;
+        bool ok = n > 0 && i + n <= s.size() && !(n == 2 && c < 0xC2);
+        for (std::size_t k = 1; ok && k < n; ++k)
+            ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+        if (ok) {
+            out.append(s.substr(i, n));
+            i += n;
+        } else {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        }
+    }
+    return out;
+}
+
+json::array bytes_of(std::string_view s) {
+    json::array a;
+    for (unsigned char c : s)
+        a.push_back(c);
+    return a;
+}
+
+/// One path segment after `prefix`: "/v1/models/tiny" with prefix "/v1/models/" -> "tiny".
+std::string segment_after(const std::string& target, std::string_view prefix) {
+    auto rest = target.substr(prefix.size());
+    return rest.substr(0, rest.find('/'));
+}
+
 } // namespace
 
 struct server::impl {
@@ -126,13 +168,17 @@ struct server::impl {
     std::optional<tcp::acceptor> acceptor;
     std::vector<std::thread> threads;
     std::atomic<std::uint64_t> next_id{1};
-    metrics m;
+    std::shared_ptr<metrics> metrics_ptr;
+    metrics& m;
     steady::time_point started = steady::now();
+    std::atomic<bool> warned_template{false};
 
     impl(caf::actor_system& s, msg::admission_actor a, server_options o)
         : sys(s)
         , admission(std::move(a))
-        , opt(std::move(o)) {}
+        , opt(std::move(o))
+        , metrics_ptr(opt.shared_metrics ? opt.shared_metrics : std::make_shared<metrics>())
+        , m(*metrics_ptr) {}
 
     void do_accept();
 };
@@ -160,6 +206,12 @@ private:
         std::string model;
         bool stream = false;
         bool include_usage = false;
+        bool want_logprobs = false;  ///< OpenAI routes: a logprobs object per token
+        std::size_t text_offset = 0; ///< completions logprobs: where the next token's text starts
+        /// Logprobs gathered for a non-streamed reply: chat entries, or the completions columns
+        /// (tokens, token_logprobs, top_logprobs, text_offset), each element as JSON text.
+        std::vector<std::string> lp_chat;
+        std::array<std::vector<std::string>, 4> lp_cols;
         caf::actor sink;
         std::vector<msg::token_event> tokens;
         std::string text;
@@ -206,6 +258,16 @@ private:
         return e;
     }
 
+    /// The key in `Authorization: Bearer <key>`, empty when none.
+    static std::string bearer(const bhttp::request<bhttp::string_body>& req) {
+        const auto auth = std::string(req[bhttp::field::authorization]);
+        return auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string{};
+    }
+
+    static bool listed(const std::vector<std::string>& keys, const std::string& k) {
+        return !k.empty() && std::find(keys.begin(), keys.end(), k) != keys.end();
+    }
+
     void handle(bhttp::request<bhttp::string_body> req) {
         keep_alive_ = req.keep_alive();
         std::string target(req.target());
@@ -225,18 +287,47 @@ private:
         if (target == "/metrics")
             return get ? do_metrics() : wrong_method();
 
-        if (!srv_.opt.api_keys.empty() && target.rfind("/v1/", 0) == 0) {
-            const auto auth = std::string(req[bhttp::field::authorization]);
-            bool ok = false;
-            for (const auto& k : srv_.opt.api_keys)
-                ok = ok || auth == "Bearer " + k;
-            if (!ok)
-                return send_error(target, invalid_status(401, "missing or wrong API key"), "-");
+        // Model management (the hot-swap issue): admin routes.
+        const bool models_prefix = target.rfind("/v1/models/", 0) == 0;
+        const bool rollback =
+            target.size() > 9 && target.compare(target.size() - 9, 9, "/rollback") == 0;
+        const bool admin = target == "/v1/models/load" ||
+                           (models_prefix && (method == bhttp::verb::delete_ || rollback));
+        if (target.rfind("/v1/", 0) == 0) {
+            const auto key = bearer(req);
+            const auto& keys = srv_.opt.api_keys;
+            const auto& admins = srv_.opt.admin_keys;
+            if (admin && (!keys.empty() || !admins.empty())) {
+                if (key.empty())
+                    return send_error(target, invalid_status(401, "missing API key"), "-");
+                if (!listed(admins.empty() ? keys : admins, key)) {
+                    auto e = invalid_status(401, "this route needs the admin key");
+                    e.status = 403;
+                    e.suggestion = "send an admin key (admin_api_keys) in Authorization: Bearer";
+                    return send_error(target, e, "-");
+                }
+            } else if (!keys.empty() && !listed(keys, key) && !listed(admins, key)) {
+                return send_error(
+                    target, invalid_status(401, key.empty() ? "missing API key" : "wrong API key"),
+                    "-");
+            }
+        }
+        if (admin) {
+            api_error e;
+            e.status = 501;
+            e.type = "server_error";
+            e.code = "not_implemented";
+            e.message = "model management (load, rollback, unload) is not available in this "
+                        "version; models are configured at start-up";
+            e.suggestion = "restart the server with --model ALIAS=PATH";
+            return send_error(target, e, "-");
         }
         if (target == "/v1/stats")
             return get ? do_stats() : wrong_method();
         if (target == "/v1/models")
-            return get ? do_models() : wrong_method();
+            return get ? do_models({}) : wrong_method();
+        if (models_prefix)
+            return get ? do_models(segment_after(target, "/v1/models/")) : wrong_method();
 
         route_kind kind;
         if (target == "/v1/inference")
@@ -247,17 +338,26 @@ private:
             kind = route_kind::completions;
         else if (target == "/v1/chat/completions")
             kind = route_kind::chat;
-        else if (target == "/v1/tokenize")
-            return post ? do_tokenize(req.body()) : wrong_method();
-        else
+        else if (target == "/v1/tokenize" || target == "/v1/detokenize") {
+            if (!post)
+                return wrong_method();
+            if (!json_type(req))
+                return send_error(target,
+                                  invalid_status(415, "send Content-Type: application/json"), "-");
+            return target == "/v1/tokenize" ? do_tokenize(req.body()) : do_detokenize(req.body());
+        } else
             return send_error(target, invalid_status(404, "no route " + target), "-");
         if (!post)
             return wrong_method();
-        const auto ctype = std::string(req[bhttp::field::content_type]);
-        if (!ctype.empty() && ctype.find("application/json") == std::string::npos)
+        if (!json_type(req))
             return send_error(target, invalid_status(415, "send Content-Type: application/json"),
                               "-");
         start_inference(target, kind, req.body());
+    }
+
+    static bool json_type(const bhttp::request<bhttp::string_body>& req) {
+        const auto ctype = std::string(req[bhttp::field::content_type]);
+        return ctype.empty() || ctype.find("application/json") != std::string::npos;
     }
 
     void start_inference(const std::string& route, route_kind kind, const std::string& body) {
@@ -280,23 +380,34 @@ private:
         msg::generate_request g;
         g.id = id;
         g.model = c.model;
+        const auto& codec = srv_.opt.text;
         if (in.prompt_is_ids) {
             g.prompt = std::move(in.prompt_ids);
         } else {
-            const std::string text = kind == route_kind::chat
-                                         ? render_chat(in.messages, chat_template::bitnet)
-                                         : in.prompt_text;
-            if (!srv_.opt.tokenize)
+            const char* field = kind == route_kind::chat ? "messages" : "prompt";
+            if (!codec.tokenize)
                 return send_error(route,
-                                  invalid_value(kind == route_kind::chat ? "messages" : "prompt",
-                                                "this server has no tokenizer for text prompts; "
-                                                "send the prompt as token ids"),
+                                  invalid_value(field, "this server has no tokenizer for text "
+                                                       "prompts; send the prompt as token ids"),
                                   c.req_id);
-            auto ids = srv_.opt.tokenize(c.model, text, in.add_bos);
+            std::string text = in.prompt_text;
+            if (kind == route_kind::chat) {
+                const auto tmpl = codec.chat_template_of ? codec.chat_template_of(c.model)
+                                                         : chat_template::bitnet;
+                text = render_chat(in.messages, tmpl);
+            }
+            // Control tokens written in the prompt (the chat markers) become their ids, as in
+            // llama.cpp's server.
+            auto ids = codec.tokenize(c.model, text, in.add_bos, true);
             if (!ids)
-                return send_error(route, to_api_error(ids.error(), 0, "prompt"), c.req_id);
+                return send_error(route, to_api_error(ids.error(), 0, field), c.req_id);
+            if (ids->empty())
+                return send_error(route, invalid_value(field, "the prompt has no tokens"),
+                                  c.req_id);
             g.prompt = std::move(*ids);
         }
+        c.want_logprobs =
+            in.want_logprobs && kind != route_kind::native && kind != route_kind::native_stream;
         g.max_tokens = in.max_tokens;
         g.params = in.params;
         g.stop = std::move(in.stop);
@@ -372,19 +483,23 @@ private:
         });
     }
 
-    std::string chat_chunk(const std::string& delta, const std::string& finish) {
+    std::string chat_chunk(const std::string& delta, const std::string& finish,
+                           const std::string& logprobs = "null") {
         return R"({"id":"chatcmpl-)" + call_->req_id.substr(4) +
                R"(","object":"chat.completion.chunk","created":)" + std::to_string(call_->created) +
                R"(,"model":)" + js(call_->model) +
                R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"delta":)" + delta +
-               R"(,"logprobs":null,"finish_reason":)" + finish + R"(}],"usage":null})";
+               R"(,"logprobs":)" + logprobs + R"(,"finish_reason":)" + finish +
+               R"(}],"usage":null})";
     }
 
-    std::string completion_chunk(const std::string& text, const std::string& finish) {
+    std::string completion_chunk(const std::string& text, const std::string& finish,
+                                 const std::string& logprobs = "null") {
         return R"({"id":"cmpl-)" + call_->req_id.substr(4) +
                R"(","object":"text_completion","created":)" + std::to_string(call_->created) +
                R"(,"model":)" + js(call_->model) + R"(,"choices":[{"text":)" + js(text) +
-               R"(,"index":0,"logprobs":null,"finish_reason":)" + finish + R"(}],"usage":null})";
+               R"(,"index":0,"logprobs":)" + logprobs + R"(,"finish_reason":)" + finish +
+               R"(}],"usage":null})";
     }
 
     void sse_data(const std::string& payload) { enqueue_chunk("data: " + payload + "\n\n"); }
@@ -458,34 +573,105 @@ private:
         close();
     }
 
+    // ---- logprobs (OpenAI shapes) --------------------------------------------------------
+
+    std::string piece_of(msg::token_id id) const {
+        return srv_.opt.text.piece ? srv_.opt.text.piece(call_->model, id) : std::string{};
+    }
+
+    /// `"token","logprob","bytes"` of one token (no braces).
+    std::string lp_fields(msg::token_id id, float lp) const {
+        const auto p = piece_of(id);
+        return R"("token":)" + js(utf8_or_replacement(p)) + R"(,"logprob":)" + fixed(lp, 6) +
+               R"(,"bytes":)" + json::serialize(bytes_of(p));
+    }
+
+    /// Chat: `{"token","logprob","bytes","top_logprobs":[...]}` for one generated token.
+    std::string chat_lp(const msg::token_event& ev) const {
+        std::string out = "{" + lp_fields(ev.token, ev.logprob) + R"(,"top_logprobs":[)";
+        for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_logprobs.size(); ++i)
+            out += (i ? ",{" : "{") + lp_fields(ev.top_tokens[i], ev.top_logprobs[i]) + "}";
+        return out + "]}";
+    }
+
+    /// Completions: the four column values of one token.
+    std::array<std::string, 4> completion_lp(const msg::token_event& ev) {
+        const auto p = piece_of(ev.token);
+        std::string top = "{";
+        for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_logprobs.size(); ++i)
+            top += (i ? "," : "") + js(utf8_or_replacement(piece_of(ev.top_tokens[i]))) + ":" +
+                   fixed(ev.top_logprobs[i], 6);
+        top += "}";
+        std::array<std::string, 4> cols{js(utf8_or_replacement(p)), fixed(ev.logprob, 6), top,
+                                        std::to_string(call_->text_offset)};
+        call_->text_offset += ev.text.size();
+        return cols;
+    }
+
+    static std::string join(const std::vector<std::string>& xs) {
+        std::string out = "[";
+        for (std::size_t i = 0; i < xs.size(); ++i)
+            out += (i ? "," : "") + xs[i];
+        return out + "]";
+    }
+
+    std::string completion_lp_object(const std::array<std::vector<std::string>, 4>& cols) const {
+        return R"({"tokens":)" + join(cols[0]) + R"(,"token_logprobs":)" + join(cols[1]) +
+               R"(,"top_logprobs":)" + join(cols[2]) + R"(,"text_offset":)" + join(cols[3]) + "}";
+    }
+
     // ---- events from the sink (on the strand) -------------------------------------------
 
     void on_token(msg::token_event ev) {
         if (!call_ || call_->ended)
             return;
         const auto now = steady::now();
-        if (call_->last_token != steady::time_point{})
+        const bool real_token = ev.token >= 0; // < 0: held-back text released at the end
+        if (real_token && call_->last_token != steady::time_point{})
             srv_.m.inter_token(std::chrono::duration<double>(now - call_->last_token).count());
-        call_->last_token = now;
-        call_->text += ev.text;
+        if (real_token)
+            call_->last_token = now;
+        const bool lp = call_->want_logprobs && real_token;
         if (!sse_) {
-            call_->tokens.push_back(std::move(ev));
+            if (lp && call_->kind == route_kind::chat)
+                call_->lp_chat.push_back(chat_lp(ev));
+            if (lp && call_->kind == route_kind::completions) {
+                auto cols = completion_lp(ev);
+                for (std::size_t i = 0; i < 4; ++i)
+                    call_->lp_cols[i].push_back(std::move(cols[i]));
+            }
+            call_->text += ev.text;
+            if (real_token)
+                call_->tokens.push_back(std::move(ev));
             return;
         }
+        call_->text += ev.text;
         switch (call_->kind) {
         case route_kind::native:
         case route_kind::native_stream:
             sse_event("token", R"({"index":)" + std::to_string(ev.index) + R"(,"token_id":)" +
-                                   std::to_string(ev.token) + R"(,"text":)" + js(ev.text) +
-                                   R"(,"logprob":)" + fixed(ev.logprob, 6) + "}");
+                                   (real_token ? std::to_string(ev.token) : "null") +
+                                   R"(,"text":)" + js(ev.text) +
+                                   (real_token ? R"(,"logprob":)" + fixed(ev.logprob, 6) : "") +
+                                   "}");
             break;
         case route_kind::chat:
-            if (!ev.text.empty())
-                sse_data(chat_chunk(R"({"content":)" + js(ev.text) + "}", "null"));
+            if (!ev.text.empty() || lp)
+                sse_data(chat_chunk(R"({"content":)" + js(ev.text) + "}", "null",
+                                    lp ? R"({"content":[)" + chat_lp(ev) + "]}" : "null"));
             break;
         case route_kind::completions:
-            if (!ev.text.empty())
-                sse_data(completion_chunk(ev.text, "null"));
+            if (!ev.text.empty() || lp) {
+                std::string lps = "null";
+                if (lp) {
+                    auto cols = completion_lp(ev);
+                    std::array<std::vector<std::string>, 4> one;
+                    for (std::size_t i = 0; i < 4; ++i)
+                        one[i].push_back(std::move(cols[i]));
+                    lps = completion_lp_object(one);
+                }
+                sse_data(completion_chunk(ev.text, "null", lps));
+            }
             break;
         }
     }
@@ -542,14 +728,17 @@ private:
                 R"({"id":"chatcmpl-)" + id_num + R"(","object":"chat.completion","created":)" +
                 std::to_string(call_->created) + R"(,"model":)" + js(c.model) +
                 R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":{"role":"assistant","content":)" +
-                js(call_->text) + R"(},"logprobs":null,"finish_reason":)" +
-                js(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
+                js(call_->text) + R"(},"logprobs":)" +
+                (call_->want_logprobs ? R"({"content":)" + join(call_->lp_chat) + "}" : "null") +
+                R"(,"finish_reason":)" + js(openai_finish(c.finish_reason)) + R"(}],"usage":)" +
+                usage_json(c) + "}";
         } else {
             body = R"({"id":"cmpl-)" + id_num + R"(","object":"text_completion","created":)" +
                    std::to_string(call_->created) + R"(,"model":)" + js(c.model) +
-                   R"(,"choices":[{"text":)" + js(call_->text) +
-                   R"(,"index":0,"logprobs":null,"finish_reason":)" +
-                   js(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
+                   R"(,"choices":[{"text":)" + js(call_->text) + R"(,"index":0,"logprobs":)" +
+                   (call_->want_logprobs ? completion_lp_object(call_->lp_cols) : "null") +
+                   R"(,"finish_reason":)" + js(openai_finish(c.finish_reason)) + R"(}],"usage":)" +
+                   usage_json(c) + "}";
         }
         const auto server_timing =
             "queue;dur=" + ms(c.queue_us) + ", prefill;dur=" + ms(c.prefill_us) +
@@ -585,49 +774,112 @@ private:
 
     // ---- operational routes -------------------------------------------------------------
 
-    void do_health(const std::string& target) {
+    /// What the operational routes need from the actors, gathered off the asio threads.
+    struct snapshot {
+        bool ready = false;
+        std::string ready_reason;
+        bool admission_up = false;
+        bool supervisor_up = false;
+        std::vector<msg::batcher_stats> stats;
+        std::vector<msg::model_status> models;
+    };
+
+    /// Asks admission (readiness, queue stats) and the supervisor (model states), then runs `f`
+    /// on this connection's strand. A helper actor does the asking; no asio thread waits.
+    void with_snapshot(std::function<void(snapshot)> f) {
         auto self = shared_from_this();
         auto ex = stream_.get_executor();
-        srv_.sys.spawn([self, ex, target](caf::event_based_actor* a) {
-            a->request(self->srv_.admission, std::chrono::seconds(5), msg::ready_atom_v)
+        auto snap = std::make_shared<snapshot>();
+        auto finish = [ex, f, snap] { net::post(ex, [f, snap] { f(std::move(*snap)); }); };
+        auto adm = srv_.admission;
+        auto sup = srv_.opt.supervisor;
+        srv_.sys.spawn([adm, sup, snap, finish](caf::event_based_actor* a) {
+            auto ask_models = [a, sup, snap, finish] {
+                if (!sup)
+                    return finish();
+                a->request(sup, std::chrono::seconds(5), msg::models_atom_v)
+                    .then(
+                        [snap, finish](std::vector<msg::model_status> ms) {
+                            snap->supervisor_up = true;
+                            snap->models = std::move(ms);
+                            finish();
+                        },
+                        [finish](caf::error&) { finish(); });
+            };
+            a->request(adm, std::chrono::seconds(5), msg::ready_atom_v)
                 .then(
-                    [self, ex, target](bool ok, std::string why) {
-                        net::post(ex,
-                                  [self, target, ok, why] { self->health_reply(target, ok, why); });
+                    [a, adm, snap, ask_models](bool ok, std::string why) {
+                        snap->admission_up = true;
+                        snap->ready = ok;
+                        snap->ready_reason = std::move(why);
+                        a->request(adm, std::chrono::seconds(5), msg::stats_atom_v)
+                            .then(
+                                [snap, ask_models](std::vector<msg::batcher_stats> st) {
+                                    snap->stats = std::move(st);
+                                    ask_models();
+                                },
+                                [ask_models](caf::error&) { ask_models(); });
                     },
-                    [self, ex, target](caf::error& e) {
-                        net::post(ex, [self, target, why = caf::to_string(e)] {
-                            self->health_reply(target, false, why);
-                        });
+                    [snap, ask_models](caf::error& e) {
+                        snap->ready_reason = "admission does not answer: " + caf::to_string(e);
+                        ask_models();
                     });
         });
     }
 
-    void health_reply(const std::string& target, bool ok, const std::string& why) {
-        const auto uptime =
-            std::chrono::duration_cast<std::chrono::seconds>(steady::now() - srv_.started).count();
-        std::string body = R"({"status":)" + js(ok ? "ok" : "unavailable") + R"(,"reason":)" +
-                           js(why) + R"(,"version":"0.1.0","uptime_s":)" + std::to_string(uptime) +
-                           "}";
-        send_json(target, ok ? 200 : 503, std::move(body), "-", {}, ok ? 0 : 1);
-    }
-
-    void with_stats(std::function<void(std::vector<msg::batcher_stats>)> f) {
-        auto self = shared_from_this();
-        auto ex = stream_.get_executor();
-        srv_.sys.spawn([self, ex, f](caf::event_based_actor* a) {
-            a->request(self->srv_.admission, std::chrono::seconds(5), msg::stats_atom_v)
-                .then(
-                    [ex, f](std::vector<msg::batcher_stats> s) {
-                        net::post(ex, [f, s = std::move(s)] { f(s); });
-                    },
-                    [ex, f](caf::error&) { net::post(ex, [f] { f({}); }); });
+    void do_health(const std::string& target) {
+        with_snapshot([self = shared_from_this(), target](snapshot snap) {
+            self->health_reply(target, snap);
         });
     }
 
+    void health_reply(const std::string& target, const snapshot& snap) {
+        const auto uptime =
+            std::chrono::duration_cast<std::chrono::seconds>(steady::now() - srv_.started).count();
+        const auto& b = srv_.opt.build;
+        json::object build{{"git_sha", b.git_sha},
+                           {"compiler", b.compiler},
+                           {"flags", b.flags},
+                           {"cpu_features", b.cpu_features}};
+        json::array models, executors;
+        for (const auto& m : snap.models) {
+            json::object mo{{"alias", m.alias},
+                            {"version", m.version},
+                            {"state", m.state},
+                            {"restarts", m.restarts}};
+            if (!m.failure.empty())
+                mo["failure"] = m.failure;
+            models.push_back(std::move(mo));
+            if (m.state == "ready")
+                executors.push_back({{"model", m.alias},
+                                     {"device", m.info.device},
+                                     {"device_reason", m.info.device_reason},
+                                     {"engine", m.info.describe}});
+        }
+        json::object components{
+            {"admission",
+             {{"status", snap.admission_up ? (snap.ready ? "ready" : "not_ready") : "down"},
+              {"reason", snap.ready_reason}}},
+            {"supervisor",
+             {{"status", srv_.opt.supervisor ? (snap.supervisor_up ? "up" : "down") : "absent"}}},
+            {"models", std::move(models)},
+            {"executors", std::move(executors)}};
+        json::object root{{"status", snap.ready ? "ok" : "unavailable"},
+                          {"reason", snap.ready_reason},
+                          {"version", b.version},
+                          {"build", std::move(build)},
+                          {"uptime_s", uptime},
+                          {"components", std::move(components)}};
+        send_json(target, snap.ready ? 200 : 503, json::serialize(root), "-", {},
+                  snap.ready ? 0 : 1);
+    }
+
     void do_metrics() {
-        with_stats([self = shared_from_this()](std::vector<msg::batcher_stats> s) {
-            self->srv_.m.queues(s);
+        with_snapshot([self = shared_from_this()](snapshot snap) {
+            self->srv_.m.queues(snap.stats);
+            for (const auto& m : snap.models)
+                if (m.state == "ready")
+                    self->srv_.m.model_info(m.alias, m.version, m.info.format, m.info.device);
             self->res_ = {bhttp::status::ok, 11};
             self->res_.set(bhttp::field::content_type, "text/plain; version=0.0.4");
             self->res_.body() = self->srv_.m.render();
@@ -635,68 +887,191 @@ private:
         });
     }
 
+    static json::object stats_json(const msg::batcher_stats& x) {
+        return {
+            {"model", x.model},
+            {"waiting", {{"high", x.waiting[0]}, {"normal", x.waiting[1]}, {"low", x.waiting[2]}}},
+            {"waiting_prompt_tokens", x.waiting_prompt_tokens},
+            {"running", x.running},
+            {"kv_blocks_used", x.kv_blocks_used},
+            {"kv_blocks_total", x.kv_blocks_total},
+            {"steps", x.steps},
+            {"preemptions", x.preemptions},
+            {"finished", x.finished}};
+    }
+
     void do_stats() {
-        with_stats([self = shared_from_this()](std::vector<msg::batcher_stats> s) {
+        with_snapshot([self = shared_from_this()](snapshot snap) {
             json::array models;
-            for (const auto& x : s) {
-                json::object o;
-                o["model"] = x.model;
-                o["waiting"] = {
-                    {"high", x.waiting[0]}, {"normal", x.waiting[1]}, {"low", x.waiting[2]}};
-                o["waiting_prompt_tokens"] = x.waiting_prompt_tokens;
-                o["running"] = x.running;
-                o["kv_blocks_used"] = x.kv_blocks_used;
-                o["kv_blocks_total"] = x.kv_blocks_total;
-                o["steps"] = x.steps;
-                o["preemptions"] = x.preemptions;
-                o["finished"] = x.finished;
-                models.push_back(std::move(o));
-            }
+            for (const auto& x : snap.stats)
+                models.push_back(stats_json(x));
             json::object root;
             root["models"] = std::move(models);
             self->send_json("/v1/stats", 200, json::serialize(root));
         });
     }
 
-    void do_models() {
-        with_stats([self = shared_from_this()](std::vector<msg::batcher_stats> s) {
-            json::array data;
-            for (const auto& x : s) {
-                if (x.model.empty())
-                    continue;
-                data.push_back({{"id", x.model},
-                                {"object", "model"},
-                                {"created", unix_now()},
-                                {"owned_by", "bitnet-serve"},
-                                {"state", "ready"}});
+    /// The OpenAI model entry plus the contract's extras.
+    static json::object model_json(const msg::model_status& m) {
+        const auto& i = m.info;
+        const bool ready = m.state == "ready";
+        json::object o{
+            {"id", m.alias},
+            {"object", "model"},
+            {"created", m.loaded_at > 0 ? m.loaded_at : unix_now()},
+            {"owned_by", "bitnet-serve"},
+            {"version", m.version},
+            {"state", m.state},
+            {"format", ready ? json::value(i.format) : json::value(nullptr)},
+            {"architecture", ready ? json::value(i.architecture) : json::value(nullptr)},
+            {"parameters", ready ? json::value(i.parameters) : json::value(nullptr)},
+            {"context_length", ready ? json::value(i.n_ctx) : json::value(nullptr)},
+            {"device", ready ? json::value(i.device) : json::value(nullptr)},
+            {"file_sha256", nullptr},
+            {"loaded_at", m.loaded_at > 0 ? json::value(m.loaded_at) : json::value(nullptr)},
+            {"previous_version",
+             m.previous_version.empty() ? json::value(nullptr) : json::value(m.previous_version)}};
+        if (!m.failure.empty())
+            o["failure"] = m.failure;
+        return o;
+    }
+
+    /// GET /v1/models (alias empty) or GET /v1/models/{alias}.
+    void do_models(std::string alias) {
+        const std::string route = alias.empty() ? "/v1/models" : "/v1/models/{alias}";
+        with_snapshot([self = shared_from_this(), alias, route](snapshot snap) {
+            // Without a supervisor the models are the ones admission routes to.
+            if (!self->srv_.opt.supervisor)
+                for (const auto& x : snap.stats)
+                    if (!x.model.empty())
+                        snap.models.push_back({x.model, "1", "ready", {}, {}, {}, 0, 0, {}});
+            if (alias.empty()) {
+                json::array data;
+                for (const auto& m : snap.models)
+                    data.push_back(model_json(m));
+                json::object root{{"object", "list"}, {"data", std::move(data)}};
+                return self->send_json(route, 200, json::serialize(root));
             }
-            json::object root;
-            root["object"] = "list";
-            root["data"] = std::move(data);
-            self->send_json("/v1/models", 200, json::serialize(root));
+            for (const auto& m : snap.models) {
+                if (m.alias != alias)
+                    continue;
+                auto o = model_json(m);
+                if (m.state == "ready") {
+                    o["device_reason"] = m.info.device_reason;
+                    o["engine"] = m.info.describe;
+                    o["weight_bytes"] = m.info.weight_bytes;
+                    o["kv_pool_bytes"] = m.info.kv_pool_bytes;
+                }
+                o["restarts"] = m.restarts;
+                for (const auto& x : snap.stats)
+                    if (x.model == alias)
+                        o["performance"] = stats_json(x);
+                return self->send_json(route, 200, json::serialize(o));
+            }
+            auto e = to_api_error({errc::not_found, "no model '" + alias + "'"});
+            e.suggestion = "GET /v1/models lists the served models";
+            self->send_error(route, e, "-");
         });
     }
 
-    void do_tokenize(const std::string& body) {
+    /// The JSON object of a tokenize/detokenize body, or the 400 that says why not.
+    std::optional<json::object> body_object(const std::string& route, const std::string& body) {
         boost::system::error_code ec;
         auto v = json::parse(body, ec);
-        const auto* o = ec ? nullptr : v.if_object();
-        const auto* text = o ? o->if_contains("text") : nullptr;
+        if (ec) {
+            send_error(route, invalid_value("", "the body is not valid JSON: " + ec.message()),
+                       "-");
+            return std::nullopt;
+        }
+        if (!v.is_object()) {
+            send_error(route, invalid_value("", "the body must be a JSON object"), "-");
+            return std::nullopt;
+        }
+        return std::move(v.get_object());
+    }
+
+    /// The "model" field (default model when absent), or nullopt after a 400.
+    std::optional<std::string> model_field(const std::string& route, const json::object& o) {
+        const auto* m = o.if_contains("model");
+        if (!m || m->is_null())
+            return srv_.opt.default_model;
+        if (!m->is_string()) {
+            send_error(route, invalid_value("model", "model must be a string"), "-");
+            return std::nullopt;
+        }
+        return std::string(m->get_string());
+    }
+
+    void do_tokenize(const std::string& body) {
+        const std::string route = "/v1/tokenize";
+        auto o = body_object(route, body);
+        if (!o)
+            return;
+        const auto* text = o->if_contains("text");
         if (!text || !text->is_string())
-            return send_error("/v1/tokenize", invalid_value("text", "text must be a string"), "-");
-        if (!srv_.opt.tokenize)
-            return send_error("/v1/tokenize",
-                              invalid_value("text", "this server has no tokenizer loaded"), "-");
+            return send_error(route, invalid_value("text", "text must be a string"), "-");
         bool add_bos = false;
-        if (const auto* b = o->if_contains("add_bos"); b && b->is_bool())
+        if (const auto* b = o->if_contains("add_bos"); b && !b->is_null()) {
+            if (!b->is_bool())
+                return send_error(route, invalid_value("add_bos", "add_bos must be true or false"),
+                                  "-");
             add_bos = b->get_bool();
-        auto ids = srv_.opt.tokenize(srv_.opt.default_model, text->get_string(), add_bos);
+        }
+        bool special = false;
+        if (const auto* b = o->if_contains("parse_special"); b && !b->is_null()) {
+            if (!b->is_bool())
+                return send_error(
+                    route, invalid_value("parse_special", "parse_special must be true or false"),
+                    "-");
+            special = b->get_bool();
+        }
+        auto model = model_field(route, *o);
+        if (!model)
+            return;
+        if (!srv_.opt.text.tokenize)
+            return send_error(route, invalid_value("text", "this server has no tokenizer loaded"),
+                              "-");
+        auto ids = srv_.opt.text.tokenize(*model, text->get_string(), add_bos, special);
         if (!ids)
-            return send_error("/v1/tokenize", to_api_error(ids.error()), "-");
+            return send_error(route, to_api_error(ids.error(), 0, "text"), "-");
         json::array a;
         for (auto t : *ids)
             a.push_back(t);
-        send_json("/v1/tokenize", 200, json::serialize(json::object{{"tokens", std::move(a)}}));
+        send_json(route, 200,
+                  json::serialize(json::object{{"tokens", std::move(a)}, {"model", *model}}));
+    }
+
+    void do_detokenize(const std::string& body) {
+        const std::string route = "/v1/detokenize";
+        auto o = body_object(route, body);
+        if (!o)
+            return;
+        const auto* toks = o->if_contains("tokens");
+        if (!toks || !toks->is_array())
+            return send_error(route, invalid_value("tokens", "tokens must be an array of ids"),
+                              "-");
+        std::vector<std::int32_t> ids;
+        for (const auto& t : toks->get_array()) {
+            if (!t.is_int64() || t.get_int64() < 0 ||
+                t.get_int64() > std::numeric_limits<std::int32_t>::max())
+                return send_error(route,
+                                  invalid_value("tokens", "tokens must hold token ids (integers "
+                                                          ">= 0)"),
+                                  "-");
+            ids.push_back(static_cast<std::int32_t>(t.get_int64()));
+        }
+        auto model = model_field(route, *o);
+        if (!model)
+            return;
+        if (!srv_.opt.text.detokenize)
+            return send_error(route, invalid_value("tokens", "this server has no tokenizer loaded"),
+                              "-");
+        auto text = srv_.opt.text.detokenize(*model, ids);
+        if (!text)
+            return send_error(route, to_api_error(text.error(), 0, "tokens"), "-");
+        send_json(
+            route, 200,
+            json::serialize(json::object{{"text", utf8_or_replacement(*text)}, {"model", *model}}));
     }
 
     // ---- plain responses ----------------------------------------------------------------

@@ -44,6 +44,7 @@ TEST_CASE("native request: defaults and every field") {
     CHECK(in.prio == msg::priority::high);
     CHECK(in.timeout_ms == 500);
     CHECK(in.params.n_logprobs == 3);
+    CHECK(in.want_logprobs);
     CHECK_FALSE(in.add_bos);
 }
 
@@ -57,6 +58,10 @@ TEST_CASE("validation names the field") {
     CHECK(error_of(R"({"prompt":"x","max_tokens":"5"})").param == "max_tokens");
     CHECK(error_of(R"({"prompt":"x","temperature":5.5})").param == "temperature");
     CHECK(error_of(R"({"prompt":"x","top_p":1.5})").param == "top_p");
+    CHECK(error_of(R"({"prompt":"x","top_p":0})").param == "top_p");
+    CHECK(error_of(R"({"prompt":"x","repetition_penalty":0})").param == "repetition_penalty");
+    CHECK(error_of(R"({"prompt":"x","top_k":-1})").param == "top_k");
+    CHECK(error_of(R"({"prompt":"x","min_p":2})").param == "min_p");
     CHECK(error_of(R"({"prompt":"x","logprobs":21})").param == "logprobs");
     CHECK(error_of(R"({"prompt":"x","priority":"urgent"})").param == "priority");
     CHECK(error_of(R"({"prompt":"x","stop":["1","2","3","4","5","6","7","8","9"]})").param ==
@@ -78,7 +83,13 @@ TEST_CASE("OpenAI chat and completions fields") {
     CHECK(in.include_usage);
     CHECK(in.max_tokens == 9);
     CHECK(in.params.n_logprobs == 2);
+    CHECK(in.want_logprobs);
     REQUIRE(in.messages.size() == 2);
+    CHECK(
+        error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", api_kind::chat)
+            .param == "top_logprobs");
+    CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", api_kind::chat)
+              .param == "logprobs");
     CHECK(error_of(R"({"messages":[]})", api_kind::chat).param == "messages");
     CHECK(error_of(R"({"messages":[{"role":"robot","content":"x"}]})", api_kind::chat).param ==
           "messages");
@@ -93,6 +104,16 @@ TEST_CASE("chat templates: BitNet and Llama-3 forms") {
     CHECK(render_chat({{"user", "hi"}}, chat_template::llama3) ==
           "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
           "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    auto l3 = recognise_chat_template(
+        "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>{% endfor %}");
+    CHECK(l3.known);
+    CHECK(l3.tmpl == chat_template::llama3);
+    auto bn = recognise_chat_template("{{ 'User: ' + m.content + '<|eot_id|>Assistant: ' }}");
+    CHECK(bn.known);
+    CHECK(bn.tmpl == chat_template::bitnet);
+    auto unknown = recognise_chat_template("{{ m.content }}");
+    CHECK_FALSE(unknown.known);
+    CHECK(unknown.tmpl == chat_template::bitnet);
 }
 
 TEST_CASE("errc maps to the status table with the contract's body") {

@@ -3,6 +3,7 @@
 // then these run against `bitnet-model make --shape tiny`.
 #include "actors/admission.hpp"
 #include "actors/fake_engine.hpp"
+#include "actors/fake_vocab.hpp"
 #include "actors/supervisor.hpp"
 #include "http/server.hpp"
 #include "messages/errors.hpp"
@@ -47,13 +48,15 @@ struct live_server {
     test_config cfg;
     caf::actor_system sys{cfg};
     std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
+    std::shared_ptr<const model::tokenizer> vocab = test::fake_tokenizer();
     msg::admission_actor adm;
     msg::supervisor_actor sup;
     std::unique_ptr<http::server> srv;
     std::uint16_t port = 0;
 
     explicit live_server(std::uint32_t max_waiting = 64, std::chrono::milliseconds step = 2ms,
-                         std::uint32_t max_batch_seqs = 8, std::vector<std::string> keys = {}) {
+                         std::uint32_t max_batch_seqs = 8, std::vector<std::string> keys = {},
+                         std::vector<std::string> admin_keys = {}) {
         actors::admission_options ao;
         ao.default_model = "tiny";
         ao.max_waiting_requests = max_waiting;
@@ -67,7 +70,7 @@ struct live_server {
             return std::make_unique<test::fake_engine>(64, step, p);
         };
         spec.batcher.policy.max_batch_seqs = max_batch_seqs;
-        spec.batcher.tokenizer = test::fake_tokenizer();
+        spec.batcher.tokenizer = vocab;
         so.models.push_back(spec);
         sup = actors::spawn_supervisor(sys, so);
         http::server_options ho;
@@ -75,6 +78,19 @@ struct live_server {
         ho.max_body_bytes = 4096;
         ho.sse_ping = 20ms;
         ho.api_keys = std::move(keys);
+        ho.admin_keys = std::move(admin_keys);
+        ho.supervisor = sup;
+        // The text side over the fake vocabulary (it has no byte tokens: only ids decode).
+        ho.text.detokenize = [v = vocab](std::string_view,
+                                         std::span<const std::int32_t> ids) -> result<std::string> {
+            for (auto id : ids)
+                if (id >= v->n_vocab())
+                    return error{errc::invalid_argument, "token id out of range"};
+            return v->decode(ids, {.render_special = false, .strip_leading_space = false});
+        };
+        ho.text.piece = [v = vocab](std::string_view, std::int32_t id) {
+            return std::string(v->token_to_piece(id, false));
+        };
         srv = std::make_unique<http::server>(sys, adm, ho);
         auto p = srv->start();
         REQUIRE(p.has_value());
@@ -364,4 +380,116 @@ TEST_CASE("a client that disconnects while waiting for a non-streamed reply is c
     }
     CHECK(freed);
     CHECK(s.probe->steps < 15); // well before EOG (token 31, ~28 steps) or 40 tokens
+}
+
+TEST_CASE("detokenize, one model's entry, health components, model management not available") {
+    live_server s;
+    auto d = s.post("/v1/detokenize", R"({"tokens":[2,3,20,21,31]})");
+    REQUIRE(d.status == 200);
+    CHECK(boost::json::parse(d.body).as_object().at("text").as_string() == "<2><3>\xC3\xA9");
+    CHECK(error_of(s.post("/v1/detokenize", R"({"tokens":"2"})")).at("param").as_string() ==
+          "tokens");
+    CHECK(error_of(s.post("/v1/detokenize", R"({"tokens":[-1]})")).at("param").as_string() ==
+          "tokens");
+    auto range = s.post("/v1/detokenize", R"({"tokens":[32]})");
+    CHECK(range.status == 400);
+    CHECK(s.post("/v1/detokenize", R"({"tokens":[1],"model":7})").status == 400);
+    CHECK(s.get("/v1/detokenize").status == 405);
+
+    auto one = s.get("/v1/models/tiny");
+    REQUIRE(one.status == 200);
+    auto mo = boost::json::parse(one.body).as_object();
+    CHECK(mo.at("id").as_string() == "tiny");
+    CHECK(mo.at("object").as_string() == "model");
+    CHECK(mo.at("state").as_string() == "ready");
+    CHECK(mo.at("architecture").as_string() == "fake");
+    CHECK(mo.at("context_length").as_int64() == 64);
+    CHECK(mo.at("device").as_string() == "cpu");
+    CHECK(mo.at("loaded_at").as_int64() > 0);
+    CHECK(mo.contains("performance"));
+    auto missing = s.get("/v1/models/nope");
+    CHECK(missing.status == 404);
+    CHECK(error_of(missing).at("code").as_string() == "model_not_found");
+    auto list = boost::json::parse(s.get("/v1/models").body).as_object();
+    CHECK(list.at("data").as_array()[0].as_object().at("state").as_string() == "ready");
+
+    auto h = s.get("/health");
+    REQUIRE(h.status == 200);
+    auto ho = boost::json::parse(h.body).as_object();
+    CHECK(ho.at("status").as_string() == "ok");
+    CHECK(ho.contains("build"));
+    const auto& comp = ho.at("components").as_object();
+    CHECK(comp.at("admission").as_object().at("status").as_string() == "ready");
+    CHECK(comp.at("supervisor").as_object().at("status").as_string() == "up");
+    CHECK(comp.at("models").as_array()[0].as_object().at("state").as_string() == "ready");
+    CHECK(comp.at("executors").as_array()[0].as_object().at("device").as_string() == "cpu");
+    CHECK_FALSE(
+        comp.at("executors").as_array()[0].as_object().at("device_reason").as_string().empty());
+
+    auto load = s.post("/v1/models/load", R"({"alias":"x","path":"/x.gguf"})");
+    CHECK(load.status == 501);
+    CHECK(error_of(load).at("code").as_string() == "not_implemented");
+
+    // bitnet_model_info comes from the supervisor's view once /metrics is scraped.
+    auto m = s.get("/metrics");
+    CHECK(m.body.find(R"(bitnet_model_info{alias="tiny")") != std::string::npos);
+}
+
+TEST_CASE("an admin route needs the admin key: 401 without a key, 403 with an inference key") {
+    live_server s(64, 2ms, 8, {"secret-key-1"}, {"admin-key-1"});
+    CHECK(s.request(bhttp::verb::post, "/v1/models/load", "{}").status == 401);
+    CHECK(s.request(bhttp::verb::post, "/v1/models/load", "{}", "application/json",
+                    "Bearer secret-key-1")
+              .status == 403);
+    CHECK(s.request(bhttp::verb::post, "/v1/models/load", "{}", "application/json",
+                    "Bearer admin-key-1")
+              .status == 501);
+    // The admin key also opens the inference routes.
+    CHECK(s.request(bhttp::verb::get, "/v1/models", "", "application/json", "Bearer admin-key-1")
+              .status == 200);
+}
+
+TEST_CASE("OpenAI logprobs: chat entries and completions columns, streamed and not") {
+    live_server s;
+    auto c = s.post("/v1/chat/completions",
+                    R"({"messages":[{"role":"user","content":"x"}],"max_tokens":3})");
+    // No tokenizer for text in this rig: a chat request needs one, and says so.
+    CHECK(c.status == 400);
+    CHECK(error_of(c).at("param").as_string() == "messages");
+
+    auto r = s.post("/v1/completions", R"({"prompt":[1],"max_tokens":3,"logprobs":2})");
+    REQUIRE(r.status == 200);
+    auto lp = boost::json::parse(r.body)
+                  .as_object()
+                  .at("choices")
+                  .as_array()[0]
+                  .as_object()
+                  .at("logprobs")
+                  .as_object();
+    const auto& toks = lp.at("tokens").as_array();
+    REQUIRE(toks.size() == 3);
+    CHECK(toks[0].as_string() == "<2>");
+    CHECK(toks[2].as_string() == "<4>");
+    CHECK(lp.at("token_logprobs").as_array()[0].as_double() < 0.0);
+    CHECK(lp.at("top_logprobs").as_array()[0].as_object().size() == 2);
+    CHECK(lp.at("top_logprobs").as_array()[0].as_object().contains("<2>"));
+    CHECK(lp.at("text_offset").as_array()[1].as_int64() == 3);
+
+    auto st =
+        s.post("/v1/completions", R"({"prompt":[19],"max_tokens":2,"logprobs":1,"stream":true})");
+    REQUIRE(st.status == 200);
+    // Token 20 is the first byte of U+00E9: no text yet, but its logprobs chunk still comes, and
+    // the piece is shown with the replacement character and its raw byte.
+    CHECK(st.body.find("\"text\":\"\",\"index\":0,\"logprobs\":{\"tokens\":[\"\xEF\xBF\xBD\"]") !=
+          std::string::npos);
+    CHECK(st.body.find("\"text\":\"\xC3\xA9\"") != std::string::npos);
+
+    auto none = s.post("/v1/completions", R"({"prompt":[1],"max_tokens":1})");
+    CHECK(boost::json::parse(none.body)
+              .as_object()
+              .at("choices")
+              .as_array()[0]
+              .as_object()
+              .at("logprobs")
+              .is_null());
 }
