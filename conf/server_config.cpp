@@ -254,6 +254,23 @@ result<std::string> read_file(const std::string& path) {
     return ss.str();
 }
 
+/// The command-line contract's short flags (issue 4) as config keys; others are the key itself.
+std::string canonical_flag(const std::string& name) {
+    static const std::pair<std::string_view, std::string_view> aliases[] = {
+        {"model", "models"},
+        {"host", "listen_address"},
+        {"threads", "n_threads"},
+        {"max_seqs", "max_batch_seqs"},
+        {"max_waiting", "max_waiting_requests"},
+        {"api_key", "api_keys"},
+        {"admin_key", "admin_api_keys"},
+    };
+    for (const auto& [from, to] : aliases)
+        if (name == from)
+            return std::string(to);
+    return name;
+}
+
 /// Finds `--config FILE` / `--config=FILE` among the flags.
 std::optional<std::string> config_flag(const std::vector<std::string>& args) {
     std::optional<std::string> out;
@@ -362,6 +379,7 @@ result<server_config> load_config(const config_sources& src) {
         if (auto v = src.env("BITNET_MODEL"))
             BITNET_TRY(set_from_text(cfg, *find_field("models"), "BITNET_MODEL", *v));
     }
+    std::optional<std::string> alias;
     for (std::size_t i = 0; i < src.args.size(); ++i) {
         std::string_view a = src.args[i];
         if (a.rfind("--", 0) != 0)
@@ -373,8 +391,9 @@ result<server_config> load_config(const config_sources& src) {
             name.resize(eq);
         }
         std::replace(name.begin(), name.end(), '-', '_');
-        if (name == "model")
-            name = "models";
+        if (name == "print_config")
+            continue; // an action of the executable, not a setting
+        name = canonical_flag(name);
         if (!value) {
             if (i + 1 >= src.args.size())
                 return error{errc::invalid_argument, "flag " + std::string(a) + " needs a value"};
@@ -382,20 +401,68 @@ result<server_config> load_config(const config_sources& src) {
         }
         if (name == "config")
             continue; // already applied as the file layer
+        if (name == "alias") {
+            alias = *value;
+            continue;
+        }
         const field* f = find_field(name);
         if (!f)
             return error{errc::invalid_argument,
                          "unknown flag " + std::string(a) + " (see --help)"};
         BITNET_TRY(set_from_text(cfg, *f, flag_name(name), *value));
     }
+    if (alias) {
+        // --alias NAME names the one model given (the command-line contract's form).
+        if (cfg.models.size() != 1)
+            return error{errc::invalid_argument,
+                         "--alias needs exactly one model (--model FILE), " +
+                             std::to_string(cfg.models.size()) + " are configured"};
+        if (cfg.default_model.empty() || cfg.default_model == cfg.models.front().alias)
+            cfg.default_model = *alias;
+        cfg.models.front().alias = *alias;
+    }
     BITNET_TRY(validate(cfg));
     return cfg;
 }
 
+std::string to_json(const server_config& cfg) {
+    json::object o;
+    for (const auto& f : fields()) {
+        const std::string key(f.key);
+        if (auto* m = std::get_if<u32_field>(&f.target))
+            o[key] = cfg.**m;
+        else if (auto* m64 = std::get_if<u64_field>(&f.target))
+            o[key] = cfg.**m64;
+        else if (auto* ms = std::get_if<str_field>(&f.target))
+            o[key] = cfg.**ms;
+        else if (auto* ml = std::get_if<list_field>(&f.target)) {
+            json::array a;
+            // Keys are secrets: show how many, not what.
+            const bool secret = key.find("keys") != std::string::npos;
+            for (const auto& x : cfg.**ml)
+                a.emplace_back(secret ? std::string("<redacted>") : x);
+            o[key] = std::move(a);
+        } else {
+            json::array a;
+            for (const auto& e : cfg.models)
+                a.push_back({{"alias", e.alias}, {"path", e.path}});
+            o[key] = std::move(a);
+        }
+    }
+    return json::serialize(o);
+}
+
 std::string usage() {
-    std::string out = "usage: bitnet-server [--config FILE] [--model [ALIAS=]PATH] [--port N] "
-                      "[flags]\n\nEvery flag also reads from its environment variable; "
-                      "precedence: file < environment < flags.\n\n";
+    std::string out =
+        "usage: bitnet-server --model FILE [--alias NAME] [--host 127.0.0.1] [--port 8080]\n"
+        "                     [--config FILE] [--threads N] [--max-seqs N] [--max-waiting N]\n"
+        "                     [--api-key K] [--admin-key K] [--print-config] [flags]\n\n"
+        "Short forms: --model = --models ([ALIAS=]PATH[,...]), --host = --listen-address,\n"
+        "--threads = --n-threads, --max-seqs = --max-batch-seqs, --max-waiting =\n"
+        "--max-waiting-requests, --api-key = --api-keys, --admin-key = --admin-api-keys.\n"
+        "--print-config prints the effective configuration as JSON and exits.\n\n"
+        "Every flag also reads from its environment variable; precedence: file < environment < "
+        "flags.\n\n";
     for (const auto& f : fields()) {
         out +=
             "  " + flag_name(f.key) + "  (" + env_name(f.key) + ")  " + std::string(f.doc) + "\n";

@@ -85,10 +85,17 @@ struct config_sources {
                                       std::string_view origin);
 
 /// Defaults, then the file, then the environment, then flags; then cross-field validation.
+/// Flags also take the command-line contract's short forms (--host, --threads, --max-seqs,
+/// --max-waiting, --api-key, --admin-key, --alias NAME for the one model) and ignore
+/// --print-config (the executable's action).
 [[nodiscard]] result<server_config> load_config(const config_sources& src);
 
 /// Checks ranges that involve several keys (the per-key ranges are checked as values are set).
 [[nodiscard]] result<void> validate(const server_config& cfg);
+
+/// The effective configuration as one JSON object in the file's keys (API keys redacted), for
+/// `--print-config`.
+[[nodiscard]] std::string to_json(const server_config& cfg);
 
 /// The `--help` text: every flag with its environment name and default.
 [[nodiscard]] std::string usage();

@@ -152,3 +152,43 @@ TEST_CASE("usage lists every flag with its environment name") {
     CHECK(u.find("--max-waiting-prompt-tokens") != std::string::npos);
     CHECK(u.find("BITNET_SSE_PING_MS") != std::string::npos);
 }
+
+TEST_CASE("the command-line contract's short flags and --alias") {
+    auto r = load_config(
+        {.args = {"--model", "/m/tiny.gguf", "--alias", "chat", "--host", "0.0.0.0", "--threads",
+                  "3", "--max-seqs", "5", "--max-waiting", "7", "--api-key", "inference-key-1",
+                  "--admin-key", "admin-key-0001", "--print-config"}});
+    REQUIRE(r.has_value());
+    REQUIRE(r->models.size() == 1);
+    CHECK(r->models[0].alias == "chat");
+    CHECK(r->models[0].path == "/m/tiny.gguf");
+    CHECK(r->default_entry()->alias == "chat");
+    CHECK(r->listen_address == "0.0.0.0");
+    CHECK(r->n_threads == 3);
+    CHECK(r->max_batch_seqs == 5);
+    CHECK(r->max_waiting_requests == 7);
+    CHECK(r->api_keys == std::vector<std::string>{"inference-key-1"});
+    CHECK(r->admin_api_keys == std::vector<std::string>{"admin-key-0001"});
+
+    CHECK(error_of({.args = {"--alias", "x"}}).find("exactly one model") != std::string::npos);
+    CHECK(error_of({.args = {"--threads", "many"}}).find("--n-threads") != std::string::npos);
+}
+
+TEST_CASE("to_json prints the effective configuration in the file's keys, keys redacted") {
+    auto r = load_config(
+        {.args = {"--model", "a=/m/a.gguf", "--port", "9100", "--api-keys", "secret-key-1234"}});
+    REQUIRE(r.has_value());
+    const auto text = bitnet::conf::to_json(*r);
+    CHECK(text.find(R"("port":9100)") != std::string::npos);
+    CHECK(text.find(R"("models":[{"alias":"a","path":"/m/a.gguf"}])") != std::string::npos);
+    CHECK(text.find("secret-key-1234") == std::string::npos);
+    CHECK(text.find("<redacted>") != std::string::npos);
+    // Without keys, what it prints loads back as a config file to the same values.
+    r->api_keys.clear();
+    bitnet::test::scratch_dir dir;
+    auto back = load_config({.file = write_json(dir, bitnet::conf::to_json(*r))});
+    REQUIRE(back.has_value());
+    CHECK(back->port == 9100);
+    CHECK(back->models == r->models);
+    CHECK(bitnet::conf::to_json(*back) == bitnet::conf::to_json(*r));
+}
