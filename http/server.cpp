@@ -1077,7 +1077,9 @@ private:
     // ---- plain responses ----------------------------------------------------------------
 
     void send_error(const std::string& route, const api_error& e, const std::string& req_id) {
-        send_json(route, e.status, error_body(e, req_id), req_id, {}, e.retry_after_s);
+        // Every error body carries a request id, also for requests refused before they got one.
+        const auto id = req_id == "-" ? "req-" + std::to_string(srv_.next_id.fetch_add(1)) : req_id;
+        send_json(route, e.status, error_body(e, id), id, {}, e.retry_after_s);
     }
 
     void send_json(const std::string& route, unsigned status, std::string body,

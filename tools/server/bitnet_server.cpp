@@ -1,12 +1,17 @@
 // bitnet-server: config -> actor system (admission, supervisor -> executor + batcher per model)
-// -> HTTP. SIGTERM/SIGINT drain: stop accepting, let running requests finish up to
-// drain_timeout_ms, then stop in order (HTTP, then actors) and exit 0.
+// -> HTTP. Each model's tokenizer is read from its GGUF for the HTTP layer (tokenize, chat
+// templates, logprobs) and the batcher (streaming detokenization); the executor loads the engine.
+// SIGTERM/SIGINT drain: stop accepting, let running requests finish up to drain_timeout_ms, then
+// stop in order (HTTP, then actors) and exit 0.
 #include "actors/admission.hpp"
 #include "actors/supervisor.hpp"
 #include "conf/server_config.hpp"
+#include "http/metrics.hpp"
 #include "http/server.hpp"
+#include "kernels/cpu_features.hpp"
 #include "messages/errors.hpp"
 #include "model/engine.hpp"
+#include "model_text.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -16,6 +21,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <thread>
 
 using namespace bitnet;
@@ -44,6 +50,21 @@ std::uint64_t in_flight(caf::scoped_actor& self, const msg::admission_actor& adm
     return n;
 }
 
+http::build_info build_info() {
+    http::build_info b;
+#ifdef BITNET_GIT_SHA
+    b.git_sha = BITNET_GIT_SHA;
+#endif
+#ifdef BITNET_BUILD_FLAGS
+    b.flags = BITNET_BUILD_FLAGS;
+#endif
+    b.compiler = std::string("g++ ") + __VERSION__;
+    const auto& f = kernels::detect_cpu_features();
+    b.cpu_features = std::string(f.avx2 ? "avx2 " : "") + (f.avx512 ? "avx512-vnni " : "") +
+                     "kernels=" + std::string(kernels::isa_name(kernels::best_isa()));
+    return b;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -58,6 +79,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bitnet-server: %s\n", cfg.error().to_string().c_str());
         return 2;
     }
+    for (const auto& a : args)
+        if (a == "--print-config") {
+            std::printf("%s\n", conf::to_json(*cfg).c_str());
+            return 0;
+        }
     spdlog::set_level(spdlog::level::from_str(cfg->log_level));
 
     // Signals are taken synchronously by the main thread: block them before any thread starts
@@ -78,11 +104,30 @@ int main(int argc, char** argv) {
     ao.max_waiting_prompt_tokens = cfg->max_waiting_prompt_tokens;
     auto admission = actors::spawn_admission(sys, ao);
 
+    // The text side of every model, read before anything is served (no weights are touched).
+    auto texts = std::make_shared<std::map<std::string, server::model_text>>();
+    for (const auto& m : cfg->models) {
+        auto t = server::read_model_text(m.path);
+        if (!t) {
+            // The executor's load will fail and report the same file; keep serving the others.
+            spdlog::error("model '{}': no tokenizer from {}: {}", m.alias, m.path,
+                          t.error().to_string());
+            continue;
+        }
+        if (!t->chat_known)
+            spdlog::warn("model '{}': chat template not recognised; chat requests use the BitNet "
+                         "form",
+                         m.alias);
+        (*texts)[m.alias] = std::move(*t);
+    }
+    auto metrics = std::make_shared<http::metrics>();
+
     actors::supervisor_options so;
     so.admission = admission;
     for (const auto& m : cfg->models) {
         actors::model_spec spec;
         spec.alias = m.alias;
+        spec.path = m.path;
         model::engine_options eo;
         eo.model_path = m.path;
         eo.n_threads = static_cast<int>(cfg->n_threads);
@@ -97,6 +142,11 @@ int main(int argc, char** argv) {
             else
                 spdlog::error("model '{}': load failed: {}", alias, e.error().to_string());
             return e;
+        };
+        if (auto it = texts->find(m.alias); it != texts->end())
+            spec.batcher.tokenizer = it->second.tokenizer;
+        spec.batcher.on_step = [metrics](std::uint32_t n, std::int64_t us) {
+            metrics->step(n, static_cast<double>(us) / 1e6);
         };
         spec.batcher.policy.max_batch_tokens = cfg->max_batch_tokens;
         spec.batcher.policy.max_batch_seqs = cfg->max_batch_seqs;
@@ -120,7 +170,12 @@ int main(int argc, char** argv) {
     ho.sse_ping = std::chrono::milliseconds(cfg->sse_ping_ms);
     ho.sse_buffer_bytes = cfg->sse_buffer_bytes;
     ho.api_keys = cfg->api_keys;
+    ho.admin_keys = cfg->admin_api_keys;
     ho.default_model = ao.default_model;
+    ho.text = server::make_text_codec(texts);
+    ho.supervisor = supervisor;
+    ho.shared_metrics = metrics;
+    ho.build = build_info();
     http::server srv(sys, admission, ho);
     auto port = srv.start();
     if (!port) {
@@ -129,7 +184,8 @@ int main(int argc, char** argv) {
         caf::anon_send_exit(admission, caf::exit_reason::user_shutdown);
         return 1;
     }
-    spdlog::info("listening on http://{}:{}", cfg->listen_address, *port);
+    // The command-line contract's ready line (scripts wait for it).
+    spdlog::info("listening on {}:{}", cfg->listen_address, *port);
 
     int sig = 0;
     sigwait(&sigs, &sig);
