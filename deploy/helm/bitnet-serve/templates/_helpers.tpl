@@ -17,11 +17,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: server
 {{- end }}
 
-{{- define "bitnet-serve.labels" -}}
-{{ include "bitnet-serve.selectorLabels" . }}
+{{- define "bitnet-serve.commonLabels" -}}
+app.kubernetes.io/name: {{ include "bitnet-serve.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{- define "bitnet-serve.labels" -}}
+{{ include "bitnet-serve.commonLabels" . }}
+app.kubernetes.io/component: server
 {{- end }}
 
 {{- define "bitnet-serve.apiKeysSecret" -}}
