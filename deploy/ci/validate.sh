@@ -21,10 +21,14 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 start=$(date +%s)
 step() { echo "--- [$(( $(date +%s) - start ))s] $*"; }
-fail=0
+fail=0 passed=0 failed=0
 check() { # check LABEL CMD...: run, remember a failure, go on with the other checks
     local label="$1"; shift
-    if "$@"; then echo "ok   $label"; else echo "FAIL $label"; fail=1; fi
+    if "$@"; then
+        echo "ok   $label"; passed=$((passed + 1))
+    else
+        echo "FAIL $label"; fail=1; failed=$((failed + 1))
+    fi
 }
 
 step "tools"
@@ -64,11 +68,9 @@ check "dashboard and rules use contract metrics, dashboard PromQL parses" \
 bad=$(mktemp -d)
 trap 'rm -rf "$bad"' EXIT
 sed 's/bitnet_kv_cache_usage_ratio/bitnet_kv_usage_bogus/' deploy/grafana/bitnet-serve.json >"$bad/dash.json"
-if $py deploy/ci/check-metric-names.py --dashboard "$bad/dash.json" >"$bad/out" 2>&1; then
-    echo "FAIL check-metric-names accepted an unknown metric"; fail=1
-else
-    grep -q "bitnet_kv_usage_bogus" "$bad/out" && echo "ok   check-metric-names rejects an unknown metric"
-fi
+check "check-metric-names rejects an unknown metric" bash -c \
+    '! "$0" deploy/ci/check-metric-names.py --dashboard "$1" >"$2" 2>&1 && grep -q bitnet_kv_usage_bogus "$2"' \
+    "$py" "$bad/dash.json" "$bad/out"
 bin_dir=""
 for d in "${BITNET_BIN_DIR:-}" build/dev/tools build/release/tools; do
     if [ -n "$d" ] && [ -x "$d/bitnet-server" ] && [ -x "$d/bitnet-model" ]; then bin_dir="$d"; break; fi
@@ -96,8 +98,9 @@ check "helm lint" "$helm" lint --strict --quiet "$chart"
     --set-string 'apiKeys.apiKeys=key-a\,key-b' --set-string apiKeys.adminApiKey=admin >"$out/helm-cuda.yaml"
 "$helm" template existing "$chart" --set model.persistence.existingClaim=models \
     --set apiKeys.existingSecret=keys --set podDisruptionBudget.enabled=false >"$out/helm-existing.yaml"
-grep -q 'nvidia.com/gpu: 1' "$out/helm-cuda.yaml" && echo "ok   helm: CUDA values add the nvidia.com/gpu limit" \
-    || { echo "FAIL helm: CUDA values do not add the nvidia.com/gpu limit"; fail=1; }
+check "helm: CUDA values select GPU nodes" \
+    grep -q 'nvidia.com/gpu.present' "$out/helm-cuda.yaml"
+check "helm: CUDA values add the nvidia.com/gpu limit" grep -q 'nvidia.com/gpu: 1' "$out/helm-cuda.yaml"
 check "yamllint rendered manifests" yamllint -s -c deploy/ci/yamllint-rendered.yaml "$out"
 
 step "validate manifests (schemas, unknown fields, policy)"
@@ -106,6 +109,7 @@ check "kubernetes schemas" node deploy/ci/validate-k8s.mjs \
     helm="$out/helm-default.yaml" helm-cuda="$out/helm-cuda.yaml" helm-existing="$out/helm-existing.yaml"
 
 step "done"
+echo "validate: $passed passed, $failed failed"
 if [ "$fail" -ne 0 ]; then
     echo "validate: FAILED"
     exit 1
