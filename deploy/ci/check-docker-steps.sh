@@ -79,6 +79,10 @@ for bin in "${bins[@]}"; do
 done
 
 for r in "${runtime_pkgs[@]}"; do
+    # A misspelt name would only break the image build: every listed package must exist.
+    if ! dpkg-query -W "$r" >/dev/null 2>&1 && ! apt-cache show "$r" >/dev/null 2>&1; then
+        echo "FAIL runtime-deps.sh lists $r, which is no Debian package here"; fail=1
+    fi
     [ -n "${used[$r]:-}" ] || echo "note runtime-deps.sh installs $r, which no installed binary loads directly (needed by a binary not built yet, or by another library)"
 done
 

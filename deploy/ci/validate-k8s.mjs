@@ -1,5 +1,5 @@
 // Validates rendered Kubernetes manifests offline, against the API's OpenAPI schemas as the npm
-// package kubernetes-models ships them (Kubernetes 1.32 era):
+// package kubernetes-models ships them (5.1.0: a recent release, with resource.k8s.io/v1 of 1.34):
 //   1. schema: every object's apiVersion/kind must be a known built-in type, and the object must
 //      pass that type's JSON-schema validator (required fields, types, formats, enums);
 //   2. policy: a Deployment keeps the kit's operational contract (probes on the health endpoints,
