@@ -13,7 +13,7 @@
 #              bitnet-server when one is built (else of a stand-in, to test the check itself)
 #   manifests  kustomize base + overlay and the Helm chart (several value sets) rendered, linted,
 #              validated against the Kubernetes schemas, strict on unknown fields, drain/probe/
-#              securityContext policy
+#              securityContext policy; Helm's default rendering equals the kustomize base
 # Not validated here: the Dockerfile itself (no Docker engine; its RUN steps are checked by
 # deploy/ci/check-docker-steps.sh), server-side admission (defaults, quotas, CRDs, the custom
 # metrics API), the Grafana dashboard in a running Grafana.
@@ -101,6 +101,8 @@ check "helm lint" "$helm" lint --strict --quiet "$chart"
 check "helm: CUDA values select GPU nodes" \
     grep -q 'nvidia.com/gpu.present' "$out/helm-cuda.yaml"
 check "helm: CUDA values add the nvidia.com/gpu limit" grep -q 'nvidia.com/gpu: 1' "$out/helm-cuda.yaml"
+check "helm (default values) renders the same objects as kustomize" \
+    $py deploy/ci/compare-renderings.py "$out/kustomize-base.yaml" "$out/helm-default.yaml"
 check "yamllint rendered manifests" yamllint -s -c deploy/ci/yamllint-rendered.yaml "$out"
 
 step "validate manifests (schemas, unknown fields, policy)"
