@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Dockerfile's runtime stage without Docker, closer than check-docker-steps.sh's dpkg check:
 # a minimal Debian 12 root filesystem (debootstrap --variant=minbase, the same release as
-# debian:bookworm-slim), deploy/docker/runtime-deps.sh run inside it, the builder's prefix copied in,
-# then every installed binary must load all its libraries (ldd inside the root, no "not found") and
-# run (`--help`) as the image's unprivileged uid 10001.
+# debian:bookworm-slim), deploy/docker/runtime-setup.sh run inside it (runtime packages, user
+# bitnet = 10001, directories), the builder's prefix copied in, then every installed binary must
+# load all its libraries (ldd inside the root, no "not found") and run as that user.
 #
 #   deploy/ci/check-runtime-rootfs.sh [--rootfs DIR] [--prefix DIR]
 #     --rootfs DIR   reuse/create the root filesystem there (default: a temporary one, removed)
@@ -36,8 +36,10 @@ if [ ! -x "$rootfs/usr/bin/apt-get" ]; then
         || { tail -20 "$tmp/debootstrap.log"; exit 1; }
 fi
 cp /etc/resolv.conf "$rootfs/etc/resolv.conf"
-install -m 0755 deploy/docker/runtime-deps.sh "$rootfs/tmp/runtime-deps.sh"
-chroot "$rootfs" bash /tmp/runtime-deps.sh --clean
+install -d "$rootfs/tmp/bitnet-setup"
+install -m 0755 deploy/docker/runtime-deps.sh deploy/docker/runtime-setup.sh "$rootfs/tmp/bitnet-setup/"
+chroot "$rootfs" bash /tmp/bitnet-setup/runtime-setup.sh --cuda OFF
+rm -rf "$rootfs/tmp/bitnet-setup"
 rm -rf "$rootfs/opt/bitnet-serve"
 cp -a "$prefix" "$rootfs/opt/bitnet-serve"
 
@@ -47,8 +49,8 @@ for bin in "$rootfs"/opt/bitnet-serve/bin/*; do
     if chroot "$rootfs" ldd "/opt/bitnet-serve/bin/$name" | grep "not found"; then
         echo "FAIL $name: libraries missing in the runtime root"; fail=1; continue
     fi
-    if chroot --userspec=10001:10001 "$rootfs" "/opt/bitnet-serve/bin/$name" --help >/dev/null 2>&1; then
-        echo "ok   $name runs as uid 10001 with only the runtime packages"
+    if chroot --userspec=bitnet:bitnet "$rootfs" "/opt/bitnet-serve/bin/$name" --help >/dev/null 2>&1; then
+        echo "ok   $name runs as user bitnet with only the runtime packages"
     else
         echo "FAIL $name --help fails in the runtime root"; fail=1
     fi
@@ -56,14 +58,19 @@ done
 # Real work with the runtime libraries: make a tiny model, verify it (the tools write to /tmp only).
 if [ -x "$rootfs/opt/bitnet-serve/bin/bitnet-model" ] && [ -x "$rootfs/opt/bitnet-serve/bin/bitnet-cli" ]; then
     install -d -m 1777 "$rootfs/tmp"
-    if chroot --userspec=10001:10001 "$rootfs" /opt/bitnet-serve/bin/bitnet-model make --shape tiny --seed 1 \
+    if chroot --userspec=bitnet:bitnet "$rootfs" /opt/bitnet-serve/bin/bitnet-model make --shape tiny --seed 1 \
             -o /tmp/tiny.gguf >/dev/null \
-        && chroot --userspec=10001:10001 "$rootfs" /opt/bitnet-serve/bin/bitnet-cli verify /tmp/tiny.gguf; then
+        && chroot --userspec=bitnet:bitnet "$rootfs" /opt/bitnet-serve/bin/bitnet-cli verify /tmp/tiny.gguf; then
         echo "ok   bitnet-model make + bitnet-cli verify in the runtime root"
     else
         echo "FAIL bitnet-model make / bitnet-cli verify in the runtime root"; fail=1
     fi
     rm -f "$rootfs/tmp/tiny.gguf"
+fi
+if chroot --userspec=bitnet:bitnet "$rootfs" sh -c 'touch /var/cache/bitnet-serve/.w && rm /var/cache/bitnet-serve/.w'; then
+    echo "ok   /var/cache/bitnet-serve is writable by user bitnet"
+else
+    echo "FAIL /var/cache/bitnet-serve is not writable by user bitnet"; fail=1
 fi
 bash -n "$rootfs/opt/bitnet-serve/libexec/bitnet-serve/healthcheck.sh" || fail=1
 [ "$fail" -eq 0 ] && echo "check-runtime-rootfs: runtime stage OK" || { echo "check-runtime-rootfs: FAILED"; exit 1; }

