@@ -118,12 +118,18 @@ struct metrics::impl {
 
 metrics::metrics()
     : impl_(std::make_unique<impl>()) {
-    impl_->build.Add({{"version", "0.1.0"}, {"git_sha", "unknown"}}).Set(1);
     for (const char* p : {"high", "normal", "low"})
         impl_->waiting.Add({{"priority", p}}).Set(0);
     // A family without children is not exposed: create the swap results at zero.
     impl_->swaps.Add({{"result", "success"}});
     impl_->swaps.Add({{"result", "rollback"}});
+    // The admission refusals a scrape may see before any happened (alerts select them).
+    for (const char* r : {"queue_full", "draining"})
+        impl_->rejections.Add({{"reason", r}});
+}
+
+void metrics::build_info(const std::string& version, const std::string& git_sha) {
+    impl_->build.Add({{"version", version}, {"git_sha", git_sha}}).Set(1);
 }
 
 metrics::~metrics() = default;

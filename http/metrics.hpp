@@ -28,6 +28,8 @@ public:
     void queues(const std::vector<msg::batcher_stats>& stats);
     void model_info(const std::string& alias, const std::string& version, const std::string& format,
                     const std::string& device);
+    /// bitnet_build_info{version,git_sha} = 1 (the server sets it once; until then it is absent).
+    void build_info(const std::string& version, const std::string& git_sha);
     /// Text exposition format 0.0.4.
     [[nodiscard]] std::string render() const;
 

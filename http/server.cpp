@@ -178,7 +178,9 @@ struct server::impl {
         , admission(std::move(a))
         , opt(std::move(o))
         , metrics_ptr(opt.shared_metrics ? opt.shared_metrics : std::make_shared<metrics>())
-        , m(*metrics_ptr) {}
+        , m(*metrics_ptr) {
+        m.build_info(opt.build.version, opt.build.git_sha);
+    }
 
     void do_accept();
 };

@@ -19,6 +19,7 @@ TEST_CASE("the exposition has the contract's metric names") {
     s.kv_blocks_total = 4;
     m.queues({s});
     m.model_info("tiny", "1", "i2_s", "cpu");
+    m.build_info("0.1.0", "abc123");
     const auto text = m.render();
     for (const char* name : {"bitnet_requests_total{",
                              "bitnet_request_duration_seconds_bucket",
@@ -42,4 +43,18 @@ TEST_CASE("the exposition has the contract's metric names") {
                              "vllm:time_to_first_token_seconds_bucket",
                              "vllm:e2e_request_latency_seconds_bucket"})
         CHECK_MESSAGE(text.find(name) != std::string::npos, std::string(name));
+}
+
+TEST_CASE("a fresh registry already exposes the labelled series that alerts select") {
+    bitnet::http::metrics m;
+    const auto text = m.render();
+    for (const char* series : {"bitnet_admission_rejections_total{reason=\"queue_full\"} 0",
+                               "bitnet_admission_rejections_total{reason=\"draining\"} 0",
+                               "bitnet_model_swaps_total{result=\"rollback\"} 0",
+                               "bitnet_requests_waiting{priority=\"high\"} 0"})
+        CHECK_MESSAGE(text.find(series) != std::string::npos, std::string(series));
+    CHECK(text.find("bitnet_build_info{") == std::string::npos);
+    m.build_info("0.1.0", "abc123");
+    CHECK(m.render().find(R"(bitnet_build_info{git_sha="abc123",version="0.1.0"} 1)") !=
+          std::string::npos);
 }

@@ -68,6 +68,33 @@ TEST_CASE("native completion on a real model: greedy is deterministic, usage add
     auto s1 = test::parse_object(s.post("/v1/inference", sampled).body);
     auto s2 = test::parse_object(s.post("/v1/inference", sampled).body);
     CHECK(s1.at("tokens") == s2.at("tokens"));
+
+    // Every metric family of the contract is exported by the running server (HTTP-API.md).
+    const auto m = s.get("/metrics").body;
+    for (const char* name : {"bitnet_requests_total",
+                             "bitnet_request_duration_seconds",
+                             "bitnet_time_to_first_token_seconds",
+                             "bitnet_inter_token_latency_seconds",
+                             "bitnet_queue_time_seconds",
+                             "bitnet_prompt_tokens_total",
+                             "bitnet_generated_tokens_total",
+                             "bitnet_requests_running",
+                             "bitnet_requests_waiting",
+                             "bitnet_batch_size",
+                             "bitnet_step_duration_seconds",
+                             "bitnet_kv_cache_usage_ratio",
+                             "bitnet_admission_rejections_total",
+                             "bitnet_model_info",
+                             "bitnet_model_swaps_total",
+                             "bitnet_build_info",
+                             "vllm:num_requests_running",
+                             "vllm:num_requests_waiting",
+                             "vllm:kv_cache_usage_perc",
+                             "vllm:time_to_first_token_seconds",
+                             "vllm:e2e_request_latency_seconds"})
+        CHECK_MESSAGE(m.find(std::string("\n") + name) != std::string::npos, name);
+    CHECK(m.find(R"(bitnet_model_info{alias="tiny",device="cpu",format="i2_s",version="1"} 1)") !=
+          std::string::npos);
 }
 
 TEST_CASE("SSE stream on a real model: the same tokens and text as the plain reply") {
