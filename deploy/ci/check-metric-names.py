@@ -231,10 +231,8 @@ def scrape_live(bin_dir, ready_timeout_s=90):
             with open(config, "w") as f:
                 f.write("{}\n")
         port = free_loopback_port()
-        cache = os.path.join(tmp, "cache")
-        os.mkdir(cache)
-        env = dict(os.environ, BITNET_HOST="127.0.0.1", BITNET_PORT=str(port), BITNET_CACHE_DIR=cache,
-                   BITNET_DRAIN_TIMEOUT_S="5")
+        env = dict(os.environ, BITNET_LISTEN_ADDRESS="127.0.0.1", BITNET_PORT=str(port),
+                   BITNET_DRAIN_TIMEOUT_MS="5000")
         log_path = os.path.join(tmp, "server.log")
         with open(log_path, "w") as log:
             proc = subprocess.Popen([server, "--config", config, "--model", model, "--port", str(port)],

@@ -29,11 +29,11 @@ function policy(obj) {
   if (path(c.readinessProbe) !== "/health/ready") out.push("readinessProbe must GET /health/ready");
   if (!c.startupProbe) out.push("a startupProbe must cover the model load");
   const env = Object.fromEntries((c.env || []).map((e) => [e.name, e.value]));
-  const drain = Number(env.BITNET_DRAIN_TIMEOUT_S);
+  const drain = Number(env.BITNET_DRAIN_TIMEOUT_MS) / 1000;
   const cmd = c.lifecycle?.preStop?.exec?.command || [];
   const sleep = cmd[0] === "sleep" ? Number(cmd[1]) : NaN;
   const grace = pod.terminationGracePeriodSeconds;
-  if (!(drain > 0)) out.push("BITNET_DRAIN_TIMEOUT_S must be set");
+  if (!(drain > 0)) out.push("BITNET_DRAIN_TIMEOUT_MS must be set");
   if (!(sleep >= 0)) out.push("preStop must be ['sleep', N]");
   if (!(grace > sleep + drain)) {
     out.push(`terminationGracePeriodSeconds (${grace}) must exceed preStop sleep (${sleep}) + drain timeout (${drain})`);

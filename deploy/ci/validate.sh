@@ -13,6 +13,7 @@
 #   metrics    dashboard JSON parses; every metric and label in dashboard and rules is in the
 #              contract (HTTP-API.md); dashboard PromQL parses (promtool); live scrape of a real
 #              bitnet-server when one is built (else of a stand-in, to test the check itself)
+#   config     every rendered ConfigMap + Deployment env through bitnet-server --print-config
 #   manifests  kustomize base + overlay and the Helm chart (several value sets) rendered, linted,
 #              validated against the Kubernetes schemas, strict on unknown fields, drain/probe/
 #              securityContext policy; Helm's default rendering equals the kustomize base
@@ -110,6 +111,16 @@ check "helm: CUDA values add the nvidia.com/gpu limit" grep -q 'nvidia.com/gpu: 
 check "helm (default values) renders the same objects as kustomize" \
     $py deploy/ci/compare-renderings.py "$out/kustomize-base.yaml" "$out/helm-default.yaml"
 check "yamllint rendered manifests" yamllint -s -c deploy/ci/yamllint-rendered.yaml "$out"
+
+step "server configuration (the server's own loader)"
+if [ -n "$bin_dir" ]; then
+    check "rendered ConfigMaps and env accepted by $bin_dir/bitnet-server" \
+        $py deploy/ci/check-server-config.py "$bin_dir" "$out/kustomize-base.yaml" \
+        "$out/kustomize-hostpath.yaml" "$out/helm-default.yaml" "$out/helm-cuda.yaml" \
+        "$out/helm-existing.yaml"
+else
+    echo "note no bitnet-server built: the configuration is not checked by the server's loader"
+fi
 
 step "validate manifests (schemas, unknown fields, policy)"
 check "kubernetes schemas" node deploy/ci/validate-k8s.mjs \
