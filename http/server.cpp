@@ -684,6 +684,12 @@ private:
         srv_.m.completion(c);
         srv_.m.request_done(call_->route, 200,
                             std::chrono::duration<double>(steady::now() - call_->start).count());
+        // The request log: one line per inference request.
+        spdlog::info("{} {} {} 200 model={} finish={} prompt_tokens={} completion_tokens={} "
+                     "queue_ms={} ttft_ms={} total_ms={}",
+                     call_->req_id, call_->route, sse_ ? "stream" : "plain", c.model,
+                     c.finish_reason, c.prompt_tokens, c.completion_tokens, ms(c.queue_us),
+                     ms(c.ttft_us), ms(c.total_us));
         if (sse_) {
             switch (call_->kind) {
             case route_kind::native:
@@ -758,6 +764,8 @@ private:
         auto api = to_api_error(err, msg::retry_after_of(e));
         if (err.value() == errc::queue_full)
             srv_.m.rejected(api.code);
+        spdlog::info("{} {} {} {} code={} message={}", call_->req_id, call_->route,
+                     sse_ ? "stream" : "plain", api.status, api.code, api.message);
         if (sse_) {
             srv_.m.request_done(call_->route, api.status, 0);
             if (call_->kind == route_kind::native || call_->kind == route_kind::native_stream)
@@ -1106,8 +1114,14 @@ private:
             stream_.socket().cancel(ec);
             watching_ = false;
         }
-        if (!counted && !route.empty())
+        if (!counted && !route.empty()) {
             srv_.m.request_done(route, res_.result_int(), 0);
+            // Refusals before a request started (validation, auth, routing) are logged too;
+            // probes and scrapes stay out of the log.
+            if (res_.result_int() >= 400)
+                spdlog::info("{} {} {}", std::string(res_["X-Request-Id"]), route,
+                             res_.result_int());
+        }
         res_.keep_alive(keep_alive_);
         res_.prepare_payload();
         stream_.expires_after(srv_.opt.write_timeout);

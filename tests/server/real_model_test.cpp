@@ -252,6 +252,8 @@ TEST_CASE("SIGTERM drains: a running stream completes, then the process exits 0"
     CHECK(stream.status == 200);
     CHECK(stream.body.find("event: done") != std::string::npos);
     CHECK(s.log().find("draining") != std::string::npos);
+    // The request log line of the drained stream.
+    CHECK(s.log().find("/v1/inference/stream stream 200 model=tiny finish=") != std::string::npos);
 }
 
 TEST_CASE("--print-config prints the effective configuration and exits 0") {
