@@ -1,0 +1,294 @@
+#include "actors/batcher.hpp"
+
+#include "messages/errors.hpp"
+#include "model/stop_rules.hpp"
+#include "model/tokenizer_stream.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <optional>
+#include <unordered_map>
+
+namespace bitnet::actors {
+
+namespace {
+
+using sched::clock;
+
+struct live_request {
+    msg::sink_actor sink;
+    msg::generate_request req;
+    std::optional<model::token_stream> text;         ///< with a tokenizer
+    std::optional<model::stop_string_matcher> stops; ///< with stop strings
+    clock::time_point received{};
+
+    /// The text token `t` lets through: whole characters, minus anything a stop string may
+    /// still claim (and nothing from a stop string on).
+    std::string push(msg::token_id t) {
+        if (!text)
+            return {};
+        auto piece = text->push(t);
+        return stops ? stops->feed(piece).emit : piece;
+    }
+    /// The end for another reason than a stop string: what was held back.
+    std::string flush() {
+        if (!text)
+            return {};
+        auto piece = text->flush();
+        if (!stops)
+            return piece;
+        auto out = stops->feed(piece).emit;
+        return stops->matched() ? out : out + stops->flush();
+    }
+    [[nodiscard]] bool stopped() const noexcept { return stops && stops->matched(); }
+};
+
+struct batcher_state {
+    explicit batcher_state() = default;
+    std::unique_ptr<sched::policy> policy;
+    batcher_options opt;
+    msg::executor_actor executor;
+    std::unordered_map<msg::request_id, live_request> live;
+    std::unordered_map<caf::actor_addr, msg::request_id> by_sink;
+    bool in_flight = false;
+    bool tick_pending = false;
+    std::uint64_t steps = 0;
+    std::uint64_t finished = 0;
+    static inline const char* name = "batcher";
+};
+
+using batcher_pointer = msg::batcher_actor::stateful_pointer<batcher_state>;
+
+std::int64_t us_between(clock::time_point a, clock::time_point b) {
+    if (a == clock::time_point{} || b == clock::time_point{} || b < a)
+        return 0;
+    return std::chrono::duration_cast<std::chrono::microseconds>(b - a).count();
+}
+
+/// Reports an ended sequence to its sink and forgets the request.
+void report(batcher_pointer self, const sched::finished_seq& f) {
+    auto& st = self->state;
+    auto it = st.live.find(f.id);
+    if (it == st.live.end())
+        return;
+    auto& lr = it->second;
+    ++st.finished;
+    if (f.reason == sched::finish_reason::deadline && f.never_scheduled) {
+        // Never started: the HTTP layer answers 504 rather than an empty completion.
+        self->send(lr.sink, msg::fail_atom_v, f.id,
+                   msg::to_caf_error(errc::timeout, "the deadline passed while the request "
+                                                    "was queued"));
+    } else if (f.reason == sched::finish_reason::error) {
+        self->send(lr.sink, msg::fail_atom_v, f.id,
+                   msg::to_caf_error(errc::internal, "the model step failed for this request"));
+    } else {
+        if (auto tail = lr.flush(); !tail.empty()) {
+            msg::token_event ev;
+            ev.id = f.id;
+            ev.index = f.n_generated;
+            ev.token = -1; // text only: the held-back end of the output
+            ev.text = std::move(tail);
+            self->send(lr.sink, msg::token_atom_v, std::move(ev));
+        }
+        msg::completion c;
+        c.id = f.id;
+        c.finish_reason = sched::to_string(f.reason);
+        c.model = st.opt.model;
+        c.model_version = st.opt.model_version;
+        c.prompt_tokens = f.n_prompt;
+        c.completion_tokens = f.n_generated;
+        const auto& t = f.timings;
+        c.queue_us = us_between(lr.received, t.first_scheduled);
+        c.prefill_us = us_between(t.first_scheduled, t.first_token);
+        c.ttft_us = us_between(lr.received, t.first_token);
+        c.decode_us = us_between(t.first_token, t.finished);
+        c.total_us = us_between(lr.received, t.finished);
+        self->send(lr.sink, msg::done_atom_v, std::move(c));
+    }
+    st.by_sink.erase(lr.sink.address());
+    st.live.erase(it);
+}
+
+void report_all(batcher_pointer self, const std::vector<sched::finished_seq>& fs) {
+    for (const auto& f : fs)
+        report(self, f);
+}
+
+void kick(batcher_pointer self);
+
+void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::step_result& r) {
+    auto& st = self->state;
+    const auto now = clock::now();
+    std::vector<sched::sample> samples;
+    samples.reserve(r.samples.size());
+    for (const auto& s : r.samples)
+        samples.push_back({s.seq, s.token, s.logprob});
+    auto out = st.policy->update_from_output(plan, samples, now);
+    if (st.opt.on_step && !plan.chunks.empty())
+        st.opt.on_step(static_cast<std::uint32_t>(plan.chunks.size()), r.step_us);
+    for (const auto& ev : out.tokens) {
+        auto it = st.live.find(ev.id);
+        if (it == st.live.end())
+            continue;
+        auto& lr = it->second;
+        const auto& smp = r.samples[ev.sample_index];
+        msg::token_event te;
+        te.id = ev.id;
+        te.index = ev.index;
+        te.token = ev.token;
+        te.logprob = ev.logprob;
+        te.top_tokens = smp.top_tokens;
+        te.top_logprobs = smp.top_logprobs;
+        te.text = lr.push(ev.token);
+        const bool stop_hit = lr.stopped();
+        self->send(lr.sink, msg::token_atom_v, std::move(te));
+        if (stop_hit)
+            (void)st.policy->finish(ev.id, sched::finish_reason::stop, now);
+    }
+    report_all(self, out.finished);
+    report_all(self, st.policy->take_finished());
+}
+
+void kick(batcher_pointer self) {
+    auto& st = self->state;
+    if (st.in_flight)
+        return;
+    auto plan = st.policy->schedule(clock::now());
+    report_all(self, st.policy->take_finished());
+    if (plan.empty() && plan.release.empty()) {
+        // Work that cannot run now (nothing fits) or nothing at all: look again shortly so
+        // deadlines of queued requests still fire.
+        if (st.policy->has_unfinished() && !st.tick_pending) {
+            st.tick_pending = true;
+            self->delayed_send(self, std::chrono::milliseconds(10), msg::tick_atom_v);
+        }
+        return;
+    }
+    msg::step_batch batch;
+    batch.step = plan.step;
+    batch.release = plan.release;
+    batch.chunks.reserve(plan.chunks.size());
+    for (const auto& c : plan.chunks) {
+        msg::step_chunk sc;
+        sc.seq = c.id;
+        sc.tokens = c.tokens;
+        sc.pos0 = c.pos0;
+        sc.want_logits = c.want_logits;
+        if (auto it = st.live.find(c.id); it != st.live.end())
+            sc.params = it->second.req.params;
+        batch.chunks.push_back(std::move(sc));
+    }
+    st.in_flight = true;
+    ++st.steps;
+    self->request(st.executor, st.opt.step_timeout, msg::step_atom_v, std::move(batch))
+        .then(
+            [self, plan](const msg::step_result& r) {
+                self->state.in_flight = false;
+                on_result(self, plan, r);
+                kick(self);
+            },
+            [self, plan](const caf::error& err) {
+                self->state.in_flight = false;
+                (void)err;
+                self->state.policy->step_failed(plan, clock::now());
+                report_all(self, self->state.policy->take_finished());
+                kick(self);
+            });
+}
+
+msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, batcher_options opt,
+                                             msg::executor_actor executor) {
+    auto& init = self->state;
+    init.policy = std::make_unique<sched::policy>(opt.policy);
+    init.opt = std::move(opt);
+    init.executor = std::move(executor);
+    self->set_down_handler([self](caf::down_msg& dm) {
+        // A sink died (the HTTP session is gone): cancel its request wherever it is.
+        auto& st = self->state;
+        auto it = st.by_sink.find(dm.source);
+        if (it == st.by_sink.end())
+            return;
+        const auto id = it->second;
+        st.by_sink.erase(it);
+        if (st.policy->finish(id, sched::finish_reason::cancelled, clock::now()))
+            report_all(self, st.policy->take_finished());
+        kick(self); // releases its KV now even when no step is running
+    });
+    return {
+        [self](msg::submit_atom, msg::generate_request req,
+               msg::sink_actor sink) -> caf::result<msg::request_id> {
+            auto& st = self->state;
+            const auto now = clock::now();
+            const auto received =
+                req.t_received_us > 0
+                    ? clock::time_point{std::chrono::microseconds(req.t_received_us)}
+                    : now;
+            const auto timeout = req.timeout_ms > 0 ? req.timeout_ms : st.opt.default_timeout_ms;
+            sched::seq_request sr;
+            sr.id = req.id;
+            sr.prompt = req.prompt;
+            sr.max_tokens = req.max_tokens;
+            sr.stop_token_ids = req.stop_token_ids;
+            sr.prio = static_cast<sched::priority>(req.prio);
+            sr.deadline = received + std::chrono::milliseconds(timeout);
+            if (auto added = st.policy->add(std::move(sr), received); !added)
+                return msg::to_caf_error(added.error());
+            const auto id = req.id;
+            self->monitor(sink);
+            st.by_sink[sink.address()] = id;
+            live_request lr;
+            lr.sink = std::move(sink);
+            if (st.opt.tokenizer)
+                lr.text.emplace(*st.opt.tokenizer);
+            if (!req.stop.empty()) {
+                // http/ refuses empty stop strings; drop any a direct caller sends.
+                std::vector<std::string> stops;
+                for (auto& s : req.stop)
+                    if (!s.empty())
+                        stops.push_back(s);
+                if (auto m = model::stop_string_matcher::create(std::move(stops)))
+                    lr.stops.emplace(std::move(*m));
+            }
+            lr.received = received;
+            lr.req = std::move(req);
+            st.live.emplace(id, std::move(lr));
+            kick(self);
+            return id;
+        },
+        [self](msg::cancel_atom, msg::request_id id) {
+            auto& st = self->state;
+            if (st.policy->finish(id, sched::finish_reason::cancelled, clock::now()))
+                report_all(self, st.policy->take_finished());
+            kick(self);
+        },
+        [self](msg::tick_atom) {
+            self->state.tick_pending = false;
+            kick(self);
+        },
+        [self](msg::stats_atom) {
+            const auto& st = self->state;
+            const auto ps = st.policy->stats();
+            msg::batcher_stats out;
+            out.model = st.opt.model;
+            out.waiting = ps.waiting;
+            out.waiting_prompt_tokens = ps.waiting_prompt_tokens;
+            out.running = ps.running;
+            out.kv_blocks_used = ps.kv_blocks_used;
+            out.kv_blocks_total = ps.kv_blocks_total;
+            out.steps = st.steps;
+            out.preemptions = ps.preemptions;
+            out.finished = st.finished;
+            return out;
+        },
+    };
+}
+
+} // namespace
+
+msg::batcher_actor spawn_batcher(caf::actor_system& sys, batcher_options opt,
+                                 msg::executor_actor executor) {
+    return sys.spawn(batcher_fn, std::move(opt), std::move(executor));
+}
+
+} // namespace bitnet::actors

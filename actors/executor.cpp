@@ -1,0 +1,226 @@
+#include "actors/executor.hpp"
+
+#include "messages/errors.hpp"
+#include "model/tokenizer.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_map>
+
+namespace bitnet::actors {
+
+device_choice choose_device(std::string_view requested, bool built, int devices) {
+    if (requested == "cpu")
+        return {"cpu", "requested cpu"};
+    if (!built)
+        return {"cpu", requested == "cuda" ? "cuda requested but this build has no CUDA kernels"
+                                           : "built without CUDA"};
+    if (devices <= 0)
+        return {"cpu", requested == "cuda" ? "cuda requested but no CUDA device is present"
+                                           : "no CUDA device present"};
+    return {"cuda:0", "CUDA device 0 of " + std::to_string(devices)};
+}
+
+bool cuda_built() noexcept {
+#ifdef BITNET_WITH_CUDA
+    return true;
+#else
+    return false;
+#endif
+}
+
+int cuda_device_count() noexcept {
+    // The CUDA kernels' runtime query lands with kernels/cuda; until then no build has CUDA.
+    return 0;
+}
+
+namespace {
+
+/// GGUF general.file_type as the weight format's name (llama.cpp's LLAMA_FTYPE values).
+std::string format_name(std::uint32_t file_type) {
+    switch (file_type) {
+    case 0:
+        return "f32";
+    case 1:
+        return "f16";
+    case 7:
+        return "q8_0";
+    case 32:
+        return "bf16";
+    case 36:
+        return "tq1_0";
+    case 37:
+        return "tq2_0";
+    case 38:
+        return "tl1";
+    case 39:
+        return "tl2";
+    case 40:
+        return "i2_s";
+    default:
+        return "ftype " + std::to_string(file_type);
+    }
+}
+
+/// Weights of the hyper-parameters: token embeddings plus each layer's projections (norms are
+/// noise at this scale; an untied output matrix is not visible here).
+std::uint64_t parameter_count(const model::model_config& c) {
+    const std::uint64_t e = c.n_embd, q = c.n_embd_q(), kv = c.n_embd_kv(), ff = c.n_ff;
+    const std::uint64_t per_layer = e * q + 2 * e * kv + q * e + 3 * e * ff;
+    return static_cast<std::uint64_t>(c.n_vocab) * e + c.n_layer * per_layer;
+}
+
+/// What the executor keeps per live sequence: its sampler (RNG state continues across steps)
+/// and its tokens so far (prompt and generated, for the repetition penalty).
+struct seq_state {
+    model::sampler sampler;
+    std::vector<msg::token_id> tokens;
+};
+
+/// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
+/// a direct caller can send them) fall back to greedy rather than failing the whole batch.
+model::sampler make_sampler(const msg::sampling& s) {
+    if (auto smp = model::sampler::create(to_sampling_params(s)))
+        return std::move(*smp);
+    model::sampling_params greedy;
+    greedy.temperature = 0.0f;
+    greedy.n_logprobs = std::clamp(s.n_logprobs, 0, model::sampling_params::max_logprobs);
+    return std::move(model::sampler::create(greedy).value());
+}
+
+struct executor_state {
+    std::unique_ptr<model::engine> engine;
+    executor_options opt;
+    device_choice device;
+    std::unordered_map<std::uint64_t, seq_state> seqs;
+    static inline const char* name = "executor";
+};
+
+using executor_pointer = msg::executor_actor::stateful_pointer<executor_state>;
+
+result<msg::step_result> run_step(executor_state& st, const msg::step_batch& batch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (auto seq : batch.release) {
+        st.engine->release(seq);
+        st.seqs.erase(seq);
+    }
+    std::vector<model::seq_chunk> chunks;
+    chunks.reserve(batch.chunks.size());
+    for (const auto& c : batch.chunks) {
+        auto it = st.seqs.find(c.seq);
+        if (c.pos0 == 0 || it == st.seqs.end())
+            st.seqs.insert_or_assign(c.seq, seq_state{make_sampler(c.params), {}});
+        chunks.push_back({c.seq, c.tokens, c.pos0, c.want_logits});
+    }
+    msg::step_result out;
+    out.step = batch.step;
+    if (!chunks.empty()) {
+        auto so = st.engine->step(chunks);
+        if (!so)
+            return so.error();
+        const auto n_vocab = st.engine->config().n_vocab;
+        for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
+            const auto& c = batch.chunks[i];
+            auto& s = st.seqs.at(c.seq);
+            s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
+            if (!c.want_logits)
+                continue;
+            const auto row =
+                i < so->rows_for_chunk.size() ? so->rows_for_chunk[i] : model::step_output::no_row;
+            if (row == model::step_output::no_row)
+                return error{errc::internal, "engine returned no logits row for a chunk that "
+                                             "asked for one (seq " +
+                                                 std::to_string(c.seq) + ")"};
+            auto smp = s.sampler.sample(so->row(row, n_vocab), s.tokens);
+            if (!smp)
+                return smp.error();
+            msg::sampled_token t{c.seq, smp->token, smp->logprob, {}, {}};
+            for (const auto& alt : smp->top_logprobs) {
+                t.top_tokens.push_back(alt.token);
+                t.top_logprobs.push_back(alt.logprob);
+            }
+            // The sampled token joins s.tokens when it comes back as the next chunk.
+            out.samples.push_back(std::move(t));
+        }
+    }
+    out.kv_blocks_free = st.engine->kv_blocks_free();
+    out.step_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    return out;
+}
+
+msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_options opt) {
+    auto& init = self->state;
+    init.device = choose_device(opt.device, cuda_built(), cuda_device_count());
+    init.opt = std::move(opt);
+    auto loaded = init.opt.make_engine ? init.opt.make_engine()
+                                       : result<std::unique_ptr<model::engine>>(
+                                             error{errc::invalid_argument, "no engine factory"});
+    if (loaded && *loaded)
+        init.engine = std::move(*loaded);
+    else
+        // The behaviour below is never run: the actor ends with the load error as its reason.
+        self->quit(msg::to_caf_error(loaded ? error{errc::internal, "engine factory returned null"}
+                                            : loaded.error()));
+    return {
+        [self](msg::step_atom, const msg::step_batch& batch) -> caf::result<msg::step_result> {
+            // An exception would kill the actor and every sequence with it: turn it into an
+            // error for this step only.
+            try {
+                auto r = run_step(self->state, batch);
+                if (!r)
+                    return msg::to_caf_error(r.error());
+                return std::move(*r);
+            } catch (const std::exception& e) {
+                return msg::to_caf_error(errc::internal, std::string("step threw: ") + e.what());
+            }
+        },
+        [self](msg::info_atom) {
+            const auto& st = self->state;
+            msg::executor_info info;
+            info.device = st.device.device;
+            info.device_reason = st.device.reason;
+            info.describe = st.engine->describe();
+            info.architecture = st.engine->config().arch_name;
+            info.n_ctx = st.engine->config().n_ctx_train;
+            info.n_vocab = st.engine->config().n_vocab;
+            info.kv_block_tokens = st.engine->kv_block_tokens();
+            info.kv_blocks_total = st.engine->kv_blocks_total();
+            info.eog_ids = st.opt.eog_ids;
+            const auto& cfg = st.engine->config();
+            info.format = format_name(cfg.file_type);
+            info.parameters = parameter_count(cfg);
+            info.weight_bytes = st.engine->weight_bytes();
+            info.kv_pool_bytes = st.engine->kv_pool_bytes();
+            if (info.eog_ids.empty()) {
+                const auto eog = st.engine->vocab().eog_ids();
+                info.eog_ids.assign(eog.begin(), eog.end());
+            }
+            return info;
+        },
+    };
+}
+
+} // namespace
+
+model::sampling_params to_sampling_params(const msg::sampling& s) {
+    model::sampling_params p;
+    p.temperature = s.temperature;
+    p.top_k = s.top_k;
+    p.top_p = s.top_p;
+    p.min_p = s.min_p;
+    p.repetition_penalty = s.repetition_penalty;
+    p.seed = s.seed;
+    p.n_logprobs = s.n_logprobs;
+    return p;
+}
+
+msg::executor_actor spawn_executor(caf::actor_system& sys, executor_options opt) {
+    return sys.spawn<caf::detached>(executor_fn, std::move(opt));
+}
+
+} // namespace bitnet::actors

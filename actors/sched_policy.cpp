@@ -1,0 +1,332 @@
+#include "actors/sched_policy.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace bitnet::sched {
+
+const char* to_string(finish_reason r) noexcept {
+    switch (r) {
+    case finish_reason::stop:
+        return "stop";
+    case finish_reason::length:
+        return "length";
+    case finish_reason::eos:
+        return "eos";
+    case finish_reason::cancelled:
+        return "cancelled";
+    case finish_reason::deadline:
+        return "deadline";
+    case finish_reason::error:
+        return "error";
+    }
+    return "error";
+}
+
+policy::policy(policy_config cfg)
+    : cfg_(std::move(cfg))
+    , eog_(cfg_.eog_ids.begin(), cfg_.eog_ids.end())
+    , kv_blocks_free_(cfg_.kv_blocks_total) {
+    // A zero would make a step that can never hold anything; the config loader rejects these,
+    // clamp here so the policy's own invariants do not depend on it.
+    cfg_.max_batch_tokens = std::max(cfg_.max_batch_tokens, 1u);
+    cfg_.max_batch_seqs = std::max(cfg_.max_batch_seqs, 1u);
+    cfg_.kv_block_tokens = std::max(cfg_.kv_block_tokens, 1u);
+    for (auto& w : cfg_.weights)
+        w = std::max(w, 1u);
+    credits_ = cfg_.weights;
+}
+
+std::uint32_t policy::blocks_for(std::uint32_t n_tokens) const noexcept {
+    return (n_tokens + cfg_.kv_block_tokens - 1) / cfg_.kv_block_tokens;
+}
+
+result<void> policy::add(seq_request req, clock::time_point now) {
+    if (req.prompt.empty())
+        return error{errc::invalid_argument, "the prompt has no tokens"};
+    if (req.max_tokens == 0)
+        return error{errc::invalid_argument, "max_tokens must be at least 1"};
+    if (seqs_.count(req.id))
+        return error{errc::invalid_argument,
+                     "request id " + std::to_string(req.id) + " is already queued or running"};
+    const auto n_prompt = static_cast<std::uint32_t>(req.prompt.size());
+    if (n_prompt >= cfg_.n_ctx)
+        return error{errc::prompt_too_long, "the prompt has " + std::to_string(n_prompt) +
+                                                " tokens; the context window holds " +
+                                                std::to_string(cfg_.n_ctx) +
+                                                " including at least one generated token"};
+    if (blocks_for(n_prompt + 1) > cfg_.kv_blocks_total)
+        return error{errc::prompt_too_long,
+                     "the prompt needs " + std::to_string(blocks_for(n_prompt + 1)) +
+                         " KV blocks; the KV budget holds " + std::to_string(cfg_.kv_blocks_total)};
+    sequence s;
+    s.tokens = req.prompt;
+    s.n_prompt = n_prompt;
+    s.timings.queued = now;
+    const auto prio = static_cast<std::size_t>(req.prio);
+    const auto id = req.id;
+    s.req = std::move(req);
+    seqs_.emplace(id, std::move(s));
+    waiting_[prio].push_back(id);
+    waiting_prompt_tokens_ += n_prompt;
+    return {};
+}
+
+bool policy::has_waiting() const noexcept {
+    return std::any_of(waiting_.begin(), waiting_.end(), [](const auto& q) { return !q.empty(); });
+}
+
+int policy::next_priority() {
+    for (int round = 0; round < 2; ++round) {
+        for (std::size_t p = 0; p < n_priorities; ++p)
+            if (!waiting_[p].empty() && credits_[p] > 0)
+                return static_cast<int>(p);
+        // Every level with work has spent its turn: start a new round.
+        credits_ = cfg_.weights;
+    }
+    return -1;
+}
+
+std::uint32_t policy::plan_chunk(request_id id, sequence& s, std::uint32_t max_tokens,
+                                 step_plan& plan) {
+    const auto remaining = static_cast<std::uint32_t>(s.tokens.size()) - s.n_cached;
+    std::uint32_t n = std::min(remaining, max_tokens);
+    // Shrink the chunk to what the held plus free blocks can hold.
+    const std::uint64_t capacity =
+        static_cast<std::uint64_t>(s.n_blocks + kv_blocks_free_) * cfg_.kv_block_tokens;
+    if (capacity <= s.n_cached)
+        return 0;
+    n = static_cast<std::uint32_t>(std::min<std::uint64_t>(n, capacity - s.n_cached));
+    if (n == 0)
+        return 0;
+    const std::uint32_t need = blocks_for(s.n_cached + n) - s.n_blocks;
+    kv_blocks_free_ -= need;
+    s.n_blocks += need;
+    chunk c;
+    c.id = id;
+    c.pos0 = s.n_cached;
+    c.tokens.assign(s.tokens.begin() + s.n_cached, s.tokens.begin() + s.n_cached + n);
+    c.want_logits = (n == remaining);
+    c.epoch = s.epoch;
+    plan.chunks.push_back(std::move(c));
+    plan.n_tokens += n;
+    // Counted as computed now, so a plan prepared while this one runs continues after it.
+    s.n_cached += n;
+    return n;
+}
+
+void policy::preempt(request_id id, step_plan& plan, std::uint32_t& budget,
+                     std::uint32_t& seqs_left) {
+    auto& s = seqs_.at(id);
+    // If this step already gave it a chunk, take the chunk back.
+    if (auto it = std::find_if(plan.chunks.begin(), plan.chunks.end(),
+                               [&](const chunk& c) { return c.id == id; });
+        it != plan.chunks.end()) {
+        const auto n = static_cast<std::uint32_t>(it->tokens.size());
+        budget += n;
+        plan.n_tokens -= n;
+        ++seqs_left;
+        plan.chunks.erase(it);
+    }
+    kv_blocks_free_ += s.n_blocks;
+    s.n_blocks = 0;
+    s.n_cached = 0;
+    ++s.epoch;
+    s.st = state::waiting;
+    running_.erase(std::find(running_.begin(), running_.end(), id));
+    waiting_[static_cast<std::size_t>(s.req.prio)].push_front(id);
+    waiting_prompt_tokens_ += s.tokens.size();
+    plan.release.push_back(id);
+    ++preemptions_;
+}
+
+step_plan policy::schedule(clock::time_point now) {
+    step_plan plan;
+    plan.step = next_step_++;
+
+    // Deadlines first: nothing past its deadline takes part in a step.
+    std::vector<request_id> expired;
+    for (const auto& [id, s] : seqs_)
+        if (s.req.deadline <= now)
+            expired.push_back(id);
+    for (auto id : expired)
+        end(id, finish_reason::deadline, now, finished_);
+
+    const auto preemptions_at_start = preemptions_;
+    std::uint32_t budget = cfg_.max_batch_tokens;
+    std::uint32_t seqs_left = cfg_.max_batch_seqs;
+
+    // 1. Decodes: one token for every running sequence that waits for its next token, oldest
+    //    first. A sequence that cannot get a block preempts the newest running sequence.
+    for (std::size_t i = 0; i < running_.size() && budget > 0 && seqs_left > 0; ++i) {
+        const auto id = running_[i];
+        auto& s = seqs_.at(id);
+        if (s.tokens.size() - s.n_cached != 1)
+            continue;
+        while (plan_chunk(id, s, 1, plan) == 0) {
+            if (running_.back() == id)
+                break; // it is the newest itself: it waits for a block (never over-commit)
+            preempt(running_.back(), plan, budget, seqs_left);
+        }
+        if (!plan.chunks.empty() && plan.chunks.back().id == id) {
+            --budget;
+            --seqs_left;
+        } else if (running_.size() == 1) {
+            // Alone and still no block: it holds the whole KV budget and can never grow.
+            end(id, finish_reason::length, now, finished_);
+            break;
+        }
+    }
+
+    // 2. Prefills already under way continue, as large as the remaining budget allows.
+    for (std::size_t i = 0; i < running_.size() && budget > 0 && seqs_left > 0; ++i) {
+        const auto id = running_[i];
+        auto& s = seqs_.at(id);
+        if (s.tokens.size() - s.n_cached <= 1)
+            continue;
+        auto n = plan_chunk(id, s, budget, plan);
+        // When nothing at all could be planned, the oldest unfinished prefill takes the blocks of
+        // the newest sequences: some sequence must always progress.
+        while (n == 0 && plan.chunks.empty() && running_.back() != id) {
+            preempt(running_.back(), plan, budget, seqs_left);
+            n = plan_chunk(id, s, budget, plan);
+        }
+        if (n > 0) {
+            budget -= n;
+            --seqs_left;
+        }
+    }
+
+    // 3. Admissions by weighted priority while budget, sequence slots and blocks allow. The head
+    //    of the chosen queue that does not fit stops admission (no overtaking by smaller prompts,
+    //    which would starve long ones).
+    // A step that had to preempt admits nothing: the blocks just freed belong to the sequences
+    // that needed them, not to newcomers that would be preempted again next step (vLLM v1 rule).
+    const bool preempted_now = preemptions_ != preemptions_at_start;
+    while (budget > 0 && seqs_left > 0 && !preempted_now) {
+        const int p = next_priority();
+        if (p < 0)
+            break;
+        const auto id = waiting_[static_cast<std::size_t>(p)].front();
+        auto& s = seqs_.at(id);
+        const auto n = plan_chunk(id, s, budget, plan);
+        if (n == 0)
+            break;
+        waiting_[static_cast<std::size_t>(p)].pop_front();
+        --credits_[static_cast<std::size_t>(p)];
+        waiting_prompt_tokens_ -= s.tokens.size();
+        s.st = state::running;
+        if (s.timings.first_scheduled == clock::time_point{})
+            s.timings.first_scheduled = now;
+        running_.push_back(id);
+        budget -= n;
+        --seqs_left;
+    }
+    // Everything that ended since the last plan (including in this one) is released before this
+    // plan's chunks run, so the blocks counted free above are free in the engine too.
+    plan.release.insert(plan.release.end(), pending_release_.begin(), pending_release_.end());
+    pending_release_.clear();
+    return plan;
+}
+
+step_outcome policy::update_from_output(const step_plan& plan, std::span<const sample> samples,
+                                        clock::time_point now) {
+    step_outcome out;
+    for (std::size_t si = 0; si < samples.size(); ++si) {
+        const auto& smp = samples[si];
+        auto cit = std::find_if(plan.chunks.begin(), plan.chunks.end(),
+                                [&](const chunk& c) { return c.id == smp.id && c.want_logits; });
+        auto sit = seqs_.find(smp.id);
+        if (cit == plan.chunks.end() || sit == seqs_.end())
+            continue; // cancelled or finished meanwhile
+        auto& s = sit->second;
+        // Stale: preempted since planning, or not waiting for this sample.
+        if (s.st != state::running || s.epoch != cit->epoch || s.n_cached != s.tokens.size() ||
+            cit->pos0 + cit->tokens.size() != s.tokens.size())
+            continue;
+
+        s.tokens.push_back(smp.token);
+        const auto index = s.n_generated++;
+        if (index == 0)
+            s.timings.first_token = now;
+
+        if (eog_.count(smp.token)) {
+            end(smp.id, finish_reason::eos, now, out.finished);
+            continue;
+        }
+        const auto& stops = s.req.stop_token_ids;
+        if (std::find(stops.begin(), stops.end(), smp.token) != stops.end()) {
+            end(smp.id, finish_reason::stop, now, out.finished);
+            continue;
+        }
+        out.tokens.push_back({smp.id, smp.token, smp.logprob, index, si});
+        // The token just sampled has no KV yet: the context is full when tokens reach n_ctx.
+        if (s.n_generated >= s.req.max_tokens || s.tokens.size() >= cfg_.n_ctx)
+            end(smp.id, finish_reason::length, now, out.finished);
+    }
+    return out;
+}
+
+void policy::step_failed(const step_plan& plan, clock::time_point now) {
+    for (const auto& c : plan.chunks) {
+        auto it = seqs_.find(c.id);
+        if (it != seqs_.end() && it->second.epoch == c.epoch)
+            end(c.id, finish_reason::error, now, finished_);
+    }
+}
+
+bool policy::finish(request_id id, finish_reason reason, clock::time_point now) {
+    if (!seqs_.count(id))
+        return false;
+    end(id, reason, now, finished_);
+    return true;
+}
+
+void policy::end(request_id id, finish_reason reason, clock::time_point now,
+                 std::vector<finished_seq>& out) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end())
+        return;
+    auto& s = it->second;
+    if (s.st == state::waiting) {
+        auto& q = waiting_[static_cast<std::size_t>(s.req.prio)];
+        q.erase(std::find(q.begin(), q.end(), id));
+        waiting_prompt_tokens_ -= s.tokens.size();
+    } else {
+        running_.erase(std::find(running_.begin(), running_.end(), id));
+    }
+    if (s.n_blocks > 0) {
+        kv_blocks_free_ += s.n_blocks;
+        pending_release_.push_back(id);
+    }
+    finished_seq f;
+    f.id = id;
+    f.reason = reason;
+    f.n_prompt = s.n_prompt;
+    f.n_generated = s.n_generated;
+    f.never_scheduled = s.timings.first_scheduled == clock::time_point{};
+    f.timings = s.timings;
+    f.timings.finished = now;
+    out.push_back(std::move(f));
+    seqs_.erase(it);
+}
+
+std::vector<finished_seq> policy::take_finished() {
+    std::vector<finished_seq> out;
+    out.swap(finished_);
+    return out;
+}
+
+policy_stats policy::stats() const {
+    policy_stats st;
+    for (std::size_t p = 0; p < n_priorities; ++p)
+        st.waiting[p] = static_cast<std::uint32_t>(waiting_[p].size());
+    st.waiting_prompt_tokens = waiting_prompt_tokens_;
+    st.running = static_cast<std::uint32_t>(running_.size());
+    st.kv_blocks_total = cfg_.kv_blocks_total;
+    st.kv_blocks_used = cfg_.kv_blocks_total - kv_blocks_free_;
+    st.preemptions = preemptions_;
+    return st;
+}
+
+} // namespace bitnet::sched

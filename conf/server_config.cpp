@@ -1,0 +1,473 @@
+#include "conf/server_config.hpp"
+
+#include <boost/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <span>
+#include <sstream>
+#include <variant>
+
+namespace bitnet::conf {
+namespace {
+
+namespace json = boost::json;
+
+using u32_field = std::uint32_t server_config::*;
+using u64_field = std::uint64_t server_config::*;
+using str_field = std::string server_config::*;
+using list_field = std::vector<std::string> server_config::*;
+struct models_field {};
+
+/// One configuration key: its JSON name (env: BITNET_ + upper case; flag: --name-with-dashes),
+/// where it lives in the struct, its allowed range and a one-line description for `usage()`.
+struct field {
+    std::string_view key;
+    std::variant<u32_field, u64_field, str_field, list_field, models_field> target;
+    std::uint64_t min = 0;
+    std::uint64_t max = UINT64_MAX;
+    std::string_view doc;
+};
+
+constexpr std::uint64_t k_u32_max = UINT32_MAX;
+
+std::span<const field> fields() {
+    static const field table[] = {
+        {"listen_address", &server_config::listen_address, 0, 0, "address to listen on"},
+        {"port", &server_config::port, 0, 65535, "TCP port (0 = ephemeral)"},
+        {"io_threads", &server_config::io_threads, 1, 256, "HTTP io_context threads"},
+        {"caf_threads", &server_config::caf_threads, 1, 256, "CAF scheduler worker threads"},
+        {"models", models_field{}, 0, 0, "alias=path[,alias=path...] or one PATH"},
+        {"default_model", &server_config::default_model, 0, 0, "alias used when none is named"},
+        {"n_threads", &server_config::n_threads, 0, 1024, "compute threads (0 = all cores)"},
+        {"kv_budget_bytes", &server_config::kv_budget_bytes, 1ull << 16, 1ull << 40,
+         "bytes of the KV pool per model"},
+        {"kv_block_tokens", &server_config::kv_block_tokens, 1, 4096, "tokens per KV block"},
+        {"max_batch_tokens", &server_config::max_batch_tokens, 1, 1u << 20,
+         "tokens in one step (decode + prefill chunks)"},
+        {"max_batch_seqs", &server_config::max_batch_seqs, 1, 4096, "sequences in one step"},
+        {"max_waiting_requests", &server_config::max_waiting_requests, 1, 1u << 24,
+         "queued requests before 503 queue_full"},
+        {"max_waiting_prompt_tokens", &server_config::max_waiting_prompt_tokens, 1, 1ull << 40,
+         "queued prompt tokens before 503 queue_full"},
+        {"priority_weight_high", &server_config::priority_weight_high, 1, 1000,
+         "admission weight of priority high"},
+        {"priority_weight_normal", &server_config::priority_weight_normal, 1, 1000,
+         "admission weight of priority normal"},
+        {"priority_weight_low", &server_config::priority_weight_low, 1, 1000,
+         "admission weight of priority low"},
+        {"default_timeout_ms", &server_config::default_timeout_ms, 1, k_u32_max,
+         "request deadline when the request names none"},
+        {"max_body_bytes", &server_config::max_body_bytes, 64, 1ull << 32,
+         "largest request body (413 past it)"},
+        {"read_timeout_ms", &server_config::read_timeout_ms, 1, k_u32_max, "HTTP read timeout"},
+        {"write_timeout_ms", &server_config::write_timeout_ms, 1, k_u32_max, "HTTP write timeout"},
+        {"sse_ping_ms", &server_config::sse_ping_ms, 10, k_u32_max,
+         "': ping' interval while a stream waits"},
+        {"sse_buffer_bytes", &server_config::sse_buffer_bytes, 1024, 1ull << 32,
+         "unsent SSE bytes before a slow reader is cancelled"},
+        {"api_keys", &server_config::api_keys, 0, 0, "inference API keys (comma-separated)"},
+        {"admin_api_keys", &server_config::admin_api_keys, 0, 0,
+         "admin API keys (comma-separated)"},
+        {"drain_timeout_ms", &server_config::drain_timeout_ms, 0, k_u32_max,
+         "time running requests get after SIGTERM"},
+        {"log_level", &server_config::log_level, 0, 0, "trace|debug|info|warn|error|critical|off"},
+    };
+    return table;
+}
+
+const field* find_field(std::string_view key) {
+    for (const auto& f : fields())
+        if (f.key == key)
+            return &f;
+    return nullptr;
+}
+
+error bad(std::string_view key, std::string_view origin, const std::string& what) {
+    return {errc::invalid_argument,
+            "config key '" + std::string(key) + "' (from " + std::string(origin) + "): " + what};
+}
+
+result<std::uint64_t> check_range(const field& f, std::string_view origin, std::uint64_t v) {
+    if (v < f.min || v > f.max)
+        return bad(f.key, origin,
+                   std::to_string(v) + " is outside " + std::to_string(f.min) + ".." +
+                       std::to_string(f.max));
+    return v;
+}
+
+result<std::uint64_t> parse_u64(const field& f, std::string_view origin, std::string_view s) {
+    std::uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || p != s.data() + s.size())
+        return bad(f.key, origin, "'" + std::string(s) + "' is not a non-negative integer");
+    return check_range(f, origin, v);
+}
+
+std::vector<std::string> split_list(std::string_view s) {
+    std::vector<std::string> out;
+    while (!s.empty()) {
+        auto comma = s.find(',');
+        auto item = s.substr(0, comma);
+        if (!item.empty())
+            out.emplace_back(item);
+        if (comma == std::string_view::npos)
+            break;
+        s.remove_prefix(comma + 1);
+    }
+    return out;
+}
+
+/// "alias=path" or a bare path (alias = file name without directory and extension).
+model_entry parse_model(std::string_view s) {
+    if (auto eq = s.find('='); eq != std::string_view::npos)
+        return {std::string(s.substr(0, eq)), std::string(s.substr(eq + 1))};
+    auto name =
+        s.substr(s.find_last_of('/') == std::string_view::npos ? 0 : s.find_last_of('/') + 1);
+    if (auto dot = name.rfind('.'); dot != std::string_view::npos && dot > 0)
+        name = name.substr(0, dot);
+    return {std::string(name), std::string(s)};
+}
+
+/// Sets one key from text (environment variable or flag).
+result<void> set_from_text(server_config& cfg, const field& f, std::string_view origin,
+                           std::string_view text) {
+    struct visitor {
+        server_config& cfg;
+        const field& f;
+        std::string_view origin;
+        std::string_view text;
+        result<void> operator()(u32_field m) const {
+            auto v = parse_u64(f, origin, text);
+            BITNET_TRY(v);
+            cfg.*m = static_cast<std::uint32_t>(*v);
+            return {};
+        }
+        result<void> operator()(u64_field m) const {
+            auto v = parse_u64(f, origin, text);
+            BITNET_TRY(v);
+            cfg.*m = *v;
+            return {};
+        }
+        result<void> operator()(str_field m) const {
+            cfg.*m = std::string(text);
+            return {};
+        }
+        result<void> operator()(list_field m) const {
+            cfg.*m = split_list(text);
+            return {};
+        }
+        result<void> operator()(models_field) const {
+            cfg.models.clear();
+            for (const auto& item : split_list(text))
+                cfg.models.push_back(parse_model(item));
+            // A single model given on its own becomes the default, whatever the file said.
+            if (cfg.models.size() == 1)
+                cfg.default_model = cfg.models.front().alias;
+            return {};
+        }
+    };
+    return std::visit(visitor{cfg, f, origin, text}, f.target);
+}
+
+/// Sets one key from a JSON value (the file layer); types must match exactly.
+result<void> set_from_json(server_config& cfg, const field& f, std::string_view origin,
+                           const json::value& v) {
+    auto as_u64 = [&]() -> result<std::uint64_t> {
+        if (v.is_uint64())
+            return check_range(f, origin, v.get_uint64());
+        if (v.is_int64() && v.get_int64() >= 0)
+            return check_range(f, origin, static_cast<std::uint64_t>(v.get_int64()));
+        return bad(f.key, origin, "expected a non-negative integer, got " + json::serialize(v));
+    };
+    auto as_strings = [&]() -> result<std::vector<std::string>> {
+        if (!v.is_array())
+            return bad(f.key, origin, "expected an array of strings");
+        std::vector<std::string> out;
+        for (const auto& e : v.get_array()) {
+            if (!e.is_string())
+                return bad(f.key, origin,
+                           "expected an array of strings, got " + json::serialize(e));
+            out.emplace_back(e.get_string());
+        }
+        return out;
+    };
+    if (auto* m = std::get_if<u32_field>(&f.target)) {
+        auto x = as_u64();
+        BITNET_TRY(x);
+        cfg.** m = static_cast<std::uint32_t>(*x);
+    } else if (auto* m64 = std::get_if<u64_field>(&f.target)) {
+        auto x = as_u64();
+        BITNET_TRY(x);
+        cfg.** m64 = *x;
+    } else if (auto* ms = std::get_if<str_field>(&f.target)) {
+        if (!v.is_string())
+            return bad(f.key, origin, "expected a string, got " + json::serialize(v));
+        cfg.** ms = std::string(v.get_string());
+    } else if (auto* ml = std::get_if<list_field>(&f.target)) {
+        auto x = as_strings();
+        BITNET_TRY(x);
+        cfg.** ml = std::move(*x);
+    } else {
+        if (!v.is_array())
+            return bad(f.key, origin, "expected an array of {\"alias\",\"path\"} objects");
+        std::vector<model_entry> models;
+        for (const auto& e : v.get_array()) {
+            const auto* o = e.if_object();
+            const json::value* alias = o ? o->if_contains("alias") : nullptr;
+            const json::value* path = o ? o->if_contains("path") : nullptr;
+            if (!alias || !path || !alias->is_string() || !path->is_string())
+                return bad(f.key, origin,
+                           "each entry needs string \"alias\" and \"path\", got " +
+                               json::serialize(e));
+            models.push_back({std::string(alias->get_string()), std::string(path->get_string())});
+        }
+        cfg.models = std::move(models);
+    }
+    return {};
+}
+
+std::string env_name(std::string_view key) {
+    std::string out = "BITNET_";
+    for (char c : key)
+        out.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+    return out;
+}
+
+std::string flag_name(std::string_view key) {
+    std::string out = "--";
+    for (char c : key)
+        out.push_back(c == '_' ? '-' : c);
+    return out;
+}
+
+result<std::string> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return error{errc::io_error, "cannot open config file '" + path + "'"};
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+/// The command-line contract's short flags (issue 4) as config keys; others are the key itself.
+std::string canonical_flag(const std::string& name) {
+    static const std::pair<std::string_view, std::string_view> aliases[] = {
+        {"model", "models"},
+        {"host", "listen_address"},
+        {"threads", "n_threads"},
+        {"max_seqs", "max_batch_seqs"},
+        {"max_waiting", "max_waiting_requests"},
+        {"api_key", "api_keys"},
+        {"admin_key", "admin_api_keys"},
+    };
+    for (const auto& [from, to] : aliases)
+        if (name == from)
+            return std::string(to);
+    return name;
+}
+
+/// Finds `--config FILE` / `--config=FILE` among the flags.
+std::optional<std::string> config_flag(const std::vector<std::string>& args) {
+    std::optional<std::string> out;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--config" && i + 1 < args.size())
+            out = args[i + 1];
+        else if (args[i].rfind("--config=", 0) == 0)
+            out = args[i].substr(9);
+    }
+    return out;
+}
+
+} // namespace
+
+const model_entry* server_config::default_entry() const noexcept {
+    if (models.empty())
+        return nullptr;
+    if (default_model.empty())
+        return &models.front();
+    for (const auto& m : models)
+        if (m.alias == default_model)
+            return &m;
+    return nullptr;
+}
+
+env_lookup process_env() {
+    return [](std::string_view name) -> std::optional<std::string> {
+        if (const char* v = std::getenv(std::string(name).c_str()))
+            return std::string(v);
+        return std::nullopt;
+    };
+}
+
+result<void> apply_json(server_config& cfg, std::string_view json_text, std::string_view origin) {
+    boost::system::error_code ec;
+    json::value root = json::parse(json_text, ec);
+    if (ec)
+        return error{errc::invalid_argument,
+                     std::string(origin) + ": not valid JSON (" + ec.message() + ")"};
+    if (!root.is_object())
+        return error{errc::invalid_argument, std::string(origin) + ": top level must be an object"};
+    for (const auto& [k, v] : root.get_object()) {
+        // Keys starting with '_' are comments (JSON has none of its own).
+        if (!k.empty() && k.front() == '_')
+            continue;
+        const field* f = find_field(k);
+        if (!f)
+            return error{errc::invalid_argument,
+                         std::string(origin) + ": unknown config key '" + std::string(k) + "'"};
+        BITNET_TRY(set_from_json(cfg, *f, origin, v));
+    }
+    return {};
+}
+
+result<void> validate(const server_config& cfg) {
+    auto fail = [](std::string_view key, const std::string& what) {
+        return error{errc::invalid_argument, "config key '" + std::string(key) + "': " + what};
+    };
+    if (cfg.listen_address.empty())
+        return fail("listen_address", "must not be empty");
+    for (std::size_t i = 0; i < cfg.models.size(); ++i) {
+        const auto& m = cfg.models[i];
+        if (m.alias.empty() || m.path.empty())
+            return fail("models",
+                        "entry " + std::to_string(i) + " needs a non-empty alias and path");
+        for (std::size_t j = 0; j < i; ++j)
+            if (cfg.models[j].alias == m.alias)
+                return fail("models", "alias '" + m.alias + "' appears twice");
+    }
+    if (!cfg.default_model.empty() && !cfg.models.empty() && !cfg.default_entry())
+        return fail("default_model",
+                    "'" + cfg.default_model + "' is not one of the configured model aliases");
+    if (cfg.max_batch_seqs > cfg.max_batch_tokens)
+        return fail("max_batch_seqs", std::to_string(cfg.max_batch_seqs) +
+                                          " exceeds max_batch_tokens (" +
+                                          std::to_string(cfg.max_batch_tokens) +
+                                          "): every sequence in a step needs one token");
+    static constexpr std::array<std::string_view, 7> levels{"trace", "debug",    "info", "warn",
+                                                            "error", "critical", "off"};
+    if (std::find(levels.begin(), levels.end(), cfg.log_level) == levels.end())
+        return fail("log_level", "'" + cfg.log_level +
+                                     "' is not one of trace|debug|info|warn|error|critical|off");
+    for (const auto& k : cfg.api_keys)
+        if (k.size() < 8)
+            return fail("api_keys", "keys must be at least 8 characters");
+    for (const auto& k : cfg.admin_api_keys)
+        if (k.size() < 8)
+            return fail("admin_api_keys", "keys must be at least 8 characters");
+    return {};
+}
+
+result<server_config> load_config(const config_sources& src) {
+    server_config cfg;
+    if (auto file = config_flag(src.args).has_value() ? config_flag(src.args) : src.file) {
+        auto text = read_file(*file);
+        BITNET_TRY(text);
+        BITNET_TRY(apply_json(cfg, *text, *file));
+    }
+    if (src.env) {
+        for (const auto& f : fields()) {
+            auto name = env_name(f.key);
+            if (auto v = src.env(name))
+                BITNET_TRY(set_from_text(cfg, f, name, *v));
+        }
+        // BITNET_MODEL: the one-model shorthand, same syntax as --model.
+        if (auto v = src.env("BITNET_MODEL"))
+            BITNET_TRY(set_from_text(cfg, *find_field("models"), "BITNET_MODEL", *v));
+    }
+    std::optional<std::string> alias;
+    for (std::size_t i = 0; i < src.args.size(); ++i) {
+        std::string_view a = src.args[i];
+        if (a.rfind("--", 0) != 0)
+            return error{errc::invalid_argument, "unexpected argument '" + std::string(a) + "'"};
+        std::string name(a.substr(2));
+        std::optional<std::string> value;
+        if (auto eq = name.find('='); eq != std::string::npos) {
+            value = name.substr(eq + 1);
+            name.resize(eq);
+        }
+        std::replace(name.begin(), name.end(), '-', '_');
+        if (name == "print_config")
+            continue; // an action of the executable, not a setting
+        name = canonical_flag(name);
+        if (!value) {
+            if (i + 1 >= src.args.size())
+                return error{errc::invalid_argument, "flag " + std::string(a) + " needs a value"};
+            value = src.args[++i];
+        }
+        if (name == "config")
+            continue; // already applied as the file layer
+        if (name == "alias") {
+            alias = *value;
+            continue;
+        }
+        const field* f = find_field(name);
+        if (!f)
+            return error{errc::invalid_argument,
+                         "unknown flag " + std::string(a) + " (see --help)"};
+        BITNET_TRY(set_from_text(cfg, *f, flag_name(name), *value));
+    }
+    if (alias) {
+        // --alias NAME names the one model given (the command-line contract's form).
+        if (cfg.models.size() != 1)
+            return error{errc::invalid_argument,
+                         "--alias needs exactly one model (--model FILE), " +
+                             std::to_string(cfg.models.size()) + " are configured"};
+        if (cfg.default_model.empty() || cfg.default_model == cfg.models.front().alias)
+            cfg.default_model = *alias;
+        cfg.models.front().alias = *alias;
+    }
+    BITNET_TRY(validate(cfg));
+    return cfg;
+}
+
+std::string to_json(const server_config& cfg) {
+    json::object o;
+    for (const auto& f : fields()) {
+        const std::string key(f.key);
+        if (auto* m = std::get_if<u32_field>(&f.target))
+            o[key] = cfg.**m;
+        else if (auto* m64 = std::get_if<u64_field>(&f.target))
+            o[key] = cfg.**m64;
+        else if (auto* ms = std::get_if<str_field>(&f.target))
+            o[key] = cfg.**ms;
+        else if (auto* ml = std::get_if<list_field>(&f.target)) {
+            json::array a;
+            // Keys are secrets: show how many, not what.
+            const bool secret = key.find("keys") != std::string::npos;
+            for (const auto& x : cfg.**ml)
+                a.emplace_back(secret ? std::string("<redacted>") : x);
+            o[key] = std::move(a);
+        } else {
+            json::array a;
+            for (const auto& e : cfg.models)
+                a.push_back({{"alias", e.alias}, {"path", e.path}});
+            o[key] = std::move(a);
+        }
+    }
+    return json::serialize(o);
+}
+
+std::string usage() {
+    std::string out =
+        "usage: bitnet-server --model FILE [--alias NAME] [--host 127.0.0.1] [--port 8080]\n"
+        "                     [--config FILE] [--threads N] [--max-seqs N] [--max-waiting N]\n"
+        "                     [--api-key K] [--admin-key K] [--print-config] [flags]\n\n"
+        "Short forms: --model = --models ([ALIAS=]PATH[,...]), --host = --listen-address,\n"
+        "--threads = --n-threads, --max-seqs = --max-batch-seqs, --max-waiting =\n"
+        "--max-waiting-requests, --api-key = --api-keys, --admin-key = --admin-api-keys.\n"
+        "--print-config prints the effective configuration as JSON and exits.\n\n"
+        "Every flag also reads from its environment variable; precedence: file < environment < "
+        "flags.\n\n";
+    for (const auto& f : fields()) {
+        out +=
+            "  " + flag_name(f.key) + "  (" + env_name(f.key) + ")  " + std::string(f.doc) + "\n";
+    }
+    return out;
+}
+
+} // namespace bitnet::conf

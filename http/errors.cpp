@@ -1,0 +1,108 @@
+#include "http/errors.hpp"
+
+#include <boost/json.hpp>
+
+namespace bitnet::http {
+
+api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std::string param) {
+    api_error out;
+    out.message = e.message.empty() ? e.to_string() : e.message;
+    out.param = std::move(param);
+    switch (e.value()) {
+    case errc::invalid_argument:
+    case errc::tokenizer_error:
+        out = {400,
+               "invalid_request_error",
+               "invalid_value",
+               out.message,
+               out.param,
+               "check the field against the API reference",
+               0};
+        break;
+    case errc::prompt_too_long:
+        out = {400,
+               "invalid_request_error",
+               "context_length_exceeded",
+               out.message,
+               out.param,
+               "shorten the prompt or lower max_tokens",
+               0};
+        break;
+    case errc::not_found:
+        out = {404,
+               "not_found_error",
+               "model_not_found",
+               out.message,
+               out.param,
+               "list the served models with GET /v1/models",
+               0};
+        break;
+    case errc::queue_full: {
+        const bool draining = out.message.rfind("draining", 0) == 0;
+        out = {503,
+               "overloaded",
+               draining ? "draining" : "queue_full",
+               out.message,
+               out.param,
+               draining ? "retry against another replica" : "retry after the Retry-After delay",
+               retry_after_s == 0 ? 1 : retry_after_s};
+        break;
+    }
+    case errc::kv_exhausted:
+        out = {503,
+               "overloaded",
+               "queue_full",
+               out.message,
+               out.param,
+               "retry after the Retry-After delay",
+               retry_after_s == 0 ? 1 : retry_after_s};
+        break;
+    case errc::timeout:
+        out = {504,
+               "timeout",
+               "deadline_exceeded",
+               out.message,
+               out.param,
+               "raise timeout_ms or retry when the server is less busy",
+               0};
+        break;
+    default:
+        out = {500,
+               "server_error",
+               "internal_error",
+               out.message,
+               out.param,
+               "retry; if it persists, report it with the request_id",
+               0};
+        break;
+    }
+    return out;
+}
+
+api_error invalid_value(std::string param, std::string message) {
+    return {400,
+            "invalid_request_error",
+            "invalid_value",
+            std::move(message),
+            std::move(param),
+            "check the field against the API reference",
+            0};
+}
+
+std::string error_body(const api_error& e, std::string_view request_id) {
+    boost::json::object err;
+    err["message"] = e.message;
+    err["type"] = e.type;
+    err["code"] = e.code;
+    if (e.param.empty())
+        err["param"] = nullptr;
+    else
+        err["param"] = e.param;
+    err["request_id"] = request_id;
+    err["suggestion"] = e.suggestion;
+    boost::json::object root;
+    root["error"] = std::move(err);
+    return boost::json::serialize(root);
+}
+
+} // namespace bitnet::http

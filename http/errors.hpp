@@ -1,0 +1,33 @@
+// errc -> HTTP status + the contract's error body, in one function (HTTP-API.md "Errors").
+#pragma once
+
+#include "common/error.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace bitnet::http {
+
+/// One HTTP error as the contract shapes it.
+struct api_error {
+    unsigned status = 500;
+    std::string type; ///< invalid_request_error, not_found_error, overloaded, timeout, ...
+    std::string code; ///< invalid_value, context_length_exceeded, model_not_found, queue_full...
+    std::string message;
+    std::string param; ///< the offending field, when one is
+    std::string suggestion;
+    std::uint32_t retry_after_s = 0; ///< sent as Retry-After when non-zero
+};
+
+/// Maps our error vocabulary to the status table. `retry_after_s` rides along for 503s.
+[[nodiscard]] api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s = 0,
+                                     std::string param = {});
+
+/// A 400 for a field: the common validation failure.
+[[nodiscard]] api_error invalid_value(std::string param, std::string message);
+
+/// `{"error":{"message","type","code","param","request_id","suggestion"}}`.
+[[nodiscard]] std::string error_body(const api_error& e, std::string_view request_id);
+
+} // namespace bitnet::http

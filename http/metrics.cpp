@@ -1,0 +1,200 @@
+#include "http/metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace bitnet::http {
+
+namespace pm = prometheus;
+
+namespace {
+const pm::Histogram::BucketBoundaries k_latency{0.005, 0.01, 0.025, 0.05, 0.1,  0.25, 0.5,
+                                                1.0,   2.5,  5.0,   10.0, 30.0, 60.0};
+const pm::Histogram::BucketBoundaries k_batch{1, 2, 4, 8, 16, 32, 64, 128, 256};
+} // namespace
+
+struct metrics::impl {
+    std::shared_ptr<pm::Registry> reg = std::make_shared<pm::Registry>();
+    pm::Family<pm::Counter>& requests = pm::BuildCounter()
+                                            .Name("bitnet_requests_total")
+                                            .Help("HTTP requests by route and status")
+                                            .Register(*reg);
+    pm::Histogram& duration = pm::BuildHistogram()
+                                  .Name("bitnet_request_duration_seconds")
+                                  .Help("end-to-end request latency")
+                                  .Register(*reg)
+                                  .Add({}, k_latency);
+    pm::Histogram& ttft = pm::BuildHistogram()
+                              .Name("bitnet_time_to_first_token_seconds")
+                              .Help("time to first token")
+                              .Register(*reg)
+                              .Add({}, k_latency);
+    pm::Histogram& itl = pm::BuildHistogram()
+                             .Name("bitnet_inter_token_latency_seconds")
+                             .Help("time between streamed tokens")
+                             .Register(*reg)
+                             .Add({}, k_latency);
+    pm::Histogram& queue_time = pm::BuildHistogram()
+                                    .Name("bitnet_queue_time_seconds")
+                                    .Help("time waiting before the first step")
+                                    .Register(*reg)
+                                    .Add({}, k_latency);
+    pm::Counter& prompt_tokens = pm::BuildCounter()
+                                     .Name("bitnet_prompt_tokens_total")
+                                     .Help("prompt tokens processed")
+                                     .Register(*reg)
+                                     .Add({});
+    pm::Counter& generated_tokens = pm::BuildCounter()
+                                        .Name("bitnet_generated_tokens_total")
+                                        .Help("tokens generated")
+                                        .Register(*reg)
+                                        .Add({});
+    pm::Gauge& running = pm::BuildGauge()
+                             .Name("bitnet_requests_running")
+                             .Help("sequences in the running batch")
+                             .Register(*reg)
+                             .Add({});
+    pm::Family<pm::Gauge>& waiting = pm::BuildGauge()
+                                         .Name("bitnet_requests_waiting")
+                                         .Help("queued requests by priority")
+                                         .Register(*reg);
+    pm::Histogram& batch_size = pm::BuildHistogram()
+                                    .Name("bitnet_batch_size")
+                                    .Help("sequences per step")
+                                    .Register(*reg)
+                                    .Add({}, k_batch);
+    pm::Histogram& step_duration = pm::BuildHistogram()
+                                       .Name("bitnet_step_duration_seconds")
+                                       .Help("forward pass duration")
+                                       .Register(*reg)
+                                       .Add({}, k_latency);
+    pm::Gauge& kv_usage = pm::BuildGauge()
+                              .Name("bitnet_kv_cache_usage_ratio")
+                              .Help("KV blocks in use / total")
+                              .Register(*reg)
+                              .Add({});
+    pm::Family<pm::Counter>& rejections = pm::BuildCounter()
+                                              .Name("bitnet_admission_rejections_total")
+                                              .Help("requests refused by admission, by reason")
+                                              .Register(*reg);
+    pm::Family<pm::Gauge>& model_info =
+        pm::BuildGauge().Name("bitnet_model_info").Help("served models").Register(*reg);
+    pm::Family<pm::Counter>& swaps = pm::BuildCounter()
+                                         .Name("bitnet_model_swaps_total")
+                                         .Help("model hot-swaps by result")
+                                         .Register(*reg);
+    pm::Family<pm::Gauge>& build =
+        pm::BuildGauge().Name("bitnet_build_info").Help("build version").Register(*reg);
+    // vLLM-compatible aliases, so existing dashboards and autoscalers work unchanged.
+    pm::Gauge& v_running = pm::BuildGauge()
+                               .Name("vllm:num_requests_running")
+                               .Help("alias of bitnet_requests_running")
+                               .Register(*reg)
+                               .Add({});
+    pm::Gauge& v_waiting = pm::BuildGauge()
+                               .Name("vllm:num_requests_waiting")
+                               .Help("alias of sum(bitnet_requests_waiting)")
+                               .Register(*reg)
+                               .Add({});
+    pm::Gauge& v_kv = pm::BuildGauge()
+                          .Name("vllm:kv_cache_usage_perc")
+                          .Help("alias of bitnet_kv_cache_usage_ratio")
+                          .Register(*reg)
+                          .Add({});
+    pm::Histogram& v_ttft = pm::BuildHistogram()
+                                .Name("vllm:time_to_first_token_seconds")
+                                .Help("alias of bitnet_time_to_first_token_seconds")
+                                .Register(*reg)
+                                .Add({}, k_latency);
+    pm::Histogram& v_e2e = pm::BuildHistogram()
+                               .Name("vllm:e2e_request_latency_seconds")
+                               .Help("alias of bitnet_request_duration_seconds")
+                               .Register(*reg)
+                               .Add({}, k_latency);
+};
+
+metrics::metrics()
+    : impl_(std::make_unique<impl>()) {
+    for (const char* p : {"high", "normal", "low"})
+        impl_->waiting.Add({{"priority", p}}).Set(0);
+    // A family without children is not exposed: create the swap results at zero.
+    impl_->swaps.Add({{"result", "success"}});
+    impl_->swaps.Add({{"result", "rollback"}});
+    // The admission refusals a scrape may see before any happened (alerts select them).
+    for (const char* r : {"queue_full", "draining"})
+        impl_->rejections.Add({{"reason", r}});
+}
+
+void metrics::build_info(const std::string& version, const std::string& git_sha) {
+    impl_->build.Add({{"version", version}, {"git_sha", git_sha}}).Set(1);
+}
+
+metrics::~metrics() = default;
+
+void metrics::request_done(const std::string& route, unsigned status, double seconds) {
+    impl_->requests.Add({{"route", route}, {"status", std::to_string(status)}}).Increment();
+    if (status < 400) {
+        impl_->duration.Observe(seconds);
+        impl_->v_e2e.Observe(seconds);
+    }
+}
+
+void metrics::completion(const msg::completion& c) {
+    impl_->prompt_tokens.Increment(c.prompt_tokens);
+    impl_->generated_tokens.Increment(c.completion_tokens);
+    impl_->queue_time.Observe(static_cast<double>(c.queue_us) / 1e6);
+    if (c.completion_tokens > 0) {
+        impl_->ttft.Observe(static_cast<double>(c.ttft_us) / 1e6);
+        impl_->v_ttft.Observe(static_cast<double>(c.ttft_us) / 1e6);
+    }
+}
+
+void metrics::step(std::uint32_t n_seqs, double seconds) {
+    impl_->batch_size.Observe(n_seqs);
+    impl_->step_duration.Observe(seconds);
+}
+
+void metrics::inter_token(double seconds) {
+    impl_->itl.Observe(seconds);
+}
+
+void metrics::rejected(const std::string& reason) {
+    impl_->rejections.Add({{"reason", reason}}).Increment();
+}
+
+void metrics::queues(const std::vector<msg::batcher_stats>& stats) {
+    double running = 0, used = 0, total = 0;
+    std::array<double, 3> waiting{};
+    for (const auto& s : stats) {
+        running += s.running;
+        used += s.kv_blocks_used;
+        total += s.kv_blocks_total;
+        for (std::size_t p = 0; p < 3; ++p)
+            waiting[p] += s.waiting[p];
+    }
+    impl_->running.Set(running);
+    impl_->v_running.Set(running);
+    const char* names[] = {"high", "normal", "low"};
+    for (std::size_t p = 0; p < 3; ++p)
+        impl_->waiting.Add({{"priority", names[p]}}).Set(waiting[p]);
+    impl_->v_waiting.Set(waiting[0] + waiting[1] + waiting[2]);
+    const double ratio = total > 0 ? used / total : 0.0;
+    impl_->kv_usage.Set(ratio);
+    impl_->v_kv.Set(ratio);
+}
+
+void metrics::model_info(const std::string& alias, const std::string& version,
+                         const std::string& format, const std::string& device) {
+    impl_->model_info
+        .Add({{"alias", alias}, {"version", version}, {"format", format}, {"device", device}})
+        .Set(1);
+}
+
+std::string metrics::render() const {
+    return pm::TextSerializer{}.Serialize(impl_->reg->Collect());
+}
+
+} // namespace bitnet::http

@@ -1,0 +1,101 @@
+// The HTTP front end: a Boost.Beast listener on its own io_context threads serving the routes of
+// HTTP-API.md. Beast and CAF stay out of this header (pimpl) so callers compile cheaply.
+// The asio<->CAF seam (bridge.cpp's pattern, inside server.cpp): an asio thread never waits on
+// an actor: it spawns one sink actor per request, which submits to admission and receives the
+// token/done/fail events; the sink posts each event onto the connection's strand. Only the
+// strand writes to the socket. A dropped connection kills the sink, and the batcher (which
+// monitors sinks) cancels the sequence and frees its KV within a step.
+#pragma once
+
+#include "common/error.hpp"
+#include "http/api_json.hpp"
+#include "messages/interfaces.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace caf {
+class actor_system;
+}
+
+namespace bitnet::http {
+
+class metrics;
+
+/// What /health reports about the binary (filled by the executable, which knows its build).
+struct build_info {
+    std::string version = "0.1.0";
+    std::string git_sha = "unknown";
+    std::string compiler;
+    std::string flags;
+    std::string cpu_features;
+};
+
+/// A model's text side (its tokenizer), looked up by alias. Set by the process that loads the
+/// models (http/ knows no tokenizer). A null member makes the routes that need it answer 400
+/// saying what is missing.
+struct text_codec {
+    /// Text -> token ids. `add_bos`: prepend BOS when the model has one and expects it (false
+    /// suppresses it). `parse_special`: control tokens written in the text become their ids.
+    std::function<result<std::vector<std::int32_t>>(std::string_view model, std::string_view text,
+                                                    bool add_bos, bool parse_special)>
+        tokenize;
+    /// Token ids -> text (control tokens render as nothing). invalid_argument for an id outside
+    /// the vocabulary.
+    std::function<result<std::string>(std::string_view model, std::span<const std::int32_t> ids)>
+        detokenize;
+    /// The bytes one token stands for (for logprobs), empty when unknown.
+    std::function<std::string(std::string_view model, std::int32_t id)> piece;
+    /// The chat template of the model (GGUF tokenizer.chat_template, recognised).
+    std::function<chat_template(std::string_view model)> chat_template_of;
+};
+
+struct server_options {
+    std::string address = "127.0.0.1";
+    std::uint16_t port = 0; ///< 0 = ephemeral
+    unsigned io_threads = 1;
+    std::uint64_t max_body_bytes = 1 << 20;
+    std::chrono::milliseconds read_timeout{30000};
+    std::chrono::milliseconds write_timeout{30000};
+    std::chrono::milliseconds sse_ping{10000};
+    std::size_t sse_buffer_bytes = 1 << 20;
+    std::vector<std::string> api_keys;   ///< empty = open
+    std::vector<std::string> admin_keys; ///< model management; empty = api_keys rule
+    std::string default_model;
+    text_codec text;
+    /// Model states and executor info for /v1/models, /health and bitnet_model_info. Null: the
+    /// models are listed from admission's queue stats only.
+    msg::supervisor_actor supervisor;
+    /// The registry /metrics renders; shared so the batchers' step callback can feed it. Null:
+    /// the server makes its own.
+    std::shared_ptr<metrics> shared_metrics;
+    build_info build;
+};
+
+class server {
+public:
+    server(caf::actor_system& sys, msg::admission_actor admission, server_options opt);
+    ~server();
+    server(const server&) = delete;
+    server& operator=(const server&) = delete;
+
+    /// Binds and starts the io threads; returns the bound port.
+    [[nodiscard]] result<std::uint16_t> start();
+    /// Stops accepting new connections (drain); running requests continue.
+    void stop_accepting();
+    /// Stops everything and joins the io threads.
+    void stop();
+
+    struct impl; ///< opaque (Beast and CAF live in server.cpp only)
+
+private:
+    std::unique_ptr<impl> impl_;
+};
+
+} // namespace bitnet::http

@@ -1,0 +1,36 @@
+// The one place where message types get CAF type ids and atoms are declared. Atoms are verbs of
+// at most 10 characters (CAF 0.17). Register with msg::register_messages(cfg) in every process,
+// under the same names (remoting checks typed interfaces by name).
+#pragma once
+
+#include "messages/types.hpp"
+
+#include <caf/atom.hpp>
+#include <caf/type_id.hpp>
+
+CAF_BEGIN_TYPE_ID_BLOCK(bitnet, caf::first_custom_type_id)
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::sampling))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::generate_request))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::token_event))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::completion))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::step_chunk))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::step_batch))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::sampled_token))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::step_result))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::executor_info))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::batcher_stats))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::model_status))
+CAF_ADD_ATOM(bitnet, bitnet::msg, submit_atom, "submit")
+CAF_ADD_ATOM(bitnet, bitnet::msg, cancel_atom, "cancel")
+CAF_ADD_ATOM(bitnet, bitnet::msg, token_atom, "token")
+CAF_ADD_ATOM(bitnet, bitnet::msg, done_atom, "done")
+CAF_ADD_ATOM(bitnet, bitnet::msg, fail_atom, "fail")
+CAF_ADD_ATOM(bitnet, bitnet::msg, step_atom, "step")
+CAF_ADD_ATOM(bitnet, bitnet::msg, info_atom, "info")
+CAF_ADD_ATOM(bitnet, bitnet::msg, stats_atom, "stats")
+CAF_ADD_ATOM(bitnet, bitnet::msg, tick_atom, "tick")
+CAF_ADD_ATOM(bitnet, bitnet::msg, drain_atom, "drain")
+CAF_ADD_ATOM(bitnet, bitnet::msg, ready_atom, "ready")
+CAF_ADD_ATOM(bitnet, bitnet::msg, route_atom, "route")
+CAF_ADD_ATOM(bitnet, bitnet::msg, models_atom, "models")
+CAF_END_TYPE_ID_BLOCK(bitnet)

@@ -1,0 +1,214 @@
+// Every value that crosses an actor boundary: plain structs of std types with their CAF
+// `inspect` overloads (serialisable, so an executor may live in another process). No behaviour.
+#pragma once
+
+#include <caf/meta/type_name.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bitnet::msg {
+
+using request_id = std::uint64_t;
+using token_id = std::int32_t;
+
+enum class priority : std::uint8_t { high = 0, normal = 1, low = 2 };
+
+/// Sampler settings of one request (model/sampler.hpp's sampling_params, as a message).
+struct sampling {
+    float temperature = 0.8f; ///< 0 = greedy
+    std::int32_t top_k = 40;
+    float top_p = 0.95f;
+    float min_p = 0.05f;
+    float repetition_penalty = 1.0f;
+    std::uint64_t seed = 0;
+    std::int32_t n_logprobs = 0; ///< top alternatives per token, 0..20
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampling& x) {
+    return f(caf::meta::type_name("sampling"), x.temperature, x.top_k, x.top_p, x.min_p,
+             x.repetition_penalty, x.seed, x.n_logprobs);
+}
+
+/// A validated inference request as http/ hands it to admission. The prompt is tokenized
+/// before it is queued (its length drives admission caps).
+struct generate_request {
+    request_id id = 0;
+    std::string model; ///< alias; empty = the default model
+    std::vector<token_id> prompt;
+    std::uint32_t max_tokens = 128;
+    sampling params;
+    std::vector<std::string> stop; ///< stop strings, matched on detokenized text
+    std::vector<token_id> stop_token_ids;
+    priority prio = priority::normal;
+    std::uint32_t timeout_ms = 0;   ///< 0 = the configured default
+    std::int64_t t_received_us = 0; ///< steady clock at HTTP receipt, for queue/ttft timings
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
+    return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.max_tokens,
+             x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms, x.t_received_us);
+}
+
+/// One generated token on its way to the request's sink. `text` is the newly completed UTF-8
+/// piece (may be empty while a character is incomplete).
+struct token_event {
+    request_id id = 0;
+    std::uint32_t index = 0;
+    token_id token = 0;
+    std::string text;
+    float logprob = 0.0f;
+    std::vector<token_id> top_tokens;
+    std::vector<float> top_logprobs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_event& x) {
+    return f(caf::meta::type_name("token_event"), x.id, x.index, x.token, x.text, x.logprob,
+             x.top_tokens, x.top_logprobs);
+}
+
+/// The end of a request: why, how many tokens, and where the time went (microseconds).
+struct completion {
+    request_id id = 0;
+    std::string finish_reason; ///< stop|length|eos|cancelled|deadline (HTTP-API.md)
+    std::string model;
+    std::string model_version;
+    std::uint32_t prompt_tokens = 0;
+    std::uint32_t completion_tokens = 0;
+    std::int64_t queue_us = 0;
+    std::int64_t prefill_us = 0;
+    std::int64_t ttft_us = 0;
+    std::int64_t decode_us = 0;
+    std::int64_t total_us = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, completion& x) {
+    return f(caf::meta::type_name("completion"), x.id, x.finish_reason, x.model, x.model_version,
+             x.prompt_tokens, x.completion_tokens, x.queue_us, x.prefill_us, x.ttft_us, x.decode_us,
+             x.total_us);
+}
+
+/// One sequence's part of a step (model::seq_chunk as a message). `params` rides along on the
+/// chunk that starts a sequence (pos0 == 0) so the executor can create its sampler.
+struct step_chunk {
+    std::uint64_t seq = 0;
+    std::vector<token_id> tokens;
+    std::uint32_t pos0 = 0;
+    bool want_logits = false;
+    sampling params;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
+    return f(caf::meta::type_name("step_chunk"), x.seq, x.tokens, x.pos0, x.want_logits, x.params);
+}
+
+/// batcher -> executor: release these sequences' KV, then run one forward pass and sample.
+struct step_batch {
+    std::uint64_t step = 0;
+    std::vector<std::uint64_t> release;
+    std::vector<step_chunk> chunks;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_batch& x) {
+    return f(caf::meta::type_name("step_batch"), x.step, x.release, x.chunks);
+}
+
+/// One sampled token per chunk that wanted logits.
+struct sampled_token {
+    std::uint64_t seq = 0;
+    token_id token = 0;
+    float logprob = 0.0f;
+    std::vector<token_id> top_tokens;
+    std::vector<float> top_logprobs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sampled_token& x) {
+    return f(caf::meta::type_name("sampled_token"), x.seq, x.token, x.logprob, x.top_tokens,
+             x.top_logprobs);
+}
+
+/// executor -> batcher: the samples of a step and how long the forward pass took.
+struct step_result {
+    std::uint64_t step = 0;
+    std::vector<sampled_token> samples;
+    std::int64_t step_us = 0;
+    std::uint32_t kv_blocks_free = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, step_result& x) {
+    return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free);
+}
+
+/// What an executor holds: enough for the batcher's policy and for /v1/models and /health.
+struct executor_info {
+    std::string device;        ///< "cpu" or "cuda:N"
+    std::string device_reason; ///< why this device (e.g. "built without CUDA")
+    std::string describe;      ///< engine::describe()
+    std::string architecture;
+    std::uint32_t n_ctx = 0;
+    std::uint32_t n_vocab = 0;
+    std::uint32_t kv_block_tokens = 0;
+    std::uint32_t kv_blocks_total = 0;
+    std::vector<token_id> eog_ids;
+    std::string format;           ///< weight format of the file: i2_s, f32, ... (GGUF file_type)
+    std::uint64_t parameters = 0; ///< from the hyper-parameters (embeddings and projections)
+    std::uint64_t weight_bytes = 0;
+    std::uint64_t kv_pool_bytes = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, executor_info& x) {
+    return f(caf::meta::type_name("executor_info"), x.device, x.device_reason, x.describe,
+             x.architecture, x.n_ctx, x.n_vocab, x.kv_block_tokens, x.kv_blocks_total, x.eog_ids,
+             x.format, x.parameters, x.weight_bytes, x.kv_pool_bytes);
+}
+
+/// One model slot as the supervisor sees it, for /v1/models, /health and /metrics.
+struct model_status {
+    std::string alias;
+    std::string version;
+    std::string state; ///< loading|ready|failed (HTTP-API.md: also warming|draining, later)
+    std::string failure;
+    std::string path;
+    std::string previous_version;
+    std::uint32_t restarts = 0;
+    std::int64_t loaded_at = 0; ///< unix seconds of the last successful load; 0 = never
+    executor_info info;         ///< meaningful when ready
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, model_status& x) {
+    return f(caf::meta::type_name("model_status"), x.alias, x.version, x.state, x.failure, x.path,
+             x.previous_version, x.restarts, x.loaded_at, x.info);
+}
+
+/// One model's queue and batch state, for /v1/stats, /metrics and Retry-After.
+struct batcher_stats {
+    std::string model;
+    std::array<std::uint32_t, 3> waiting{}; ///< by priority: high, normal, low
+    std::uint64_t waiting_prompt_tokens = 0;
+    std::uint32_t running = 0;
+    std::uint32_t kv_blocks_used = 0;
+    std::uint32_t kv_blocks_total = 0;
+    std::uint64_t steps = 0;
+    std::uint64_t preemptions = 0;
+    std::uint64_t finished = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
+    return f(caf::meta::type_name("batcher_stats"), x.model, x.waiting, x.waiting_prompt_tokens,
+             x.running, x.kv_blocks_used, x.kv_blocks_total, x.steps, x.preemptions, x.finished);
+}
+
+} // namespace bitnet::msg

@@ -1,0 +1,122 @@
+// Admission in front of a real batcher + executor (fake engine): routing, unknown model, the
+// waiting-requests cap with Retry-After, readiness and draining.
+#include "actors/admission.hpp"
+
+#include "actors/batcher.hpp"
+#include "actors/executor.hpp"
+#include "actors/fake_engine.hpp"
+#include "messages/errors.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <doctest/doctest.h>
+
+#include <thread>
+
+using namespace bitnet;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct test_config : caf::actor_system_config {
+    test_config() {
+        msg::register_messages(*this);
+        set("scheduler.max-threads", 2);
+    }
+};
+
+msg::generate_request make_req(msg::request_id id, std::string model = {}) {
+    msg::generate_request r;
+    r.id = id;
+    r.model = std::move(model);
+    r.prompt = {1, 2, 3};
+    r.max_tokens = 30;
+    return r;
+}
+
+/// submit -> request id, or the error.
+std::variant<msg::request_id, caf::error>
+submit(caf::scoped_actor& self, const msg::admission_actor& adm, msg::generate_request req) {
+    std::variant<msg::request_id, caf::error> out;
+    self->request(adm, 5s, msg::submit_atom_v, std::move(req),
+                  caf::actor_cast<msg::sink_actor>(self))
+        .receive([&](msg::request_id id) { out = id; }, [&](caf::error& e) { out = e; });
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("retry_after_seconds follows the drain rate within 1..60") {
+    CHECK(actors::retry_after_seconds(10, 0.0) == 1);
+    CHECK(actors::retry_after_seconds(10, 5.0) == 2);
+    CHECK(actors::retry_after_seconds(11, 5.0) == 3);
+    CHECK(actors::retry_after_seconds(100000, 1.0) == 60);
+}
+
+TEST_CASE("admission routes, refuses unknown models, caps the queue, drains") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    auto probe = std::make_shared<test::fake_engine_probe>();
+    actors::executor_options eo;
+    eo.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+        return std::make_unique<test::fake_engine>(64, 5ms, probe);
+    };
+    auto exec = actors::spawn_executor(sys, eo);
+    actors::batcher_options bo;
+    bo.model = "tiny";
+    bo.policy.kv_block_tokens = 4;
+    bo.policy.kv_blocks_total = 64;
+    bo.policy.n_ctx = 64;
+    bo.policy.max_batch_seqs = 1; // one at a time: the rest waits
+    auto batcher = actors::spawn_batcher(sys, bo, exec);
+    actors::admission_options ao;
+    ao.default_model = "tiny";
+    ao.max_waiting_requests = 2;
+    ao.poll_interval = 5ms;
+    auto adm = actors::spawn_admission(sys, ao);
+    caf::scoped_actor self{sys};
+
+    auto ready = [&] {
+        std::pair<bool, std::string> out;
+        self->request(adm, 5s, msg::ready_atom_v)
+            .receive(
+                [&](bool ok, std::string why) {
+                    out = {ok, why};
+                },
+                [](caf::error& e) { FAIL(caf::to_string(e)); });
+        return out;
+    };
+    CHECK_FALSE(ready().first);
+    CHECK(ready().second.find("not ready") != std::string::npos);
+    self->send(adm, msg::route_atom_v, std::string("tiny"), batcher);
+    CHECK(ready().first);
+
+    auto unknown = submit(self, adm, make_req(1, "nope"));
+    REQUIRE(std::holds_alternative<caf::error>(unknown));
+    CHECK(msg::from_caf_error(std::get<caf::error>(unknown)).value() == errc::not_found);
+
+    // Fill the queue; within a few polls the cap refuses with queue_full and a Retry-After.
+    bool refused = false;
+    for (msg::request_id id = 10; id < 40 && !refused; ++id) {
+        auto r = submit(self, adm, make_req(id));
+        if (auto* e = std::get_if<caf::error>(&r)) {
+            CHECK(msg::from_caf_error(*e).value() == errc::queue_full);
+            CHECK(msg::retry_after_of(*e) >= 1);
+            refused = true;
+        }
+        std::this_thread::sleep_for(1ms);
+    }
+    CHECK(refused);
+
+    self->send(adm, msg::drain_atom_v);
+    CHECK(ready().second == "draining");
+    auto drained = submit(self, adm, make_req(99));
+    REQUIRE(std::holds_alternative<caf::error>(drained));
+    CHECK(msg::from_caf_error(std::get<caf::error>(drained)).message.find("draining") == 0);
+
+    for (const auto& h : {caf::actor_cast<caf::actor>(adm), caf::actor_cast<caf::actor>(batcher),
+                          caf::actor_cast<caf::actor>(exec)})
+        self->send_exit(h, caf::exit_reason::user_shutdown);
+}

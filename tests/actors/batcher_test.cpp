@@ -1,0 +1,265 @@
+// The batcher actor over a real executor actor and a contract-checking fake engine: completions
+// with usage, EOG and stop strings, deadline while queued, and cancellation when the sink dies
+// (KV freed in the engine within a step).
+#include "actors/batcher.hpp"
+
+#include "actors/executor.hpp"
+#include "actors/fake_engine.hpp"
+#include "messages/errors.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <doctest/doctest.h>
+
+#include <thread>
+
+using namespace bitnet;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct test_config : caf::actor_system_config {
+    test_config() {
+        msg::register_messages(*this);
+        set("scheduler.max-threads", 2);
+    }
+};
+
+struct rig {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
+    msg::executor_actor exec;
+    msg::batcher_actor batcher;
+
+    explicit rig(std::chrono::milliseconds step_delay = 0ms, std::uint32_t max_batch_seqs = 8,
+                 bool with_text = false) {
+        actors::executor_options eo;
+        eo.make_engine = [p = probe, step_delay]() -> result<std::unique_ptr<model::engine>> {
+            return std::make_unique<test::fake_engine>(16, step_delay, p);
+        };
+        exec = actors::spawn_executor(sys, eo);
+        actors::batcher_options bo;
+        bo.model = "fake";
+        bo.policy.kv_block_tokens = 4;
+        bo.policy.kv_blocks_total = 16;
+        bo.policy.n_ctx = 64;
+        bo.policy.max_batch_seqs = max_batch_seqs;
+        bo.policy.eog_ids = {test::fake_eot};
+        if (with_text)
+            bo.tokenizer = test::fake_tokenizer();
+        batcher = actors::spawn_batcher(sys, bo, exec);
+    }
+    ~rig() {
+        caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
+        caf::anon_send_exit(exec, caf::exit_reason::user_shutdown);
+    }
+
+    msg::batcher_stats stats() {
+        caf::scoped_actor self{sys};
+        msg::batcher_stats out;
+        self->request(batcher, 5s, msg::stats_atom_v)
+            .receive([&](const msg::batcher_stats& s) { out = s; },
+                     [](const caf::error& e) { FAIL(caf::to_string(e)); });
+        return out;
+    }
+};
+
+msg::generate_request make_req(msg::request_id id, std::vector<msg::token_id> prompt,
+                               std::uint32_t max_tokens) {
+    msg::generate_request r;
+    r.id = id;
+    r.prompt = std::move(prompt);
+    r.max_tokens = max_tokens;
+    r.params.temperature = 0.0f;
+    return r;
+}
+
+/// Everything a sink received for one request.
+struct transcript {
+    std::vector<msg::token_event> tokens;
+    std::optional<msg::completion> done;
+    std::optional<bitnet::error> failed;
+    std::string text() const {
+        std::string s;
+        for (const auto& t : tokens)
+            s += t.text;
+        return s;
+    }
+};
+
+/// Submits through a scoped actor acting as the sink and collects until done/fail.
+transcript run_one(rig& r, msg::generate_request req) {
+    caf::scoped_actor self{r.sys};
+    auto sink = caf::actor_cast<msg::sink_actor>(self);
+    transcript out;
+    self->request(r.batcher, 5s, msg::submit_atom_v, std::move(req), sink)
+        .receive([](msg::request_id) {},
+                 [&](const caf::error& e) { out.failed = msg::from_caf_error(e); });
+    if (out.failed)
+        return out;
+    bool finished = false;
+    for (int i = 0; i < 500 && !finished; ++i)
+        self->receive([&](msg::token_atom, msg::token_event ev) { out.tokens.push_back(ev); },
+                      [&](msg::done_atom, msg::completion c) {
+                          out.done = c;
+                          finished = true;
+                      },
+                      [&](msg::fail_atom, msg::request_id, caf::error e) {
+                          out.failed = msg::from_caf_error(e);
+                          finished = true;
+                      },
+                      caf::after(10s) >> [&] { finished = true; });
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("a request runs to max_tokens with usage and timings") {
+    rig r;
+    auto t = run_one(r, make_req(1, {1, 2, 3}, 5));
+    REQUIRE(t.done);
+    CHECK(t.done->finish_reason == "length");
+    CHECK(t.done->prompt_tokens == 3);
+    CHECK(t.done->completion_tokens == 5);
+    CHECK(t.done->model == "fake");
+    CHECK(t.done->total_us >= t.done->ttft_us);
+    REQUIRE(t.tokens.size() == 5);
+    for (std::uint32_t i = 0; i < 5; ++i) {
+        CHECK(t.tokens[i].index == i);
+        CHECK(t.tokens[i].token == static_cast<msg::token_id>(4 + i));
+    }
+    auto s = r.stats();
+    CHECK(s.running == 0);
+    CHECK(s.kv_blocks_used == 0);
+    CHECK(s.finished == 1);
+}
+
+TEST_CASE("an EOG token ends with eos") {
+    rig r;
+    auto t = run_one(r, make_req(1, {27}, 20)); // 28, 29, 30, then 31 = EOG
+    REQUIRE(t.done);
+    CHECK(t.done->finish_reason == "eos");
+    CHECK(t.tokens.size() == 3);
+    CHECK(t.done->completion_tokens == 4);
+}
+
+TEST_CASE("a stop string ends with stop; text before it is delivered, the stop string is not") {
+    rig r(0ms, 8, true);
+    auto req = make_req(1, {1}, 20);
+    req.stop = {"<5><6"};
+    auto t = run_one(r, req);
+    REQUIRE(t.done);
+    CHECK(t.done->finish_reason == "stop");
+    CHECK(t.text() == "<2><3><4>");
+}
+
+TEST_CASE("text held for a possible stop string is released when generation ends otherwise") {
+    rig r(0ms, 8, true);
+    auto req = make_req(1, {1}, 4); // 2, 3, 4, 5
+    req.stop = {"<5>X"};
+    auto t = run_one(r, req);
+    REQUIRE(t.done);
+    CHECK(t.done->finish_reason == "length");
+    CHECK(t.text() == "<2><3><4><5>");
+    // "<5>" could have begun the stop string: it came after the last token, as text only.
+    REQUIRE(t.tokens.size() == 5);
+    CHECK(t.tokens[3].text.empty());
+    CHECK(t.tokens[4].text == "<5>");
+}
+
+TEST_CASE("a character split over two tokens is emitted whole, with the token that completes it") {
+    rig r(0ms, 8, true);
+    auto t = run_one(r, make_req(1, {19}, 3)); // 20 = 0xC3, 21 = 0xA9, 22
+    REQUIRE(t.done);
+    REQUIRE(t.tokens.size() == 3);
+    CHECK(t.tokens[0].token == 20);
+    CHECK(t.tokens[0].text.empty());
+    CHECK(t.tokens[1].text == "\xC3\xA9");
+    CHECK(t.tokens[2].text == "<22>");
+    CHECK(t.text() == "\xC3\xA9<22>");
+}
+
+TEST_CASE("a stop string that ends inside a split character still stops the request") {
+    rig r(0ms, 8, true);
+    auto req = make_req(1, {18}, 10); // 19, 20, 21, 22...
+    req.stop = {"\xC3\xA9"};
+    auto t = run_one(r, req);
+    REQUIRE(t.done);
+    CHECK(t.done->finish_reason == "stop");
+    CHECK(t.text() == "<19>");
+}
+
+TEST_CASE("a prompt longer than the context is refused at submit") {
+    rig r;
+    auto t = run_one(r, make_req(1, std::vector<msg::token_id>(64, 1), 4));
+    REQUIRE(t.failed);
+    CHECK(t.failed->value() == errc::prompt_too_long);
+}
+
+TEST_CASE("a deadline that passes while queued fails the request with timeout") {
+    rig r(5ms, 1); // one sequence per step: the second request waits
+    caf::scoped_actor self{r.sys};
+    auto long_one = make_req(1, {1}, 40);
+    self->request(r.batcher, 5s, msg::submit_atom_v, long_one,
+                  caf::actor_cast<msg::sink_actor>(self))
+        .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    auto waiting = make_req(2, {1}, 4);
+    waiting.timeout_ms = 30;
+    auto t = run_one(r, waiting);
+    REQUIRE(t.failed);
+    CHECK(t.failed->value() == errc::timeout);
+    CHECK(t.tokens.empty());
+}
+
+TEST_CASE("when the sink dies its request is cancelled and the engine's KV is released") {
+    rig r(5ms);
+    // A sink that quits on the first token, like an HTTP session whose client went away.
+    auto sink = r.sys.spawn([](msg::sink_actor::pointer self) -> msg::sink_actor::behavior_type {
+        return {
+            [self](msg::token_atom, const msg::token_event&) {
+                self->quit(caf::exit_reason::user_shutdown);
+            },
+            [](msg::done_atom, const msg::completion&) {},
+            [](msg::fail_atom, msg::request_id, const caf::error&) {},
+        };
+    });
+    caf::scoped_actor self{r.sys};
+    self->request(r.batcher, 5s, msg::submit_atom_v, make_req(1, {1, 2, 3, 4, 5}, 50), sink)
+        .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    bool released = false;
+    for (int i = 0; i < 200 && !released; ++i) {
+        std::this_thread::sleep_for(5ms);
+        auto s = r.stats();
+        released = s.finished == 1 && s.kv_blocks_used == 0 && r.probe->blocks_used == 0 &&
+                   r.probe->live_seqs == 0;
+    }
+    CHECK(released);
+    // It stopped well before its 50 tokens.
+    CHECK(r.probe->steps < 20);
+}
+
+TEST_CASE("an explicit cancel ends a running request with finish_reason cancelled") {
+    rig r(5ms);
+    caf::scoped_actor self{r.sys};
+    auto sink = caf::actor_cast<msg::sink_actor>(self);
+    self->request(r.batcher, 5s, msg::submit_atom_v, make_req(9, {1}, 50), sink)
+        .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    std::optional<msg::completion> done;
+    int tokens = 0;
+    for (int i = 0; i < 200 && !done; ++i)
+        self->receive(
+            [&](msg::token_atom, const msg::token_event&) {
+                if (++tokens == 2)
+                    self->send(r.batcher, msg::cancel_atom_v, msg::request_id{9});
+            },
+            [&](msg::done_atom, msg::completion c) { done = c; },
+            [&](msg::fail_atom, msg::request_id, caf::error e) { FAIL(caf::to_string(e)); },
+            caf::after(10s) >> [&] { FAIL("no completion"); });
+    REQUIRE(done);
+    CHECK(done->finish_reason == "cancelled");
+    CHECK(done->completion_tokens < 10);
+}

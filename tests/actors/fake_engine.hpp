@@ -1,0 +1,105 @@
+// A stand-in model::engine for tests of the actors that drive it (the engine is not what those
+// tests are about). It enforces the engine contract the real one does: chunk positions continue
+// each sequence's KV, token ids in range, KV blocks within the budget (kv_exhausted past it).
+// Its "model" predicts token (last + 1) % n_vocab, so generated sequences are easy to check; its
+// vocabulary is fake_vocab.hpp's.
+#pragma once
+
+#include "actors/fake_vocab.hpp"
+#include "model/engine.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <thread>
+
+namespace bitnet::test {
+
+struct fake_engine_probe {
+    std::atomic<std::uint32_t> blocks_used{0};
+    std::atomic<std::uint32_t> steps{0};
+    std::atomic<std::uint32_t> live_seqs{0};
+};
+
+class fake_engine final : public model::engine {
+public:
+    fake_engine(std::uint32_t blocks_total, std::chrono::milliseconds step_delay,
+                std::shared_ptr<fake_engine_probe> probe)
+        : blocks_total_(blocks_total)
+        , delay_(step_delay)
+        , probe_(std::move(probe)) {
+        cfg_.arch_name = "fake";
+        cfg_.n_vocab = 32;
+        cfg_.n_ctx_train = 64;
+    }
+
+    const model::model_config& config() const noexcept override { return cfg_; }
+    const model::tokenizer& vocab() const noexcept override { return *vocab_; }
+    std::string describe() const override { return "fake engine for tests"; }
+    std::uint64_t weight_bytes() const noexcept override { return 0; }
+    std::uint64_t kv_pool_bytes() const noexcept override { return 0; }
+    std::uint32_t kv_block_tokens() const noexcept override { return 4; }
+    std::uint32_t kv_blocks_total() const noexcept override { return blocks_total_; }
+    std::uint32_t kv_blocks_free() const noexcept override { return blocks_total_ - used(); }
+    void release(model::seq_id seq) override {
+        cached_.erase(seq);
+        publish();
+    }
+    result<void> fork(model::seq_id, model::seq_id) override {
+        return error{errc::unsupported, "fake engine cannot fork"};
+    }
+
+    result<model::step_output> step(std::span<const model::seq_chunk> batch) override {
+        auto after = cached_;
+        for (const auto& c : batch) {
+            auto& n = after[c.seq];
+            if (c.pos0 != n)
+                return error{errc::invalid_argument, "chunk does not continue its sequence"};
+            for (auto t : c.tokens)
+                if (t < 0 || static_cast<std::uint32_t>(t) >= cfg_.n_vocab)
+                    return error{errc::invalid_argument, "token id out of range"};
+            n += static_cast<std::uint32_t>(c.tokens.size());
+        }
+        if (used_of(after) > blocks_total_)
+            return error{errc::kv_exhausted, "fake KV pool exhausted"};
+        std::this_thread::sleep_for(delay_);
+        cached_ = std::move(after);
+        model::step_output out;
+        for (const auto& c : batch) {
+            if (!c.want_logits) {
+                out.rows_for_chunk.push_back(SIZE_MAX);
+                continue;
+            }
+            out.rows_for_chunk.push_back(out.logits.size() / cfg_.n_vocab);
+            const auto next = (c.tokens.back() + 1) % static_cast<std::int32_t>(cfg_.n_vocab);
+            for (std::uint32_t v = 0; v < cfg_.n_vocab; ++v)
+                out.logits.push_back(static_cast<std::int32_t>(v) == next ? 5.0f : 0.0f);
+        }
+        ++probe_->steps;
+        publish();
+        return out;
+    }
+
+private:
+    std::uint32_t used_of(const std::map<model::seq_id, std::uint32_t>& m) const {
+        std::uint32_t n = 0;
+        for (const auto& [s, c] : m)
+            n += (c + 3) / 4;
+        return n;
+    }
+    std::uint32_t used() const { return used_of(cached_); }
+    void publish() {
+        probe_->blocks_used = used();
+        probe_->live_seqs = static_cast<std::uint32_t>(cached_.size());
+    }
+
+    model::model_config cfg_;
+    std::shared_ptr<const model::tokenizer> vocab_ = fake_tokenizer();
+    std::uint32_t blocks_total_;
+    std::chrono::milliseconds delay_;
+    std::shared_ptr<fake_engine_probe> probe_;
+    std::map<model::seq_id, std::uint32_t> cached_;
+};
+
+} // namespace bitnet::test

@@ -1,0 +1,153 @@
+// The supervisor: start-up load, route push to admission, restart of a crashed child, and a
+// model that cannot load reported as failed with the reason.
+#include "actors/supervisor.hpp"
+
+#include "actors/admission.hpp"
+#include "actors/fake_engine.hpp"
+#include "messages/errors.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <doctest/doctest.h>
+
+#include <thread>
+
+using namespace bitnet;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct test_config : caf::actor_system_config {
+    test_config() {
+        msg::register_messages(*this);
+        set("scheduler.max-threads", 2);
+    }
+};
+
+/// Asks for the route until it is ready (bounded); returns the batcher or the last error.
+std::variant<msg::batcher_actor, bitnet::error>
+wait_route(caf::scoped_actor& self, const msg::supervisor_actor& sup, const std::string& alias,
+           const msg::batcher_actor& not_this = {}) {
+    std::variant<msg::batcher_actor, bitnet::error> out = bitnet::error{errc::timeout, "never"};
+    for (int i = 0; i < 400; ++i) {
+        bool done = false;
+        self->request(sup, 5s, msg::route_atom_v, alias)
+            .receive(
+                [&](msg::batcher_actor b) {
+                    if (b != not_this) {
+                        out = b;
+                        done = true;
+                    }
+                },
+                [&](caf::error& e) {
+                    out = msg::from_caf_error(e);
+                    done = out.index() == 1 &&
+                           std::get<1>(out).message.find("failed") != std::string::npos;
+                });
+        if (done)
+            break;
+        std::this_thread::sleep_for(5ms);
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("supervisor loads models, pushes routes, restarts a crashed child") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    auto probe = std::make_shared<test::fake_engine_probe>();
+    actors::admission_options ao;
+    ao.default_model = "tiny";
+    auto adm = actors::spawn_admission(sys, ao);
+    actors::supervisor_options so;
+    so.admission = adm;
+    actors::model_spec spec;
+    spec.alias = "tiny";
+    spec.executor.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+        return std::make_unique<test::fake_engine>(32, 0ms, probe);
+    };
+    so.models.push_back(spec);
+    auto sup = actors::spawn_supervisor(sys, so);
+    caf::scoped_actor self{sys};
+
+    auto first = wait_route(self, sup, "tiny");
+    REQUIRE(first.index() == 0);
+    // Admission learned the route: a request through it completes.
+    msg::generate_request req;
+    req.id = 1;
+    req.prompt = {1, 2};
+    req.max_tokens = 3;
+    self->request(adm, 5s, msg::submit_atom_v, req, caf::actor_cast<msg::sink_actor>(self))
+        .receive([](msg::request_id) {}, [](caf::error& e) { FAIL(caf::to_string(e)); });
+    std::optional<msg::completion> done;
+    for (int i = 0; i < 10 && !done; ++i)
+        self->receive([](msg::token_atom, const msg::token_event&) {},
+                      [&](msg::done_atom, msg::completion c) { done = c; },
+                      caf::after(5s) >> [] { FAIL("no completion"); });
+    REQUIRE(done);
+    CHECK(done->finish_reason == "length");
+
+    // A child crashes: the supervisor restarts the pair and routes to a new batcher.
+    self->request(sup, 5s, msg::info_atom_v, std::string("tiny"))
+        .receive([](const msg::executor_info& i) { CHECK(i.device == "cpu"); },
+                 [](caf::error& e) { FAIL(caf::to_string(e)); });
+    self->request(sup, 5s, msg::models_atom_v)
+        .receive(
+            [](const std::vector<msg::model_status>& ms) {
+                REQUIRE(ms.size() == 1);
+                CHECK(ms[0].alias == "tiny");
+                CHECK(ms[0].state == "ready");
+                CHECK(ms[0].restarts == 0);
+                CHECK(ms[0].loaded_at > 0);
+                CHECK(ms[0].info.n_vocab == 32);
+                CHECK(ms[0].info.architecture == "fake");
+            },
+            [](caf::error& e) { FAIL(caf::to_string(e)); });
+    self->send_exit(std::get<0>(first), caf::make_error(caf::sec::runtime_error, "boom"));
+    auto second = wait_route(self, sup, "tiny", std::get<0>(first));
+    REQUIRE(second.index() == 0);
+    CHECK(std::get<0>(second) != std::get<0>(first));
+    self->send_exit(sup, caf::exit_reason::user_shutdown);
+    self->send_exit(adm, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a model that cannot load ends failed, with the reason, after bounded restarts") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    actors::supervisor_options so;
+    so.max_restarts = 2;
+    actors::model_spec spec;
+    spec.alias = "broken";
+    auto attempts = std::make_shared<std::atomic<int>>(0);
+    spec.executor.make_engine = [attempts]() -> result<std::unique_ptr<model::engine>> {
+        ++*attempts;
+        return error{errc::bad_format, "broken.gguf: bad magic"};
+    };
+    so.models.push_back(spec);
+    auto sup = actors::spawn_supervisor(sys, so);
+    caf::scoped_actor self{sys};
+    auto r = wait_route(self, sup, "broken");
+    REQUIRE(r.index() == 1);
+    CHECK(std::get<1>(r).value() == errc::not_found);
+    CHECK(std::get<1>(r).message.find("bad magic") != std::string::npos);
+    CHECK(*attempts == 3);
+    self->request(sup, 5s, msg::models_atom_v)
+        .receive(
+            [](const std::vector<msg::model_status>& ms) {
+                REQUIRE(ms.size() == 1);
+                CHECK(ms[0].state == "failed");
+                CHECK(ms[0].restarts == 2);
+                CHECK(ms[0].failure.find("bad magic") != std::string::npos);
+                CHECK(ms[0].loaded_at == 0);
+            },
+            [](caf::error& e) { FAIL(caf::to_string(e)); });
+    self->request(sup, 5s, msg::route_atom_v, std::string("other"))
+        .receive([](msg::batcher_actor) { FAIL("unknown alias routed"); },
+                 [](caf::error& e) {
+                     CHECK(msg::from_caf_error(e).message.find("no model") != std::string::npos);
+                 });
+    self->send_exit(sup, caf::exit_reason::user_shutdown);
+}

@@ -1,0 +1,147 @@
+// Message types survive CAF serialisation field by field, and errors keep their errc and text
+// across the caf::error boundary.
+#include "messages/errors.hpp"
+#include "messages/interfaces.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/sec.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <doctest/doctest.h>
+
+namespace {
+
+using namespace bitnet;
+
+struct test_config : caf::actor_system_config {
+    test_config() {
+        msg::register_messages(*this);
+        set("scheduler.max-threads", 1);
+    }
+};
+
+template <class T>
+T round_trip(caf::actor_system& sys, T x) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    REQUIRE_FALSE(sink(x));
+    T y;
+    caf::binary_deserializer source{sys, buf};
+    REQUIRE_FALSE(source(y));
+    return y;
+}
+
+} // namespace
+
+TEST_CASE("generate_request and step messages round-trip through the binary serializer") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+
+    msg::generate_request r;
+    r.id = 42;
+    r.model = "tiny";
+    r.prompt = {1, 2, 3};
+    r.max_tokens = 7;
+    r.params.temperature = 0.0f;
+    r.params.seed = 99;
+    r.params.n_logprobs = 3;
+    r.stop = {"\n\n", "END"};
+    r.stop_token_ids = {5};
+    r.prio = msg::priority::high;
+    r.timeout_ms = 1500;
+    r.t_received_us = 123456789;
+    auto r2 = round_trip(sys, r);
+    CHECK(r2.id == 42);
+    CHECK(r2.model == "tiny");
+    CHECK(r2.prompt == r.prompt);
+    CHECK(r2.max_tokens == 7);
+    CHECK(r2.params.temperature == 0.0f);
+    CHECK(r2.params.seed == 99);
+    CHECK(r2.params.n_logprobs == 3);
+    CHECK(r2.stop == r.stop);
+    CHECK(r2.stop_token_ids == r.stop_token_ids);
+    CHECK(r2.prio == msg::priority::high);
+    CHECK(r2.timeout_ms == 1500);
+    CHECK(r2.t_received_us == 123456789);
+
+    msg::step_batch b;
+    b.step = 3;
+    b.release = {8};
+    b.chunks.push_back({9, {4, 5}, 2, true, {}});
+    auto b2 = round_trip(sys, b);
+    REQUIRE(b2.chunks.size() == 1);
+    CHECK(b2.chunks[0].seq == 9);
+    CHECK(b2.chunks[0].tokens == std::vector<msg::token_id>{4, 5});
+    CHECK(b2.chunks[0].pos0 == 2);
+    CHECK(b2.chunks[0].want_logits);
+    CHECK(b2.release == std::vector<std::uint64_t>{8});
+
+    msg::step_result s;
+    s.step = 3;
+    s.samples.push_back({9, 11, -0.25f, {11, 12}, {-0.25f, -2.0f}});
+    auto s2 = round_trip(sys, s);
+    REQUIRE(s2.samples.size() == 1);
+    CHECK(s2.samples[0].top_tokens == std::vector<msg::token_id>{11, 12});
+    CHECK(s2.samples[0].logprob == -0.25f);
+
+    msg::batcher_stats st;
+    st.waiting = {1, 2, 3};
+    st.kv_blocks_used = 5;
+    auto st2 = round_trip(sys, st);
+    CHECK(st2.waiting == st.waiting);
+    CHECK(st2.kv_blocks_used == 5);
+}
+
+TEST_CASE("errc survives caf::error with its message; CAF's errors map to the nearest errc") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    auto e = msg::to_caf_error(errc::queue_full, "12 requests waiting");
+    CHECK(e.category() == msg::error_category());
+    auto back = msg::from_caf_error(e);
+    CHECK(back.value() == errc::queue_full);
+    CHECK(back.message == "12 requests waiting");
+    CHECK(sys.render(e).find("queue_full") != std::string::npos);
+    CHECK(msg::retry_after_of(e) == 0);
+    auto busy = msg::to_caf_error(errc::queue_full, "256 waiting", 7);
+    CHECK(msg::retry_after_of(busy) == 7);
+    CHECK(msg::from_caf_error(busy).message == "256 waiting");
+
+    CHECK(msg::from_caf_error(caf::make_error(caf::sec::request_timeout)).value() == errc::timeout);
+    CHECK(msg::from_caf_error(caf::make_error(caf::sec::request_receiver_down)).value() ==
+          errc::cancelled);
+    CHECK(msg::from_caf_error(caf::make_error(caf::sec::runtime_error)).value() == errc::internal);
+}
+
+TEST_CASE("a typed request carries our messages and our errors") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    auto exec = sys.spawn([]() -> msg::executor_actor::behavior_type {
+        return {
+            [](msg::step_atom, msg::step_batch b) -> caf::result<msg::step_result> {
+                if (b.chunks.empty())
+                    return msg::to_caf_error(errc::invalid_argument, "empty step");
+                msg::step_result r;
+                r.step = b.step;
+                r.samples.push_back({b.chunks[0].seq, 7, -1.0f, {}, {}});
+                return r;
+            },
+            [](msg::info_atom) { return msg::executor_info{}; },
+        };
+    });
+    caf::scoped_actor self{sys};
+    msg::step_batch b;
+    b.step = 5;
+    b.chunks.push_back({1, {3}, 0, true, {}});
+    self->request(exec, std::chrono::seconds(5), msg::step_atom_v, b)
+        .receive([](const msg::step_result& r) { CHECK(r.step == 5); },
+                 [](const caf::error& err) { FAIL(caf::to_string(err)); });
+    self->request(exec, std::chrono::seconds(5), msg::step_atom_v, msg::step_batch{})
+        .receive([](const msg::step_result&) { FAIL("expected an error"); },
+                 [](const caf::error& err) {
+                     CHECK(msg::from_caf_error(err).value() == errc::invalid_argument);
+                 });
+    self->send_exit(exec, caf::exit_reason::user_shutdown);
+}

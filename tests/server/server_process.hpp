@@ -1,0 +1,160 @@
+// A real bitnet-server process on a loopback port, serving a tiny model that the project's own
+// bitnet-model makes at test time, and a small blocking HTTP client (Boost.Beast) to talk to it.
+// Waits are bounded polls for a state (never timing assertions).
+#pragma once
+
+#include "support/run_process.hpp"
+#include "support/test_data.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <csignal>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace bitnet::test {
+
+struct http_reply {
+    unsigned status = 0;
+    std::string body;
+    std::string content_type;
+    std::string retry_after;
+};
+
+/// One request on a fresh connection (the server's keep-alive is exercised elsewhere).
+inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb,
+                               const std::string& target, const std::string& body = {}) {
+    namespace beast = boost::beast;
+    namespace bhttp = beast::http;
+    namespace net = boost::asio;
+    net::io_context ioc;
+    beast::tcp_stream stream(ioc);
+    stream.expires_after(std::chrono::seconds(60));
+    http_reply out;
+    beast::error_code ec;
+    stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
+    if (ec)
+        return out;
+    bhttp::request<bhttp::string_body> req{verb, target, 11};
+    req.set(bhttp::field::host, "127.0.0.1");
+    if (!body.empty()) {
+        req.set(bhttp::field::content_type, "application/json");
+        req.body() = body;
+        req.prepare_payload();
+    }
+    bhttp::write(stream, req, ec);
+    beast::flat_buffer buf;
+    bhttp::response<bhttp::string_body> res;
+    bhttp::read(stream, buf, res, ec);
+    out.status = res.result_int();
+    out.body = res.body();
+    out.content_type = std::string(res[bhttp::field::content_type]);
+    out.retry_after = std::string(res[bhttp::field::retry_after]);
+    return out;
+}
+
+/// bitnet-server on 127.0.0.1 with an ephemeral port and a tiny synthetic model.
+class server_process {
+public:
+    explicit server_process(const std::vector<std::string>& extra_args = {}) {
+        model_ = dir_.file("tiny.gguf");
+        auto made = run_tool("bitnet-model", "make --shape tiny --seed 1 -o " + model_);
+        REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+        log_ = dir_.file("server.log");
+        std::vector<std::string> args{std::string(BITNET_TOOLS_DIR) + "/bitnet-server",
+                                      "--model",
+                                      model_,
+                                      "--port",
+                                      "0",
+                                      "--threads",
+                                      "1",
+                                      "--io-threads",
+                                      "1"};
+        args.insert(args.end(), extra_args.begin(), extra_args.end());
+        pid_ = ::fork();
+        REQUIRE(pid_ >= 0);
+        if (pid_ == 0) {
+            const auto fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+            ::dup2(fd, 1);
+            ::dup2(fd, 2);
+            std::vector<char*> argv;
+            for (auto& a : args)
+                argv.push_back(a.data());
+            argv.push_back(nullptr);
+            ::execv(argv[0], argv.data());
+            ::_exit(127);
+        }
+        // The contract's ready line: "listening on HOST:PORT".
+        for (int i = 0; i < 600 && port_ == 0 && alive(); ++i) {
+            const auto text = log();
+            if (auto at = text.find("listening on 127.0.0.1:"); at != std::string::npos)
+                port_ = static_cast<std::uint16_t>(std::stoi(text.substr(at + 23)));
+            else
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        REQUIRE_MESSAGE(port_ != 0, log());
+        for (int i = 0; i < 600 && get("/health/ready").status != 200; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        REQUIRE_MESSAGE(get("/health/ready").status == 200, log());
+    }
+    ~server_process() {
+        if (pid_ > 0 && !reaped_) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    server_process(const server_process&) = delete;
+    server_process& operator=(const server_process&) = delete;
+
+    [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] const std::string& model_path() const noexcept { return model_; }
+    [[nodiscard]] std::string log() const {
+        auto b = read_file(log_);
+        return {b.begin(), b.end()};
+    }
+    [[nodiscard]] bool alive() const { return !reaped_ && ::kill(pid_, 0) == 0; }
+
+    http_reply get(const std::string& target) const {
+        return http_request(port_, boost::beast::http::verb::get, target);
+    }
+    http_reply post(const std::string& target, const std::string& body) const {
+        return http_request(port_, boost::beast::http::verb::post, target, body);
+    }
+
+    /// Sends `sig` and waits (bounded) for the exit; returns the exit status, -1 if none.
+    int signal_and_wait(int sig) {
+        ::kill(pid_, sig);
+        for (int i = 0; i < 1200; ++i) {
+            int status = 0;
+            if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+                reaped_ = true;
+                return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        return -1;
+    }
+
+private:
+    scratch_dir dir_;
+    std::string model_, log_;
+    pid_t pid_ = -1;
+    bool reaped_ = false;
+    std::uint16_t port_ = 0;
+};
+
+inline boost::json::object parse_object(const std::string& body) {
+    return boost::json::parse(body).as_object();
+}
+
+} // namespace bitnet::test
