@@ -143,11 +143,14 @@ int main(int argc, char** argv) {
     app.add_option("--prefill", prefill, "prompt length for the prefill figure");
     app.add_option("--kv-tokens", kv_tokens, "KV budget in tokens (all sequences)");
     app.add_option("--repeats", repeats);
+    bool q8_logits = false;
+    app.add_flag("--q8-logits", q8_logits, "the opt-in int8 logits");
     CLI11_PARSE(app, argc, argv);
 
     model::engine_options opt;
     opt.model_path = model_path;
     opt.n_threads = threads;
+    opt.q8_logits = q8_logits;
     opt.max_batch_tokens = static_cast<std::uint32_t>(std::max<std::size_t>(prefill, 512));
     {
         // KV bytes per token: K and V, every layer, F16.
@@ -170,7 +173,7 @@ int main(int argc, char** argv) {
                 seconds_since(t_load));
 
     // Bytes one decode token must read: every ternary projection and the logits matrix.
-    const double bytes_per_token = static_cast<double>(e.weight_bytes());
+    const double bytes_per_token = static_cast<double>(e.bytes_per_decode_token());
     std::vector<double> single;
     decode_tokens_per_s(e, 1, 4); // warm-up: page in the weights
     for (int r = 0; r < repeats; ++r)

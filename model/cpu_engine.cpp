@@ -34,9 +34,10 @@ std::string cpu_engine::describe() const {
         weights_.layers.empty() ? kernels::best_isa() : weights_.layers[0].wq.w.family;
     s << config_.arch_name << ", " << config_.n_layer << " layers, n_embd " << config_.n_embd
       << ", vocab " << config_.n_vocab << "; weights " << weights_.formats
-      << " repacked at load for the " << kernels::isa_name(family)
-      << " ternary kernels; logits F16; " << n_threads_ << " threads; KV "
-      << cache_.n_blocks_total() << " blocks of " << cache_.block_tokens() << " tokens (F16)";
+      << " repacked at load for the " << kernels::isa_name(family) << " ternary kernels; logits "
+      << (weights_.logits_q8 ? "Q8 (opt-in, int8 rows)" : "F16") << "; " << n_threads_
+      << " threads; KV " << cache_.n_blocks_total() << " blocks of " << cache_.block_tokens()
+      << " tokens (F16)";
     return s.str();
 }
 
@@ -233,8 +234,14 @@ result<step_output> cpu_engine::step(std::span<const seq_chunk> batch) {
             kernels::rms_norm(x_.data() + rows[r] * n_embd, weights_.output_norm.data(), 1, n_embd,
                               n_embd, c.rms_eps, normed.data() + r * n_embd);
         out.logits.resize(rows.size() * std::size_t{c.n_vocab});
-        kernels::f16_matmul(weights_.logits_f16, c.n_vocab, n_embd, normed.data(), rows.size(),
-                            n_embd, out.logits.data(), c.n_vocab, n_threads_);
+        if (weights_.logits_q8) {
+            kernels::quantize_activations(normed.data(), rows.size(), n_embd, n_embd, acts_);
+            kernels::q8_matmul(*weights_.logits_q8, acts_, out.logits.data(), c.n_vocab,
+                               n_threads_);
+        } else {
+            kernels::f16_matmul(weights_.logits_f16, c.n_vocab, n_embd, normed.data(), rows.size(),
+                                n_embd, out.logits.data(), c.n_vocab, n_threads_);
+        }
     }
     return out;
 }

@@ -35,6 +35,9 @@ public:
     [[nodiscard]] const tokenizer& vocab() const noexcept override { return vocab_; }
     [[nodiscard]] std::string describe() const override;
     [[nodiscard]] std::uint64_t weight_bytes() const noexcept override;
+    [[nodiscard]] std::uint64_t bytes_per_decode_token() const noexcept override {
+        return weights_.projection_bytes + weights_.logits_bytes;
+    }
     [[nodiscard]] std::uint64_t kv_pool_bytes() const noexcept override {
         return cache_.pool_bytes();
     }

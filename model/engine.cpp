@@ -37,6 +37,7 @@ result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
         return error(errc::invalid_argument, "max_batch_tokens must be at least 1");
     weight_load_options wopt;
     wopt.tl_kernel_config = opt.tl_kernel_config;
+    wopt.q8_logits = opt.q8_logits;
     auto weights = load_model_weights(*file, *config, *tensors, wopt);
     if (!weights)
         return in_file(opt.model_path, weights.error());

@@ -21,12 +21,12 @@ class tokenizer;
 
 struct engine_options {
     std::string model_path;
-    int n_threads = 0;                         ///< 0 = number of cores
+    int n_threads = 0;                            ///< 0 = number of cores
     std::uint64_t kv_budget_bytes = 256ull << 20; ///< whole KV pool, all layers
     std::uint32_t kv_block_tokens = 16;
-    std::uint32_t max_batch_tokens = 512;      ///< upper bound of tokens in one step
-    bool q8_logits = false;                    ///< opt-in int8 logits (documented accuracy loss)
-    std::string tl_kernel_config;              ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
+    std::uint32_t max_batch_tokens = 512; ///< upper bound of tokens in one step
+    bool q8_logits = false;               ///< opt-in int8 logits (documented accuracy loss)
+    std::string tl_kernel_config;         ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
 };
 
 class engine {
@@ -42,6 +42,11 @@ public:
     /// Bytes of model weights resident (mapped + repacked) and of the KV pool.
     [[nodiscard]] virtual std::uint64_t weight_bytes() const noexcept = 0;
     [[nodiscard]] virtual std::uint64_t kv_pool_bytes() const noexcept = 0;
+    /// Weight bytes one decode token streams from memory (projections and logits matrix): the
+    /// numerator of the decode roofline.
+    [[nodiscard]] virtual std::uint64_t bytes_per_decode_token() const noexcept {
+        return weight_bytes();
+    }
 
     // KV cache: a sequence exists from its first step until released.
     [[nodiscard]] virtual std::uint32_t kv_block_tokens() const noexcept = 0;

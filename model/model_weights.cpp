@@ -126,6 +126,7 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
     }
 
     // Logits: the tied embedding, or llama's separate output tensor, as F16.
+    w.logits_bytes = std::uint64_t{c.n_vocab} * c.n_embd * 2;
     const gguf_tensor* out = c.tied_output || t.output == nullptr ? t.token_embd : t.output;
     if (out->type == ggml_type::f16) {
         w.logits_f16 = reinterpret_cast<const std::uint16_t*>(out->data);
@@ -150,6 +151,23 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
         w.owned_bytes += w.logits_owned.size();
     }
 
+    if (opt.q8_logits) {
+        if (c.n_embd % 64 != 0)
+            return error(errc::unsupported_shape,
+                         "q8 logits need n_embd to be a multiple of 64, this model has " +
+                             std::to_string(c.n_embd));
+        w.logits_q8 = kernels::pack_q8_rows(w.logits_f16, c.n_vocab, c.n_embd, opt.family);
+        w.owned_bytes += w.logits_q8->data.size();
+        // The F16 matrix is not read for logits any more: a tied embedding is read only at the
+        // rows of the tokens fed, a separate output tensor not at all.
+        if (out->type == ggml_type::f16) {
+            file.release_pages(*out);
+            if (out != t.token_embd)
+                w.mapped_bytes -= out->n_bytes;
+        }
+        w.logits_bytes = w.logits_q8->data.size();
+    }
+
     projection_loader loader(opt);
     auto load = [&](const gguf_tensor* tensor, const gguf_tensor* mult,
                     projection& dst) -> result<void> {
@@ -160,6 +178,7 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
         file.release_pages(*tensor);
         dst = std::move(*p);
         w.owned_bytes += dst.w.data.size();
+        w.projection_bytes += dst.w.data.size();
         return {};
     };
     auto vec = [&](const gguf_tensor* tensor, std::uint32_t n,

@@ -6,11 +6,13 @@
 
 #include "common/error.hpp"
 #include "kernels/aligned_buffer.hpp"
+#include "kernels/q8_matmul.hpp"
 #include "kernels/ternary_matmul.hpp"
 #include "model/gguf_reader.hpp"
 #include "model/model_config.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +40,9 @@ struct model_weights {
     /// is F16, else into `logits_owned` (converted once at load).
     const std::uint16_t* logits_f16 = nullptr;
     kernels::aligned_buffer logits_owned;
+    /// The logits matrix quantized to int8 rows when q8 logits were asked for (then the F16 one
+    /// is not read after loading).
+    std::optional<kernels::packed_q8> logits_q8;
     std::vector<float> output_norm;
     std::vector<float> rope_freqs; ///< empty when absent
     std::vector<layer_weights> layers;
@@ -45,12 +50,16 @@ struct model_weights {
     /// the mapping at run time (embedding).
     std::uint64_t owned_bytes = 0;
     std::uint64_t mapped_bytes = 0;
+    /// What one decode token reads: every packed projection and the logits matrix (F16 or Q8).
+    std::uint64_t projection_bytes = 0;
+    std::uint64_t logits_bytes = 0;
     std::string formats; ///< e.g. "I2_S" or "TL2"
 };
 
 struct weight_load_options {
     kernels::isa family = kernels::best_isa();
     std::string tl_kernel_config; ///< bitnet.cpp kernel_config.ini, for TL1/TL2 files
+    bool q8_logits = false;       ///< quantize the logits matrix to int8 rows (opt-in)
 };
 
 /// Repacks `tensors` of `file` for the kernels. Errors name the tensor: unsupported formats, TL

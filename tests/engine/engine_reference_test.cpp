@@ -171,3 +171,46 @@ TEST_CASE("engine: TL1 and TL2 files give the F32 twin's greedy output") {
         CHECK(refused.error().message.find("blk.0.attn_q.weight") != std::string::npos);
     }
 }
+
+TEST_CASE("engine: opt-in Q8 logits stay close to the F16 logits (measured loss)") {
+    const greedy_reference ref = load_greedy_reference();
+    auto f16 = load_engine(data_path("bitnetcpp/tiny-i2_s.gguf"));
+    model::engine_options opt;
+    opt.model_path = data_path("bitnetcpp/tiny-i2_s.gguf");
+    opt.q8_logits = true;
+    auto q8 = model::engine::load(opt).value();
+    CHECK(q8->describe().find("Q8") != std::string::npos);
+    CHECK(q8->bytes_per_decode_token() < f16->bytes_per_decode_token());
+    const std::uint32_t n_vocab = f16->config().n_vocab;
+    model::seq_chunk c{1, ref.prompt, 0, true};
+    double max_diff = 0.0;
+    int same_top = 0;
+    int confident = 0;
+    for (std::size_t i = 0; i <= ref.greedy.size(); ++i) {
+        auto a = f16->step(std::span<const model::seq_chunk>(&c, 1));
+        auto b = q8->step(std::span<const model::seq_chunk>(&c, 1));
+        REQUIRE(a);
+        REQUIRE(b);
+        const auto ra = a->row(0, n_vocab);
+        const auto rb = b->row(0, n_vocab);
+        max_diff = std::max(max_diff, max_abs_diff(ra, rb));
+        const auto [top_a, margin_a] = argmax_margin(ra);
+        const auto [top_b, margin_b] = argmax_margin(rb);
+        (void)margin_b;
+        same_top += top_a == top_b;
+        // Where F16's own margin is clear, Q8 must pick the same token.
+        if (margin_a >= 0.25f) {
+            ++confident;
+            CHECK(top_a == top_b);
+        }
+        if (i == ref.greedy.size())
+            break;
+        c.pos0 += static_cast<std::uint32_t>(c.tokens.size());
+        c.tokens = {ref.greedy[i]};
+    }
+    MESSAGE("Q8 vs F16 logits over 65 teacher-forced steps: max |diff| "
+            << max_diff << ", same top-1 at " << same_top << " of 65 (" << confident
+            << " with an F16 margin >= 0.25)");
+    CHECK(max_diff < 0.25);
+    CHECK(same_top >= 60);
+}

@@ -32,6 +32,7 @@ struct generate_args {
     bool json = false;
     bool ignore_eos = false;
     std::string tl_kernel_config;
+    bool q8_logits = false;
 };
 
 /// "1,2,3" → ids; nullopt names nothing, the caller reports.
@@ -69,6 +70,7 @@ int run_generate(const generate_args& a) {
     opt.model_path = a.model;
     opt.n_threads = a.threads;
     opt.tl_kernel_config = a.tl_kernel_config;
+    opt.q8_logits = a.q8_logits;
     auto loaded = model::engine::load(opt);
     if (!loaded) {
         std::cerr << loaded.error() << "\n";
@@ -169,7 +171,9 @@ void add_generate(CLI::App& app) {
         ->check(CLI::Range(0, 1024));
     g->add_flag("--ignore-eos", args->ignore_eos, "keep generating past end-of-generation tokens");
     g->add_option("--tl-kernel-config", args->tl_kernel_config,
-                   "bitnet.cpp kernel_config.ini giving TL1/TL2 layouts of unlisted shapes");
+                  "bitnet.cpp kernel_config.ini giving TL1/TL2 layouts of unlisted shapes");
+    g->add_flag("--q8-logits", args->q8_logits,
+                "int8 logits: half the logits bytes, a measured accuracy loss (bench/RESULTS.md)");
     g->add_flag("--json", args->json, "print one JSON object with ids, text and speeds");
     g->callback([args] { throw CLI::RuntimeError(run_generate(*args)); });
 }
