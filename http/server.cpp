@@ -803,38 +803,43 @@ private:
         auto finish = [ex, f, snap] { net::post(ex, [f, snap] { f(std::move(*snap)); }); };
         auto adm = srv_.admission;
         auto sup = srv_.opt.supervisor;
-        srv_.sys.spawn([adm, sup, snap, finish](caf::event_based_actor* a) {
-            auto ask_models = [a, sup, snap, finish] {
-                if (!sup)
-                    return finish();
-                a->request(sup, std::chrono::seconds(5), msg::models_atom_v)
+        // CAF 0.17 dereferences a null argument tuple when an actor function takes no spawn
+        // arguments (UBSan: reference binding to null pointer), so this actor takes one unused
+        // argument.
+        srv_.sys.spawn(
+            [adm, sup, snap, finish](caf::event_based_actor* a, int /*unused*/) {
+                auto ask_models = [a, sup, snap, finish] {
+                    if (!sup)
+                        return finish();
+                    a->request(sup, std::chrono::seconds(5), msg::models_atom_v)
+                        .then(
+                            [snap, finish](std::vector<msg::model_status> ms) {
+                                snap->supervisor_up = true;
+                                snap->models = std::move(ms);
+                                finish();
+                            },
+                            [finish](caf::error&) { finish(); });
+                };
+                a->request(adm, std::chrono::seconds(5), msg::ready_atom_v)
                     .then(
-                        [snap, finish](std::vector<msg::model_status> ms) {
-                            snap->supervisor_up = true;
-                            snap->models = std::move(ms);
-                            finish();
+                        [a, adm, snap, ask_models](bool ok, std::string why) {
+                            snap->admission_up = true;
+                            snap->ready = ok;
+                            snap->ready_reason = std::move(why);
+                            a->request(adm, std::chrono::seconds(5), msg::stats_atom_v)
+                                .then(
+                                    [snap, ask_models](std::vector<msg::batcher_stats> st) {
+                                        snap->stats = std::move(st);
+                                        ask_models();
+                                    },
+                                    [ask_models](caf::error&) { ask_models(); });
                         },
-                        [finish](caf::error&) { finish(); });
-            };
-            a->request(adm, std::chrono::seconds(5), msg::ready_atom_v)
-                .then(
-                    [a, adm, snap, ask_models](bool ok, std::string why) {
-                        snap->admission_up = true;
-                        snap->ready = ok;
-                        snap->ready_reason = std::move(why);
-                        a->request(adm, std::chrono::seconds(5), msg::stats_atom_v)
-                            .then(
-                                [snap, ask_models](std::vector<msg::batcher_stats> st) {
-                                    snap->stats = std::move(st);
-                                    ask_models();
-                                },
-                                [ask_models](caf::error&) { ask_models(); });
-                    },
-                    [snap, ask_models](caf::error& e) {
-                        snap->ready_reason = "admission does not answer: " + caf::to_string(e);
-                        ask_models();
-                    });
-        });
+                        [snap, ask_models](caf::error& e) {
+                            snap->ready_reason = "admission does not answer: " + caf::to_string(e);
+                            ask_models();
+                        });
+            },
+            0);
     }
 
     void do_health(const std::string& target) {

@@ -218,15 +218,18 @@ TEST_CASE("a deadline that passes while queued fails the request with timeout") 
 TEST_CASE("when the sink dies its request is cancelled and the engine's KV is released") {
     rig r(5ms);
     // A sink that quits on the first token, like an HTTP session whose client went away.
-    auto sink = r.sys.spawn([](msg::sink_actor::pointer self) -> msg::sink_actor::behavior_type {
-        return {
-            [self](msg::token_atom, const msg::token_event&) {
-                self->quit(caf::exit_reason::user_shutdown);
-            },
-            [](msg::done_atom, const msg::completion&) {},
-            [](msg::fail_atom, msg::request_id, const caf::error&) {},
-        };
-    });
+    // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise (UBSan).
+    auto sink = r.sys.spawn(
+        [](msg::sink_actor::pointer self, int /*unused*/) -> msg::sink_actor::behavior_type {
+            return {
+                [self](msg::token_atom, const msg::token_event&) {
+                    self->quit(caf::exit_reason::user_shutdown);
+                },
+                [](msg::done_atom, const msg::completion&) {},
+                [](msg::fail_atom, msg::request_id, const caf::error&) {},
+            };
+        },
+        0);
     caf::scoped_actor self{r.sys};
     self->request(r.batcher, 5s, msg::submit_atom_v, make_req(1, {1, 2, 3, 4, 5}, 50), sink)
         .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });

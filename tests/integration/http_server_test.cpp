@@ -250,9 +250,11 @@ TEST_CASE("503 with Retry-After when the queue cap is hit") {
     std::atomic<int> refused{0};
     std::string retry_after;
     std::mutex mu;
+    // Each admitted request holds its place for 60 slow steps, so the eight overlap even when the
+    // client threads start late (sanitizer builds on a loaded machine).
     for (int i = 0; i < 8; ++i)
         clients.emplace_back([&] {
-            auto r = s.post("/v1/inference", R"({"prompt":[1],"max_tokens":5})");
+            auto r = s.post("/v1/inference", R"({"prompt":[1],"max_tokens":60})");
             if (r.status == 503) {
                 ++refused;
                 std::lock_guard lk(mu);

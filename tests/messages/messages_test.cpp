@@ -118,19 +118,22 @@ TEST_CASE("errc survives caf::error with its message; CAF's errors map to the ne
 TEST_CASE("a typed request carries our messages and our errors") {
     test_config cfg;
     caf::actor_system sys{cfg};
-    auto exec = sys.spawn([]() -> msg::executor_actor::behavior_type {
-        return {
-            [](msg::step_atom, msg::step_batch b) -> caf::result<msg::step_result> {
-                if (b.chunks.empty())
-                    return msg::to_caf_error(errc::invalid_argument, "empty step");
-                msg::step_result r;
-                r.step = b.step;
-                r.samples.push_back({b.chunks[0].seq, 7, -1.0f, {}, {}});
-                return r;
-            },
-            [](msg::info_atom) { return msg::executor_info{}; },
-        };
-    });
+    // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise (UBSan).
+    auto exec = sys.spawn(
+        [](int /*unused*/) -> msg::executor_actor::behavior_type {
+            return {
+                [](msg::step_atom, msg::step_batch b) -> caf::result<msg::step_result> {
+                    if (b.chunks.empty())
+                        return msg::to_caf_error(errc::invalid_argument, "empty step");
+                    msg::step_result r;
+                    r.step = b.step;
+                    r.samples.push_back({b.chunks[0].seq, 7, -1.0f, {}, {}});
+                    return r;
+                },
+                [](msg::info_atom) { return msg::executor_info{}; },
+            };
+        },
+        0);
     caf::scoped_actor self{sys};
     msg::step_batch b;
     b.step = 5;
