@@ -1,34 +1,83 @@
 #include "kernels/attention.hpp"
 
+#include "kernels/cpu/attention_kernels.hpp"
 #include "kernels/f16.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 namespace bitnet::kernels {
+namespace {
+
+using cpu::attention_head_args;
+
+const std::uint16_t* row_of(const std::uint16_t* const* blocks, const attention_head_args& a,
+                            std::uint32_t p) {
+    return blocks[p / a.block_tokens] + (p % a.block_tokens) * a.row_stride + a.kv_offset;
+}
+
+// The scalar twins: they define the order the vector families follow.
+
+void scores_scalar(const attention_head_args& a, float* scores) {
+    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+        const std::uint16_t* k = row_of(a.k_blocks, a, p);
+        float lanes[16] = {};
+        for (std::uint32_t d = 0; d < a.head_dim; ++d)
+            lanes[d % 16] = std::fma(f16_to_f32(k[d]), a.q16[d], lanes[d % 16]);
+        for (std::uint32_t w = 8; w >= 1; w /= 2)
+            for (std::uint32_t i = 0; i < w; ++i)
+                lanes[i] = lanes[i] + lanes[i + w];
+        scores[p] = lanes[0] * a.scale;
+    }
+}
+
+void values_scalar(const attention_head_args& a, const float* probs, float* out) {
+    std::fill(out, out + a.head_dim, 0.0f);
+    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+        const std::uint16_t* v = row_of(a.v_blocks, a, p);
+        for (std::uint32_t d = 0; d < a.head_dim; ++d)
+            out[d] = std::fma(f16_to_f32(v[d]), probs[p], out[d]);
+    }
+}
+
+} // namespace
 
 void attention_one_token(const float* q, const attention_shape& shape, const paged_kv& kv,
-                         bool round_probs_f16, float* out, attention_scratch& scratch) {
+                         bool round_probs_f16, float* out, attention_scratch& scratch, isa family) {
     const std::uint32_t hd = shape.head_dim;
+    if (hd % 16 != 0 || !isa_supported(family))
+        family = isa::scalar;
+    auto scores_fn = scores_scalar;
+    auto values_fn = values_scalar;
+    if (family == isa::avx2) {
+        scores_fn = cpu::attention_scores_avx2;
+        values_fn = cpu::attention_values_avx2;
+    } else if (family == isa::avx512_vnni) {
+        scores_fn = cpu::attention_scores_avx512;
+        values_fn = cpu::attention_values_avx512;
+    }
     const std::uint32_t group = shape.n_head / shape.n_kv_head;
-    const std::size_t row_stride = static_cast<std::size_t>(shape.n_kv_head) * hd;
     scratch.scores.resize(kv.n_ctx);
     scratch.q16.resize(hd);
     float* s = scratch.scores.data();
+    attention_head_args a;
+    a.q16 = scratch.q16.data();
+    a.k_blocks = kv.k_blocks;
+    a.v_blocks = kv.v_blocks;
+    a.block_tokens = kv.block_tokens;
+    a.row_stride = static_cast<std::size_t>(shape.n_kv_head) * hd;
+    a.n_ctx = kv.n_ctx;
+    a.head_dim = hd;
+    a.scale = shape.scale;
     for (std::uint32_t h = 0; h < shape.n_head; ++h) {
-        const std::size_t kv_off = static_cast<std::size_t>(h / group) * hd;
+        a.kv_offset = static_cast<std::size_t>(h / group) * hd;
         for (std::uint32_t d = 0; d < hd; ++d)
             scratch.q16[d] = f16_to_f32(f32_to_f16(q[static_cast<std::size_t>(h) * hd + d]));
+        scores_fn(a, s);
         float max_s = -INFINITY;
-        for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
-            const std::uint16_t* k =
-                kv.k_blocks[p / kv.block_tokens] + (p % kv.block_tokens) * row_stride + kv_off;
-            float dot = 0.0f;
-            for (std::uint32_t d = 0; d < hd; ++d)
-                dot += f16_to_f32(k[d]) * scratch.q16[d];
-            s[p] = dot * shape.scale;
+        for (std::uint32_t p = 0; p < kv.n_ctx; ++p)
             max_s = std::max(max_s, s[p]);
-        }
+        // ggml_soft_max: expf in float, the sum in double, one multiply by 1/sum.
         double sum = 0.0;
         for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
             s[p] = std::exp(s[p] - max_s);
@@ -40,15 +89,7 @@ void attention_one_token(const float* q, const attention_shape& shape, const pag
             if (round_probs_f16)
                 s[p] = f16_to_f32(f32_to_f16(s[p]));
         }
-        float* o = out + static_cast<std::size_t>(h) * hd;
-        std::fill(o, o + hd, 0.0f);
-        for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
-            const std::uint16_t* v =
-                kv.v_blocks[p / kv.block_tokens] + (p % kv.block_tokens) * row_stride + kv_off;
-            const float w = s[p];
-            for (std::uint32_t d = 0; d < hd; ++d)
-                o[d] += f16_to_f32(v[d]) * w;
-        }
+        values_fn(a, s, out + static_cast<std::size_t>(h) * hd);
     }
 }
 

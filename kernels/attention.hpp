@@ -1,8 +1,10 @@
 // Causal multi-head attention of one query token over a paged F16 KV cache, with GQA (spec §3.4
 // step 6, §3.6): q rounded to F16, S = K·q accumulated in float, softmax(S · scale) with expf in
 // float and the sum in double, probabilities optionally rounded to F16 (bitnet.cpp does so in
-// single-token steps only), then o = V·P in float.
+// single-token steps only), then o = V·P in float (FMA).
 #pragma once
+
+#include "kernels/cpu_features.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -34,8 +36,12 @@ struct attention_scratch {
     std::vector<float> q16;
 };
 
-/// out [n_head · head_dim] = attention of q [n_head · head_dim] over kv.
+/// out [n_head · head_dim] = attention of q [n_head · head_dim] over kv. The K·q and V·P sums
+/// follow one defined order (16 FMA lanes, see kernels/cpu/attention_kernels.hpp) in every
+/// family, so results are bit-identical across families; head_dim not a multiple of 16 runs the
+/// scalar family.
 void attention_one_token(const float* q, const attention_shape& shape, const paged_kv& kv,
-                         bool round_probs_f16, float* out, attention_scratch& scratch);
+                         bool round_probs_f16, float* out, attention_scratch& scratch,
+                         isa family = best_isa());
 
 } // namespace bitnet::kernels

@@ -61,6 +61,12 @@ bool isa_supported(isa i) noexcept {
     return false;
 }
 
+isa best_isa_up_to(isa want) noexcept {
+    while (want != isa::scalar && !isa_supported(want))
+        want = static_cast<isa>(static_cast<int>(want) - 1);
+    return want;
+}
+
 isa best_isa() noexcept {
     static const isa chosen = [] {
         isa best = isa::scalar;

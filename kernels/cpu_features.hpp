@@ -27,6 +27,10 @@ struct cpu_features {
 /// True when this CPU can run kernels of family `i`.
 [[nodiscard]] bool isa_supported(isa i) noexcept;
 
+/// The best family this CPU runs that is not above `want` (scalar at worst): how the kernels
+/// treat a family argument the CPU lacks.
+[[nodiscard]] isa best_isa_up_to(isa want) noexcept;
+
 [[nodiscard]] std::string_view isa_name(isa i) noexcept;
 
 } // namespace bitnet::kernels

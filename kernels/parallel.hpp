@@ -42,3 +42,24 @@ void parallel_ranges(std::size_t n, std::size_t grain, int n_threads, Fn&& fn) {
 }
 
 } // namespace bitnet::kernels
+
+namespace bitnet::kernels {
+
+/// Calls fn(i, thread) for every i in [0, n), handing items out dynamically, for work whose items
+/// differ in cost (attention over contexts of different lengths). `thread` < n_threads indexes
+/// per-thread scratch.
+template <class Fn>
+void parallel_items(std::size_t n, int n_threads, Fn&& fn) {
+    const auto threads = static_cast<int>(
+        std::min<std::size_t>(n, static_cast<std::size_t>(std::max(n_threads, 1))));
+    if (threads <= 1) {
+        for (std::size_t i = 0; i < n; ++i)
+            fn(i, 0);
+        return;
+    }
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (std::size_t i = 0; i < n; ++i)
+        fn(i, omp_get_thread_num());
+}
+
+} // namespace bitnet::kernels

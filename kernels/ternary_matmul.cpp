@@ -1,8 +1,10 @@
 #include "kernels/ternary_matmul.hpp"
 
+#include "kernels/cpu/isa_kernels.hpp"
 #include "kernels/parallel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace bitnet::kernels {
@@ -27,25 +29,105 @@ void quantize_row_scalar(const float* x, std::size_t k, std::int8_t* q, float& s
     sum = total;
 }
 
+// Code 3 never appears in bitnet.cpp's files but reads as 0 there (dequantize_row_i2_s); every
+// layout stores it as code 1 so no kernel has to care.
+constexpr std::uint8_t fix_code(std::uint8_t c) noexcept {
+    return c == 3 ? 1 : c;
+}
+
+// The tiled layout of the SIMD families (kernels/cpu/ternary_matmul_*.cpp): tiles of `tile` rows,
+// the last one padded with zero codes; inside a tile, for each step s of 4 columns, `tile` bytes
+// whose byte j holds at bits 2v+1..2v the code of row (tile/4)·v + j/4, column 4s + j%4.
+void pack_tiled(const std::uint8_t* i2s, std::uint32_t rows, std::uint32_t cols, std::uint32_t tile,
+                std::uint8_t* dst) {
+    const std::size_t n_tiles = (rows + tile - 1) / tile;
+    const std::size_t tile_bytes = static_cast<std::size_t>(tile) * cols / 4;
+    const std::uint32_t quarter = tile / 4;
+    parallel_ranges(n_tiles, 1, resolve_threads(0), [&](std::size_t begin, std::size_t end) {
+        // The tile's codes unpacked one per byte: tile · cols bytes (160 KiB at 64 × 2560).
+        std::vector<std::uint8_t> codes(static_cast<std::size_t>(tile) * cols);
+        for (std::size_t ti = begin; ti < end; ++ti) {
+            for (std::uint32_t r = 0; r < tile; ++r) {
+                std::uint8_t* c = codes.data() + static_cast<std::size_t>(r) * cols;
+                const std::size_t row = ti * tile + r;
+                if (row >= rows) {
+                    std::fill(c, c + cols, std::uint8_t{1});
+                    continue;
+                }
+                const std::uint8_t* src = i2s + row * cols / 4;
+                for (std::size_t b = 0; b < cols / 128; ++b)
+                    for (std::size_t p = 0; p < 32; ++p) {
+                        const std::uint8_t byte = src[32 * b + p];
+                        c[128 * b + p] = fix_code((byte >> 6) & 3);
+                        c[128 * b + 32 + p] = fix_code((byte >> 4) & 3);
+                        c[128 * b + 64 + p] = fix_code((byte >> 2) & 3);
+                        c[128 * b + 96 + p] = fix_code(byte & 3);
+                    }
+            }
+            std::uint8_t* out = dst + ti * tile_bytes;
+            for (std::size_t s = 0; s < cols / 4; ++s)
+                for (std::uint32_t j = 0; j < tile; ++j) {
+                    std::uint8_t byte = 0;
+                    for (std::uint32_t v = 0; v < 4; ++v) {
+                        const std::size_t r = quarter * v + j / 4;
+                        byte |= static_cast<std::uint8_t>(codes[r * cols + 4 * s + j % 4] << 2 * v);
+                    }
+                    *out++ = byte;
+                }
+        }
+    });
+}
+
 } // namespace
 
+std::uint32_t ternary_tile_rows(isa family) noexcept {
+    switch (family) {
+    case isa::scalar:
+        return 1;
+    case isa::avx2:
+        return cpu::avx2_tile_rows;
+    case isa::avx512_vnni:
+        return cpu::avx512_tile_rows;
+    }
+    return 1;
+}
+
 void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std::size_t ldx,
-                          quantized_acts& out, isa /*family*/) {
+                          quantized_acts& out, isa family) {
     out.resize(n_rows, k);
-    for (std::size_t t = 0; t < n_rows; ++t)
-        quantize_row_scalar(x + t * ldx, k, out.q.data() + t * k, out.scale[t], out.sum[t]);
+    family = best_isa_up_to(family);
+    for (std::size_t t = 0; t < n_rows; ++t) {
+        const cpu::quantize_args a{x + t * ldx, k, out.q.data() + t * k, &out.scale[t],
+                                   &out.sum[t]};
+        switch (family) {
+        case isa::scalar:
+            quantize_row_scalar(a.x, k, a.q, *a.scale, *a.sum);
+            break;
+        case isa::avx2:
+            cpu::quantize_row_avx2(a);
+            break;
+        case isa::avx512_vnni:
+            cpu::quantize_row_avx512(a);
+            break;
+        }
+    }
 }
 
 packed_ternary pack_ternary(const std::uint8_t* i2s_codes, std::uint32_t rows, std::uint32_t cols,
-                            float scale, isa /*family*/) {
+                            float scale, isa family) {
     packed_ternary w;
     w.rows = rows;
     w.cols = cols;
     w.scale = scale;
-    w.family = isa::scalar;
+    w.family = best_isa_up_to(family);
+    if (w.family != isa::scalar) {
+        const std::uint32_t tile = ternary_tile_rows(w.family);
+        const std::size_t n_tiles = (rows + tile - 1) / tile;
+        w.data = aligned_buffer(n_tiles * tile * cols / 4);
+        pack_tiled(i2s_codes, rows, cols, tile, w.data.data());
+        return w;
+    }
     w.data = aligned_buffer(static_cast<std::size_t>(rows) * cols / 4);
-    // Code 3 never appears in bitnet.cpp's files but reads as 0 there (dequantize_row_i2_s);
-    // map it to code 1 here so no kernel has to care.
     std::uint8_t* dst = w.data.data();
     for (std::size_t i = 0; i < w.data.size(); ++i) {
         std::uint8_t b = i2s_codes[i];
@@ -82,12 +164,53 @@ void ternary_rows_scalar(const packed_ternary& w, const quantized_acts& acts, fl
     }
 }
 
+namespace {
+
+// The arguments of one SIMD call, with this thread's scratch for an unpacked tile. The scratch
+// lives as long as the thread (an OpenMP worker or the caller), grown to the widest k seen.
+cpu::ternary_args simd_args(const packed_ternary& w, const quantized_acts& acts, float* y,
+                            std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
+    thread_local aligned_buffer scratch;
+    const std::size_t need = cpu::ternary_scratch_bytes(w.cols);
+    if (scratch.size() < need)
+        scratch = aligned_buffer(need);
+    return {w.data.data(),     w.rows,          w.cols,        w.scale, acts.q.data(),
+            acts.scale.data(), acts.sum.data(), acts.n_rows,   y,       ldy,
+            row_begin,         row_end,         scratch.data()};
+}
+
+} // namespace
+
+void ternary_rows_avx2(const packed_ternary& w, const quantized_acts& acts, float* y,
+                       std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
+    cpu::ternary_rows_avx2(simd_args(w, acts, y, ldy, row_begin, row_end));
+}
+
+void ternary_rows_avx512(const packed_ternary& w, const quantized_acts& acts, float* y,
+                         std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
+    cpu::ternary_rows_avx512(simd_args(w, acts, y, ldy, row_begin, row_end));
+}
+
 } // namespace detail
 
 void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
                     int n_threads) {
-    const detail::ternary_rows_fn rows_fn = detail::ternary_rows_scalar;
-    parallel_ranges(w.rows, 16, resolve_threads(n_threads),
+    detail::ternary_rows_fn rows_fn = detail::ternary_rows_scalar;
+    std::size_t grain = 16;
+    switch (w.family) {
+    case isa::scalar:
+        break;
+    case isa::avx2:
+        rows_fn = detail::ternary_rows_avx2;
+        grain = cpu::avx2_tile_rows;
+        break;
+    case isa::avx512_vnni:
+        rows_fn = detail::ternary_rows_avx512;
+        grain = cpu::avx512_tile_rows;
+        break;
+    }
+    // Ranges are whole tiles (the last may be partial), so a thread never shares a tile.
+    parallel_ranges(w.rows, grain, resolve_threads(n_threads),
                     [&](std::size_t begin, std::size_t end) {
                         rows_fn(w, acts, y, ldy, static_cast<std::uint32_t>(begin),
                                 static_cast<std::uint32_t>(end));

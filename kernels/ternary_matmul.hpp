@@ -38,6 +38,7 @@ struct quantized_acts {
 
 /// quantize_row_i8_s for each row of x ([n_rows] rows of k floats, row stride ldx): max in double
 /// with a 1e-5 floor, scale as float, codes rounded half to even and clamped to [-128, 127].
+/// Every family gives the same bytes; a family the CPU lacks is lowered (best_isa_up_to).
 void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std::size_t ldx,
                           quantized_acts& out, isa family = best_isa());
 
@@ -52,11 +53,21 @@ struct packed_ternary {
 
 /// Repacks I2_S codes (spec §2.2: the rows·cols/4 packed bytes, 128-code blocks of 32 bytes, row r
 /// at byte r·cols/4) into `family`'s layout. cols must be a multiple of 128 (the caller checks).
+/// A family the CPU lacks is lowered (best_isa_up_to); the result's `family` says which was used.
+/// Code 3 (never written by bitnet.cpp) is stored as 0, as bitnet.cpp reads it. The scalar layout
+/// is I2_S itself; the SIMD layouts are tiles of ternary_tile_rows(family) rows (the last padded
+/// with zeros), described in kernels/cpu/ternary_matmul_avx2.cpp and ternary_matmul_avx512.cpp.
+/// Packing uses one thread per core.
 [[nodiscard]] packed_ternary pack_ternary(const std::uint8_t* i2s_codes, std::uint32_t rows,
                                           std::uint32_t cols, float scale, isa family = best_isa());
 
+/// Rows per weight tile of `family`'s layout (1 for scalar): 32 for AVX2, 64 for AVX-512.
+[[nodiscard]] std::uint32_t ternary_tile_rows(isa family) noexcept;
+
 /// y[t][m] for t < acts.n_rows and m < w.rows; row t of y starts at y + t·ldy. acts.k must equal
-/// w.cols. Rows of w are split over n_threads threads (0 = one per core).
+/// w.cols. Rows of w are split over n_threads threads (0 = one per core) in whole tiles. Runs the
+/// family w was packed for, which the CPU must support (pack_ternary guarantees it on this CPU).
+/// Every family's y equals the scalar family's bit for bit.
 void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
                     int n_threads);
 
@@ -66,6 +77,11 @@ namespace detail {
 using ternary_rows_fn = void (*)(const packed_ternary& w, const quantized_acts& acts, float* y,
                                  std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
 void ternary_rows_scalar(const packed_ternary& w, const quantized_acts& acts, float* y,
+                         std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
+/// row_begin must be a multiple of the family's tile.
+void ternary_rows_avx2(const packed_ternary& w, const quantized_acts& acts, float* y,
+                       std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
+void ternary_rows_avx512(const packed_ternary& w, const quantized_acts& acts, float* y,
                          std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
 } // namespace detail
 

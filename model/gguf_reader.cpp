@@ -436,6 +436,11 @@ const gguf_value_view* gguf_file::find(std::string_view key) const noexcept {
     return nullptr;
 }
 
+void gguf_file::release_pages(const gguf_tensor& t) const noexcept {
+    if (map_ != nullptr && t.data != nullptr)
+        map_->release_pages(t.bytes());
+}
+
 const gguf_tensor* gguf_file::find_tensor(std::string_view name) const noexcept {
     for (const auto& t : tensors_)
         if (t.name == name)

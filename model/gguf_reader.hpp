@@ -84,6 +84,11 @@ public:
     [[nodiscard]] result<std::vector<float>> get_float_array(std::string_view key) const;
     [[nodiscard]] result<std::vector<std::int64_t>> get_int_array(std::string_view key) const;
 
+    /// Tells the kernel that `t`'s mapped pages will not be read again (its data was copied into
+    /// another layout), so they leave the resident set; a later read faults them back in from the
+    /// file. No effect on files parsed from caller-owned bytes.
+    void release_pages(const gguf_tensor& t) const noexcept;
+
 private:
     gguf_file() = default;
     result<void> parse_all(const gguf_limits& limits);

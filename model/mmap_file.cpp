@@ -45,4 +45,18 @@ mmap_file::~mmap_file() {
         ::munmap(const_cast<std::uint8_t*>(data_), size_);
 }
 
+void mmap_file::release_pages(std::span<const std::uint8_t> range) const noexcept {
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<std::uintptr_t>(range.data());
+    const auto end = begin + range.size();
+    const auto map_begin = reinterpret_cast<std::uintptr_t>(data_);
+    if (begin < map_begin || end > map_begin + size_)
+        return;
+    // Only pages entirely inside the range: a neighbouring tensor may share the edge pages.
+    const std::uintptr_t first = (begin + page - 1) / page * page;
+    const std::uintptr_t last = end / page * page;
+    if (first < last)
+        ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 } // namespace bitnet::model

@@ -20,6 +20,8 @@ public:
     ~mmap_file();
 
     [[nodiscard]] std::span<const std::uint8_t> bytes() const noexcept { return {data_, size_}; }
+    /// Drops the whole pages inside `range` (a part of bytes()) from the resident set.
+    void release_pages(std::span<const std::uint8_t> range) const noexcept;
 
 private:
     mmap_file(const std::uint8_t* data, std::size_t size)

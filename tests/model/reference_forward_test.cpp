@@ -3,6 +3,7 @@
 #include "support/reference_forward.hpp"
 
 #include "support/f16_round.hpp"
+#include "support/greedy_reference.hpp"
 #include "support/test_data.hpp"
 
 #include <doctest/doctest.h>
@@ -16,44 +17,6 @@
 
 using namespace bitnet;
 using namespace bitnet::test;
-
-namespace {
-
-// The numbers of `"key": [ ... ]` in a small, trusted JSON file (our fixture), in order.
-std::vector<double> json_numbers(const std::string& text, const std::string& key) {
-    const std::size_t at = text.find("\"" + key + "\"");
-    REQUIRE_MESSAGE(at != std::string::npos, "fixture lacks key " << key);
-    const std::size_t open = text.find('[', at);
-    const std::size_t close = text.find(']', open);
-    REQUIRE(open != std::string::npos);
-    REQUIRE(close != std::string::npos);
-    std::vector<double> out;
-    const char* p = text.c_str() + open + 1;
-    const char* end = text.c_str() + close;
-    while (p < end) {
-        char* next = nullptr;
-        const double v = std::strtod(p, &next);
-        if (next == p) { // separator or whitespace
-            ++p;
-            continue;
-        }
-        out.push_back(v);
-        p = next;
-    }
-    return out;
-}
-
-// Argmax with the lowest id winning ties, and the top-1/top-2 margin.
-std::pair<std::int32_t, float> argmax_margin(const std::vector<float>& logits) {
-    const auto best = std::max_element(logits.begin(), logits.end()) - logits.begin();
-    float second = -INFINITY;
-    for (std::size_t i = 0; i < logits.size(); ++i)
-        if (static_cast<std::ptrdiff_t>(i) != best)
-            second = std::max(second, logits[i]);
-    return {static_cast<std::int32_t>(best), logits[static_cast<std::size_t>(best)] - second};
-}
-
-} // namespace
 
 TEST_CASE("reference: f16 rounding is IEEE round-to-nearest-even") {
     // Every finite half survives a round trip through float.
@@ -162,17 +125,11 @@ TEST_CASE("reference: matches bitnet.cpp on tiny-i2_s (first logits, teacher-for
     CHECK(m.n_ff == 512);
     CHECK(m.rope_base == 500000.0f);
 
-    const auto bytes = read_file(data_path("bitnetcpp/greedy-reference.json"));
-    const std::string json(bytes.begin(), bytes.end());
-    const auto prompt_d = json_numbers(json, "prompt_ids");
-    const auto greedy_d = json_numbers(json, "greedy_ids");
-    const auto first = json_numbers(json, "first_logits_ids_0_7");
-    const auto margins = json_numbers(json, "top1_top2_margins");
-    REQUIRE(greedy_d.size() == 64);
-    REQUIRE(margins.size() == 64);
-    REQUIRE(first.size() == 8);
-    const std::vector<std::int32_t> prompt(prompt_d.begin(), prompt_d.end());
-    const std::vector<std::int32_t> greedy(greedy_d.begin(), greedy_d.end());
+    const greedy_reference ref = load_greedy_reference();
+    const std::vector<std::int32_t>& prompt = ref.prompt;
+    const std::vector<std::int32_t>& greedy = ref.greedy;
+    const std::vector<double>& first = ref.first_logits;
+    const std::vector<double>& margins = ref.margins;
 
     reference_state st;
     std::vector<float> logits = reference_step(m, st, prompt, 0);

@@ -7,6 +7,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     bitnet::cli::add_inspect(app);
     bitnet::cli::add_verify(app);
+    bitnet::cli::add_tokenize(app);
+    bitnet::cli::add_generate(app);
     try {
         app.parse(argc, argv);
     } catch (const CLI::RuntimeError& e) {

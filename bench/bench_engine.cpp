@@ -1,0 +1,207 @@
+// End-to-end engine figures for bench/RESULTS.md (issue: CPU inference engine, Performance):
+//   - single-stream decode tokens/s, with this run's measured read bandwidth and the fraction of
+//     the roofline (weight + logits bytes read per token ÷ bandwidth);
+//   - aggregate decode tokens/s with N sequences decoding together in one step;
+//   - prefill tokens/s for one long prompt;
+//   - peak RSS.
+// Each figure is the median of --repeats runs. Usage:
+//   bench_engine -m MODEL [--threads 2] [--decode 32] [--batch 8,32,64] [--prefill 512]
+//                [--kv-tokens 4096] [--repeats 5]
+#include "kernels/parallel.hpp"
+#include "model/engine.hpp"
+#include "model/gguf_reader.hpp"
+#include "model/model_config.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include <sys/resource.h>
+
+namespace {
+
+using namespace bitnet;
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+/// Streaming read bandwidth (GB/s) over a buffer larger than any cache, n_threads readers.
+double read_bandwidth(int n_threads) {
+    const std::size_t n = (1ull << 30) / sizeof(std::uint64_t);
+    std::vector<std::uint64_t> buf(n, 1);
+    std::vector<double> runs;
+    for (int r = 0; r < 5; ++r) {
+        std::uint64_t total = 0;
+        const auto t0 = clock_type::now();
+        kernels::parallel_ranges(n, 4096, n_threads, [&](std::size_t b, std::size_t e) {
+            std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            for (std::size_t i = b; i + 4 <= e; i += 4) {
+                s0 += buf[i];
+                s1 += buf[i + 1];
+                s2 += buf[i + 2];
+                s3 += buf[i + 3];
+            }
+#pragma omp atomic
+            total += s0 + s1 + s2 + s3;
+        });
+        runs.push_back(static_cast<double>(n * sizeof(std::uint64_t)) / seconds_since(t0) / 1e9);
+        if (total != n)
+            std::fprintf(stderr, "bandwidth check sum wrong\n");
+    }
+    return median(runs);
+}
+
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t n_vocab, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::int32_t> t(n);
+    for (auto& v : t)
+        v = static_cast<std::int32_t>(rng() % n_vocab);
+    return t;
+}
+
+/// N sequences with a short prompt each, then `steps` decode steps of all N together.
+/// Returns decode tokens/s (all sequences).
+double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t steps) {
+    const std::uint32_t n_vocab = e.config().n_vocab;
+    std::vector<model::seq_chunk> batch;
+    for (std::size_t s = 0; s < n_seq; ++s)
+        batch.push_back({s + 1, random_tokens(8, n_vocab, s), 0, true});
+    // Prefill in steps that fit the token budget.
+    for (std::size_t s = 0; s < n_seq; s += 32) {
+        std::span<const model::seq_chunk> part(batch.data() + s,
+                                               std::min<std::size_t>(32, n_seq - s));
+        if (!e.step(part)) {
+            std::fprintf(stderr, "prefill failed\n");
+            std::exit(1);
+        }
+    }
+    std::vector<std::int32_t> next(n_seq, 1);
+    for (auto& c : batch) {
+        c.pos0 = 8;
+        c.tokens = {1};
+    }
+    const auto t0 = clock_type::now();
+    for (std::size_t i = 0; i < steps; ++i) {
+        auto out = e.step(batch);
+        if (!out) {
+            std::fprintf(stderr, "decode failed: %s\n", out.error().to_string().c_str());
+            std::exit(1);
+        }
+        for (std::size_t s = 0; s < n_seq; ++s) {
+            const auto row = out->row(s, n_vocab);
+            batch[s].tokens = {
+                static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin())};
+            batch[s].pos0 += 1;
+        }
+    }
+    const double dt = seconds_since(t0);
+    for (const auto& c : batch)
+        e.release(c.seq);
+    return static_cast<double>(n_seq * steps) / dt;
+}
+
+double prefill_tokens_per_s(model::engine& e, std::size_t n_tokens) {
+    model::seq_chunk c{999, random_tokens(n_tokens, e.config().n_vocab, 7), 0, true};
+    const auto t0 = clock_type::now();
+    if (!e.step(std::span<const model::seq_chunk>(&c, 1))) {
+        std::fprintf(stderr, "prefill failed\n");
+        std::exit(1);
+    }
+    const double dt = seconds_since(t0);
+    e.release(999);
+    return static_cast<double>(n_tokens) / dt;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"bench_engine: decode, batched decode and prefill speed of one model"};
+    std::string model_path;
+    int threads = 2;
+    std::size_t decode_steps = 32;
+    std::vector<std::size_t> batches{8, 32, 64};
+    std::size_t prefill = 512;
+    std::uint32_t kv_tokens = 4096;
+    int repeats = 5;
+    app.add_option("-m,--model", model_path)->required();
+    app.add_option("--threads", threads);
+    app.add_option("--decode", decode_steps, "decode steps per measurement");
+    app.add_option("--batch", batches, "sequence counts for aggregate decode")->delimiter(',');
+    app.add_option("--prefill", prefill, "prompt length for the prefill figure");
+    app.add_option("--kv-tokens", kv_tokens, "KV budget in tokens (all sequences)");
+    app.add_option("--repeats", repeats);
+    CLI11_PARSE(app, argc, argv);
+
+    model::engine_options opt;
+    opt.model_path = model_path;
+    opt.n_threads = threads;
+    opt.max_batch_tokens = static_cast<std::uint32_t>(std::max<std::size_t>(prefill, 512));
+    {
+        // KV bytes per token: K and V, every layer, F16.
+        auto file = model::gguf_file::open(model_path);
+        auto c = file ? model::read_model_config(*file) : result<model::model_config>(file.error());
+        if (!c) {
+            std::fprintf(stderr, "%s\n", c.error().to_string().c_str());
+            return 1;
+        }
+        opt.kv_budget_bytes = std::uint64_t{kv_tokens} * 2 * c->n_layer * c->n_embd_kv() * 2;
+    }
+    const auto t_load = clock_type::now();
+    auto loaded = model::engine::load(opt);
+    if (!loaded) {
+        std::fprintf(stderr, "%s\n", loaded.error().to_string().c_str());
+        return 1;
+    }
+    model::engine& e = **loaded;
+    std::printf("model: %s\nengine: %s\nload: %.2f s\n", model_path.c_str(), e.describe().c_str(),
+                seconds_since(t_load));
+
+    // Bytes one decode token must read: every ternary projection and the logits matrix.
+    const double bytes_per_token = static_cast<double>(e.weight_bytes());
+    std::vector<double> single;
+    decode_tokens_per_s(e, 1, 4); // warm-up: page in the weights
+    for (int r = 0; r < repeats; ++r)
+        single.push_back(decode_tokens_per_s(e, 1, decode_steps));
+    const double tps1 = median(single);
+    std::printf("single-stream decode: %.2f tokens/s (min %.2f, max %.2f)\n", tps1,
+                *std::min_element(single.begin(), single.end()),
+                *std::max_element(single.begin(), single.end()));
+    for (std::size_t n : batches) {
+        std::vector<double> agg;
+        for (int r = 0; r < std::max(1, repeats / 2); ++r)
+            agg.push_back(decode_tokens_per_s(e, n, std::max<std::size_t>(8, decode_steps / 2)));
+        std::printf("aggregate decode, %zu sequences: %.2f tokens/s (%.2fx single-stream)\n", n,
+                    median(agg), median(agg) / tps1);
+    }
+    if (prefill > 0) {
+        std::vector<double> pf;
+        for (int r = 0; r < std::max(1, repeats / 2); ++r)
+            pf.push_back(prefill_tokens_per_s(e, prefill));
+        std::printf("prefill, %zu-token prompt: %.2f tokens/s\n", prefill, median(pf));
+    }
+    // Peak RSS before the bandwidth probe allocates its own gigabyte.
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("peak RSS: %.1f MiB (KV budget %u tokens)\n",
+                static_cast<double>(ru.ru_maxrss) / 1024.0, kv_tokens);
+    const double bw = read_bandwidth(threads);
+    std::printf("read bandwidth (%d threads, streaming 1 GiB): %.2f GB/s\n", threads, bw);
+    std::printf("bytes read per decode token: %.1f MB; roofline %.2f tokens/s; single-stream "
+                "fraction of roofline %.2f\n",
+                bytes_per_token / 1e6, bw * 1e9 / bytes_per_token,
+                tps1 * bytes_per_token / (bw * 1e9));
+    return 0;
+}

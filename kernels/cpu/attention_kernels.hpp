@@ -1,0 +1,33 @@
+// Entry points of the per-ISA attention translation units (kernels/cpu/attention_*.cpp), called
+// only by attention.cpp after a CPUID check. Plain pointers only, for the reason given in
+// isa_kernels.hpp. The summation order they implement is defined by the scalar twins in
+// attention.cpp: 16 FMA lanes (lane j takes the elements d ≡ j mod 16, in order), reduced by
+// halving (lane i += lane i+8, then i+4, i+2, i+1); V rows accumulate with one FMA per position.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace bitnet::kernels::cpu {
+
+/// One query head against one KV head of a paged cache.
+struct attention_head_args {
+    const float* q16 = nullptr; ///< [head_dim], already rounded to F16
+    const std::uint16_t* const* k_blocks = nullptr;
+    const std::uint16_t* const* v_blocks = nullptr;
+    std::uint32_t block_tokens = 0;
+    std::size_t row_stride = 0; ///< halves between consecutive positions (n_kv_heads·head_dim)
+    std::size_t kv_offset = 0;  ///< halves from a row's start to this KV head
+    std::uint32_t n_ctx = 0;
+    std::uint32_t head_dim = 0; ///< a multiple of 16
+    float scale = 0.0f;
+};
+
+/// scores[p] = (K[p] · q16) · scale for p < n_ctx.
+void attention_scores_avx2(const attention_head_args& a, float* scores);
+void attention_scores_avx512(const attention_head_args& a, float* scores);
+/// out[d] = Σ_p probs[p] · V[p][d], one FMA per p in order, starting from 0.
+void attention_values_avx2(const attention_head_args& a, const float* probs, float* out);
+void attention_values_avx512(const attention_head_args& a, const float* probs, float* out);
+
+} // namespace bitnet::kernels::cpu

@@ -1,0 +1,104 @@
+// The AVX-512 family of the F16 product (kernels/f16_matmul.hpp). One zmm accumulator per (row,
+// token) holds the 16 lanes of the defined summation order; a block of R weight rows is converted
+// from F16 once per 16 columns and reused for T tokens, and the rows stay in L1 while the next
+// token group passes over them, so the weight is streamed from memory once per call.
+#include "kernels/cpu/isa_kernels.hpp"
+
+// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector
+// (_mm256_undefined_pd and friends), which -Wuninitialized reports wherever they are inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+namespace bitnet::kernels::cpu {
+namespace {
+
+// lane i += lane i + w for w = 8, 4, 2, 1: the order of the scalar twin's fold.
+inline float fold16(__m512 v) {
+    const __m256 lo = _mm512_castps512_ps256(v);
+    // A shuffle rather than an extract: GCC 12's extract intrinsics trip -Wmaybe-uninitialized.
+    const __m256 hi = _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xee));
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+    return _mm_cvtss_f32(s4);
+}
+
+// Rows [m0, m0 + R) against tokens [t0, t0 + T). R × T ≤ 16 accumulators.
+template <std::size_t R, std::size_t T>
+void block(const f16_args& a, std::size_t m0, std::size_t t0) {
+    __m512 acc[R][T];
+    for (auto& row : acc)
+        for (auto& v : row)
+            v = _mm512_setzero_ps();
+    const std::uint16_t* w[R];
+    for (std::size_t r = 0; r < R; ++r)
+        w[r] = a.w + (m0 + r) * a.cols;
+    const float* x[T];
+    for (std::size_t t = 0; t < T; ++t)
+        x[t] = a.x + (t0 + t) * a.cols;
+    const std::size_t n16 = a.cols / 16 * 16;
+    for (std::size_t k = 0; k < n16; k += 16) {
+        __m512 wv[R];
+        for (std::size_t r = 0; r < R; ++r)
+            wv[r] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r] + k)));
+        for (std::size_t t = 0; t < T; ++t) {
+            const __m512 xv = _mm512_loadu_ps(x[t] + k);
+            for (std::size_t r = 0; r < R; ++r)
+                acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+        }
+    }
+    if (n16 < a.cols) {
+        // Lanes past the last column keep their sums untouched, as in the scalar twin.
+        const auto m = static_cast<__mmask16>((1u << (a.cols - n16)) - 1u);
+        for (std::size_t r = 0; r < R; ++r) {
+            const __m512 wv = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, w[r] + n16));
+            for (std::size_t t = 0; t < T; ++t)
+                acc[r][t] =
+                    _mm512_mask3_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, x[t] + n16), acc[r][t], m);
+        }
+    }
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t r = 0; r < R; ++r)
+            a.y[(t0 + t) * a.ldy + m0 + r] = fold16(acc[r][t]);
+}
+
+constexpr std::size_t max_tokens = 4;
+
+template <std::size_t R>
+void rows_all_tokens(const f16_args& a, std::size_t m0) {
+    std::size_t t0 = 0;
+    for (; t0 + max_tokens <= a.n_tok; t0 += max_tokens)
+        block<R, max_tokens>(a, m0, t0);
+    switch (a.n_tok - t0) {
+    case 3:
+        block<R, 3>(a, m0, t0);
+        break;
+    case 2:
+        block<R, 2>(a, m0, t0);
+        break;
+    case 1:
+        block<R, 1>(a, m0, t0);
+        break;
+    default:
+        break;
+    }
+}
+
+} // namespace
+
+void f16_rows_avx512(const f16_args& a) {
+    // Four rows at a time: four independent FMA chains per token cover the FMA latency in decode,
+    // and 4 rows × 4 tokens is 16 accumulators, half the register file.
+    constexpr std::size_t rows_per_block = 4;
+    std::size_t m = a.row_begin;
+    for (; m + rows_per_block <= a.row_end; m += rows_per_block)
+        rows_all_tokens<rows_per_block>(a, m);
+    for (; m < a.row_end; ++m)
+        rows_all_tokens<1>(a, m);
+}
+
+} // namespace bitnet::kernels::cpu

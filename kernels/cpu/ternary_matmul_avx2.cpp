@@ -1,0 +1,241 @@
+// The AVX2 family of the ternary product and of activation quantization. Compiled with AVX2, FMA
+// and F16C flags (kernels/CMakeLists.txt); only reached when CPUID reports them.
+//
+// Weight layout (pack_ternary_tiled with 32-row tiles): for each step s of 4 columns, a 32-byte
+// chunk whose byte j holds, at bits 2v+1..2v, the code of row 8v + j/4 and column 4s + j%4. One
+// chunk unpacks into four registers of 8 rows × 4 columns of u8 codes; vpmaddubsw against a
+// token's 4 activations (broadcast) gives per row two int16 sums of two products each, which are
+// accumulated in int16 and widened to int32 every 32 steps. Codes are at most 2 (pack maps code 3
+// to 1), so a pair sum lies in [−512, 508] and 32 of them cannot leave int16: the integer result
+// is exact, as the scalar twin's int32 sum.
+#include "kernels/cpu/isa_kernels.hpp"
+
+#include <cstring>
+
+// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector
+// (_mm256_undefined_pd and friends), which -Wuninitialized reports wherever they are inlined.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+namespace bitnet::kernels::cpu {
+namespace {
+
+constexpr std::uint32_t tile = avx2_tile_rows;
+// 4 row registers × 2 tokens of int16 accumulators, the packed chunk, one unpacked register, the
+// mask and two broadcasts: 13 of the 16 ymm registers. A third token would spill.
+constexpr std::size_t max_tokens = 2;
+constexpr std::size_t steps_per_widen = 32; // 32 × 512 < 2^15, see above
+
+inline __m256i broadcast4(const std::int8_t* p) {
+    std::int32_t v = 0;
+    std::memcpy(&v, p, sizeof v);
+    return _mm256_set1_epi32(v);
+}
+
+inline void store_rows(__m256i dot, const ternary_args& a, std::size_t t, std::uint32_t row0) {
+    if (row0 >= a.row_end)
+        return;
+    const __m256i centred = _mm256_sub_epi32(dot, _mm256_set1_epi32(a.act_sum[t]));
+    __m256 v = _mm256_cvtepi32_ps(centred);
+    v = _mm256_div_ps(v, _mm256_set1_ps(a.act_scale[t]));
+    v = _mm256_mul_ps(v, _mm256_set1_ps(a.w_scale));
+    float* out = a.y + t * a.ldy + row0;
+    const std::uint32_t valid = a.row_end - row0;
+    if (valid >= 8) {
+        _mm256_storeu_ps(out, v);
+        return;
+    }
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(valid)), lane);
+    _mm256_maskstore_ps(out, keep, v);
+}
+
+// One 32-row tile against tokens [t0, t0 + T).
+template <std::size_t T>
+void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t t0,
+                 std::uint32_t row0) {
+    const __m256i mask = _mm256_set1_epi8(3);
+    const __m256i ones = _mm256_set1_epi16(1);
+    const std::size_t steps = a.k / 4; // a multiple of 32 since k % 128 == 0
+    const std::int8_t* q[T];
+    for (std::size_t t = 0; t < T; ++t)
+        q[t] = a.q + (t0 + t) * a.k;
+    __m256i acc32[4][T];
+    for (auto& row : acc32)
+        for (auto& v : row)
+            v = _mm256_setzero_si256();
+    for (std::size_t s0 = 0; s0 < steps; s0 += steps_per_widen) {
+        __m256i acc16[4][T];
+        for (auto& row : acc16)
+            for (auto& v : row)
+                v = _mm256_setzero_si256();
+        for (std::size_t s = s0; s < s0 + steps_per_widen; ++s) {
+            const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(w_tile + s * 32));
+            __m256i x[T];
+            for (std::size_t t = 0; t < T; ++t)
+                x[t] = broadcast4(q[t] + 4 * s);
+            for (int v = 0; v < 4; ++v) {
+                const __m256i w = _mm256_and_si256(_mm256_srli_epi16(b, 2 * v), mask);
+                for (std::size_t t = 0; t < T; ++t)
+                    acc16[v][t] = _mm256_add_epi16(acc16[v][t], _mm256_maddubs_epi16(w, x[t]));
+            }
+        }
+        for (int v = 0; v < 4; ++v)
+            for (std::size_t t = 0; t < T; ++t)
+                acc32[v][t] = _mm256_add_epi32(acc32[v][t], _mm256_madd_epi16(acc16[v][t], ones));
+    }
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::uint32_t v = 0; v < 4; ++v)
+            store_rows(acc32[v][t], a, t0 + t, row0 + 8 * v);
+}
+
+// The same product from a tile unpacked beforehand (unpack_tile): no shifts or masks in the inner
+// loop, which matters once many token groups share the tile.
+template <std::size_t T>
+void unpacked_tokens(const std::uint8_t* codes, const ternary_args& a, std::size_t t0,
+                     std::uint32_t row0) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const std::size_t steps = a.k / 4;
+    const std::int8_t* q[T];
+    for (std::size_t t = 0; t < T; ++t)
+        q[t] = a.q + (t0 + t) * a.k;
+    __m256i acc32[4][T];
+    for (auto& row : acc32)
+        for (auto& v : row)
+            v = _mm256_setzero_si256();
+    for (std::size_t s0 = 0; s0 < steps; s0 += steps_per_widen) {
+        __m256i acc16[4][T];
+        for (auto& row : acc16)
+            for (auto& v : row)
+                v = _mm256_setzero_si256();
+        for (std::size_t s = s0; s < s0 + steps_per_widen; ++s) {
+            __m256i x[T];
+            for (std::size_t t = 0; t < T; ++t)
+                x[t] = broadcast4(q[t] + 4 * s);
+            for (int v = 0; v < 4; ++v) {
+                const __m256i w =
+                    _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + s * 128 + 32 * v));
+                for (std::size_t t = 0; t < T; ++t)
+                    acc16[v][t] = _mm256_add_epi16(acc16[v][t], _mm256_maddubs_epi16(w, x[t]));
+            }
+        }
+        for (int v = 0; v < 4; ++v)
+            for (std::size_t t = 0; t < T; ++t)
+                acc32[v][t] = _mm256_add_epi32(acc32[v][t], _mm256_madd_epi16(acc16[v][t], ones));
+    }
+    for (std::size_t t = 0; t < T; ++t)
+        for (std::uint32_t v = 0; v < 4; ++v)
+            store_rows(acc32[v][t], a, t0 + t, row0 + 8 * v);
+}
+
+// One code per byte, for each step the four registers of tile_tokens one after the other:
+// 32 · k bytes (80 KiB at k = 2560), read from L2.
+void unpack_tile(const std::uint8_t* w_tile, std::size_t k, std::uint8_t* codes) {
+    const __m256i mask = _mm256_set1_epi8(3);
+    for (std::size_t s = 0; s < k / 4; ++s) {
+        const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(w_tile + s * 32));
+        for (int v = 0; v < 4; ++v)
+            _mm256_store_si256(reinterpret_cast<__m256i*>(codes + s * 128 + 32 * v),
+                               _mm256_and_si256(_mm256_srli_epi16(b, 2 * v), mask));
+    }
+}
+
+} // namespace
+
+void ternary_rows_avx2(const ternary_args& a) {
+    const std::size_t tile_bytes = static_cast<std::size_t>(tile) * a.k / 4;
+    // Token blocks keep their activations (96 · k bytes) in L2 beside the unpacked tile.
+    constexpr std::size_t token_block = 48 * max_tokens;
+    for (std::size_t b0 = 0; b0 < a.n_tok; b0 += token_block) {
+        const std::size_t b1 = b0 + token_block < a.n_tok ? b0 + token_block : a.n_tok;
+        // With more than one token group the tile is unpacked once into the caller's scratch and
+        // every group reads plain codes; with one group the unpack is folded into the product.
+        const bool unpack_first = b1 - b0 > max_tokens && a.scratch != nullptr;
+        for (std::uint32_t row0 = a.row_begin; row0 < a.row_end; row0 += tile) {
+            const std::uint8_t* w_tile = a.w + static_cast<std::size_t>(row0 / tile) * tile_bytes;
+            std::size_t t0 = b0;
+            if (unpack_first) {
+                unpack_tile(w_tile, a.k, a.scratch);
+                for (; t0 + max_tokens <= b1; t0 += max_tokens)
+                    unpacked_tokens<max_tokens>(a.scratch, a, t0, row0);
+                if (t0 < b1)
+                    unpacked_tokens<1>(a.scratch, a, t0, row0);
+                continue;
+            }
+            for (; t0 + max_tokens <= b1; t0 += max_tokens)
+                tile_tokens<max_tokens>(w_tile, a, t0, row0);
+            if (t0 < b1)
+                tile_tokens<1>(w_tile, a, t0, row0);
+        }
+    }
+}
+
+void quantize_row_avx2(const quantize_args& a) {
+    const std::size_t n8 = a.k / 8 * 8;
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 vmax = _mm256_setzero_ps();
+    for (std::size_t i = 0; i < n8; i += 8)
+        vmax = _mm256_max_ps(vmax, _mm256_and_ps(_mm256_loadu_ps(a.x + i), abs_mask));
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    float max_abs = _mm_cvtss_f32(m4);
+    for (std::size_t i = n8; i < a.k; ++i) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, a.x + i, sizeof bits);
+        bits &= 0x7fffffffu;
+        float v = 0.0f;
+        std::memcpy(&v, &bits, sizeof v);
+        max_abs = v > max_abs ? v : max_abs;
+    }
+    // The max of |x| is exact in float; the floor and the division are in double as in ggml.
+    const double max = static_cast<double>(max_abs) > 1e-5 ? static_cast<double>(max_abs) : 1e-5;
+    const auto s = static_cast<float>(127.0 / max);
+    const __m256 vs = _mm256_set1_ps(s);
+    const __m256 lo = _mm256_set1_ps(-128.0f);
+    const __m256 hi = _mm256_set1_ps(127.0f);
+    // After the two packs the eight bytes of each 128-bit half sit in dword order 0 4 1 5 ...;
+    // this permutation puts them back in element order.
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    __m256i vsum = _mm256_setzero_si256();
+    const std::size_t n32 = a.k / 32 * 32;
+    std::size_t i = 0;
+    auto codes = [&](std::size_t at) {
+        __m256 r = _mm256_mul_ps(_mm256_loadu_ps(a.x + at), vs);
+        r = _mm256_round_ps(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r = _mm256_min_ps(_mm256_max_ps(r, lo), hi);
+        const __m256i qi = _mm256_cvtps_epi32(r);
+        vsum = _mm256_add_epi32(vsum, qi);
+        return qi;
+    };
+    for (; i < n32; i += 32) {
+        const __m256i q0 = codes(i);
+        const __m256i q1 = codes(i + 8);
+        const __m256i q2 = codes(i + 16);
+        const __m256i q3 = codes(i + 24);
+        const __m256i p01 = _mm256_packs_epi32(q0, q1);
+        const __m256i p23 = _mm256_packs_epi32(q2, q3);
+        const __m256i bytes = _mm256_packs_epi16(p01, p23);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(a.q + i),
+                            _mm256_permutevar8x32_epi32(bytes, order));
+    }
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(vsum), _mm256_extracti128_si256(vsum, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4e));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xb1));
+    std::int32_t total = _mm_cvtsi128_si32(s4);
+    for (; i < a.k; ++i) {
+        __m128 r = _mm_mul_ss(_mm_set_ss(a.x[i]), _mm_set_ss(s));
+        r = _mm_round_ss(r, r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r = _mm_min_ss(_mm_max_ss(r, _mm_set_ss(-128.0f)), _mm_set_ss(127.0f));
+        const auto v = static_cast<std::int8_t>(_mm_cvtss_si32(r));
+        a.q[i] = v;
+        total += v;
+    }
+    *a.scale = s;
+    *a.sum = total;
+}
+
+} // namespace bitnet::kernels::cpu

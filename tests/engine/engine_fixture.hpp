@@ -1,0 +1,72 @@
+// Shared set-up for engine tests: synthetic models written by the project's own tool into a
+// scratch directory, loading, and a plain greedy loop over the engine's step API.
+#pragma once
+
+#include "model/engine.hpp"
+#include "support/test_data.hpp"
+#include "tools/model_synth.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bitnet::test {
+
+/// Writes a synthetic model (shape `tiny` unless given) and returns its path inside `dir`.
+inline std::string make_model(const scratch_dir& dir, const std::string& arch,
+                              std::uint64_t seed = 1, const std::string& shape = "tiny",
+                              const std::string& format = "i2_s") {
+    tools::synth_options opt;
+    opt.arch = arch;
+    opt.format = format;
+    auto s = tools::find_shape(shape);
+    REQUIRE(s);
+    opt.shape = *s;
+    opt.tokenizer = tools::byte_level_tokenizer(opt.shape.n_vocab);
+    opt.seed = seed;
+    const std::string path =
+        dir.file(arch + "-" + shape + "-" + format + "-" + std::to_string(seed) + ".gguf");
+    auto written = tools::write_synthetic_model(opt, path);
+    REQUIRE_MESSAGE(written, written.error());
+    return path;
+}
+
+inline std::unique_ptr<model::engine> load_engine(const std::string& path, int threads = 2,
+                                                  std::uint64_t kv_bytes = 64ull << 20,
+                                                  const std::string& tl_config = {}) {
+    model::engine_options opt;
+    opt.model_path = path;
+    opt.n_threads = threads;
+    opt.kv_budget_bytes = kv_bytes;
+    opt.tl_kernel_config = tl_config;
+    auto e = model::engine::load(opt);
+    REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
+    return std::move(*e);
+}
+
+inline std::int32_t argmax(std::span<const float> row) {
+    return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+/// Greedy generation of one sequence alone: the prompt as one chunk, then token by token.
+inline std::vector<std::int32_t> greedy_alone(model::engine& e, model::seq_id seq,
+                                              const std::vector<std::int32_t>& prompt,
+                                              std::size_t n) {
+    std::vector<std::int32_t> out;
+    model::seq_chunk c{seq, prompt, 0, true};
+    for (std::size_t i = 0; i < n; ++i) {
+        auto r = e.step(std::span<const model::seq_chunk>(&c, 1));
+        REQUIRE_MESSAGE(r, (r ? std::string() : r.error().to_string()));
+        const std::int32_t tok = argmax(r->row(0, e.config().n_vocab));
+        out.push_back(tok);
+        c.pos0 += static_cast<std::uint32_t>(c.tokens.size());
+        c.tokens = {tok};
+    }
+    e.release(seq);
+    return out;
+}
+
+} // namespace bitnet::test

@@ -1,0 +1,298 @@
+// The ternary product and activation quantization (kernels/ternary_matmul.hpp): the scalar family
+// against a naive integer reference built here from ternary values, and every SIMD family against
+// the scalar family bit for bit, on production-like and ragged shapes.
+#include "kernels/ternary_matmul.hpp"
+
+#include "kernel_test_util.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+using namespace bitnet;
+using namespace bitnet::kernels;
+using bitnet::test::first_bit_difference;
+
+namespace {
+
+// Ternary weights w[m][k] ∈ {-1, 0, 1} and their I2_S bytes, encoded from the formula of spec
+// §2.2 (flat index i = m·K + k, 128-code blocks of 32 bytes, code j of a block at byte j % 32,
+// shift 6 − 2·(j / 32)), independently of the kernels' own decoder.
+struct ternary_case {
+    std::uint32_t rows = 0;
+    std::uint32_t cols = 0;
+    std::vector<std::int8_t> w;
+    std::vector<std::uint8_t> i2s;
+};
+
+void set_code(std::vector<std::uint8_t>& i2s, std::size_t i, unsigned code) {
+    const std::size_t b = i / 128;
+    const std::size_t j = i % 128;
+    i2s[32 * b + j % 32] |= static_cast<std::uint8_t>(code << (6 - 2 * (j / 32)));
+}
+
+ternary_case random_ternary(std::uint32_t rows, std::uint32_t cols, std::uint32_t seed) {
+    ternary_case c{rows, cols, {}, {}};
+    c.w.resize(static_cast<std::size_t>(rows) * cols);
+    c.i2s.assign(c.w.size() / 4, 0);
+    std::mt19937 rng(seed);
+    for (std::size_t i = 0; i < c.w.size(); ++i) {
+        c.w[i] = static_cast<std::int8_t>(static_cast<int>(rng() % 3) - 1);
+        set_code(c.i2s, i, static_cast<unsigned>(c.w[i] + 1));
+    }
+    return c;
+}
+
+// y = (float)(Σ w·q) / act_scale · w_scale with the integer sum taken over the ternary values.
+std::vector<float> naive_product(const ternary_case& c, const quantized_acts& a, float w_scale) {
+    std::vector<float> y(a.n_rows * c.rows);
+    for (std::size_t t = 0; t < a.n_rows; ++t)
+        for (std::size_t m = 0; m < c.rows; ++m) {
+            std::int64_t dot = 0;
+            for (std::size_t k = 0; k < c.cols; ++k)
+                dot += c.w[m * c.cols + k] * a.q[t * c.cols + k];
+            y[t * c.rows + m] = static_cast<float>(dot) / a.scale[t] * w_scale;
+        }
+    return y;
+}
+
+quantized_acts random_acts(std::size_t n_tok, std::size_t k, std::uint32_t seed) {
+    const std::vector<float> x = test::random_floats(n_tok * k, seed, -3.0f, 3.0f);
+    quantized_acts a;
+    quantize_activations(x.data(), n_tok, k, k, a, isa::scalar);
+    return a;
+}
+
+std::vector<float> run(const packed_ternary& w, const quantized_acts& a, int n_threads) {
+    std::vector<float> y(a.n_rows * w.rows, std::numeric_limits<float>::quiet_NaN());
+    ternary_matmul(w, a, y.data(), w.rows, n_threads);
+    return y;
+}
+
+struct shape {
+    std::uint32_t rows;
+    std::uint32_t cols;
+    std::size_t n_tok;
+};
+
+// Rows on and off the 32/64-row tiles, K from one block to the 2B-4T width, token counts around
+// the register tiles (2 for AVX2, 6 for AVX-512) and across the 96-token blocks of the batched
+// path (which unpacks a tile once when a block has more than one register tile of tokens).
+constexpr shape shapes[] = {
+    {1, 128, 1},    {3, 128, 2},     {31, 256, 3},   {32, 128, 5},    {33, 384, 17},
+    {64, 256, 6},   {65, 128, 7},    {100, 512, 64}, {127, 128, 129}, {130, 2560, 1},
+    {64, 2560, 13}, {200, 1024, 12}, {17, 6912, 2},  {33, 128, 200},  {70, 256, 97},
+};
+
+} // namespace
+
+TEST_CASE("scalar ternary_matmul equals the naive integer product of the ternary values") {
+    for (const shape& s : shapes) {
+        CAPTURE(s.rows);
+        CAPTURE(s.cols);
+        CAPTURE(s.n_tok);
+        const ternary_case c = random_ternary(s.rows, s.cols, s.rows * 7 + s.cols);
+        const quantized_acts a = random_acts(s.n_tok, s.cols, static_cast<std::uint32_t>(s.n_tok));
+        const packed_ternary w = pack_ternary(c.i2s.data(), s.rows, s.cols, 0.75f, isa::scalar);
+        CHECK(first_bit_difference(run(w, a, 1), naive_product(c, a, 0.75f)) == -1);
+    }
+}
+
+TEST_CASE("every SIMD ternary_matmul family equals the scalar family bit for bit") {
+    for (const isa family : test::simd_families) {
+        if (!test::family_runs_here(family))
+            continue;
+        CAPTURE(isa_name(family));
+        for (const shape& s : shapes) {
+            CAPTURE(s.rows);
+            CAPTURE(s.cols);
+            CAPTURE(s.n_tok);
+            const ternary_case c = random_ternary(s.rows, s.cols, s.rows * 13 + s.cols);
+            const quantized_acts a = random_acts(s.n_tok, s.cols, 99 + s.rows);
+            const packed_ternary ref =
+                pack_ternary(c.i2s.data(), s.rows, s.cols, 0.0123f, isa::scalar);
+            const packed_ternary w = pack_ternary(c.i2s.data(), s.rows, s.cols, 0.0123f, family);
+            REQUIRE(w.family == family);
+            const std::vector<float> expect = run(ref, a, 1);
+            CHECK(first_bit_difference(run(w, a, 1), expect) == -1);
+            CHECK(first_bit_difference(run(w, a, 2), expect) == -1);
+        }
+    }
+}
+
+TEST_CASE("ternary_matmul is exact at the extremes of the int8 codes") {
+    // All weights +1 (code 2) against q = -128 everywhere: the largest magnitude an int16 pair
+    // sum can reach (2·2·128), which the AVX2 family accumulates in int16 before widening.
+    const std::uint32_t rows = 40;
+    const std::uint32_t cols = 2560;
+    ternary_case c{rows, cols, std::vector<std::int8_t>(rows * cols, 1),
+                   std::vector<std::uint8_t>(rows * cols / 4, 0)};
+    for (std::size_t i = 0; i < c.w.size(); ++i)
+        set_code(c.i2s, i, 2);
+    quantized_acts a;
+    a.resize(3, cols);
+    for (std::size_t i = 0; i < cols; ++i) {
+        a.q[i] = -128;
+        a.q[cols + i] = 127;
+        a.q[2 * cols + i] = static_cast<std::int8_t>(i % 2 == 0 ? 127 : -128);
+    }
+    for (std::size_t t = 0; t < 3; ++t) {
+        std::int32_t sum = 0;
+        for (std::size_t i = 0; i < cols; ++i)
+            sum += a.q[t * cols + i];
+        a.sum[t] = sum;
+        a.scale[t] = 1.0f;
+    }
+    const std::vector<float> expect = naive_product(c, a, 1.0f);
+    CHECK(expect[0] == -128.0f * cols);
+    for (const isa family : {isa::scalar, isa::avx2, isa::avx512_vnni}) {
+        if (!test::family_runs_here(family))
+            continue;
+        CAPTURE(isa_name(family));
+        const packed_ternary w = pack_ternary(c.i2s.data(), rows, cols, 1.0f, family);
+        CHECK(first_bit_difference(run(w, a, 1), expect) == -1);
+    }
+}
+
+TEST_CASE("pack_ternary reads code 3 as a zero weight in every family") {
+    const std::uint32_t rows = 70;
+    const std::uint32_t cols = 256;
+    ternary_case c = random_ternary(rows, cols, 5);
+    // Turn every zero weight of even rows into code 3 (= 1 | 2 on top of code 1).
+    for (std::size_t i = 0; i < c.w.size(); ++i)
+        if (c.w[i] == 0 && (i / cols) % 2 == 0)
+            set_code(c.i2s, i, 3);
+    const quantized_acts a = random_acts(5, cols, 8);
+    const std::vector<float> expect = naive_product(c, a, 2.0f);
+    for (const isa family : {isa::scalar, isa::avx2, isa::avx512_vnni}) {
+        if (!test::family_runs_here(family))
+            continue;
+        CAPTURE(isa_name(family));
+        const packed_ternary w = pack_ternary(c.i2s.data(), rows, cols, 2.0f, family);
+        CHECK(first_bit_difference(run(w, a, 1), expect) == -1);
+    }
+}
+
+TEST_CASE("ternary_matmul writes only its rows into a strided output") {
+    const std::uint32_t rows = 45; // a partial tile in every family
+    const std::uint32_t cols = 128;
+    const std::size_t ldy = rows + 19;
+    const ternary_case c = random_ternary(rows, cols, 21);
+    const quantized_acts a = random_acts(4, cols, 22);
+    const std::vector<float> expect = naive_product(c, a, 1.5f);
+    for (const isa family : {isa::scalar, isa::avx2, isa::avx512_vnni}) {
+        if (!test::family_runs_here(family))
+            continue;
+        CAPTURE(isa_name(family));
+        const packed_ternary w = pack_ternary(c.i2s.data(), rows, cols, 1.5f, family);
+        std::vector<float> y(4 * ldy, -7.0f);
+        ternary_matmul(w, a, y.data(), ldy, 2);
+        for (std::size_t t = 0; t < 4; ++t)
+            for (std::size_t m = 0; m < ldy; ++m) {
+                CAPTURE(t);
+                CAPTURE(m);
+                if (m < rows)
+                    CHECK(y[t * ldy + m] == expect[t * rows + m]);
+                else
+                    CHECK(y[t * ldy + m] == -7.0f);
+            }
+    }
+}
+
+TEST_CASE("quantize_activations floors max|x| at 1e-5, so all zeros give zero codes") {
+    const std::vector<float> x(256, 0.0f);
+    for (const isa family : {isa::scalar, isa::avx2, isa::avx512_vnni}) {
+        if (!test::family_runs_here(family))
+            continue;
+        quantized_acts a;
+        quantize_activations(x.data(), 1, x.size(), x.size(), a, family);
+        CHECK(a.scale[0] == static_cast<float>(127.0 / 1e-5));
+        CHECK(a.sum[0] == 0);
+        for (const std::int8_t q : a.q)
+            CHECK(q == 0);
+    }
+}
+
+TEST_CASE("quantize_activations rounds ties to even and reaches -127 at -max|x|") {
+    // max|x| = 127 makes the scale exactly 1, so x·s is x and the ties are exact.
+    const std::vector<float> x = {127.0f, 0.5f,  1.5f,  2.5f,   -0.5f,   -1.5f, -2.5f, 3.5f,
+                                  -127.f, 0.49f, 0.51f, 126.5f, -126.5f, 4.5f,  -3.5f, 0.0f};
+    const std::vector<std::int8_t> want = {127,  0, 2, 2,   0,    -2, -2, 4,
+                                           -127, 0, 1, 126, -126, 4,  -4, 0};
+    for (const isa family : {isa::scalar, isa::avx2, isa::avx512_vnni}) {
+        if (!test::family_runs_here(family))
+            continue;
+        CAPTURE(isa_name(family));
+        quantized_acts a;
+        quantize_activations(x.data(), 1, x.size(), x.size(), a, family);
+        CHECK(a.scale[0] == 1.0f);
+        CHECK(a.q == want);
+        std::int32_t sum = 0;
+        for (const std::int8_t q : want)
+            sum += q;
+        CHECK(a.sum[0] == sum);
+    }
+}
+
+TEST_CASE("quantize_activations never produces -128 from finite input") {
+    // The clamp at -128 is only a guard: with s = 127 / max|x| rounded to float, |x·s| rounds to
+    // at most 127. Values just below the max and a max whose reciprocal rounds up test that.
+    for (const float max : {1.0f, 3.0f, 0.1f, 7e-6f, 1e30f, 0.3333333f}) {
+        CAPTURE(max);
+        std::vector<float> x = {-max, max, std::nextafter(-max, 0.0f), -max * 0.999f};
+        for (const isa family : {isa::scalar, isa::avx2, isa::avx512_vnni}) {
+            if (!test::family_runs_here(family))
+                continue;
+            quantized_acts a;
+            quantize_activations(x.data(), 1, x.size(), x.size(), a, family);
+            for (const std::int8_t q : a.q)
+                CHECK(q >= -127);
+            if (max >= 1e-5f)
+                CHECK(a.q[0] == -127);
+        }
+    }
+}
+
+TEST_CASE("every SIMD quantize_activations family equals the scalar family") {
+    for (const isa family : test::simd_families) {
+        if (!test::family_runs_here(family))
+            continue;
+        CAPTURE(isa_name(family));
+        for (const std::size_t k : {1u, 7u, 8u, 31u, 33u, 128u, 2560u, 2561u, 6912u}) {
+            CAPTURE(k);
+            const std::size_t n_rows = 3;
+            const std::size_t ldx = k + 5;
+            std::vector<float> x =
+                test::random_floats(n_rows * ldx, static_cast<std::uint32_t>(k), -50.0f, 50.0f);
+            // Row 1 has a wide dynamic range, row 2 values on exact .5 ties after scaling.
+            for (std::size_t i = 0; i < k; ++i) {
+                x[ldx + i] *= (i % 17 == 0) ? 1000.0f : 0.001f;
+                x[2 * ldx + i] = static_cast<float>(static_cast<int>(i % 255) - 127) + 0.5f;
+            }
+            if (k > 0)
+                x[2 * ldx] = 127.0f;
+            quantized_acts ref;
+            quantize_activations(x.data(), n_rows, k, ldx, ref, isa::scalar);
+            quantized_acts got;
+            quantize_activations(x.data(), n_rows, k, ldx, got, family);
+            CHECK(got.q == ref.q);
+            CHECK(got.sum == ref.sum);
+            CHECK(first_bit_difference(got.scale, ref.scale) == -1);
+        }
+    }
+}
+
+TEST_CASE("a family the CPU lacks is lowered to one it has") {
+    const isa got = best_isa_up_to(isa::avx512_vnni);
+    CHECK(isa_supported(got));
+    if (isa_supported(isa::avx512_vnni))
+        CHECK(got == isa::avx512_vnni);
+    CHECK(best_isa_up_to(isa::scalar) == isa::scalar);
+    CHECK(ternary_tile_rows(isa::scalar) == 1);
+    CHECK(ternary_tile_rows(isa::avx2) == 32);
+    CHECK(ternary_tile_rows(isa::avx512_vnni) == 64);
+}
