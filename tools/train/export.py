@@ -28,6 +28,21 @@ import corpus  # noqa: E402
 import plot  # noqa: E402
 
 SLICE_WINDOWS = 2
+# Text the C++ tokenizer must split exactly as ours: contractions, digits, whitespace runs,
+# non-ASCII letters and symbols, emoji.
+TOKENIZER_CASES = [
+    "Hello, world!",
+    "I'm sure they'RE fine; we'LL see. Don't you've?",
+    "12345 and 1,000,000 and 3.14159",
+    "  leading spaces,   inner runs\n\n\tand a tab\n",
+    "na\u00efve caf\u00e9 \u2014 \u201cquotes\u201d \u00bfqu\u00e9? \U0001f600 \u65e5\u672c\u8a9e",
+    "line one\r\nline two\r\n",
+    "trailing space ",
+    "--\tMark Twain",
+    "",
+]
+TOKENIZER_DOCS = 40
+
 PROMPTS = [
     "The meaning of life is",
     "A programmer is",
@@ -168,6 +183,8 @@ def run(out, slice_dir=None, name="bitnet-serve fortunes-5m"):
                 "perplexity": math.exp(s_nll / s_n),
             },
         }
+        texts = TOKENIZER_CASES + heldout_docs[:TOKENIZER_DOCS]
+        data["tokenizer_cases"] = [{"text": t, "ids": tok.encode(t)} for t in texts]
         with open(os.path.join(slice_dir, "heldout_slice.json"), "w") as f:
             json.dump(data, f, indent=1, ensure_ascii=False)
 
