@@ -32,14 +32,6 @@ result<void> stream_tensor(model::gguf_writer& w, std::uint64_t n_bytes, Fill fi
     return {};
 }
 
-enum class role { embedding, norm, projection };
-
-struct tensor_plan {
-    std::string name;
-    role r;
-    std::uint64_t ne0, ne1; ///< ne1 == 1 for 1-D
-};
-
 // Ternary code of weight `i` (0 = -1, 1 = 0, 2 = +1): P(±1) = 1/4 each, P(0) = 1/2.
 inline std::uint8_t ternary_code(std::uint64_t r, unsigned shift) {
     const auto c = static_cast<std::uint8_t>((r >> shift) & 3u);
@@ -108,92 +100,102 @@ synth_tokenizer byte_level_tokenizer(std::uint32_t n_vocab) {
     return t;
 }
 
-result<void> write_synthetic_model(const synth_options& opt, const std::string& path) {
-    const auto& s = opt.shape;
-    const bool llama = opt.arch == "llama";
+result<std::vector<tensor_plan>> bitnet_tensor_plan(const std::string& arch, const synth_shape& s,
+                                                    std::uint32_t n_vocab) {
+    const bool llama = arch == "llama";
     const bool sub_norms = !llama;
-    if (opt.arch != "bitnet-b1.58" && opt.arch != "bitnet-25" && opt.arch != "bitnet" && !llama)
-        return error(errc::invalid_argument, "unknown architecture '" + opt.arch +
+    if (arch != "bitnet-b1.58" && arch != "bitnet-25" && arch != "bitnet" && !llama)
+        return error(errc::invalid_argument, "unknown architecture '" + arch +
                                                  "' (bitnet-b1.58, bitnet-25, bitnet, llama)");
-    if (opt.format != "i2_s" && opt.format != "f32")
-        return error(errc::invalid_argument, "unknown format '" + opt.format + "' (i2_s, f32)");
-    const std::uint32_t n_vocab = opt.tokenizer.n_vocab;
     if (n_vocab == 0)
         return error(errc::invalid_argument, "the tokenizer has no tokens");
-    if (s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 || s.n_embd % 128 != 0 ||
-        s.n_ff % 128 != 0)
+    if (s.n_head == 0 || s.n_head_kv == 0 || s.n_embd % s.n_head != 0 ||
+        s.n_head % s.n_head_kv != 0 || s.n_embd % 128 != 0 || s.n_ff % 128 != 0)
         return error(errc::invalid_argument, "shape '" + s.name + "' is inconsistent");
     const std::uint64_t head_dim = s.n_embd / s.n_head;
     const std::uint64_t kv = head_dim * s.n_head_kv;
-    const auto proj_type = opt.format == "i2_s" ? model::ggml_type::i2_s : model::ggml_type::f32;
+    using enum tensor_role;
+    std::vector<tensor_plan> plan;
+    plan.push_back({"token_embd.weight", embedding, s.n_embd, n_vocab});
+    for (std::uint32_t l = 0; l < s.n_layer; ++l) {
+        const std::string p = "blk." + std::to_string(l) + ".";
+        plan.push_back({p + "attn_norm.weight", norm, s.n_embd, 1});
+        plan.push_back({p + "attn_q.weight", projection, s.n_embd, s.n_embd});
+        plan.push_back({p + "attn_k.weight", projection, s.n_embd, kv});
+        plan.push_back({p + "attn_v.weight", projection, s.n_embd, kv});
+        plan.push_back({p + "attn_output.weight", projection, s.n_embd, s.n_embd});
+        if (sub_norms)
+            plan.push_back({p + "attn_sub_norm.weight", norm, s.n_embd, 1});
+        plan.push_back({p + "ffn_norm.weight", norm, s.n_embd, 1});
+        plan.push_back({p + "ffn_gate.weight", projection, s.n_embd, s.n_ff});
+        plan.push_back({p + "ffn_up.weight", projection, s.n_embd, s.n_ff});
+        plan.push_back({p + "ffn_down.weight", projection, s.n_ff, s.n_embd});
+        if (sub_norms)
+            plan.push_back({p + "ffn_sub_norm.weight", norm, s.n_ff, 1});
+    }
+    plan.push_back({"output_norm.weight", norm, s.n_embd, 1});
+    if (llama)
+        plan.push_back({"output.weight", embedding, s.n_embd, n_vocab});
+    return plan;
+}
 
-    model::gguf_writer w;
-    const std::string& a = opt.arch;
+void add_bitnet_metadata(model::gguf_writer& w, const std::string& a, const synth_shape& s,
+                         const synth_tokenizer& tokenizer, const std::string& name,
+                         std::uint32_t file_type) {
+    const auto head_dim = s.n_embd / s.n_head;
     w.add("general.architecture", model::gguf_value::string(a));
-    w.add("general.name", model::gguf_value::string("bitnet-serve synthetic " + s.name));
-    w.add("general.file_type", model::gguf_value::u32(opt.format == "i2_s" ? 40 : 0));
-    w.add(a + ".vocab_size", model::gguf_value::u32(n_vocab));
+    w.add("general.name", model::gguf_value::string(name));
+    w.add("general.file_type", model::gguf_value::u32(file_type));
+    w.add(a + ".vocab_size", model::gguf_value::u32(tokenizer.n_vocab));
     w.add(a + ".context_length", model::gguf_value::u32(s.n_ctx));
     w.add(a + ".embedding_length", model::gguf_value::u32(s.n_embd));
     w.add(a + ".block_count", model::gguf_value::u32(s.n_layer));
     w.add(a + ".feed_forward_length", model::gguf_value::u32(s.n_ff));
     w.add(a + ".attention.head_count", model::gguf_value::u32(s.n_head));
     w.add(a + ".attention.head_count_kv", model::gguf_value::u32(s.n_head_kv));
-    w.add(a + ".rope.dimension_count",
-          model::gguf_value::u32(static_cast<std::uint32_t>(head_dim)));
+    w.add(a + ".rope.dimension_count", model::gguf_value::u32(head_dim));
     w.add(a + ".rope.freq_base", model::gguf_value::f32(s.rope_base));
     w.add(a + ".attention.layer_norm_rms_epsilon", model::gguf_value::f32(1e-5f));
-    for (const auto& [k, v] : opt.tokenizer.kvs)
+    for (const auto& [k, v] : tokenizer.kvs)
         w.add(k, v);
+}
 
-    // Tensor order as bitnet.cpp's converter writes it: embedding, then per layer, then the
-    // output norm (and llama's separate output).
-    std::vector<tensor_plan> plan;
-    plan.push_back({"token_embd.weight", role::embedding, s.n_embd, n_vocab});
-    for (std::uint32_t l = 0; l < s.n_layer; ++l) {
-        const std::string p = "blk." + std::to_string(l) + ".";
-        plan.push_back({p + "attn_norm.weight", role::norm, s.n_embd, 1});
-        plan.push_back({p + "attn_q.weight", role::projection, s.n_embd, s.n_embd});
-        plan.push_back({p + "attn_k.weight", role::projection, s.n_embd, kv});
-        plan.push_back({p + "attn_v.weight", role::projection, s.n_embd, kv});
-        plan.push_back({p + "attn_output.weight", role::projection, s.n_embd, s.n_embd});
-        if (sub_norms)
-            plan.push_back({p + "attn_sub_norm.weight", role::norm, s.n_embd, 1});
-        plan.push_back({p + "ffn_norm.weight", role::norm, s.n_embd, 1});
-        plan.push_back({p + "ffn_gate.weight", role::projection, s.n_embd, s.n_ff});
-        plan.push_back({p + "ffn_up.weight", role::projection, s.n_embd, s.n_ff});
-        plan.push_back({p + "ffn_down.weight", role::projection, s.n_ff, s.n_embd});
-        if (sub_norms)
-            plan.push_back({p + "ffn_sub_norm.weight", role::norm, s.n_ff, 1});
-    }
-    plan.push_back({"output_norm.weight", role::norm, s.n_embd, 1});
-    if (llama)
-        plan.push_back({"output.weight", role::embedding, s.n_embd, n_vocab});
+result<void> write_synthetic_model(const synth_options& opt, const std::string& path) {
+    const auto& s = opt.shape;
+    if (opt.format != "i2_s" && opt.format != "f32")
+        return error(errc::invalid_argument, "unknown format '" + opt.format + "' (i2_s, f32)");
+    auto plan = bitnet_tensor_plan(opt.arch, s, opt.tokenizer.n_vocab);
+    if (!plan)
+        return plan.error();
+    const auto proj_type = opt.format == "i2_s" ? model::ggml_type::i2_s : model::ggml_type::f32;
 
-    for (const auto& t : plan) {
-        const auto type = t.r == role::embedding ? model::ggml_type::f16
-                          : t.r == role::norm    ? model::ggml_type::f32
-                                                 : proj_type;
+    model::gguf_writer w;
+    add_bitnet_metadata(w, opt.arch, s, opt.tokenizer, "bitnet-serve synthetic " + s.name,
+                        opt.format == "i2_s" ? 40 : 0);
+    for (const auto& t : *plan) {
+        const auto type = t.role == tensor_role::embedding ? model::ggml_type::f16
+                          : t.role == tensor_role::norm    ? model::ggml_type::f32
+                                                           : proj_type;
         w.add_tensor(t.name, type, t.ne1 == 1 ? 1 : 2, {t.ne0, t.ne1, 1, 1});
     }
     BITNET_TRY(w.begin(path));
 
-    for (std::size_t ti = 0; ti < plan.size(); ++ti) {
-        const auto& t = plan[ti];
+    for (std::size_t ti = 0; ti < plan->size(); ++ti) {
+        const auto& t = (*plan)[ti];
         const std::uint64_t key = splitmix64(opt.seed ^ splitmix64(ti + 1));
         const std::uint64_t n = t.ne0 * t.ne1;
         // Unit-variance outputs for unit-RMS inputs: a weight is ±1 with probability 1/2, so
         // the sum over K inputs has variance K/2.
         const float scale = 1.0f / std::sqrt(static_cast<float>(t.ne0) / 2.0f);
-        switch (t.r) {
-        case role::norm:
+        switch (t.role) {
+        case tensor_role::norm:
             BITNET_TRY(stream_tensor(w, n * 4, [](std::vector<std::uint8_t>& b, std::uint64_t) {
                 const float one = 1.0f;
                 for (std::size_t i = 0; i < b.size(); i += 4)
                     std::memcpy(&b[i], &one, 4);
             }));
             break;
-        case role::embedding:
+        case tensor_role::embedding:
             BITNET_TRY(
                 stream_tensor(w, n * 2, [key](std::vector<std::uint8_t>& b, std::uint64_t at) {
                     for (std::size_t i = 0; i < b.size(); i += 2) {
@@ -202,7 +204,7 @@ result<void> write_synthetic_model(const synth_options& opt, const std::string& 
                     }
                 }));
             break;
-        case role::projection:
+        case tensor_role::projection:
             if (proj_type == model::ggml_type::i2_s) {
                 // Every byte holds four codes; any arrangement of random codes is a random
                 // matrix, so bytes are drawn directly. The 32-byte tail starts with the scale.

@@ -5,6 +5,7 @@
 
 #include "common/error.hpp"
 #include "model/gguf_value.hpp"
+#include "model/gguf_writer.hpp"
 
 #include <cstdint>
 #include <string>
@@ -43,6 +44,29 @@ struct synth_options {
     synth_tokenizer tokenizer;
     std::uint64_t seed = 1;
 };
+
+/// What a tensor of a BitNet file holds, which decides its type: F16 embedding, F32 norm, and
+/// projections in the file's format (I2_S, or F32 for the float twin).
+enum class tensor_role { embedding, norm, projection };
+
+/// One tensor in writing order; `ne0` is the contiguous (input) side, ne1 == 1 for 1-D tensors.
+struct tensor_plan {
+    std::string name;
+    tensor_role role;
+    std::uint64_t ne0, ne1;
+};
+
+/// The tensors of `arch` with shape `s` (names and order as bitnet.cpp's converter writes them:
+/// embedding, per layer, output norm; `llama` adds a separate output and has no sub-norms).
+/// Errors: an unknown architecture, or a shape the I2_S layout cannot hold.
+[[nodiscard]] result<std::vector<tensor_plan>>
+bitnet_tensor_plan(const std::string& arch, const synth_shape& s, std::uint32_t n_vocab);
+
+/// Adds the `general.*`, `<arch>.*` hyper-parameter and tokenizer metadata of a model to `w`
+/// (spec §3.2); `file_type` 40 = I2_S, 0 = F32.
+void add_bitnet_metadata(model::gguf_writer& w, const std::string& arch, const synth_shape& s,
+                         const synth_tokenizer& tokenizer, const std::string& name,
+                         std::uint32_t file_type);
 
 /// Writes the model to `path`. Memory stays bounded by one chunk (a few MiB), not the model.
 [[nodiscard]] result<void> write_synthetic_model(const synth_options& opt, const std::string& path);

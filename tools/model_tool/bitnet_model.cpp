@@ -1,4 +1,6 @@
-// bitnet-model: makes synthetic models in bitnet.cpp's layout (`make`).
+// bitnet-model: makes synthetic models in bitnet.cpp's layout (`make`) and imports trained float
+// weights into I2_S GGUF (`import`).
+#include "tools/model_import.hpp"
 #include "tools/model_synth.hpp"
 
 #include <CLI/CLI.hpp>
@@ -44,10 +46,22 @@ int run_make(const std::string& arch, const std::string& shape_name, const std::
     return 0;
 }
 
+int run_import(const tools::import_options& opt) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = tools::import_float_model(opt);
+    if (!r) {
+        std::cerr << "error: " << r.error().message << "\n";
+        return 1;
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::cerr << "wrote " << opt.output_path << " (I2_S) in " << s << " s\n";
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-    CLI::App app{"bitnet-model: make synthetic BitNet b1.58 models"};
+    CLI::App app{"bitnet-model: make synthetic BitNet b1.58 models, import trained ones"};
     app.require_subcommand(1);
     auto* make = app.add_subcommand("make", "write a synthetic model with random ternary weights");
     std::string arch = "bitnet-b1.58", shape = "tiny", format = "i2_s", tokenizer, out;
@@ -61,6 +75,17 @@ int main(int argc, char** argv) {
     make->add_option("-o,--output", out, "output GGUF path")->required();
     int rc = 0;
     make->callback([&] { rc = run_make(arch, shape, format, tokenizer, seed, out); });
-    CLI11_PARSE(app, argc, argv);
-    return rc;
+
+    auto* import = app.add_subcommand(
+        "import", "ternarize trained float weights (tools/train/export.py) into an I2_S GGUF");
+    tools::import_options iopt;
+    import->add_option("manifest", iopt.manifest_path, "manifest.json of the float export")
+        ->required();
+    import->add_option("--tokenizer", iopt.tokenizer_path,
+                       "tokenizer.json (default: the one the manifest names)");
+    import->add_option("-o,--output", iopt.output_path, "output GGUF path")->required();
+    import->callback([&] { rc = run_import(iopt);
+});
+CLI11_PARSE(app, argc, argv);
+return rc;
 }
