@@ -31,7 +31,7 @@ release: deps
 # The default model of `make serve`: this line is the one place its path lives. Until the trained
 # default model lands under models/, a synthetic model of shape SYNTH_SHAPE is made on first run
 # and cached in the release build tree.
-DEFAULT_MODEL ?= models/bitnet-serve-default.gguf
+DEFAULT_MODEL ?= models/bitnet-fortunes-5m-i2_s.gguf
 MODEL_ALIAS ?= bitnet
 SYNTH_SHAPE ?= small
 SYNTH_MODEL := build/release/models/synthetic-$(SYNTH_SHAPE).gguf
