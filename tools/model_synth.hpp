@@ -42,6 +42,9 @@ struct synth_options {
     synth_shape shape;
     synth_tokenizer tokenizer;
     std::uint64_t seed = 1;
+    /// Fill output_norm.weight with NaN: a file that passes every structural check but whose
+    /// logits are never finite (tests of the server's warm-up check).
+    bool nan_output_norm = false;
 };
 
 /// Writes the model to `path`. Memory stays bounded by one chunk (a few MiB), not the model.
