@@ -12,6 +12,8 @@
 #include <limits>
 #include <unordered_map>
 
+#include <malloc.h>
+
 namespace bitnet::actors {
 
 device_choice choose_device(std::string_view requested, bool built, int devices) {
@@ -210,6 +212,10 @@ msg::warmup_report run_warmup(executor_state& st, std::uint32_t n_tokens) {
 }
 
 msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_options opt) {
+    // Once this executor is gone (engine, KV pool and repacked weights freed on its thread),
+    // hand the freed heap pages of every malloc arena back to the OS: a server that loads and
+    // unloads versions keeps a flat RSS instead of one retained arena per past thread.
+    self->attach_functor([] { ::malloc_trim(0); });
     auto& init = self->state;
     init.device = choose_device(opt.device, cuda_built(), cuda_device_count());
     init.opt = std::move(opt);

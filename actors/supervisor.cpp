@@ -255,8 +255,15 @@ void finish_unload_if_done(supervisor_pointer self, const std::string& alias) {
         self->state.opt.on_serving(alias, nullptr);
 }
 
+/// An ended version keeps only what the listing shows (its spec holds the tokenizer).
+void drop_spec(version_rec& v) {
+    v.spec = model_spec{};
+    v.prep.reset();
+}
+
 void unload_version(supervisor_pointer self, version_rec& v, std::string note = {}) {
     stop_pair(self, v);
+    drop_spec(v);
     if (!ended(v.state))
         v.state = vstate::unloaded;
     if (!note.empty())
@@ -286,6 +293,7 @@ void fail_version(supervisor_pointer self, version_rec& v, std::string why) {
         return;
     }
     v.state = vstate::failed;
+    drop_spec(v);
     auto& a = st.aliases[v.alias];
     if (a.active == v.serial)
         a.active = 0; // a serving version out of restarts: nothing serves the alias
@@ -546,8 +554,13 @@ void retire(supervisor_pointer self, alias_rec& a, std::uint64_t old_serial,
             std::uint64_t new_serial) {
     auto* old = find_version(self, old_serial);
     if (a.previous && a.previous != new_serial && a.previous != old_serial)
-        if (auto* p = find_version(self, a.previous))
-            unload_version(self, *p);
+        if (auto* p = find_version(self, a.previous)) {
+            // No longer the rollback target: unloaded, once what still runs there is done.
+            if (p->state == vstate::draining)
+                p->unload_after_drain = true;
+            else
+                unload_version(self, *p);
+        }
     a.previous = 0;
     if (!old || ended(old->state))
         return;
@@ -676,6 +689,7 @@ void on_child_down(supervisor_pointer self, version_rec& v, const std::string& w
                             " ms after its flip (probation): " + why + "; back to version " +
                             prev->id;
         stop_pair(self, v);
+        drop_spec(v);
         v.state = vstate::failed;
         v.failure = reason;
         a.previous = 0;

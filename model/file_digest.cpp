@@ -3,8 +3,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <array>
 #include <memory>
-#include <vector>
 
 #include <openssl/evp.h>
 
@@ -18,7 +18,9 @@ result<file_digest> sha256_file(const std::string& path) {
     if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
         return error{errc::internal, "OpenSSL could not start a SHA-256 digest"};
     file_digest out;
-    std::vector<unsigned char> buf(4u << 20);
+    // On the caller's stack: a heap buffer this size would stay in the calling thread's malloc
+    // arena after the hash (a server hashing on short-lived threads would grow by it).
+    std::array<unsigned char, 64 * 1024> buf;
     while (true) {
         const auto n = std::fread(buf.data(), 1, buf.size(), f.get());
         if (n > 0) {
