@@ -1,9 +1,9 @@
 #include "model/file_digest.hpp"
 
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <array>
 #include <memory>
 
 #include <openssl/evp.h>
