@@ -123,6 +123,11 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             return {true, "ready"};
         },
         [self](msg::route_atom, const std::string& alias, msg::batcher_actor batcher) {
+            if (!batcher) {
+                // The alias is being unloaded: new requests for it are refused from now on.
+                self->state.models.erase(alias);
+                return true;
+            }
             auto& q = self->state.models[alias];
             q.batcher = std::move(batcher);
             q.polled_at = {};
@@ -130,6 +135,7 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
                 self->state.ticking = true;
                 self->send(self, msg::tick_atom_v);
             }
+            return true;
         },
         [self](msg::tick_atom) {
             poll(self);

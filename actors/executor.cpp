@@ -8,7 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <unordered_map>
+
+#include <malloc.h>
 
 namespace bitnet::actors {
 
@@ -153,7 +157,65 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
     return out;
 }
 
+/// The warm-up generation: a fixed prompt, then `n_tokens` greedy tokens, every logits row checked
+/// for NaN and infinities (a file can pass every structural check and still hold non-finite
+/// weights or scales). Runs on the executor's thread before the batcher exists.
+msg::warmup_report run_warmup(executor_state& st, std::uint32_t n_tokens) {
+    // The batcher's sequence ids are request ids (from 1); this one is never theirs.
+    constexpr std::uint64_t warmup_seq = std::numeric_limits<std::uint64_t>::max();
+    const auto t0 = std::chrono::steady_clock::now();
+    msg::warmup_report out;
+    auto& eng = *st.engine;
+    const auto& tok = eng.vocab();
+    model::encode_options eo;
+    eo.add_bos = tok.add_bos() && tok.bos().has_value();
+    auto prompt = tok.encode("The quick brown fox jumps over the lazy dog.", eo);
+    std::vector<std::int32_t> tokens =
+        prompt && !prompt->empty() ? std::move(*prompt) : std::vector<std::int32_t>{0};
+    const std::uint32_t n_ctx = eng.config().n_ctx_train;
+    if (tokens.size() + n_tokens + 1 > n_ctx)
+        tokens.resize(n_ctx > n_tokens + 2 ? n_ctx - n_tokens - 2 : 1);
+    const auto n_vocab = eng.config().n_vocab;
+    std::uint32_t pos = 0;
+    for (std::uint32_t i = 0; i <= n_tokens; ++i) {
+        const model::seq_chunk chunk{warmup_seq, tokens, pos, true};
+        auto so = eng.step(std::span<const model::seq_chunk>(&chunk, 1));
+        if (!so) {
+            out.failure =
+                "warm-up step " + std::to_string(i) + " failed: " + so.error().to_string();
+            break;
+        }
+        const auto row = so->row(0, n_vocab);
+        std::size_t bad = 0;
+        for (float v : row)
+            bad += std::isfinite(v) ? 0 : 1;
+        if (bad > 0) {
+            out.failure = "warm-up step " + std::to_string(i) + ": " + std::to_string(bad) +
+                          " of " + std::to_string(n_vocab) +
+                          " logits are not finite (NaN or infinity)";
+            break;
+        }
+        pos += static_cast<std::uint32_t>(tokens.size());
+        if (i == n_tokens) {
+            out.finite = true;
+            break;
+        }
+        const auto best = std::max_element(row.begin(), row.end()) - row.begin();
+        tokens.assign(1, static_cast<std::int32_t>(best));
+        ++out.n_tokens;
+    }
+    eng.release(warmup_seq);
+    out.took_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    return out;
+}
+
 msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_options opt) {
+    // Once this executor is gone (engine, KV pool and repacked weights freed on its thread),
+    // hand the freed heap pages of every malloc arena back to the OS: a server that loads and
+    // unloads versions keeps a flat RSS instead of one retained arena per past thread.
+    self->attach_functor([] { ::malloc_trim(0); });
     auto& init = self->state;
     init.device = choose_device(opt.device, cuda_built(), cuda_device_count());
     init.opt = std::move(opt);
@@ -201,6 +263,15 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_o
                 info.eog_ids.assign(eog.begin(), eog.end());
             }
             return info;
+        },
+        [self](msg::warmup_atom, std::uint32_t n_tokens) -> caf::result<msg::warmup_report> {
+            try {
+                return run_warmup(self->state, n_tokens);
+            } catch (const std::exception& e) {
+                msg::warmup_report r;
+                r.failure = std::string("warm-up threw: ") + e.what();
+                return r;
+            }
         },
     };
 }

@@ -1,187 +1,971 @@
 #include "actors/supervisor.hpp"
 
 #include "messages/errors.hpp"
+#include "model/file_digest.hpp"
+#include "model/gguf_reader.hpp"
+#include "model/model_config.hpp"
 
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include <chrono>
+#include <deque>
 #include <map>
+#include <optional>
 
 namespace bitnet::actors {
 namespace {
 
-enum class model_state { loading, ready, failed };
+using clock = std::chrono::steady_clock;
 
-struct model_slot {
-    model_spec spec;
-    model_state state = model_state::loading;
-    std::string failure; ///< why it failed, for lookups and /health
-    std::uint32_t restarts = 0;
-    std::uint64_t generation = 0; ///< bumps on every (re)start; stale replies are ignored
-    msg::executor_actor executor;
-    msg::batcher_actor batcher;
-    msg::executor_info info;
-    std::int64_t loaded_at = 0; ///< unix seconds
-};
+enum class vstate { loading, validating, warming, ready, draining, standby, unloaded, failed };
 
-const char* state_name(model_state s) {
+const char* state_name(vstate s) {
     switch (s) {
-    case model_state::loading:
+    case vstate::loading:
         return "loading";
-    case model_state::ready:
+    case vstate::validating:
+        return "validating";
+    case vstate::warming:
+        return "warming";
+    case vstate::ready:
         return "ready";
-    case model_state::failed:
+    case vstate::draining:
+        return "draining";
+    case vstate::standby:
+        return "standby";
+    case vstate::unloaded:
+        return "unloaded";
+    case vstate::failed:
         return "failed";
     }
     return "?";
 }
 
+bool ended(vstate s) {
+    return s == vstate::unloaded || s == vstate::failed;
+}
+
+/// What a loader thread hands over: written on that thread before its "prepared" stage message,
+/// read by the supervisor only after that message (the mailbox orders the two).
+struct prepared {
+    model::file_digest digest;
+    bool hashed = false;
+    model_spec spec;
+};
+
+struct version_rec {
+    std::uint64_t serial = 0;
+    std::string alias;
+    std::string id; ///< the version id; empty until the file is hashed (unless given)
+    msg::load_order order;
+    vstate state = vstate::loading;
+    std::string failure;
+    std::string sha256;
+    std::uint64_t file_bytes = 0;
+    std::shared_ptr<prepared> prep;
+    bool has_spec = false;
+    model_spec spec;
+    msg::executor_actor executor;
+    msg::batcher_actor batcher;
+    bool has_info = false;
+    msg::executor_info info;
+    std::int64_t loaded_at = 0;
+    std::uint64_t op = 0;     ///< the running operation that brings this version in, 0 = none
+    std::string expect_sha;   ///< rollback by reload: the file must still hash to this
+    bool restartable = false; ///< start-up versions restart after failures (bounded)
+    bool restarting = false;  ///< a serving version's pair is being restarted
+    std::uint32_t restarts = 0;
+    bool unload_after_drain = false;
+    bool drain_poll = false;
+    clock::time_point flipped_at{};
+    clock::time_point probation_until{};
+    clock::time_point drain_deadline{};
+};
+
+struct op_rec {
+    msg::operation_status st;
+    std::string alias;
+    clock::time_point t0;
+    bool counted = true; ///< reported through on_swap (operations from the API)
+};
+
+struct alias_rec {
+    std::uint64_t active = 0;                 ///< the serving version, 0 = none
+    std::uint64_t previous = 0;               ///< the resident rollback target, 0 = none
+    std::string prev_id, prev_path, prev_sha; ///< the rollback target, remembered when unloaded
+    bool prev_warmup = true;
+    std::uint64_t running_op = 0;
+    std::deque<std::uint64_t> ops;      ///< newest first
+    std::deque<std::uint64_t> versions; ///< newest first, ended ones pruned to a few
+    bool unloading = false;
+};
+
+constexpr std::size_t k_history = 8;
+
 struct supervisor_state {
     supervisor_options opt;
-    std::map<std::string, model_slot> models;
+    std::map<std::string, alias_rec> aliases;
+    std::map<std::uint64_t, version_rec> versions;
+    std::map<std::uint64_t, op_rec> ops;
+    std::uint64_t next_serial = 1;
+    std::uint64_t next_op = 1;
+    bool ticking = false;
     bool stopping = false;
     static inline const char* name = "supervisor";
 };
 
 using supervisor_pointer = msg::supervisor_actor::stateful_pointer<supervisor_state>;
 
-void start_model(supervisor_pointer self, const std::string& alias);
+std::int64_t unix_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
 
-void stop_pair(supervisor_pointer self, model_slot& m) {
-    if (m.batcher) {
-        self->demonitor(m.batcher.address());
-        self->send_exit(m.batcher, caf::exit_reason::user_shutdown);
-        m.batcher = nullptr;
+std::string mib(std::uint64_t bytes) {
+    return std::to_string((bytes + (1u << 19)) >> 20) + " MiB";
+}
+
+bool receiver_down(const caf::error& e) {
+    return e.category() == caf::atom("system") &&
+           e.code() == static_cast<std::uint8_t>(caf::sec::request_receiver_down);
+}
+
+version_rec* find_version(supervisor_pointer self, std::uint64_t serial) {
+    auto it = self->state.versions.find(serial);
+    return it == self->state.versions.end() ? nullptr : &it->second;
+}
+
+bool resident(const version_rec& v) {
+    return !ended(v.state);
+}
+
+/// Bytes a version holds or is about to hold: its engine's figures once known, the estimate from
+/// the file size and the KV budget while it loads, nothing before the file was read.
+std::uint64_t bytes_of(const version_rec& v) {
+    if (ended(v.state))
+        return 0;
+    if (v.has_info)
+        return v.info.weight_bytes + v.info.kv_pool_bytes;
+    return v.has_spec ? v.file_bytes + v.spec.kv_budget_bytes : 0;
+}
+
+// ---- operations ---------------------------------------------------------------------------
+
+std::uint64_t begin_op(supervisor_pointer self, const std::string& alias, std::string kind,
+                       std::string version, bool counted = true, bool exclusive = true) {
+    auto& st = self->state;
+    const auto serial = st.next_op++;
+    op_rec op;
+    op.alias = alias;
+    op.t0 = clock::now();
+    op.counted = counted;
+    op.st.id = "op-" + std::to_string(serial);
+    op.st.kind = std::move(kind);
+    op.st.version = std::move(version);
+    op.st.state = op.st.kind == "unload" ? "draining" : "loading";
+    op.st.started_ms = unix_ms();
+    st.ops.emplace(serial, std::move(op));
+    auto& a = st.aliases[alias];
+    if (exclusive)
+        a.running_op = serial;
+    a.ops.push_front(serial);
+    while (a.ops.size() > k_history) {
+        st.ops.erase(a.ops.back());
+        a.ops.pop_back();
     }
-    if (m.executor) {
-        self->demonitor(m.executor.address());
-        self->send_exit(m.executor, caf::exit_reason::user_shutdown);
-        m.executor = nullptr;
+    return serial;
+}
+
+void end_op(supervisor_pointer self, std::uint64_t serial, const std::string& state,
+            std::string failure = {}) {
+    auto& st = self->state;
+    auto it = st.ops.find(serial);
+    if (it == st.ops.end() || it->second.st.finished_ms != 0)
+        return;
+    auto& op = it->second;
+    op.st.state = state;
+    if (!failure.empty())
+        op.st.failure = std::move(failure);
+    op.st.finished_ms = unix_ms();
+    auto& a = st.aliases[op.alias];
+    if (a.running_op == serial)
+        a.running_op = 0;
+    if (op.counted && st.opt.on_swap && op.st.kind != "unload") {
+        if (state == "failed")
+            st.opt.on_swap("failed");
+        else
+            st.opt.on_swap(op.st.kind == "load" ? "success" : "rollback");
     }
 }
 
-void on_failure(supervisor_pointer self, const std::string& alias, std::string why) {
-    auto& m = self->state.models.at(alias);
-    stop_pair(self, m);
-    m.failure = std::move(why);
-    if (self->state.stopping)
+/// A version's state, mirrored into the operation that brings it in.
+void set_state(supervisor_pointer self, version_rec& v, vstate s) {
+    v.state = s;
+    if (v.op == 0)
         return;
-    if (m.restarts >= self->state.opt.max_restarts) {
-        m.state = model_state::failed;
-        return;
-    }
-    ++m.restarts;
-    start_model(self, alias);
+    if (auto it = self->state.ops.find(v.op); it != self->state.ops.end() && !ended(s))
+        it->second.st.state = state_name(s);
 }
 
-void start_model(supervisor_pointer self, const std::string& alias) {
-    auto& m = self->state.models.at(alias);
-    m.state = model_state::loading;
-    const auto gen = ++m.generation;
-    // Loading runs on the executor's own thread; the supervisor only waits for its info.
-    m.executor = spawn_executor(self->system(), m.spec.executor);
-    self->monitor(m.executor);
-    self->request(m.executor, caf::infinite, msg::info_atom_v)
+// ---- stopping versions --------------------------------------------------------------------
+
+void stop_pair(supervisor_pointer self, version_rec& v) {
+    if (v.batcher) {
+        self->demonitor(v.batcher.address());
+        self->send_exit(v.batcher, caf::exit_reason::user_shutdown);
+        v.batcher = nullptr;
+    }
+    if (v.executor) {
+        self->demonitor(v.executor.address());
+        self->send_exit(v.executor, caf::exit_reason::user_shutdown);
+        v.executor = nullptr;
+    }
+}
+
+/// Ended versions stay listed for a while (what failed and why); the oldest go. Called only where
+/// no loop over the versions is running (it erases records).
+void prune(supervisor_pointer self, alias_rec& a) {
+    std::size_t n_ended = 0;
+    for (auto it = a.versions.begin(); it != a.versions.end();) {
+        auto* v = find_version(self, *it);
+        if (v && ended(v->state) && ++n_ended > 4) {
+            self->state.versions.erase(*it);
+            it = a.versions.erase(it);
+        } else {
+            ++it;
+        }
+    }
+}
+
+void finish_unload_if_done(supervisor_pointer self, const std::string& alias) {
+    auto& a = self->state.aliases[alias];
+    if (!a.unloading)
+        return;
+    for (auto s : a.versions)
+        if (auto* v = find_version(self, s); v && resident(*v))
+            return;
+    a.unloading = false;
+    if (a.running_op)
+        end_op(self, a.running_op, "unloaded");
+    if (self->state.opt.on_serving)
+        self->state.opt.on_serving(alias, nullptr);
+}
+
+/// An ended version keeps only what the listing shows (its spec holds the tokenizer).
+void drop_spec(version_rec& v) {
+    v.spec = model_spec{};
+    v.prep.reset();
+}
+
+void unload_version(supervisor_pointer self, version_rec& v, std::string note = {}) {
+    stop_pair(self, v);
+    drop_spec(v);
+    if (!ended(v.state))
+        v.state = vstate::unloaded;
+    if (!note.empty())
+        v.failure = std::move(note);
+    auto& a = self->state.aliases[v.alias];
+    if (a.previous == v.serial)
+        a.previous = 0;
+    if (a.active == v.serial)
+        a.active = 0;
+    finish_unload_if_done(self, v.alias);
+}
+
+void start_version(supervisor_pointer self, std::uint64_t serial);
+
+/// A version that will not serve: the alias keeps what it serves; the operation ends failed.
+/// Start-up versions try again (bounded).
+void fail_version(supervisor_pointer self, version_rec& v, std::string why) {
+    if (ended(v.state))
+        return;
+    stop_pair(self, v);
+    v.failure = std::move(why);
+    auto& st = self->state;
+    if ((v.restartable || v.restarting) && !st.stopping && v.restarts < st.opt.max_restarts) {
+        ++v.restarts;
+        v.has_info = false;
+        start_version(self, v.serial);
+        return;
+    }
+    v.state = vstate::failed;
+    drop_spec(v);
+    auto& a = st.aliases[v.alias];
+    if (a.active == v.serial)
+        a.active = 0; // a serving version out of restarts: nothing serves the alias
+    v.restarting = false;
+    if (v.op) {
+        end_op(self, v.op, "failed", v.failure);
+        v.op = 0;
+    }
+}
+
+// ---- memory budget ------------------------------------------------------------------------
+
+/// Whether `need` more bytes for version `serial` fit the budget, unloading standby versions
+/// (rollback targets) when that makes them fit. Empty = fits; else why not.
+std::string make_room(supervisor_pointer self, const version_rec& v, std::uint64_t need,
+                      const std::string& what) {
+    auto& st = self->state;
+    const auto budget = st.opt.memory_budget_bytes;
+    if (budget == 0)
+        return {};
+    std::uint64_t used = 0, standby = 0;
+    std::string users;
+    for (const auto& [s, o] : st.versions) {
+        if (s == v.serial || !resident(o))
+            continue;
+        used += bytes_of(o);
+        if (o.state == vstate::standby)
+            standby += bytes_of(o);
+        if (bytes_of(o) > 0)
+            users += (users.empty() ? "" : ", ") + o.alias + "@" + (o.id.empty() ? "?" : o.id) +
+                     " " + mib(bytes_of(o)) + " (" + state_name(o.state) + ")";
+    }
+    if (used + need <= budget)
+        return {};
+    if (used - standby + need > budget)
+        return "memory budget exceeded: this version needs " + mib(need) + " (" + what +
+               "); the budget is " + mib(budget) + " and " + mib(used) + " are in use by " + users +
+               ". Unload a model (DELETE /v1/models/{alias}) or raise memory_budget_bytes";
+    // Rollback targets are a cache: they give way to a version that is asked for.
+    for (auto& [s, o] : st.versions) {
+        if (used + need <= budget)
+            break;
+        if (s != v.serial && o.state == vstate::standby) {
+            used -= bytes_of(o);
+            unload_version(self, o, "unloaded to make room for " + v.alias);
+        }
+    }
+    return {};
+}
+
+// ---- the load pipeline --------------------------------------------------------------------
+
+void spawn_loader(supervisor_pointer self, version_rec& v) {
+    auto prep = std::make_shared<prepared>();
+    v.prep = prep;
+    auto sup = caf::actor_cast<msg::supervisor_actor>(self);
+    const auto serial = v.serial;
+    auto order = v.order;
+    const bool prebuilt = v.has_spec;
+    auto spec = v.spec;
+    auto make_spec = self->state.opt.make_spec;
+    // Hashing and verifying read the whole file: a thread of its own, never the scheduler's.
+    self->system().spawn<caf::detached>([=](caf::event_based_actor*) {
+        auto report = [&](const char* stage, std::string failure = {}) {
+            caf::anon_send(sup, msg::stage_atom_v, serial, std::string(stage), std::move(failure));
+        };
+        if (!order.path.empty()) {
+            auto d = model::sha256_file(order.path);
+            if (!d)
+                return report("failed", "cannot read the model file: " + d.error().message);
+            prep->digest = std::move(*d);
+            prep->hashed = true;
+            report("validating");
+            auto f = model::gguf_file::open(order.path);
+            if (!f)
+                return report("failed", "not a valid GGUF file: " + f.error().to_string());
+            const auto violations = model::verify_model(*f);
+            if (!violations.empty()) {
+                std::string why = "validation failed (" + std::to_string(violations.size()) +
+                                  " problem" + (violations.size() > 1 ? "s" : "") + "): ";
+                for (std::size_t i = 0; i < violations.size() && i < 4; ++i)
+                    why += (i ? "; " : "") + violations[i];
+                return report("failed", why);
+            }
+        } else {
+            report("validating");
+        }
+        if (prebuilt) {
+            prep->spec = spec;
+        } else if (!make_spec) {
+            return report("failed", "this server cannot load models at run time");
+        } else {
+            auto s = make_spec(order);
+            if (!s)
+                return report("failed", s.error().to_string());
+            prep->spec = std::move(*s);
+        }
+        report("prepared");
+    });
+}
+
+void spawn_pair(supervisor_pointer self, version_rec& v);
+
+void on_prepared(supervisor_pointer self, version_rec& v) {
+    const auto p = std::move(v.prep); // the loader is done with it
+    v.spec = std::move(p->spec);
+    v.has_spec = true;
+    if (p->hashed) {
+        v.sha256 = p->digest.sha256_hex;
+        v.file_bytes = p->digest.size_bytes;
+    }
+    if (!v.expect_sha.empty() && v.sha256 != v.expect_sha)
+        return fail_version(self, v,
+                            "the file " + v.order.path + " changed since version " +
+                                v.order.version + " was served (SHA-256 " +
+                                v.expect_sha.substr(0, 12) + " then, " + v.sha256.substr(0, 12) +
+                                " now)");
+    if (v.id.empty())
+        v.id = !v.order.version.empty() ? v.order.version
+               : !v.sha256.empty()      ? v.sha256.substr(0, 12)
+                                        : v.spec.version;
+    if (auto it = self->state.ops.find(v.op); it != self->state.ops.end())
+        it->second.st.version = v.id;
+    if (auto why = make_room(self, v, bytes_of(v),
+                             "file " + mib(v.file_bytes) + " + KV " + mib(v.spec.kv_budget_bytes) +
+                                 ", estimated");
+        !why.empty())
+        return fail_version(self, v, why);
+    spawn_pair(self, v);
+}
+
+void flip(supervisor_pointer self, std::uint64_t serial);
+
+void on_warm(supervisor_pointer self, version_rec& v) {
+    auto bo = v.spec.batcher;
+    bo.model = v.alias;
+    bo.model_version = v.id;
+    bo.policy.n_ctx = v.info.n_ctx;
+    bo.policy.kv_block_tokens = v.info.kv_block_tokens;
+    bo.policy.kv_blocks_total = v.info.kv_blocks_total;
+    bo.policy.eog_ids = v.info.eog_ids;
+    v.batcher = spawn_batcher(self->system(), bo, v.executor);
+    self->monitor(v.batcher);
+    flip(self, v.serial);
+}
+
+/// Spawns the executor (which loads the engine on its own thread), then checks its real memory
+/// figures and warms it up.
+void spawn_pair(supervisor_pointer self, version_rec& v) {
+    v.executor = spawn_executor(self->system(), v.spec.executor);
+    self->monitor(v.executor);
+    const auto serial = v.serial;
+    const auto exec = v.executor;
+    self->request(v.executor, caf::infinite, msg::info_atom_v)
         .then(
-            [self, alias, gen](const msg::executor_info& info) {
-                auto& slot = self->state.models.at(alias);
-                if (slot.generation != gen || !slot.executor)
+            [self, serial, exec](const msg::executor_info& info) {
+                auto* ver = find_version(self, serial);
+                if (!ver || ver->executor != exec)
                     return;
-                slot.info = info;
-                auto bo = slot.spec.batcher;
-                bo.model = alias;
-                bo.model_version = slot.spec.version;
-                bo.policy.n_ctx = info.n_ctx;
-                bo.policy.kv_block_tokens = info.kv_block_tokens;
-                bo.policy.kv_blocks_total = info.kv_blocks_total;
-                bo.policy.eog_ids = info.eog_ids;
-                slot.batcher = spawn_batcher(self->system(), bo, slot.executor);
-                self->monitor(slot.batcher);
-                slot.state = model_state::ready;
-                slot.loaded_at = std::chrono::duration_cast<std::chrono::seconds>(
-                                     std::chrono::system_clock::now().time_since_epoch())
-                                     .count();
-                if (self->state.opt.admission)
-                    self->send(self->state.opt.admission, msg::route_atom_v, alias, slot.batcher);
+                ver->info = info;
+                ver->has_info = true;
+                if (!ver->restarting) {
+                    if (auto why = make_room(self, *ver, bytes_of(*ver),
+                                             "weights " + mib(info.weight_bytes) + " + KV " +
+                                                 mib(info.kv_pool_bytes));
+                        !why.empty())
+                        return fail_version(self, *ver, why);
+                }
+                if (ver->restarting || !ver->order.warmup)
+                    return on_warm(self, *ver);
+                set_state(self, *ver, vstate::warming);
+                self->request(exec, std::chrono::minutes(10), msg::warmup_atom_v,
+                              self->state.opt.warmup_tokens)
+                    .then(
+                        [self, serial, exec](const msg::warmup_report& r) {
+                            auto* w = find_version(self, serial);
+                            if (!w || w->executor != exec)
+                                return;
+                            if (!r.finite)
+                                return fail_version(self, *w, "warm-up failed: " + r.failure);
+                            on_warm(self, *w);
+                        },
+                        [self, serial, exec](const caf::error& e) {
+                            auto* w = find_version(self, serial);
+                            if (w && w->executor == exec && !receiver_down(e))
+                                fail_version(self, *w,
+                                             "warm-up failed: " +
+                                                 msg::from_caf_error(e).to_string());
+                        });
             },
-            [self, alias, gen](const caf::error& err) {
-                // The executor died while loading: the down message carries the reason; handle
-                // it here only when no down message will come (it is already demonitored).
-                auto& slot = self->state.models.at(alias);
-                if (slot.generation == gen && slot.executor)
-                    slot.failure = msg::from_caf_error(err).to_string();
+            [self, serial, exec](const caf::error& e) {
+                // A dead executor is reported by its down message, which carries the reason.
+                auto* w = find_version(self, serial);
+                if (w && w->executor == exec && !receiver_down(e))
+                    fail_version(self, *w, msg::from_caf_error(e).to_string());
             });
+}
+
+void start_version(supervisor_pointer self, std::uint64_t serial) {
+    auto* v = find_version(self, serial);
+    set_state(self, *v, vstate::loading);
+    if (v->restarting || (v->has_spec && v->order.path.empty() && v->restarts > 0))
+        return spawn_pair(self, *v);
+    spawn_loader(self, *v);
+}
+
+/// A new version record for `alias`, started at once.
+std::uint64_t new_version(supervisor_pointer self, const msg::load_order& order, std::uint64_t op,
+                          const model_spec* prebuilt = nullptr, std::string expect_sha = {}) {
+    auto& st = self->state;
+    const auto serial = st.next_serial++;
+    auto& v = st.versions[serial];
+    v.serial = serial;
+    v.alias = order.alias;
+    v.order = order;
+    v.op = op;
+    v.expect_sha = std::move(expect_sha);
+    if (prebuilt) {
+        v.spec = *prebuilt;
+        v.has_spec = true;
+        v.restartable = true;
+    }
+    auto& a = st.aliases[order.alias];
+    prune(self, a);
+    a.versions.push_front(serial);
+    start_version(self, serial);
+    return serial;
+}
+
+// ---- flips, drains, rollbacks -------------------------------------------------------------
+
+void start_ticking(supervisor_pointer self) {
+    if (!self->state.ticking) {
+        self->state.ticking = true;
+        self->send(self, msg::tick_atom_v);
+    }
+}
+
+/// Points admission at `batcher` for `alias` (null: removes the alias), then runs `then` once
+/// admission has it (every request admission handed to the old batcher is queued there by then).
+template <class F>
+void route_then(supervisor_pointer self, const std::string& alias, msg::batcher_actor batcher,
+                F then) {
+    auto adm = self->state.opt.admission;
+    if (!adm)
+        return then();
+    self->request(adm, std::chrono::seconds(30), msg::route_atom_v, alias, std::move(batcher))
+        .then([then](bool) mutable { then(); },
+              [then](const caf::error&) mutable {
+                  // Admission is gone (shutdown): nothing routes anywhere any more.
+                  then();
+              });
+}
+
+/// The version that was serving `alias` is replaced: it drains, then stays as the rollback
+/// target (its predecessor in that role is unloaded).
+void retire(supervisor_pointer self, alias_rec& a, std::uint64_t old_serial,
+            std::uint64_t new_serial) {
+    auto* old = find_version(self, old_serial);
+    if (a.previous && a.previous != new_serial && a.previous != old_serial)
+        if (auto* p = find_version(self, a.previous)) {
+            // No longer the rollback target: unloaded, once what still runs there is done.
+            if (p->state == vstate::draining)
+                p->unload_after_drain = true;
+            else
+                unload_version(self, *p);
+        }
+    a.previous = 0;
+    if (!old || ended(old->state))
+        return;
+    a.previous = old_serial;
+    a.prev_id = old->id;
+    a.prev_path = old->order.path;
+    a.prev_sha = old->sha256;
+    a.prev_warmup = old->order.warmup;
+    set_state(self, *old, vstate::draining);
+    old->drain_deadline = clock::now() + self->state.opt.drain_timeout;
+    old->unload_after_drain = false;
+    start_ticking(self);
+}
+
+void flip(supervisor_pointer self, std::uint64_t serial) {
+    auto* v = find_version(self, serial);
+    route_then(self, v->alias, v->batcher, [self, serial] {
+        auto* ver = find_version(self, serial);
+        if (!ver || ended(ver->state))
+            return;
+        auto& a = self->state.aliases[ver->alias];
+        const auto old = a.active;
+        const auto now = clock::now();
+        a.active = serial;
+        const bool restarted = ver->restarting;
+        ver->restarting = false;
+        set_state(self, *ver, vstate::ready);
+        if (!restarted) {
+            ver->loaded_at = unix_ms() / 1000;
+            ver->flipped_at = now;
+            ver->probation_until = old ? now + self->state.opt.probation : clock::time_point{};
+        }
+        if (old && old != serial)
+            retire(self, a, old, serial);
+        if (auto it = self->state.ops.find(ver->op); it != self->state.ops.end()) {
+            it->second.st.swap_us =
+                std::chrono::duration_cast<std::chrono::microseconds>(now - it->second.t0).count();
+            end_op(self, ver->op, "ready");
+        }
+        ver->op = 0;
+        if (self->state.opt.on_serving)
+            self->state.opt.on_serving(ver->alias, &ver->spec);
+    });
+}
+
+/// Back to the resident previous version, as operation `op`.
+void flip_back(supervisor_pointer self, const std::string& alias, std::uint64_t op) {
+    auto& a = self->state.aliases[alias];
+    auto* prev = find_version(self, a.previous);
+    prev->op = op;
+    flip(self, prev->serial);
+}
+
+void drained(supervisor_pointer self, version_rec& v) {
+    auto& a = self->state.aliases[v.alias];
+    if (v.unload_after_drain || a.previous != v.serial)
+        return unload_version(self, v);
+    set_state(self, v, vstate::standby);
+}
+
+void poll_drains(supervisor_pointer self) {
+    bool any = false;
+    const auto now = clock::now();
+    for (auto& [serial, v] : self->state.versions) {
+        if (v.state != vstate::draining)
+            continue;
+        any = true;
+        if (now > v.drain_deadline) {
+            unload_version(self, v, "drain timeout: requests still running there were failed");
+            continue;
+        }
+        if (v.drain_poll || !v.batcher)
+            continue;
+        v.drain_poll = true;
+        const auto s = serial;
+        self->request(v.batcher, std::chrono::seconds(5), msg::stats_atom_v)
+            .then(
+                [self, s](const msg::batcher_stats& bs) {
+                    auto* ver = find_version(self, s);
+                    if (!ver)
+                        return;
+                    ver->drain_poll = false;
+                    if (ver->state == vstate::draining &&
+                        bs.running + bs.waiting[0] + bs.waiting[1] + bs.waiting[2] == 0)
+                        drained(self, *ver);
+                },
+                [self, s](const caf::error&) {
+                    if (auto* ver = find_version(self, s))
+                        ver->drain_poll = false;
+                });
+    }
+    self->state.ticking = any;
+    if (any)
+        self->delayed_send(self, std::chrono::milliseconds(20), msg::tick_atom_v);
+}
+
+/// A child of `v` stopped unasked.
+void on_child_down(supervisor_pointer self, version_rec& v, const std::string& why) {
+    auto& st = self->state;
+    auto& a = st.aliases[v.alias];
+    switch (v.state) {
+    case vstate::loading:
+    case vstate::validating:
+    case vstate::warming:
+        return fail_version(self, v, why);
+    case vstate::draining:
+    case vstate::standby:
+        return unload_version(self, v, why);
+    case vstate::unloaded:
+    case vstate::failed:
+        return;
+    case vstate::ready:
+        break;
+    }
+    if (v.restarting)
+        return fail_version(self, v, why);
+    const auto now = clock::now();
+    auto* prev = find_version(self, a.previous);
+    const bool prev_ok = prev && prev->batcher && prev->executor &&
+                         (prev->state == vstate::draining || prev->state == vstate::standby);
+    if (a.active == v.serial && now < v.probation_until && prev_ok && !a.unloading) {
+        // Probation: the new version failed soon after its flip; the previous one takes over.
+        const auto in_ms =
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - v.flipped_at).count();
+        const auto reason = "version " + v.id + " crashed " + std::to_string(in_ms) +
+                            " ms after its flip (probation): " + why + "; back to version " +
+                            prev->id;
+        stop_pair(self, v);
+        drop_spec(v);
+        v.state = vstate::failed;
+        v.failure = reason;
+        a.previous = 0;
+        a.prev_id.clear();
+        a.prev_path.clear();
+        a.prev_sha.clear();
+        const auto op = begin_op(self, v.alias, "auto_rollback", prev->id, true, false);
+        st.ops[op].st.failure = reason;
+        const auto prev_serial = prev->serial;
+        prev->op = op;
+        flip(self, prev_serial);
+        // The op ends "ready" in flip; keep the reason on it.
+        return;
+    }
+    // Outside probation: the version restarts in place (bounded), as at start-up.
+    if (v.restarts >= st.opt.max_restarts) {
+        v.restartable = false;
+        return fail_version(self, v, why);
+    }
+    ++v.restarts;
+    v.failure = why;
+    stop_pair(self, v);
+    v.restarting = true;
+    v.has_info = false;
+    set_state(self, v, vstate::loading);
+    spawn_pair(self, v);
+}
+
+// ---- the view ------------------------------------------------------------------------------
+
+msg::version_status version_view(const version_rec& v) {
+    msg::version_status s;
+    s.version = v.id;
+    s.state = state_name(v.state);
+    s.failure = v.failure;
+    s.path = v.order.path;
+    s.file_sha256 = v.sha256;
+    s.loaded_at = v.loaded_at;
+    if (v.has_info)
+        s.info = v.info;
+    return s;
+}
+
+msg::model_status alias_view(supervisor_pointer self, const std::string& alias,
+                             const alias_rec& a) {
+    msg::model_status m;
+    m.alias = alias;
+    for (auto s : a.versions)
+        if (auto* v = find_version(self, s))
+            m.versions.push_back(version_view(*v));
+    for (auto s : a.ops)
+        if (auto it = self->state.ops.find(s); it != self->state.ops.end())
+            m.operations.push_back(it->second.st);
+    const version_rec* shown = find_version(self, a.active);
+    if (!shown && !a.versions.empty())
+        shown = find_version(self, a.versions.front());
+    if (shown) {
+        m.version = shown->id;
+        m.state = state_name(shown->state);
+        m.failure = shown->failure;
+        m.path = shown->order.path;
+        m.file_sha256 = shown->sha256;
+        m.restarts = shown->restarts;
+        m.loaded_at = shown->loaded_at;
+        if (shown->has_info)
+            m.info = shown->info;
+    }
+    if (a.unloading)
+        m.state = "draining";
+    m.previous_version = a.previous || !a.prev_path.empty() ? a.prev_id : std::string{};
+    return m;
+}
+
+msg::operation_ticket refuse(std::string why, std::string message, const std::string& alias,
+                             std::string op_id = {}) {
+    msg::operation_ticket t;
+    t.refusal = std::move(why);
+    t.message = std::move(message);
+    t.alias = alias;
+    t.operation_id = std::move(op_id);
+    return t;
+}
+
+msg::operation_ticket ticket(supervisor_pointer self, std::uint64_t op) {
+    const auto& o = self->state.ops.at(op);
+    msg::operation_ticket t;
+    t.operation_id = o.st.id;
+    t.alias = o.alias;
+    t.version = o.st.version;
+    t.state = o.st.state;
+    return t;
+}
+
+/// The refusal when an operation already runs on `alias`, else nothing.
+std::optional<msg::operation_ticket> busy(supervisor_pointer self, const std::string& alias) {
+    auto it = self->state.aliases.find(alias);
+    if (it == self->state.aliases.end() || it->second.running_op == 0)
+        return std::nullopt;
+    const auto& op = self->state.ops.at(it->second.running_op).st;
+    return refuse("conflict",
+                  "operation " + op.id + " (" + op.kind + ") is still running on '" + alias +
+                      "'; wait until GET /v1/models/" + alias + " shows it ended",
+                  alias, op.id);
+}
+
+bool has_resident(supervisor_pointer self, const alias_rec& a) {
+    for (auto s : a.versions)
+        if (auto* v = find_version(self, s); v && resident(*v))
+            return true;
+    return false;
 }
 
 msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
                                                    supervisor_options opt) {
     self->state.opt = std::move(opt);
-    for (auto& spec : self->state.opt.models) {
-        auto& slot = self->state.models[spec.alias];
-        slot.spec = spec;
-    }
     self->set_down_handler([self](caf::down_msg& dm) {
-        for (auto& [alias, m] : self->state.models) {
-            const bool exec = m.executor && m.executor.address() == dm.source;
-            const bool batch = m.batcher && m.batcher.address() == dm.source;
+        for (auto& [serial, v] : self->state.versions) {
+            const bool exec = v.executor && v.executor.address() == dm.source;
+            const bool batch = v.batcher && v.batcher.address() == dm.source;
             if (!exec && !batch)
                 continue;
             if (exec)
-                m.executor = nullptr;
+                v.executor = nullptr;
             else
-                m.batcher = nullptr;
-            auto why = std::string(exec ? "executor" : "batcher") + " of '" + alias +
-                       "' stopped: " + msg::from_caf_error(dm.reason).to_string();
-            on_failure(self, alias, std::move(why));
+                v.batcher = nullptr;
+            auto why = std::string(exec ? "executor" : "batcher") + " of '" + v.alias + "' (" +
+                       (v.id.empty() ? "new version" : "version " + v.id) +
+                       ") stopped: " + msg::from_caf_error(dm.reason).to_string();
+            on_child_down(self, v, why);
             return;
         }
     });
     self->set_exit_handler([self](caf::exit_msg& em) {
         // Ordered shutdown: children first, so the actor system can end.
         self->state.stopping = true;
-        for (auto& [alias, m] : self->state.models)
-            stop_pair(self, m);
+        for (auto& [serial, v] : self->state.versions)
+            stop_pair(self, v);
         self->quit(em.reason);
     });
-    for (auto& [alias, slot] : self->state.models)
-        start_model(self, alias);
+    for (const auto& spec : self->state.opt.models) {
+        msg::load_order o;
+        o.alias = spec.alias;
+        o.path = spec.path;
+        o.version = spec.version;
+        const auto op = begin_op(self, spec.alias, "load", spec.version, false);
+        new_version(self, o, op, &spec);
+    }
+    for (const auto& order : self->state.opt.initial) {
+        const auto op = begin_op(self, order.alias, "load", order.version, false);
+        const auto serial = new_version(self, order, op);
+        self->state.versions[serial].restartable = true;
+    }
     return {
         [self](msg::route_atom, const std::string& alias) -> caf::result<msg::batcher_actor> {
-            auto it = self->state.models.find(alias);
-            if (it == self->state.models.end())
+            auto it = self->state.aliases.find(alias);
+            if (it == self->state.aliases.end() || it->second.versions.empty())
                 return msg::to_caf_error(errc::not_found, "no model '" + alias + "'");
-            const auto& m = it->second;
-            if (m.state != model_state::ready)
-                return msg::to_caf_error(
-                    errc::not_found,
-                    "model '" + alias + "' is " +
-                        (m.state == model_state::loading ? "loading" : "failed: " + m.failure));
-            return m.batcher;
+            if (auto* v = find_version(self, it->second.active);
+                v && v->state == vstate::ready && v->batcher)
+                return v->batcher;
+            const auto m = alias_view(self, alias, it->second);
+            return msg::to_caf_error(errc::not_found,
+                                     "model '" + alias + "' is " + m.state +
+                                         (m.failure.empty() ? "" : ": " + m.failure));
         },
         [self](msg::info_atom, const std::string& alias) -> caf::result<msg::executor_info> {
-            auto it = self->state.models.find(alias);
-            if (it == self->state.models.end() || it->second.state != model_state::ready)
+            auto it = self->state.aliases.find(alias);
+            auto* v =
+                it == self->state.aliases.end() ? nullptr : find_version(self, it->second.active);
+            if (!v || v->state != vstate::ready || !v->has_info)
                 return msg::to_caf_error(errc::not_found, "model '" + alias + "' is not ready");
-            return it->second.info;
+            return v->info;
         },
         [self](msg::models_atom) {
             std::vector<msg::model_status> out;
-            for (const auto& [alias, m] : self->state.models) {
-                msg::model_status s;
-                s.alias = alias;
-                s.version = m.spec.version;
-                s.state = state_name(m.state);
-                s.failure = m.failure;
-                s.path = m.spec.path;
-                s.restarts = m.restarts;
-                s.loaded_at = m.loaded_at;
-                if (m.state == model_state::ready)
-                    s.info = m.info;
-                out.push_back(std::move(s));
-            }
+            for (const auto& [alias, a] : self->state.aliases)
+                if (!a.versions.empty())
+                    out.push_back(alias_view(self, alias, a));
             return out;
         },
+        [self](msg::load_atom, msg::load_order order) -> msg::operation_ticket {
+            if (order.alias.empty() || order.path.empty())
+                return refuse("invalid", "a load needs an alias and a path", order.alias);
+            if (!self->state.opt.make_spec)
+                return refuse("invalid", "this server cannot load models at run time", order.alias);
+            if (auto b = busy(self, order.alias))
+                return *b;
+            const auto op = begin_op(self, order.alias, "load", order.version);
+            new_version(self, order, op);
+            return ticket(self, op);
+        },
+        [self](msg::rollback_atom, const std::string& alias) -> msg::operation_ticket {
+            auto it = self->state.aliases.find(alias);
+            if (it == self->state.aliases.end() || !has_resident(self, it->second))
+                return refuse("not_found", "no model '" + alias + "'", alias);
+            if (auto b = busy(self, alias))
+                return *b;
+            auto& a = it->second;
+            auto* prev = find_version(self, a.previous);
+            const bool resident_prev =
+                prev && prev->batcher && prev->executor &&
+                (prev->state == vstate::draining || prev->state == vstate::standby);
+            if (!resident_prev && a.prev_path.empty())
+                return refuse("invalid", "'" + alias + "' has no previous version to roll back to",
+                              alias);
+            const auto op = begin_op(self, alias, "rollback", a.prev_id);
+            if (resident_prev) {
+                flip_back(self, alias, op);
+            } else {
+                msg::load_order o;
+                o.alias = alias;
+                o.path = a.prev_path;
+                o.version = a.prev_id;
+                o.warmup = a.prev_warmup;
+                new_version(self, o, op, nullptr, a.prev_sha);
+            }
+            return ticket(self, op);
+        },
+        [self](msg::unload_atom, const std::string& alias) -> msg::operation_ticket {
+            auto it = self->state.aliases.find(alias);
+            if (it == self->state.aliases.end() || !has_resident(self, it->second))
+                return refuse("not_found", "no model '" + alias + "'", alias);
+            if (auto b = busy(self, alias))
+                return *b;
+            auto& a = it->second;
+            const auto* act = find_version(self, a.active);
+            const auto op = begin_op(self, alias, "unload", act ? act->id : std::string{});
+            a.unloading = true;
+            route_then(self, alias, msg::batcher_actor{}, [self, alias] {
+                auto& al = self->state.aliases[alias];
+                const auto active = al.active;
+                al.active = 0;
+                al.previous = 0;
+                al.prev_path.clear();
+                for (auto s : std::vector<std::uint64_t>(al.versions.begin(), al.versions.end())) {
+                    auto* v = find_version(self, s);
+                    if (!v || ended(v->state))
+                        continue;
+                    if (s == active || v->state == vstate::draining) {
+                        set_state(self, *v, vstate::draining);
+                        v->unload_after_drain = true;
+                        v->drain_deadline = clock::now() + self->state.opt.drain_timeout;
+                        start_ticking(self);
+                    } else {
+                        // Standby, or still loading: nothing runs there.
+                        if (v->op && v->op != al.running_op)
+                            end_op(self, v->op, "failed", "the alias was unloaded");
+                        v->op = 0;
+                        unload_version(self, *v);
+                    }
+                }
+                finish_unload_if_done(self, alias);
+            });
+            return ticket(self, op);
+        },
+        [self](msg::crash_atom, const std::string& alias) {
+            auto it = self->state.aliases.find(alias);
+            if (it == self->state.aliases.end())
+                return;
+            if (auto* v = find_version(self, it->second.active); v && v->executor)
+                self->send_exit(v->executor, caf::make_error(caf::sec::runtime_error,
+                                                             "crash injected by the test hook"));
+        },
+        [self](msg::stage_atom, std::uint64_t serial, const std::string& stage,
+               const std::string& failure) {
+            auto* v = find_version(self, serial);
+            if (!v || ended(v->state) || !v->prep)
+                return;
+            if (stage == "validating")
+                set_state(self, *v, vstate::validating);
+            else if (stage == "failed")
+                fail_version(self, *v, failure);
+            else if (stage == "prepared")
+                on_prepared(self, *v);
+        },
+        [self](msg::tick_atom) { poll_drains(self); },
     };
 }
 

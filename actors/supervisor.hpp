@@ -1,14 +1,26 @@
-// The supervisor: loads the configured models at start-up (one executor + one batcher each),
-// monitors both, restarts a crashed pair (bounded), pushes each ready model's route to
-// admission and answers routing lookups. A model is a "version" slot: hot-swap later spawns a
-// second pair beside the first and flips the route (the route push is already the only way
-// admission learns where a model lives).
+// The supervisor: owns every model alias and its versions (one executor + one batcher each),
+// monitors them, and runs the model lifecycle (ARCHITECTURE.md §2, hot-swap):
+//   load:     loading (SHA-256 of the file) -> validating (verify_model's checks, the memory
+//             budget, the engine's own load) -> warming (a short generation, logits finite) ->
+//             ready: the alias is flipped to it in admission in one message; the version it
+//             replaces drains its running requests (draining) and then stays resident as the
+//             rollback target (standby) while the memory budget allows, or is unloaded.
+//   failure:  at any step the alias keeps its current version; the operation ends failed.
+//   probation: a crash of the new version within `probation` of its flip flips back to the
+//             previous version (auto_rollback).
+//   rollback: back to the previous version (resident: a flip; unloaded: a load of its remembered
+//             path, refused if the file's checksum changed).
+//   unload:   the alias leaves admission, its versions drain and are unloaded.
+// Versions loaded at start-up restart (bounded) after a load failure or crash outside probation.
 #pragma once
 
 #include "actors/batcher.hpp"
 #include "actors/executor.hpp"
 #include "messages/interfaces.hpp"
 
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,19 +30,45 @@ class actor_system;
 
 namespace bitnet::actors {
 
+/// Everything needed to start one version of a model.
 struct model_spec {
     std::string alias;
-    std::string version = "1";
-    std::string path; ///< the model file, for /v1/models (the executor's factory opens it)
+    std::string version = "1"; ///< used when the load order names none and there is no file
+    std::string path;          ///< the model file: hashed and verified before the executor loads it
     executor_options executor;
     /// Batching settings; n_ctx, KV block figures and EOG ids are filled from the executor.
     batcher_options batcher;
+    /// The KV pool the engine will allocate: with the file size, the memory-budget estimate
+    /// checked before the engine is loaded (its real figures are checked after).
+    std::uint64_t kv_budget_bytes = 0;
+    /// Opaque to the supervisor, handed back through on_serving (the server keeps the text side
+    /// of the version here: tokenizer and chat template).
+    std::shared_ptr<const void> user;
 };
 
 struct supervisor_options {
+    /// Versions built by the caller, loaded at start-up (tests with fake engines).
     std::vector<model_spec> models;
-    msg::admission_actor admission; ///< receives route(alias, batcher) for each ready model
-    std::uint32_t max_restarts = 3; ///< per model; past it the model stays failed
+    /// Versions loaded at start-up through make_spec, as POST /v1/models/load does.
+    std::vector<msg::load_order> initial;
+    msg::admission_actor admission; ///< receives route(alias, batcher) at every flip
+    std::uint32_t max_restarts = 3; ///< per start-up version; past it the version stays failed
+    /// Builds the spec of a version for a load order. Runs on a loader thread (it may read files),
+    /// so it must be thread-safe. Null: load orders are refused.
+    std::function<result<model_spec>(const msg::load_order&)> make_spec;
+    /// Weights + KV pools of all resident versions (loading ones by their estimate); 0 = no limit.
+    std::uint64_t memory_budget_bytes = 0;
+    std::chrono::milliseconds probation{30000};
+    /// Longest a replaced version may take to finish its running requests; then it is unloaded
+    /// and what still runs there fails.
+    std::chrono::milliseconds drain_timeout{120000};
+    std::uint32_t warmup_tokens = 4;
+    /// Called on the supervisor's thread whenever the version an alias serves changes: its spec,
+    /// or nullptr once the alias is unloaded.
+    std::function<void(const std::string& alias, const model_spec* serving)> on_serving;
+    /// Called when an operation from the API ends: "success", "failed" or "rollback" (successful
+    /// rollbacks, manual or automatic); bitnet_model_swaps_total counts them.
+    std::function<void(const std::string& result)> on_swap;
 };
 
 [[nodiscard]] msg::supervisor_actor spawn_supervisor(caf::actor_system& sys,

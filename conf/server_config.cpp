@@ -75,6 +75,12 @@ std::span<const field> fields() {
          "admin API keys (comma-separated)"},
         {"drain_timeout_ms", &server_config::drain_timeout_ms, 0, k_u32_max,
          "time running requests get after SIGTERM"},
+        {"memory_budget_bytes", &server_config::memory_budget_bytes, 0, 1ull << 50,
+         "weights + KV of all loaded model versions (0 = no limit)"},
+        {"probation_s", &server_config::probation_s, 0, 86400,
+         "a new version crashing this soon after its swap is rolled back"},
+        {"test_hooks", &server_config::test_hooks, 0, 1,
+         "1 = the crash test hook (builds with test hooks only)"},
         {"log_level", &server_config::log_level, 0, 0, "trace|debug|info|warn|error|critical|off"},
     };
     return table;

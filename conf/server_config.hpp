@@ -60,6 +60,13 @@ struct server_config {
 
     // Lifecycle and logging.
     std::uint32_t drain_timeout_ms = 30000;
+    /// Weights + KV pools of all resident model versions; a load past it is refused. 0 = none.
+    std::uint64_t memory_budget_bytes = 0;
+    /// A new version that crashes this soon after its flip is replaced by the previous one.
+    std::uint32_t probation_s = 30;
+    /// 1 = serve the test hook POST /v1/models/{alias}/crash; honoured only by builds with
+    /// test hooks (the dev and asan presets), ignored with a warning elsewhere.
+    std::uint32_t test_hooks = 0;
     std::string log_level = "info"; ///< trace|debug|info|warn|error|critical|off
 
     /// The entry `default_model` names (or the first), or nullptr when no model is configured.

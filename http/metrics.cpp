@@ -6,6 +6,9 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <map>
+#include <mutex>
+
 namespace bitnet::http {
 
 namespace pm = prometheus;
@@ -82,6 +85,8 @@ struct metrics::impl {
                                               .Register(*reg);
     pm::Family<pm::Gauge>& model_info =
         pm::BuildGauge().Name("bitnet_model_info").Help("served models").Register(*reg);
+    std::mutex model_info_mutex; ///< scrapes may overlap: one replaces the served set at a time
+    std::map<std::array<std::string, 4>, pm::Gauge*> model_info_series;
     pm::Family<pm::Counter>& swaps = pm::BuildCounter()
                                          .Name("bitnet_model_swaps_total")
                                          .Help("model hot-swaps by result")
@@ -123,6 +128,7 @@ metrics::metrics()
     // A family without children is not exposed: create the swap results at zero.
     impl_->swaps.Add({{"result", "success"}});
     impl_->swaps.Add({{"result", "rollback"}});
+    impl_->swaps.Add({{"result", "failed"}});
     // The admission refusals a scrape may see before any happened (alerts select them).
     for (const char* r : {"queue_full", "draining"})
         impl_->rejections.Add({{"reason", r}});
@@ -186,11 +192,23 @@ void metrics::queues(const std::vector<msg::batcher_stats>& stats) {
     impl_->v_kv.Set(ratio);
 }
 
-void metrics::model_info(const std::string& alias, const std::string& version,
-                         const std::string& format, const std::string& device) {
-    impl_->model_info
-        .Add({{"alias", alias}, {"version", version}, {"format", format}, {"device", device}})
-        .Set(1);
+void metrics::model_info(const std::vector<std::array<std::string, 4>>& served) {
+    std::lock_guard lock(impl_->model_info_mutex);
+    std::map<std::array<std::string, 4>, pm::Gauge*> now;
+    for (const auto& s : served) {
+        auto& g = impl_->model_info.Add(
+            {{"alias", s[0]}, {"version", s[1]}, {"format", s[2]}, {"device", s[3]}});
+        g.Set(1);
+        now[s] = &g;
+    }
+    for (const auto& [labels, g] : impl_->model_info_series)
+        if (!now.count(labels))
+            impl_->model_info.Remove(g);
+    impl_->model_info_series = std::move(now);
+}
+
+void metrics::swap(const std::string& result) {
+    impl_->swaps.Add({{"result", result}}).Increment();
 }
 
 std::string metrics::render() const {

@@ -5,6 +5,7 @@
 
 #include "messages/types.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,8 +27,11 @@ public:
     void rejected(const std::string& reason);
     /// Gauges from the batchers' stats (running, waiting per priority, KV usage).
     void queues(const std::vector<msg::batcher_stats>& stats);
-    void model_info(const std::string& alias, const std::string& version, const std::string& format,
-                    const std::string& device);
+    /// bitnet_model_info{alias,version,format,device} = 1 for each served version (alias, version,
+    /// format, device); versions no longer served leave the family.
+    void model_info(const std::vector<std::array<std::string, 4>>& served);
+    /// bitnet_model_swaps_total{result}: success | failed | rollback.
+    void swap(const std::string& result);
     /// bitnet_build_info{version,git_sha} = 1 (the server sets it once; until then it is absent).
     void build_info(const std::string& version, const std::string& git_sha);
     /// Text exposition format 0.0.4.

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -289,12 +290,16 @@ private:
         if (target == "/metrics")
             return get ? do_metrics() : wrong_method();
 
-        // Model management (the hot-swap issue): admin routes.
+        // Model management: admin routes (load, rollback, unload; crash only with test hooks).
         const bool models_prefix = target.rfind("/v1/models/", 0) == 0;
-        const bool rollback =
-            target.size() > 9 && target.compare(target.size() - 9, 9, "/rollback") == 0;
-        const bool admin = target == "/v1/models/load" ||
-                           (models_prefix && (method == bhttp::verb::delete_ || rollback));
+        auto ends_with = [&](std::string_view tail) {
+            return target.size() > tail.size() &&
+                   target.compare(target.size() - tail.size(), tail.size(), tail) == 0;
+        };
+        const bool rollback = models_prefix && ends_with("/rollback");
+        const bool crash = models_prefix && srv_.opt.test_hooks && ends_with("/crash");
+        const bool admin = target == "/v1/models/load" || rollback || crash ||
+                           (models_prefix && method == bhttp::verb::delete_);
         if (target.rfind("/v1/", 0) == 0) {
             const auto key = bearer(req);
             const auto& keys = srv_.opt.api_keys;
@@ -315,14 +320,12 @@ private:
             }
         }
         if (admin) {
-            api_error e;
-            e.status = 501;
-            e.type = "server_error";
-            e.code = "not_implemented";
-            e.message = "model management (load, rollback, unload) is not available in this "
-                        "version; models are configured at start-up";
-            e.suggestion = "restart the server with --model ALIAS=PATH";
-            return send_error(target, e, "-");
+            const auto alias = segment_after(target, "/v1/models/");
+            if (target == "/v1/models/load")
+                return post ? do_load(req.body()) : wrong_method();
+            if (rollback || crash)
+                return post ? do_model_op(rollback ? "rollback" : "crash", alias) : wrong_method();
+            return do_model_op("unload", alias);
         }
         if (target == "/v1/stats")
             return get ? do_stats() : wrong_method();
@@ -892,9 +895,11 @@ private:
     void do_metrics() {
         with_snapshot([self = shared_from_this()](snapshot snap) {
             self->srv_.m.queues(snap.stats);
+            std::vector<std::array<std::string, 4>> served;
             for (const auto& m : snap.models)
                 if (m.state == "ready")
-                    self->srv_.m.model_info(m.alias, m.version, m.info.format, m.info.device);
+                    served.push_back({m.alias, m.version, m.info.format, m.info.device});
+            self->srv_.m.model_info(served);
             self->res_ = {bhttp::status::ok, 11};
             self->res_.set(bhttp::field::content_type, "text/plain; version=0.0.4");
             self->res_.body() = self->srv_.m.render();
@@ -942,13 +947,200 @@ private:
             {"parameters", ready ? json::value(i.parameters) : json::value(nullptr)},
             {"context_length", ready ? json::value(i.n_ctx) : json::value(nullptr)},
             {"device", ready ? json::value(i.device) : json::value(nullptr)},
-            {"file_sha256", nullptr},
+            {"file_sha256",
+             m.file_sha256.empty() ? json::value(nullptr) : json::value(m.file_sha256)},
+            {"path", m.path.empty() ? json::value(nullptr) : json::value(m.path)},
             {"loaded_at", m.loaded_at > 0 ? json::value(m.loaded_at) : json::value(nullptr)},
             {"previous_version",
              m.previous_version.empty() ? json::value(nullptr) : json::value(m.previous_version)}};
         if (!m.failure.empty())
             o["failure"] = m.failure;
         return o;
+    }
+
+    static json::object version_json(const msg::version_status& v) {
+        const bool known = !v.info.format.empty();
+        json::object o{
+            {"version", v.version},
+            {"state", v.state},
+            {"path", v.path},
+            {"file_sha256",
+             v.file_sha256.empty() ? json::value(nullptr) : json::value(v.file_sha256)},
+            {"loaded_at", v.loaded_at > 0 ? json::value(v.loaded_at) : json::value(nullptr)},
+            {"format", known ? json::value(v.info.format) : json::value(nullptr)},
+            {"device", known ? json::value(v.info.device) : json::value(nullptr)},
+            {"weight_bytes", known ? json::value(v.info.weight_bytes) : json::value(nullptr)},
+            {"kv_pool_bytes", known ? json::value(v.info.kv_pool_bytes) : json::value(nullptr)}};
+        if (!v.failure.empty())
+            o["failure"] = v.failure;
+        return o;
+    }
+
+    static json::object operation_json(const msg::operation_status& op) {
+        json::object o{
+            {"id", op.id},
+            {"kind", op.kind},
+            {"version", op.version.empty() ? json::value(nullptr) : json::value(op.version)},
+            {"state", op.state},
+            {"started_ms", op.started_ms},
+            {"finished_ms",
+             op.finished_ms > 0 ? json::value(op.finished_ms) : json::value(nullptr)},
+            // Request to flip, in milliseconds (formatted: Boost.JSON prints doubles
+            // in exponent form).
+            {"swap_ms",
+             op.swap_us > 0 ? json::value(json::string(ms(op.swap_us))) : json::value(nullptr)}};
+        if (!op.failure.empty())
+            o["failure"] = op.failure;
+        return o;
+    }
+
+    // ---- model management ---------------------------------------------------------------
+
+    /// Sends one management message to the supervisor from a helper actor and answers with its
+    /// ticket on this connection's strand (no asio thread waits).
+    void ask_supervisor(const std::string& route,
+                        std::function<void(caf::event_based_actor*, msg::supervisor_actor,
+                                           std::function<void(msg::operation_ticket)>)>
+                            ask) {
+        auto sup = srv_.opt.supervisor;
+        if (!sup) {
+            api_error e;
+            e.status = 503;
+            e.type = "overloaded";
+            e.code = "not_ready";
+            e.message = "this server runs without a supervisor: models cannot be managed";
+            e.suggestion = "start bitnet-server with its supervisor";
+            return send_error(route, e, "-");
+        }
+        auto ex = stream_.get_executor();
+        auto self = shared_from_this();
+        auto answer = [ex, self, route](msg::operation_ticket t) {
+            net::post(ex, [self, route, t = std::move(t)] { self->ticket_reply(route, t); });
+        };
+        srv_.sys.spawn([sup, ask, answer](caf::event_based_actor* a) { ask(a, sup, answer); });
+    }
+
+    void ticket_reply(const std::string& route, const msg::operation_ticket& t) {
+        if (t.refusal.empty()) {
+            json::object o{
+                {"alias", t.alias},
+                {"version", t.version.empty() ? json::value(nullptr) : json::value(t.version)},
+                {"state", t.state},
+                {"operation_id", t.operation_id}};
+            return send_json(route, 202, json::serialize(o));
+        }
+        api_error e;
+        e.message = t.message;
+        if (t.refusal == "not_found") {
+            e = to_api_error({errc::not_found, t.message});
+            e.suggestion = "GET /v1/models lists the served models";
+        } else if (t.refusal == "conflict") {
+            e.status = 409;
+            e.type = "conflict_error";
+            e.code = "operation_in_progress";
+            e.suggestion = "wait for operation " + t.operation_id + " to end (GET /v1/models/" +
+                           t.alias + "), then retry";
+        } else {
+            e = invalid_value("", t.message);
+        }
+        const auto id = "req-" + std::to_string(srv_.next_id.fetch_add(1));
+        auto body = json::parse(error_body(e, id)).as_object();
+        if (!t.operation_id.empty())
+            body["operation_id"] = t.operation_id;
+        send_json(route, e.status, json::serialize(body), id);
+    }
+
+    /// POST /v1/models/load {"alias","path","version"?,"warmup"?,"device"?}
+    void do_load(const std::string& body) {
+        const std::string route = "/v1/models/load";
+        auto o = body_object(route, body);
+        if (!o)
+            return;
+        auto name_ok = [](std::string_view s, std::size_t max) {
+            return !s.empty() && s.size() <= max && std::all_of(s.begin(), s.end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||
+                       c == '-' || c == ':';
+            });
+        };
+        msg::load_order order;
+        const auto* alias = o->if_contains("alias");
+        if (!alias || !alias->is_string() || !name_ok(alias->get_string(), 128))
+            return send_error(route,
+                              invalid_value("alias", "alias must be 1..128 characters of "
+                                                     "letters, digits, '.', '_', '-', ':'"),
+                              "-");
+        order.alias = alias->get_string();
+        const auto* path = o->if_contains("path");
+        if (!path || !path->is_string() || path->get_string().empty())
+            return send_error(route, invalid_value("path", "path must name a GGUF file"), "-");
+        order.path = path->get_string();
+        if (const auto* v = o->if_contains("version"); v && !v->is_null()) {
+            if (!v->is_string() || !name_ok(v->get_string(), 64))
+                return send_error(route,
+                                  invalid_value("version", "version must be 1..64 characters of "
+                                                           "letters, digits, '.', '_', '-', ':'"),
+                                  "-");
+            order.version = v->get_string();
+        }
+        if (const auto* w = o->if_contains("warmup"); w && !w->is_null()) {
+            if (!w->is_bool())
+                return send_error(route, invalid_value("warmup", "warmup must be true or false"),
+                                  "-");
+            order.warmup = w->get_bool();
+        }
+        if (const auto* d = o->if_contains("device"); d && !d->is_null()) {
+            if (!d->is_string() || (d->get_string() != "auto" && d->get_string() != "cpu" &&
+                                    d->get_string() != "cuda"))
+                return send_error(route,
+                                  invalid_value("device", "device must be auto, cpu or cuda"), "-");
+            order.device = d->get_string();
+        }
+        ask_supervisor(route, [order](caf::event_based_actor* a, msg::supervisor_actor sup,
+                                      std::function<void(msg::operation_ticket)> answer) {
+            a->request(sup, std::chrono::seconds(30), msg::load_atom_v, order)
+                .then([answer](msg::operation_ticket t) { answer(std::move(t)); },
+                      [answer, alias = order.alias](caf::error& e) {
+                          answer({"invalid",
+                                  "the supervisor did not answer: " + caf::to_string(e),
+                                  {},
+                                  alias,
+                                  {},
+                                  {}});
+                      });
+        });
+    }
+
+    /// POST /v1/models/{alias}/rollback, DELETE /v1/models/{alias}, and the test hook
+    /// POST /v1/models/{alias}/crash.
+    void do_model_op(const std::string& kind, const std::string& alias) {
+        const std::string route = kind == "unload"     ? "/v1/models/{alias}"
+                                  : kind == "rollback" ? "/v1/models/{alias}/rollback"
+                                                       : "/v1/models/{alias}/crash";
+        if (kind == "crash") {
+            auto sup = srv_.opt.supervisor;
+            if (sup)
+                caf::anon_send(sup, msg::crash_atom_v, alias);
+            spdlog::warn("test hook: crash injected into the serving executor of '{}'", alias);
+            return send_json(route, 202, json::serialize(json::object{{"alias", alias}}));
+        }
+        ask_supervisor(route, [kind, alias](caf::event_based_actor* a, msg::supervisor_actor sup,
+                                            std::function<void(msg::operation_ticket)> answer) {
+            auto on_err = [answer, alias](caf::error& e) {
+                answer({"invalid",
+                        "the supervisor did not answer: " + caf::to_string(e),
+                        {},
+                        alias,
+                        {},
+                        {}});
+            };
+            auto on_ok = [answer](msg::operation_ticket t) { answer(std::move(t)); };
+            if (kind == "rollback")
+                a->request(sup, std::chrono::seconds(30), msg::rollback_atom_v, alias)
+                    .then(on_ok, on_err);
+            else
+                a->request(sup, std::chrono::seconds(30), msg::unload_atom_v, alias)
+                    .then(on_ok, on_err);
+        });
     }
 
     /// GET /v1/models (alias empty) or GET /v1/models/{alias}.
@@ -959,11 +1151,13 @@ private:
             if (!self->srv_.opt.supervisor)
                 for (const auto& x : snap.stats)
                     if (!x.model.empty())
-                        snap.models.push_back({x.model, "1", "ready", {}, {}, {}, 0, 0, {}});
+                        snap.models.push_back(
+                            {x.model, "1", "ready", {}, {}, {}, 0, 0, {}, {}, {}, {}});
             if (alias.empty()) {
                 json::array data;
                 for (const auto& m : snap.models)
-                    data.push_back(model_json(m));
+                    if (m.state != "unloaded") // gone; GET /v1/models/{alias} still tells how
+                        data.push_back(model_json(m));
                 json::object root{{"object", "list"}, {"data", std::move(data)}};
                 return self->send_json(route, 200, json::serialize(root));
             }
@@ -978,6 +1172,14 @@ private:
                     o["kv_pool_bytes"] = m.info.kv_pool_bytes;
                 }
                 o["restarts"] = m.restarts;
+                o["failure"] = m.failure.empty() ? json::value(nullptr) : json::value(m.failure);
+                json::array versions, ops;
+                for (const auto& v : m.versions)
+                    versions.push_back(version_json(v));
+                for (const auto& op : m.operations)
+                    ops.push_back(operation_json(op));
+                o["versions"] = std::move(versions);
+                o["operations"] = std::move(ops);
                 for (const auto& x : snap.stats)
                     if (x.model == alias)
                         o["performance"] = stats_json(x);

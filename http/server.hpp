@@ -76,6 +76,9 @@ struct server_options {
     /// the server makes its own.
     std::shared_ptr<metrics> shared_metrics;
     build_info build;
+    /// Serve the test hook POST /v1/models/{alias}/crash (admin): kills the alias's serving
+    /// executor as a crash would. Only builds with test hooks turn it on (conf: test_hooks).
+    bool test_hooks = false;
 };
 
 class server {

@@ -12,6 +12,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,8 +24,12 @@ using sink_actor =
                      caf::reacts_to<fail_atom, request_id, caf::error>>;
 
 /// Owns a model::engine on its own thread (spawned detached): runs steps, samples.
-using executor_actor = caf::typed_actor<caf::replies_to<step_atom, step_batch>::with<step_result>,
-                                        caf::replies_to<info_atom>::with<executor_info>>;
+/// `warmup(n)` runs a greedy generation of n tokens straight on the engine (before the batcher
+/// exists; it uses a sequence id the batcher never does) and checks every logit is finite.
+using executor_actor =
+    caf::typed_actor<caf::replies_to<step_atom, step_batch>::with<step_result>,
+                     caf::replies_to<info_atom>::with<executor_info>,
+                     caf::replies_to<warmup_atom, std::uint32_t>::with<warmup_report>>;
 
 /// One per model: continuous batching around sched::policy, one step in flight.
 /// `submit` answers the request id once queued (or an error: prompt_too_long, ...); output goes
@@ -37,21 +42,35 @@ using batcher_actor =
 /// Front door: caps, priorities, readiness, draining. `submit` errors: queue_full (cap hit or
 /// draining; the message says which), not_found (unknown model), prompt_too_long, timeout
 /// (deadline passed while queued). `ready` answers readiness and, when not ready, why.
-/// `route(alias, batcher)` is pushed by the supervisor when a model becomes ready (or is
-/// swapped); `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
+/// `route(alias, batcher)` is sent by the supervisor when a model becomes ready or is swapped
+/// (a null batcher removes the alias); admission answers once the new route is in place, so every
+/// request it handed to the old batcher is already in that batcher's mailbox by then (the old
+/// version's drain starts from that answer). `tick` is admission's own timer (queue-depth
+/// polling for caps and Retry-After).
 using admission_actor =
     caf::typed_actor<caf::replies_to<submit_atom, generate_request, sink_actor>::with<request_id>,
                      caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
                      caf::replies_to<ready_atom>::with<bool, std::string>,
-                     caf::reacts_to<route_atom, std::string, batcher_actor>,
+                     caf::replies_to<route_atom, std::string, batcher_actor>::with<bool>,
                      caf::reacts_to<tick_atom>,
                      caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>>;
 
-/// Owns model versions and their batcher/executor pairs; answers routing lookups and lists every
-/// model slot (state, failure, executor info) for /v1/models and /health.
+/// Owns model versions and their batcher/executor pairs (ARCHITECTURE.md §2, hot-swap): answers
+/// routing lookups, lists every alias (versions, operations) for /v1/models and /health, and runs
+/// the model-management operations. `load`, `rollback` and `unload` answer at once with a ticket
+/// (accepted with an operation id, or refused); progress shows in `models`. `crash(alias)` kills
+/// the alias's serving executor with an error, as a crash would (the test hook; http/ exposes it
+/// only when test hooks are on). `stage` and `tick` are internal: a loader thread's progress
+/// (operation serial, stage, failure) and the supervisor's drain timer.
 using supervisor_actor =
     caf::typed_actor<caf::replies_to<route_atom, std::string>::with<batcher_actor>,
                      caf::replies_to<info_atom, std::string>::with<executor_info>,
-                     caf::replies_to<models_atom>::with<std::vector<model_status>>>;
+                     caf::replies_to<models_atom>::with<std::vector<model_status>>,
+                     caf::replies_to<load_atom, load_order>::with<operation_ticket>,
+                     caf::replies_to<rollback_atom, std::string>::with<operation_ticket>,
+                     caf::replies_to<unload_atom, std::string>::with<operation_ticket>,
+                     caf::reacts_to<crash_atom, std::string>,
+                     caf::reacts_to<stage_atom, std::uint64_t, std::string, std::string>,
+                     caf::reacts_to<tick_atom>>;
 
 } // namespace bitnet::msg

@@ -173,23 +173,114 @@ typename Inspector::result_type inspect(Inspector& f, executor_info& x) {
              x.format, x.parameters, x.weight_bytes, x.kv_pool_bytes);
 }
 
-/// One model slot as the supervisor sees it, for /v1/models, /health and /metrics.
+/// An operator's order to load a model version (POST /v1/models/load): the supervisor loads it
+/// beside the alias's current version and flips the alias to it once it is ready.
+struct load_order {
+    std::string alias;
+    std::string path;
+    std::string version;         ///< empty = the first 12 hex digits of the file's SHA-256
+    bool warmup = true;          ///< run a short generation and check its logits before the flip
+    std::string device = "auto"; ///< auto|cpu|cuda
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, load_order& x) {
+    return f(caf::meta::type_name("load_order"), x.alias, x.path, x.version, x.warmup, x.device);
+}
+
+/// The supervisor's answer to load, rollback and unload: accepted (the new operation's id) or
+/// refused, with why. A refusal never changes what is served.
+struct operation_ticket {
+    /// Empty = accepted; "conflict" (an operation on the alias is running: `operation_id` is
+    /// its id), "not_found" (no such alias), "invalid" (e.g. nothing to roll back to).
+    std::string refusal;
+    std::string message;
+    std::string operation_id;
+    std::string alias;
+    std::string version; ///< empty until known (a version id from the file's hash)
+    std::string state;   ///< the operation's state when answered
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, operation_ticket& x) {
+    return f(caf::meta::type_name("operation_ticket"), x.refusal, x.message, x.operation_id,
+             x.alias, x.version, x.state);
+}
+
+/// The executor's warm-up: a short greedy generation straight on its engine, before any request.
+struct warmup_report {
+    std::uint32_t n_tokens = 0; ///< tokens generated
+    std::int64_t took_us = 0;
+    bool finite = false; ///< every logit of every step was finite
+    std::string failure; ///< why not, when !finite
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, warmup_report& x) {
+    return f(caf::meta::type_name("warmup_report"), x.n_tokens, x.took_us, x.finite, x.failure);
+}
+
+/// One loaded (or loading, or ended) version of a model alias.
+struct version_status {
+    std::string version;
+    /// loading|validating|warming|ready|draining|standby|unloaded|failed. `standby`: drained but
+    /// kept resident as the rollback target while the memory budget allows.
+    std::string state;
+    std::string failure;
+    std::string path;
+    std::string file_sha256;
+    std::int64_t loaded_at = 0; ///< unix seconds it became ready; 0 = never
+    executor_info info;         ///< meaningful once its executor answered (warming onwards)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, version_status& x) {
+    return f(caf::meta::type_name("version_status"), x.version, x.state, x.failure, x.path,
+             x.file_sha256, x.loaded_at, x.info);
+}
+
+/// One model-management operation (load, rollback, unload, or the supervisor's own
+/// auto_rollback after a crash in probation) and where it stands.
+struct operation_status {
+    std::string id;
+    std::string kind;    ///< load|rollback|unload|auto_rollback
+    std::string version; ///< the version it brings in (load, rollback) or takes out (unload)
+    /// running: loading|validating|warming|draining; ended: ready|unloaded|failed.
+    std::string state;
+    std::string failure;
+    std::int64_t started_ms = 0;  ///< unix milliseconds
+    std::int64_t finished_ms = 0; ///< 0 while running
+    std::int64_t swap_us = 0;     ///< request to flip (load, rollback); 0 = no flip (yet)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, operation_status& x) {
+    return f(caf::meta::type_name("operation_status"), x.id, x.kind, x.version, x.state, x.failure,
+             x.started_ms, x.finished_ms, x.swap_us);
+}
+
+/// One model alias as the supervisor sees it, for /v1/models, /health and /metrics. The flat
+/// fields describe the serving version (or, with none serving, the newest one).
 struct model_status {
     std::string alias;
     std::string version;
-    std::string state; ///< loading|ready|failed (HTTP-API.md: also warming|draining, later)
+    std::string state; ///< the serving version's state, else the newest version's
     std::string failure;
     std::string path;
-    std::string previous_version;
+    std::string previous_version; ///< the rollback target, empty when none
     std::uint32_t restarts = 0;
     std::int64_t loaded_at = 0; ///< unix seconds of the last successful load; 0 = never
     executor_info info;         ///< meaningful when ready
+    std::string file_sha256;
+    std::vector<version_status> versions;     ///< newest first, ended ones only the last few
+    std::vector<operation_status> operations; ///< newest first, the last few
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_status& x) {
     return f(caf::meta::type_name("model_status"), x.alias, x.version, x.state, x.failure, x.path,
-             x.previous_version, x.restarts, x.loaded_at, x.info);
+             x.previous_version, x.restarts, x.loaded_at, x.info, x.file_sha256, x.versions,
+             x.operations);
 }
 
 /// One model's queue and batch state, for /v1/stats, /metrics and Retry-After.

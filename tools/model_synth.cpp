@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace bitnet::tools {
 namespace {
@@ -189,8 +190,10 @@ result<void> write_synthetic_model(const synth_options& opt, const std::string& 
         const float scale = 1.0f / std::sqrt(static_cast<float>(t.ne0) / 2.0f);
         switch (t.role) {
         case tensor_role::norm:
-            BITNET_TRY(stream_tensor(w, n * 4, [](std::vector<std::uint8_t>& b, std::uint64_t) {
-                const float one = 1.0f;
+            BITNET_TRY(stream_tensor(w, n * 4, [&](std::vector<std::uint8_t>& b, std::uint64_t) {
+                const float one = opt.nan_output_norm && t.name == "output_norm.weight"
+                                      ? std::numeric_limits<float>::quiet_NaN()
+                                      : 1.0f;
                 for (std::size_t i = 0; i < b.size(); i += 4)
                     std::memcpy(&b[i], &one, 4);
             }));

@@ -43,6 +43,9 @@ struct synth_options {
     synth_shape shape;
     synth_tokenizer tokenizer;
     std::uint64_t seed = 1;
+    /// Fill output_norm.weight with NaN: a file that passes every structural check but whose
+    /// logits are never finite (tests of the server's warm-up check).
+    bool nan_output_norm = false;
 };
 
 /// What a tensor of a BitNet file holds, which decides its type: F16 embedding, F32 norm, and

@@ -18,7 +18,7 @@ TEST_CASE("the exposition has the contract's metric names") {
     s.kv_blocks_used = 1;
     s.kv_blocks_total = 4;
     m.queues({s});
-    m.model_info("tiny", "1", "i2_s", "cpu");
+    m.model_info({{"tiny", "1", "i2_s", "cpu"}});
     m.build_info("0.1.0", "abc123");
     const auto text = m.render();
     for (const char* name : {"bitnet_requests_total{",
@@ -51,10 +51,31 @@ TEST_CASE("a fresh registry already exposes the labelled series that alerts sele
     for (const char* series : {"bitnet_admission_rejections_total{reason=\"queue_full\"} 0",
                                "bitnet_admission_rejections_total{reason=\"draining\"} 0",
                                "bitnet_model_swaps_total{result=\"rollback\"} 0",
+                               "bitnet_model_swaps_total{result=\"failed\"} 0",
                                "bitnet_requests_waiting{priority=\"high\"} 0"})
         CHECK_MESSAGE(text.find(series) != std::string::npos, std::string(series));
     CHECK(text.find("bitnet_build_info{") == std::string::npos);
     m.build_info("0.1.0", "abc123");
     CHECK(m.render().find(R"(bitnet_build_info{git_sha="abc123",version="0.1.0"} 1)") !=
           std::string::npos);
+}
+
+TEST_CASE("bitnet_model_info follows the served versions; swaps count by result") {
+    bitnet::http::metrics m;
+    m.model_info({{"tiny", "aaa", "i2_s", "cpu"}, {"other", "1", "f32", "cpu"}});
+    m.model_info({{"tiny", "bbb", "i2_s", "cpu"}, {"other", "1", "f32", "cpu"}});
+    m.swap("success");
+    m.swap("failed");
+    m.swap("failed");
+    const auto text = m.render();
+    CHECK(text.find(
+              R"(bitnet_model_info{alias="tiny",device="cpu",format="i2_s",version="bbb"} 1)") !=
+          std::string::npos);
+    CHECK(text.find(R"(version="aaa")") == std::string::npos);
+    CHECK(
+        text.find(R"(bitnet_model_info{alias="other",device="cpu",format="f32",version="1"} 1)") !=
+        std::string::npos);
+    CHECK(text.find(R"(bitnet_model_swaps_total{result="success"} 1)") != std::string::npos);
+    CHECK(text.find(R"(bitnet_model_swaps_total{result="failed"} 2)") != std::string::npos);
+    CHECK(text.find(R"(bitnet_model_swaps_total{result="rollback"} 0)") != std::string::npos);
 }

@@ -384,7 +384,7 @@ TEST_CASE("a client that disconnects while waiting for a non-streamed reply is c
     CHECK(s.probe->steps < 15); // well before EOG (token 31, ~28 steps) or 40 tokens
 }
 
-TEST_CASE("detokenize, one model's entry, health components, model management not available") {
+TEST_CASE("detokenize, one model's entry, health components, model management refusals") {
     live_server s;
     auto d = s.post("/v1/detokenize", R"({"tokens":[2,3,20,21,31]})");
     REQUIRE(d.status == 200);
@@ -428,9 +428,21 @@ TEST_CASE("detokenize, one model's entry, health components, model management no
     CHECK_FALSE(
         comp.at("executors").as_array()[0].as_object().at("device_reason").as_string().empty());
 
+    // This supervisor has no spec factory: run-time loads are refused, and nothing changes.
     auto load = s.post("/v1/models/load", R"({"alias":"x","path":"/x.gguf"})");
-    CHECK(load.status == 501);
-    CHECK(error_of(load).at("code").as_string() == "not_implemented");
+    CHECK(load.status == 400);
+    CHECK(error_of(load).at("message").as_string().find("cannot load models at run time") !=
+          std::string::npos);
+    CHECK(s.post("/v1/models/load", R"({"alias":"x"})").status == 400);
+    CHECK(error_of(s.post("/v1/models/load", R"({"alias":"a b","path":"/x"})"))
+              .at("param")
+              .as_string() == "alias");
+    CHECK(s.get("/v1/models/load").status == 405);
+    auto rb = s.post("/v1/models/tiny/rollback", "");
+    CHECK(rb.status == 400); // nothing to roll back to
+    CHECK(s.request(bhttp::verb::delete_, "/v1/models/nope", "").status == 404);
+    // The crash hook is off unless test hooks are on.
+    CHECK(s.post("/v1/models/tiny/crash", "").status == 405);
 
     // bitnet_model_info comes from the supervisor's view once /metrics is scraped.
     auto m = s.get("/metrics");
@@ -445,7 +457,10 @@ TEST_CASE("an admin route needs the admin key: 401 without a key, 403 with an in
               .status == 403);
     CHECK(s.request(bhttp::verb::post, "/v1/models/load", "{}", "application/json",
                     "Bearer admin-key-1")
-              .status == 501);
+              .status == 400); // past the key check: the body lacks alias and path
+    CHECK(s.request(bhttp::verb::delete_, "/v1/models/tiny", "", "application/json",
+                    "Bearer secret-key-1")
+              .status == 403);
     // The admin key also opens the inference routes.
     CHECK(s.request(bhttp::verb::get, "/v1/models", "", "application/json", "Bearer admin-key-1")
               .status == 200);

@@ -95,6 +95,49 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     CHECK(st2.kv_blocks_used == 5);
 }
 
+TEST_CASE("model lifecycle messages round-trip: load order, ticket, versions and operations") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    msg::load_order o{"tiny", "/models/b.gguf", "v2", false, "cpu"};
+    auto o2 = round_trip(sys, o);
+    CHECK(o2.alias == "tiny");
+    CHECK(o2.path == "/models/b.gguf");
+    CHECK(o2.version == "v2");
+    CHECK_FALSE(o2.warmup);
+    CHECK(o2.device == "cpu");
+
+    msg::operation_ticket t{"conflict", "busy", "op-3", "tiny", "", "warming"};
+    auto t2 = round_trip(sys, t);
+    CHECK(t2.refusal == "conflict");
+    CHECK(t2.operation_id == "op-3");
+    CHECK(t2.state == "warming");
+
+    msg::model_status m;
+    m.alias = "tiny";
+    m.version = "v2";
+    m.state = "ready";
+    m.file_sha256 = std::string(64, 'a');
+    msg::version_status v;
+    v.version = "v1";
+    v.state = "standby";
+    v.info.weight_bytes = 1234;
+    m.versions = {v};
+    msg::operation_status op;
+    op.id = "op-2";
+    op.kind = "load";
+    op.swap_us = 5678;
+    op.failure = "why";
+    m.operations = {op};
+    auto m2 = round_trip(sys, m);
+    CHECK(m2.file_sha256 == m.file_sha256);
+    REQUIRE(m2.versions.size() == 1);
+    CHECK(m2.versions[0].state == "standby");
+    CHECK(m2.versions[0].info.weight_bytes == 1234);
+    REQUIRE(m2.operations.size() == 1);
+    CHECK(m2.operations[0].swap_us == 5678);
+    CHECK(m2.operations[0].failure == "why");
+}
+
 TEST_CASE("errc survives caf::error with its message; CAF's errors map to the nearest errc") {
     test_config cfg;
     caf::actor_system sys{cfg};
@@ -131,6 +174,7 @@ TEST_CASE("a typed request carries our messages and our errors") {
                     return r;
                 },
                 [](msg::info_atom) { return msg::executor_info{}; },
+                [](msg::warmup_atom, std::uint32_t) { return msg::warmup_report{}; },
             };
         },
         0);

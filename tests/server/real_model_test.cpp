@@ -93,8 +93,14 @@ TEST_CASE("native completion on a real model: greedy is deterministic, usage add
                              "vllm:time_to_first_token_seconds",
                              "vllm:e2e_request_latency_seconds"})
         CHECK_MESSAGE(m.find(std::string("\n") + name) != std::string::npos, name);
-    CHECK(m.find(R"(bitnet_model_info{alias="tiny",device="cpu",format="i2_s",version="1"} 1)") !=
-          std::string::npos);
+    // The version id of a model loaded without one is its file's SHA-256 prefix.
+    const auto info = test::parse_object(s.get("/v1/models/tiny").body);
+    const std::string version(info.at("version").as_string());
+    CHECK(version.size() == 12);
+    CHECK(info.at("file_sha256").as_string().subview().substr(0, 12) == version);
+    CHECK(o.at("model_version").as_string() == version);
+    CHECK(m.find(R"(bitnet_model_info{alias="tiny",device="cpu",format="i2_s",version=")" +
+                 version + R"("} 1)") != std::string::npos);
 }
 
 TEST_CASE("SSE stream on a real model: the same tokens and text as the plain reply") {

@@ -123,12 +123,16 @@ public:
         return {b.begin(), b.end()};
     }
     [[nodiscard]] bool alive() const { return !reaped_ && ::kill(pid_, 0) == 0; }
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
 
     http_reply get(const std::string& target) const {
         return http_request(port_, boost::beast::http::verb::get, target);
     }
     http_reply post(const std::string& target, const std::string& body) const {
         return http_request(port_, boost::beast::http::verb::post, target, body);
+    }
+    http_reply del(const std::string& target) const {
+        return http_request(port_, boost::beast::http::verb::delete_, target);
     }
 
     /// Sends `sig` and waits (bounded) for the exit; returns the exit status, -1 if none.

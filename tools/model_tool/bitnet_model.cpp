@@ -13,7 +13,8 @@ using namespace bitnet;
 namespace {
 
 int run_make(const std::string& arch, const std::string& shape_name, const std::string& format,
-             const std::string& tokenizer_json, std::uint64_t seed, const std::string& out) {
+             const std::string& tokenizer_json, std::uint64_t seed, bool nan_norm,
+             const std::string& out) {
     auto shape = tools::find_shape(shape_name);
     if (!shape) {
         std::cerr << "error: " << shape.error().message << "\n";
@@ -24,6 +25,7 @@ int run_make(const std::string& arch, const std::string& shape_name, const std::
     opt.format = format;
     opt.shape = *shape;
     opt.seed = seed;
+    opt.nan_output_norm = nan_norm;
     if (tokenizer_json.empty()) {
         opt.tokenizer = tools::byte_level_tokenizer(shape->n_vocab);
     } else {
@@ -73,8 +75,12 @@ int main(int argc, char** argv) {
     make->add_option("--tokenizer", tokenizer, "Hugging Face tokenizer.json to embed");
     make->add_option("--seed", seed, "random seed")->capture_default_str();
     make->add_option("-o,--output", out, "output GGUF path")->required();
+    bool nan_norm = false;
+    make->add_flag("--nan-output-norm", nan_norm,
+                   "fill output_norm.weight with NaN: valid structure, never-finite logits "
+                   "(for tests of the server's warm-up check)");
     int rc = 0;
-    make->callback([&] { rc = run_make(arch, shape, format, tokenizer, seed, out); });
+    make->callback([&] { rc = run_make(arch, shape, format, tokenizer, seed, nan_norm, out); });
 
     auto* import = app.add_subcommand(
         "import", "ternarize trained float weights (tools/train/export.py) into an I2_S GGUF");

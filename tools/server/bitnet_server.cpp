@@ -1,6 +1,7 @@
-// bitnet-server: config -> actor system (admission, supervisor -> executor + batcher per model)
-// -> HTTP. Each model's tokenizer is read from its GGUF for the HTTP layer (tokenize, chat
-// templates, logprobs) and the batcher (streaming detokenization); the executor loads the engine.
+// bitnet-server: config -> actor system (admission, supervisor -> executor + batcher per model
+// version) -> HTTP. Each version's tokenizer is read from its GGUF for the HTTP layer (tokenize,
+// chat templates, logprobs) and the batcher (streaming detokenization); the executor loads the
+// engine. Configured models load at start-up through the same pipeline as POST /v1/models/load.
 // SIGTERM/SIGINT drain: stop accepting, let running requests finish up to drain_timeout_ms, then
 // stop in order (HTTP, then actors) and exit 0.
 #include "actors/admission.hpp"
@@ -104,37 +105,39 @@ int main(int argc, char** argv) {
     ao.max_waiting_prompt_tokens = cfg->max_waiting_prompt_tokens;
     auto admission = actors::spawn_admission(sys, ao);
 
-    // The text side of every model, read before anything is served (no weights are touched).
-    auto texts = std::make_shared<std::map<std::string, server::model_text>>();
-    for (const auto& m : cfg->models) {
-        auto t = server::read_model_text(m.path);
-        if (!t) {
-            // The executor's load will fail and report the same file; keep serving the others.
-            spdlog::error("model '{}': no tokenizer from {}: {}", m.alias, m.path,
-                          t.error().to_string());
-            continue;
-        }
-        if (!t->chat_known)
-            spdlog::warn("model '{}': chat template not recognised; chat requests use the BitNet "
-                         "form",
-                         m.alias);
-        (*texts)[m.alias] = std::move(*t);
-    }
     auto metrics = std::make_shared<http::metrics>();
+    // alias -> the text side (tokenizer, chat template) of the version it serves; replaced at
+    // every flip by the supervisor's on_serving.
+    auto texts = std::make_shared<server::text_registry>();
 
     actors::supervisor_options so;
     so.admission = admission;
-    for (const auto& m : cfg->models) {
+    so.memory_budget_bytes = cfg->memory_budget_bytes;
+    so.probation = std::chrono::seconds(cfg->probation_s);
+    so.drain_timeout = std::chrono::milliseconds(cfg->default_timeout_ms);
+    // A version's spec from a load order (start-up models and POST /v1/models/load alike). Runs
+    // on the supervisor's loader thread: reading the tokenizer touches no weights.
+    so.make_spec = [c = *cfg, metrics](const msg::load_order& order) -> result<actors::model_spec> {
+        auto text = server::read_model_text(order.path);
+        if (!text)
+            return error{text.error().value(),
+                         "no tokenizer in " + order.path + ": " + text.error().message};
+        if (!text->chat_known)
+            spdlog::warn("model '{}': chat template of {} not recognised; chat requests use the "
+                         "BitNet form",
+                         order.alias, order.path);
         actors::model_spec spec;
-        spec.alias = m.alias;
-        spec.path = m.path;
+        spec.alias = order.alias;
+        spec.path = order.path;
         model::engine_options eo;
-        eo.model_path = m.path;
-        eo.n_threads = static_cast<int>(cfg->n_threads);
-        eo.kv_budget_bytes = cfg->kv_budget_bytes;
-        eo.kv_block_tokens = cfg->kv_block_tokens;
-        eo.max_batch_tokens = cfg->max_batch_tokens;
-        spec.executor.make_engine = [eo, alias = m.alias]() {
+        eo.model_path = order.path;
+        eo.n_threads = static_cast<int>(c.n_threads);
+        eo.kv_budget_bytes = c.kv_budget_bytes;
+        eo.kv_block_tokens = c.kv_block_tokens;
+        eo.max_batch_tokens = c.max_batch_tokens;
+        spec.kv_budget_bytes = c.kv_budget_bytes;
+        spec.executor.device = order.device;
+        spec.executor.make_engine = [eo, alias = order.alias]() {
             spdlog::info("model '{}': loading {}", alias, eo.model_path);
             auto e = model::engine::load(eo);
             if (e)
@@ -143,21 +146,38 @@ int main(int argc, char** argv) {
                 spdlog::error("model '{}': load failed: {}", alias, e.error().to_string());
             return e;
         };
-        if (auto it = texts->find(m.alias); it != texts->end())
-            spec.batcher.tokenizer = it->second.tokenizer;
+        auto shared_text = std::make_shared<const server::model_text>(std::move(*text));
+        spec.batcher.tokenizer = shared_text->tokenizer;
+        spec.user = shared_text;
         spec.batcher.on_step = [metrics](std::uint32_t n, std::int64_t us) {
             metrics->step(n, static_cast<double>(us) / 1e6);
         };
-        spec.batcher.policy.max_batch_tokens = cfg->max_batch_tokens;
-        spec.batcher.policy.max_batch_seqs = cfg->max_batch_seqs;
-        spec.batcher.policy.weights = {cfg->priority_weight_high, cfg->priority_weight_normal,
-                                       cfg->priority_weight_low};
-        spec.batcher.default_timeout_ms = cfg->default_timeout_ms;
-        so.models.push_back(std::move(spec));
+        spec.batcher.policy.max_batch_tokens = c.max_batch_tokens;
+        spec.batcher.policy.max_batch_seqs = c.max_batch_seqs;
+        spec.batcher.policy.weights = {c.priority_weight_high, c.priority_weight_normal,
+                                       c.priority_weight_low};
+        spec.batcher.default_timeout_ms = c.default_timeout_ms;
+        return spec;
+    };
+    so.on_serving = [texts](const std::string& alias, const actors::model_spec* serving) {
+        texts->set(alias, serving
+                              ? std::static_pointer_cast<const server::model_text>(serving->user)
+                              : nullptr);
+        if (serving)
+            spdlog::info("model '{}': serving {}", alias, serving->path);
+        else
+            spdlog::info("model '{}': unloaded", alias);
+    };
+    so.on_swap = [metrics](const std::string& result) { metrics->swap(result); };
+    for (const auto& m : cfg->models) {
+        msg::load_order order;
+        order.alias = m.alias;
+        order.path = m.path;
+        so.initial.push_back(order);
     }
-    if (so.models.empty())
+    if (so.initial.empty())
         spdlog::warn("no models configured (set \"models\", BITNET_MODEL or --model): "
-                     "/health/ready stays 503");
+                     "/health/ready stays 503 until POST /v1/models/load");
     auto supervisor = actors::spawn_supervisor(sys, so);
 
     http::server_options ho;
@@ -176,6 +196,12 @@ int main(int argc, char** argv) {
     ho.supervisor = supervisor;
     ho.shared_metrics = metrics;
     ho.build = build_info();
+#ifdef BITNET_TEST_HOOKS
+    ho.test_hooks = cfg->test_hooks != 0;
+#else
+    if (cfg->test_hooks != 0)
+        spdlog::warn("test_hooks is set but this build has no test hooks: ignored");
+#endif
     http::server srv(sys, admission, ho);
     auto port = srv.start();
     if (!port) {

@@ -24,12 +24,26 @@ result<model_text> read_model_text(const std::string& path) {
     return out;
 }
 
-http::text_codec make_text_codec(std::shared_ptr<const std::map<std::string, model_text>> models) {
-    auto find = [models](std::string_view alias) -> result<const model_text*> {
-        auto it = models->find(std::string(alias));
-        if (it == models->end() || !it->second.tokenizer)
+void text_registry::set(const std::string& alias, std::shared_ptr<const model_text> text) {
+    std::unique_lock lock(mutex_);
+    if (text)
+        texts_[alias] = std::move(text);
+    else
+        texts_.erase(alias);
+}
+
+std::shared_ptr<const model_text> text_registry::find(std::string_view alias) const {
+    std::shared_lock lock(mutex_);
+    auto it = texts_.find(alias);
+    return it == texts_.end() ? nullptr : it->second;
+}
+
+http::text_codec make_text_codec(std::shared_ptr<const text_registry> models) {
+    auto find = [models](std::string_view alias) -> result<std::shared_ptr<const model_text>> {
+        auto t = models->find(alias);
+        if (!t || !t->tokenizer)
             return error{errc::not_found, "no model '" + std::string(alias) + "'"};
-        return &it->second;
+        return t;
     };
     http::text_codec c;
     c.tokenize = [find](std::string_view alias, std::string_view text, bool add_bos,
