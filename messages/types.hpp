@@ -46,12 +46,14 @@ struct generate_request {
     priority prio = priority::normal;
     std::uint32_t timeout_ms = 0;   ///< 0 = the configured default
     std::int64_t t_received_us = 0; ///< steady clock at HTTP receipt, for queue/ttft timings
+    std::string client_key;         ///< the API key it came with (per-key quota); empty = none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.max_tokens,
-             x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms, x.t_received_us);
+             x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms, x.t_received_us,
+             x.client_key);
 }
 
 /// One generated token on its way to the request's sink. `text` is the newly completed UTF-8
