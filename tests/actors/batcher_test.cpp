@@ -147,7 +147,7 @@ TEST_CASE("an EOG token ends with eos") {
     CHECK(t.done->completion_tokens == 4);
 }
 
-TEST_CASE("a stop string ends with stop; text before it is delivered, the stop string is not") {
+TEST_CASE("a stop string ends with stop, text before it is delivered, the stop string is not") {
     rig r(0ms, 8, true);
     auto req = make_req(1, {1}, 20);
     req.stop = {"<5><6"};

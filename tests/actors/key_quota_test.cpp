@@ -7,7 +7,7 @@ using namespace bitnet;
 using namespace std::chrono_literals;
 using actors::key_quota;
 
-TEST_CASE("a key gets its burst, then waits for the refill; other keys are not affected") {
+TEST_CASE("a key gets its burst, then waits for the refill, other keys are not affected") {
     key_quota q({.requests_per_minute = 6, .burst = 2}); // one request per 10 s, two saved
     const auto t0 = key_quota::clock::time_point{} + 1000s;
     CHECK(q.take("a", t0) == 0);
@@ -23,7 +23,7 @@ TEST_CASE("a key gets its burst, then waits for the refill; other keys are not a
     CHECK(q.take("a", t0 + 1h) > 0);
 }
 
-TEST_CASE("no quota configured: every request passes; burst defaults to a minute's worth") {
+TEST_CASE("no quota configured: every request passes, and burst defaults to a minute of requests") {
     key_quota off({});
     const auto t0 = key_quota::clock::time_point{} + 5s;
     for (int i = 0; i < 1000; ++i)

@@ -347,7 +347,7 @@ TEST_CASE("a deadline that passes while queued answers 504") {
     CHECK(error_of(r).at("code").as_string() == "deadline_exceeded");
 }
 
-TEST_CASE("API keys guard /v1 routes; health and metrics stay open") {
+TEST_CASE("API keys guard /v1 routes, health and metrics stay open") {
     live_server s(64, 2ms, 8, {"secret-key-1"});
     const std::string body = R"({"prompt":[1],"max_tokens":1})";
     auto none = s.post("/v1/inference", body);

@@ -95,7 +95,7 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     CHECK(st2.kv_blocks_used == 5);
 }
 
-TEST_CASE("errc survives caf::error with its message; CAF's errors map to the nearest errc") {
+TEST_CASE("errc survives caf::error with its message, CAF's errors map to the nearest errc") {
     test_config cfg;
     caf::actor_system sys{cfg};
     auto e = msg::to_caf_error(errc::queue_full, "12 requests waiting");

@@ -92,7 +92,7 @@ TEST_CASE("past the drain deadline streams end with an error event and finish_re
           std::string::npos);
 }
 
-TEST_CASE("a key past its quota gets 429 with Retry-After; other keys and metrics") {
+TEST_CASE("a key past its quota gets 429 with Retry-After, other keys pass, metrics count it") {
     test::server_process s(
         {"--api-key", "alice-key-1,bob-key-22", "--quota-requests-per-minute", "2"});
     const auto req = greedy_ids({1, 2}, 2);
@@ -120,7 +120,7 @@ TEST_CASE("a key past its quota gets 429 with Retry-After; other keys and metric
     CHECK(stats.at("rejects").as_object().at("quota").as_int64() == 2);
 }
 
-TEST_CASE("64 concurrent streams each get the greedy output they get alone; stats move") {
+TEST_CASE("64 concurrent streams each get the greedy output they get alone, and stats move") {
     test::server_process s({"--max-seqs", "64"});
     constexpr int n = 64;
     auto prompt_of = [](int i) {
