@@ -34,6 +34,7 @@ struct model_queue {
 
 struct admission_state {
     admission_options opt;
+    key_quota quota{{}};
     std::map<std::string, model_queue> models;
     bool draining = false;
     bool ticking = false;
@@ -74,6 +75,7 @@ void poll(admission_pointer self) {
 }
 
 msg::admission_actor::behavior_type admission_fn(admission_pointer self, admission_options opt) {
+    self->state.quota = key_quota(opt.key_quota);
     self->state.opt = std::move(opt);
     return {
         [self](msg::submit_atom, msg::generate_request& req,
@@ -103,6 +105,14 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
                                              std::to_string(st.opt.max_waiting_prompt_tokens) + ")",
                                          ra);
             }
+            // Counted only for requests the queue takes (a 503 does not use up the quota).
+            if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
+                return msg::to_caf_error(errc::quota_exceeded,
+                                         "quota exceeded: this key may send " +
+                                             std::to_string(st.quota.limits().requests_per_minute) +
+                                             " requests per minute (bursts of " +
+                                             std::to_string(st.quota.limits().burst) + ")",
+                                         wait_s);
             ++q.admitted_since;
             q.prompt_tokens_since += req.prompt.size();
             req.model = alias;

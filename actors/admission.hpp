@@ -1,10 +1,12 @@
 // Admission: the front door every request passes. It refuses early what the system cannot take
 // (503 queue_full with a Retry-After estimated from the measured drain rate, draining, unknown
-// model) and delegates the rest to the model's batcher, which answers the caller directly.
+// model), refuses a key past its quota (429 with Retry-After, actors/key_quota.hpp), and
+// delegates the rest to the model's batcher, which answers the caller directly.
 // Queue depths come from polling each batcher's stats every `poll_interval` plus what was
 // admitted since, so the caps hold without a round trip per request.
 #pragma once
 
+#include "actors/key_quota.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>
@@ -22,6 +24,7 @@ struct admission_options {
     std::uint32_t max_waiting_requests = 256;
     std::uint64_t max_waiting_prompt_tokens = 262144;
     std::chrono::milliseconds poll_interval{20};
+    quota_limits key_quota; ///< per API key (requests without one share a bucket); 0 = off
 };
 
 [[nodiscard]] msg::admission_actor spawn_admission(caf::actor_system& sys, admission_options opt);

@@ -22,6 +22,7 @@ struct live_request {
     std::optional<model::token_stream> text;         ///< with a tokenizer
     std::optional<model::stop_string_matcher> stops; ///< with stop strings
     clock::time_point received{};
+    std::uint32_t n_generated = 0; ///< tokens delivered so far (the sampler's draws to replay)
 
     /// The text token `t` lets through: whole characters, minus anything a stop string may
     /// still claim (and nothing from a stop string on).
@@ -141,6 +142,7 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         te.top_tokens = smp.top_tokens;
         te.top_logprobs = smp.top_logprobs;
         te.text = lr.push(ev.token);
+        ++lr.n_generated;
         const bool stop_hit = lr.stopped();
         self->send(lr.sink, msg::token_atom_v, std::move(te));
         if (stop_hit)
@@ -175,8 +177,10 @@ void kick(batcher_pointer self) {
         sc.tokens = c.tokens;
         sc.pos0 = c.pos0;
         sc.want_logits = c.want_logits;
-        if (auto it = st.live.find(c.id); it != st.live.end())
+        if (auto it = st.live.find(c.id); it != st.live.end()) {
             sc.params = it->second.req.params;
+            sc.n_sampled = it->second.n_generated;
+        }
         batch.chunks.push_back(std::move(sc));
     }
     st.in_flight = true;

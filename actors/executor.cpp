@@ -115,8 +115,13 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
     chunks.reserve(batch.chunks.size());
     for (const auto& c : batch.chunks) {
         auto it = st.seqs.find(c.seq);
-        if (c.pos0 == 0 || it == st.seqs.end())
-            st.seqs.insert_or_assign(c.seq, seq_state{make_sampler(c.params), {}});
+        if (c.pos0 == 0 || it == st.seqs.end()) {
+            auto smp = make_sampler(c.params);
+            // Re-prefilled after a preemption: the draws continue where they stopped, so seeded
+            // sampling gives the same tokens with or without KV pressure.
+            smp.resume_after(c.n_sampled);
+            st.seqs.insert_or_assign(c.seq, seq_state{std::move(smp), {}});
+        }
         chunks.push_back({c.seq, c.tokens, c.pos0, c.want_logits});
     }
     msg::step_result out;

@@ -3,14 +3,19 @@
 //     the roofline (weight + logits bytes read per token ÷ bandwidth);
 //   - aggregate decode tokens/s with N sequences decoding together in one step;
 //   - prefill tokens/s for one long prompt;
-//   - peak RSS.
+//   - peak RSS;
+//   - with --workload NxPxT, the server's workload driven directly (N sequences, P-token prompts,
+//     T greedy tokens each through model::sampler, prefill chunked within max_batch_tokens after
+//     the decodes, as the batcher plans): the baseline of the server's overhead figure
+//     (bench/loadgen.mjs runs the same through HTTP).
 // Each figure is the median of --repeats runs. Usage:
 //   bench_engine -m MODEL [--threads 2] [--decode 32] [--batch 8,32,64] [--prefill 512]
-//                [--kv-tokens 4096] [--repeats 5]
+//                [--kv-tokens 4096] [--repeats 5] [--workload 64x16x100 [--workload-only]]
 #include "kernels/parallel.hpp"
 #include "model/engine.hpp"
 #include "model/gguf_reader.hpp"
 #include "model/model_config.hpp"
+#include "model/sampler.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -20,6 +25,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include <sys/resource.h>
@@ -125,6 +131,79 @@ double prefill_tokens_per_s(model::engine& e, std::size_t n_tokens) {
     return static_cast<double>(n_tokens) / dt;
 }
 
+/// The server's workload without the server: `n_seq` sequences of `prompt`-token prompts, `gen`
+/// greedy tokens each (model::sampler, as the executor samples), all admitted at once; every step
+/// takes one decode token per running sequence first, then prefill chunks up to `budget` tokens.
+/// Process CPU seconds (user + system, all threads).
+double cpu_seconds() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/// Returns {generated tokens / wall seconds, wall seconds, CPU milliseconds per token}.
+std::tuple<double, double, double> workload(model::engine& e, std::size_t n_seq, std::size_t prompt,
+                                            std::size_t gen, std::uint32_t budget) {
+    struct seq {
+        std::vector<std::int32_t> tokens; ///< prompt + generated
+        std::uint32_t cached = 0;
+        std::size_t generated = 0;
+        bool done = false;
+    };
+    model::sampling_params greedy;
+    greedy.temperature = 0.0f;
+    auto smp = model::sampler::create(greedy).value();
+    const std::uint32_t n_vocab = e.config().n_vocab;
+    std::vector<seq> seqs(n_seq);
+    for (std::size_t s = 0; s < n_seq; ++s)
+        seqs[s].tokens = random_tokens(prompt, n_vocab, 1000 + s);
+    std::size_t left = n_seq, total = 0;
+    const double cpu0 = cpu_seconds();
+    const auto t0 = clock_type::now();
+    while (left > 0) {
+        std::vector<model::seq_chunk> batch;
+        std::vector<std::size_t> owner;
+        std::uint32_t room = budget;
+        for (int pass = 0; pass < 2; ++pass)
+            for (std::size_t s = 0; s < n_seq && room > 0; ++s) {
+                auto& q = seqs[s];
+                const auto pending = static_cast<std::uint32_t>(q.tokens.size()) - q.cached;
+                if (q.done || pending == 0 || (pass == 0) != (pending == 1 && q.cached > 0))
+                    continue;
+                const auto n = std::min(pending, room);
+                batch.push_back({s + 1,
+                                 std::vector<std::int32_t>(q.tokens.begin() + q.cached,
+                                                           q.tokens.begin() + q.cached + n),
+                                 q.cached, n == pending});
+                owner.push_back(s);
+                room -= n;
+            }
+        auto out = e.step(batch);
+        if (!out) {
+            std::fprintf(stderr, "workload step failed: %s\n", out.error().to_string().c_str());
+            std::exit(1);
+        }
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            auto& q = seqs[owner[i]];
+            q.cached += static_cast<std::uint32_t>(batch[i].tokens.size());
+            if (!batch[i].want_logits)
+                continue;
+            auto t = smp.sample(out->row(out->rows_for_chunk[i], n_vocab), q.tokens).value();
+            q.tokens.push_back(t.token);
+            ++total;
+            if (++q.generated == gen) {
+                q.done = true;
+                --left;
+                e.release(owner[i] + 1);
+            }
+        }
+    }
+    const double wall = seconds_since(t0);
+    const double cpu_ms = (cpu_seconds() - cpu0) * 1e3 / static_cast<double>(total);
+    return {static_cast<double>(total) / wall, wall, cpu_ms};
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -145,6 +224,10 @@ int main(int argc, char** argv) {
     app.add_option("--repeats", repeats);
     bool q8_logits = false;
     app.add_flag("--q8-logits", q8_logits, "the opt-in int8 logits");
+    std::string workload_spec;
+    bool workload_only = false;
+    app.add_option("--workload", workload_spec, "NxPxT: N sequences, P-token prompts, T tokens");
+    app.add_flag("--workload-only", workload_only, "only the --workload figure");
     CLI11_PARSE(app, argc, argv);
 
     model::engine_options opt;
@@ -172,6 +255,31 @@ int main(int argc, char** argv) {
     std::printf("model: %s\nengine: %s\nload: %.2f s\n", model_path.c_str(), e.describe().c_str(),
                 seconds_since(t_load));
 
+    if (!workload_spec.empty()) {
+        std::size_t n = 0, p = 0, t = 0;
+        if (std::sscanf(workload_spec.c_str(), "%zux%zux%zu", &n, &p, &t) != 3 || n == 0 ||
+            p == 0 || t == 0) {
+            std::fprintf(stderr, "--workload wants NxPxT, e.g. 64x16x100\n");
+            return 2;
+        }
+        workload(e, 1, p, 4, opt.max_batch_tokens); // warm-up: page in the weights
+        std::vector<double> tps, walls, cpus;
+        for (int r = 0; r < repeats; ++r) {
+            auto [x, w, c] = workload(e, n, p, t, opt.max_batch_tokens);
+            tps.push_back(x);
+            walls.push_back(w);
+            cpus.push_back(c);
+            std::printf("workload %zux%zux%zu run %d: %.2f tokens/s, wall %.3f s, %.3f CPU ms per "
+                        "token\n",
+                        n, p, t, r, x, w, c);
+        }
+        std::printf("workload %zux%zux%zu direct (model::step + sampler): median %.2f tokens/s "
+                    "(min %.2f, max %.2f), median wall %.3f s, median %.3f CPU ms per token\n",
+                    n, p, t, median(tps), *std::min_element(tps.begin(), tps.end()),
+                    *std::max_element(tps.begin(), tps.end()), median(walls), median(cpus));
+        if (workload_only)
+            return 0;
+    }
     // Bytes one decode token must read: every ternary projection and the logits matrix.
     const double bytes_per_token = static_cast<double>(e.bytes_per_decode_token());
     std::vector<double> single;

@@ -37,6 +37,8 @@ const char* errc_name(errc e) noexcept {
         return "timeout";
     case errc::internal:
         return "internal";
+    case errc::quota_exceeded:
+        return "quota_exceeded";
     }
     return "unknown";
 }

@@ -28,6 +28,7 @@ enum class errc {
     cancelled = 12,        ///< the request was cancelled (client gone)
     timeout = 13,          ///< a deadline passed
     internal = 14,         ///< a bug: an invariant did not hold
+    quota_exceeded = 15,   ///< admission refused: the API key's request quota is used up
 };
 
 const std::error_category& bitnet_category() noexcept;

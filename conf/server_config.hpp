@@ -48,6 +48,8 @@ struct server_config {
     std::uint32_t priority_weight_normal = 2;
     std::uint32_t priority_weight_low = 1;
     std::uint32_t default_timeout_ms = 120000;
+    std::uint32_t quota_requests_per_minute = 0; ///< per API key; 0 = no quota
+    std::uint32_t quota_burst = 0;               ///< requests a key may save up; 0 = one minute's
 
     // HTTP.
     std::uint64_t max_body_bytes = 1ull << 20;

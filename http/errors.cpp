@@ -48,6 +48,15 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                retry_after_s == 0 ? 1 : retry_after_s};
         break;
     }
+    case errc::quota_exceeded:
+        out = {429,
+               "rate_limit_error",
+               "rate_limit_exceeded",
+               out.message,
+               out.param,
+               "this API key's request quota is used up; retry after the Retry-After delay",
+               retry_after_s == 0 ? 1 : retry_after_s};
+        break;
     case errc::kv_exhausted:
         out = {503,
                "overloaded",

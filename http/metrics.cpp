@@ -1,11 +1,14 @@
 #include "http/metrics.hpp"
 
+#include "http/rate_window.hpp"
+
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -20,6 +23,13 @@ const pm::Histogram::BucketBoundaries k_batch{1, 2, 4, 8, 16, 32, 64, 128, 256};
 } // namespace
 
 struct metrics::impl {
+    // /v1/stats' figures (prometheus-cpp keeps bucket counts only; these are exact).
+    mutable std::mutex mu;
+    std::vector<std::uint64_t> batch_counts; ///< [n] = steps with n sequences
+    std::uint64_t batch_sum = 0;
+    rate_window prompt_rate, generated_rate;
+    std::map<std::string, std::uint64_t> rejects;
+
     std::shared_ptr<pm::Registry> reg = std::make_shared<pm::Registry>();
     pm::Family<pm::Counter>& requests = pm::BuildCounter()
                                             .Name("bitnet_requests_total")
@@ -130,8 +140,10 @@ metrics::metrics()
     impl_->swaps.Add({{"result", "rollback"}});
     impl_->swaps.Add({{"result", "failed"}});
     // The admission refusals a scrape may see before any happened (alerts select them).
-    for (const char* r : {"queue_full", "draining"})
+    for (const char* r : {"queue_full", "draining", "quota"}) {
         impl_->rejections.Add({{"reason", r}});
+        impl_->rejects[r] = 0;
+    }
 }
 
 void metrics::build_info(const std::string& version, const std::string& git_sha) {
@@ -161,6 +173,52 @@ void metrics::completion(const msg::completion& c) {
 void metrics::step(std::uint32_t n_seqs, double seconds) {
     impl_->batch_size.Observe(n_seqs);
     impl_->step_duration.Observe(seconds);
+    std::lock_guard lk(impl_->mu);
+    if (impl_->batch_counts.size() <= n_seqs)
+        impl_->batch_counts.resize(n_seqs + 1);
+    ++impl_->batch_counts[n_seqs];
+    impl_->batch_sum += n_seqs;
+}
+
+void metrics::prompt_processed(std::uint32_t n) {
+    std::lock_guard lk(impl_->mu);
+    impl_->prompt_rate.add(n, rate_window::clock::now());
+}
+
+void metrics::token_generated() {
+    std::lock_guard lk(impl_->mu);
+    impl_->generated_rate.add(1, rate_window::clock::now());
+}
+
+live_stats metrics::live() const {
+    live_stats out;
+    std::lock_guard lk(impl_->mu);
+    const auto& counts = impl_->batch_counts;
+    for (auto c : counts)
+        out.steps += c;
+    if (out.steps > 0) {
+        out.batch_mean = static_cast<double>(impl_->batch_sum) / static_cast<double>(out.steps);
+        // Nearest-rank percentiles over the exact per-size counts.
+        auto rank = [&](double q) {
+            const auto want = static_cast<std::uint64_t>(std::ceil(q * out.steps));
+            std::uint64_t seen = 0;
+            for (std::size_t n = 0; n < counts.size(); ++n)
+                if ((seen += counts[n]) >= want)
+                    return static_cast<std::uint32_t>(n);
+            return static_cast<std::uint32_t>(counts.size() - 1);
+        };
+        out.batch_p50 = rank(0.50);
+        out.batch_p90 = rank(0.90);
+        out.batch_p99 = rank(0.99);
+        out.batch_max = static_cast<std::uint32_t>(counts.size() - 1);
+    }
+    const auto now = rate_window::clock::now();
+    out.prompt_tps_10s = impl_->prompt_rate.per_second(10, now);
+    out.prompt_tps_60s = impl_->prompt_rate.per_second(60, now);
+    out.generated_tps_10s = impl_->generated_rate.per_second(10, now);
+    out.generated_tps_60s = impl_->generated_rate.per_second(60, now);
+    out.rejects = impl_->rejects;
+    return out;
 }
 
 void metrics::inter_token(double seconds) {
@@ -169,6 +227,8 @@ void metrics::inter_token(double seconds) {
 
 void metrics::rejected(const std::string& reason) {
     impl_->rejections.Add({{"reason", reason}}).Increment();
+    std::lock_guard lk(impl_->mu);
+    ++impl_->rejects[reason];
 }
 
 void metrics::queues(const std::vector<msg::batcher_stats>& stats) {

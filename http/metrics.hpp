@@ -7,11 +7,23 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace bitnet::http {
+
+/// What /v1/stats reports beside the queues (HTTP-API.md): the batch sizes seen since start,
+/// token rates over the last 10 s and 60 s, and admission refusals by reason.
+struct live_stats {
+    std::uint64_t steps = 0;
+    double batch_mean = 0.0;
+    std::uint32_t batch_p50 = 0, batch_p90 = 0, batch_p99 = 0, batch_max = 0;
+    double prompt_tps_10s = 0.0, prompt_tps_60s = 0.0;
+    double generated_tps_10s = 0.0, generated_tps_60s = 0.0;
+    std::map<std::string, std::uint64_t> rejects; ///< reason -> count
+};
 
 class metrics {
 public:
@@ -25,6 +37,11 @@ public:
     void inter_token(double seconds);
     void step(std::uint32_t n_seqs, double seconds);
     void rejected(const std::string& reason);
+    /// Tokens as they happen, for the windowed rates: prompt tokens when their prefill ends
+    /// (the first token), generated tokens as they stream.
+    void prompt_processed(std::uint32_t n);
+    void token_generated();
+    [[nodiscard]] live_stats live() const;
     /// Gauges from the batchers' stats (running, waiting per priority, KV usage).
     void queues(const std::vector<msg::batcher_stats>& stats);
     /// bitnet_model_info{alias,version,format,device} = 1 for each served version (alias, version,

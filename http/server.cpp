@@ -27,8 +27,10 @@
 #include <cctype>
 #include <deque>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 namespace bitnet::http {
 
@@ -43,6 +45,7 @@ namespace {
 
 /// Where a sink actor delivers (callbacks run on CAF threads; they post to the strand).
 struct sink_target {
+    std::function<void()> on_admitted;
     std::function<void(msg::token_event)> on_token;
     std::function<void(msg::completion)> on_done;
     std::function<void(caf::error)> on_fail;
@@ -55,7 +58,8 @@ msg::sink_actor::behavior_type sink_fn(msg::sink_actor::pointer self, msg::admis
     self->request(adm, std::chrono::seconds(30), msg::submit_atom_v, std::move(req),
                   caf::actor_cast<msg::sink_actor>(self))
         .then(
-            [self](msg::request_id) {
+            [self, t](msg::request_id) {
+                t->on_admitted();
                 // The reply comes from the batcher that holds the sequence (admission
                 // delegates): watch it, so a crashed model fails this request instead of
                 // leaving the client waiting.
@@ -159,6 +163,46 @@ std::string segment_after(const std::string& target, std::string_view prefix) {
     return rest.substr(0, rest.find('/'));
 }
 
+/// The sessions alive, for the end of a drain (cut_all); shared with every session so a session
+/// that outlives the server (a sink actor may hold the last reference) still has it.
+struct session_registry {
+    std::mutex mu;
+    std::uint64_t next = 1;
+    std::unordered_map<std::uint64_t, std::function<void()>> cut; ///< posts a cut to its strand
+    std::atomic<int> open{0};  ///< sessions whose socket is not closed yet
+    std::atomic<int> calls{0}; ///< inference requests not yet answered in full
+};
+
+/// Counts one inference request in session_registry::calls for as long as it lives.
+class call_count {
+public:
+    call_count() = default;
+    explicit call_count(std::shared_ptr<session_registry> r)
+        : reg_(std::move(r)) {
+        ++reg_->calls;
+    }
+    call_count(call_count&& o) noexcept
+        : reg_(std::move(o.reg_)) {}
+    call_count& operator=(call_count&& o) noexcept {
+        if (this != &o) {
+            release();
+            reg_ = std::move(o.reg_);
+        }
+        return *this;
+    }
+    call_count(const call_count&) = delete;
+    call_count& operator=(const call_count&) = delete;
+    ~call_count() { release(); }
+
+private:
+    void release() {
+        if (reg_)
+            --reg_->calls;
+        reg_.reset();
+    }
+    std::shared_ptr<session_registry> reg_;
+};
+
 } // namespace
 
 struct server::impl {
@@ -173,6 +217,7 @@ struct server::impl {
     metrics& m;
     steady::time_point started = steady::now();
     std::atomic<bool> warned_template{false};
+    std::shared_ptr<session_registry> sessions = std::make_shared<session_registry>();
 
     impl(caf::actor_system& s, msg::admission_actor a, server_options o)
         : sys(s)
@@ -193,10 +238,59 @@ public:
     session(tcp::socket&& s, server::impl& srv)
         : stream_(std::move(s))
         , srv_(srv)
-        , ping_(stream_.get_executor()) {}
+        , reg_(srv.sessions)
+        , ping_(stream_.get_executor()) {
+        ++reg_->open;
+    }
+    ~session() {
+        if (!closed_)
+            --reg_->open;
+        std::lock_guard lk(reg_->mu);
+        reg_->cut.erase(reg_id_);
+    }
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
 
     void run() {
+        {
+            std::lock_guard lk(reg_->mu);
+            reg_id_ = reg_->next++;
+            reg_->cut.emplace(reg_id_, [w = weak_from_this()] {
+                if (auto s = w.lock())
+                    net::post(s->stream_.get_executor(), [s] { s->cut(); });
+            });
+        }
         net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+    }
+
+    /// The end of a drain whose deadline passed (on the strand): a request still in progress is
+    /// cancelled (its sink dies, so the batcher frees its KV) and answered properly: a stream
+    /// ends with an error event and finish_reason "cancelled", a plain request gets a 503
+    /// `draining` error body. Idle connections are closed; nothing is cut mid-write.
+    void cut() {
+        keep_alive_ = false;
+        if (call_ && !call_->ended) {
+            if (call_->sink)
+                caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
+            call_->cut = true;
+            msg::completion c;
+            c.finish_reason = "cancelled";
+            c.model = call_->model;
+            c.prompt_tokens = call_->prompt_tokens;
+            c.completion_tokens = static_cast<std::uint32_t>(call_->n_tokens);
+            const auto us = [this](steady::time_point t) {
+                return std::chrono::duration_cast<std::chrono::microseconds>(t - call_->start)
+                    .count();
+            };
+            c.total_us = us(steady::now());
+            if (call_->first_token != steady::time_point{}) {
+                c.ttft_us = us(call_->first_token);
+                c.decode_us = c.total_us - c.ttft_us;
+            }
+            return on_done(std::move(c));
+        }
+        if (!responding_ && out_.empty() && !call_)
+            close();
     }
 
 private:
@@ -220,8 +314,13 @@ private:
         std::string text;
         steady::time_point start = steady::now();
         steady::time_point last_token{};
+        steady::time_point first_token{};
         std::int64_t created = unix_now();
+        std::uint32_t prompt_tokens = 0;
+        std::size_t n_tokens = 0; ///< real tokens received
         bool ended = false;
+        bool cut = false; ///< ended by the drain deadline (session::cut)
+        call_count active;
     };
 
     void do_read() {
@@ -302,6 +401,7 @@ private:
                            (models_prefix && method == bhttp::verb::delete_);
         if (target.rfind("/v1/", 0) == 0) {
             const auto key = bearer(req);
+            client_key_ = key; // the per-key quota's bucket (admission)
             const auto& keys = srv_.opt.api_keys;
             const auto& admins = srv_.opt.admin_keys;
             if (admin && (!keys.empty() || !admins.empty())) {
@@ -419,6 +519,9 @@ private:
         g.stop_token_ids = std::move(in.stop_token_ids);
         g.prio = in.prio;
         g.timeout_ms = in.timeout_ms;
+        g.client_key = client_key_;
+        c.prompt_tokens = static_cast<std::uint32_t>(g.prompt.size());
+        c.active = call_count(srv_.sessions);
         g.t_received_us =
             std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
                 .count();
@@ -426,6 +529,12 @@ private:
         auto t = std::make_shared<sink_target>();
         auto self = shared_from_this();
         auto ex = stream_.get_executor();
+        t->on_admitted = [self, ex] {
+            net::post(ex, [self] {
+                if (self->call_ && !self->call_->ended && self->call_->stream && !self->sse_)
+                    self->begin_stream();
+            });
+        };
         t->on_token = [self, ex](msg::token_event ev) {
             net::post(ex, [self, ev = std::move(ev)]() mutable { self->on_token(std::move(ev)); });
         };
@@ -437,10 +546,9 @@ private:
             net::post(ex, [self, e = std::move(e)]() mutable { self->on_fail(std::move(e)); });
         };
         call_ = std::move(c);
-        if (call_->stream)
-            begin_stream();
-        else
-            watch_disconnect();
+        // A stream's headers wait for admission's answer, so a refusal (429, 503) is a real
+        // HTTP status with Retry-After, which client libraries act on.
+        watch_disconnect();
         call_->sink = caf::actor_cast<caf::actor>(
             srv_.sys.spawn(sink_fn, srv_.admission, std::move(g), std::move(t)));
     }
@@ -467,6 +575,12 @@ private:
     // ---- streaming ----------------------------------------------------------------------
 
     void begin_stream() {
+        if (watching_) {
+            // The stream's own writes now notice a gone client.
+            beast::error_code ec;
+            stream_.socket().cancel(ec);
+            watching_ = false;
+        }
         sse_ = true;
         std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                            "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
@@ -630,12 +744,20 @@ private:
     void on_token(msg::token_event ev) {
         if (!call_ || call_->ended)
             return;
+        if (call_->stream && !sse_)
+            begin_stream(); // admission's answer is posted first; this is only a safety net
         const auto now = steady::now();
         const bool real_token = ev.token >= 0; // < 0: held-back text released at the end
         if (real_token && call_->last_token != steady::time_point{})
             srv_.m.inter_token(std::chrono::duration<double>(now - call_->last_token).count());
-        if (real_token)
+        if (real_token) {
             call_->last_token = now;
+            if (call_->n_tokens++ == 0) {
+                call_->first_token = now;
+                srv_.m.prompt_processed(call_->prompt_tokens);
+            }
+            srv_.m.token_generated();
+        }
         const bool lp = call_->want_logprobs && real_token;
         if (!sse_) {
             if (lp && call_->kind == route_kind::chat)
@@ -681,9 +803,30 @@ private:
         }
     }
 
+    /// What a request cut by the drain deadline is told (HTTP-API.md: 503 `draining`).
+    static api_error drain_error() {
+        return {503,
+                "overloaded",
+                "draining",
+                "the server is shutting down and its drain timeout passed before this request "
+                "finished; generation was cancelled",
+                "",
+                "retry against another replica",
+                1};
+    }
+
     void on_done(msg::completion c) {
         if (!call_ || call_->ended)
             return;
+        if (call_->cut && !sse_) {
+            // Nothing was sent yet: a proper error reply (send_error counts and logs it).
+            auto route = call_->route;
+            auto req_id = call_->req_id;
+            call_.reset();
+            return send_error(route, drain_error(), req_id);
+        }
+        if (call_->stream && !sse_)
+            begin_stream();
         srv_.m.completion(c);
         srv_.m.request_done(call_->route, 200,
                             std::chrono::duration<double>(steady::now() - call_->start).count());
@@ -697,27 +840,35 @@ private:
             switch (call_->kind) {
             case route_kind::native:
             case route_kind::native_stream:
+                if (call_->cut)
+                    sse_event("error", error_body(drain_error(), call_->req_id));
                 sse_event("done", R"({"finish_reason":)" + js(c.finish_reason) + R"(,"usage":)" +
                                       usage_json(c) + R"(,"timings":)" + timings_json(c) +
                                       R"(,"model_version":)" + js(c.model_version) + "}");
                 break;
             case route_kind::chat:
-                sse_data(chat_chunk("{}", js(openai_finish(c.finish_reason))));
+                sse_data(chat_chunk(
+                    "{}", js(call_->cut ? c.finish_reason : openai_finish(c.finish_reason))));
                 if (call_->include_usage)
                     sse_data(R"({"id":"chatcmpl-)" + call_->req_id.substr(4) +
                              R"(","object":"chat.completion.chunk","created":)" +
                              std::to_string(call_->created) + R"(,"model":)" + js(call_->model) +
                              R"(,"system_fingerprint":"bitnet-serve","choices":[],"usage":)" +
                              usage_json(c) + "}");
+                if (call_->cut)
+                    sse_data(error_body(drain_error(), call_->req_id));
                 sse_data("[DONE]");
                 break;
             case route_kind::completions:
-                sse_data(completion_chunk("", js(openai_finish(c.finish_reason))));
+                sse_data(completion_chunk(
+                    "", js(call_->cut ? c.finish_reason : openai_finish(c.finish_reason))));
                 if (call_->include_usage)
                     sse_data(R"({"id":"cmpl-)" + call_->req_id.substr(4) +
                              R"(","object":"text_completion","created":)" +
                              std::to_string(call_->created) + R"(,"model":)" + js(call_->model) +
                              R"(,"choices":[],"usage":)" + usage_json(c) + "}");
+                if (call_->cut)
+                    sse_data(error_body(drain_error(), call_->req_id));
                 sse_data("[DONE]");
                 break;
             }
@@ -767,6 +918,8 @@ private:
         auto api = to_api_error(err, msg::retry_after_of(e));
         if (err.value() == errc::queue_full)
             srv_.m.rejected(api.code);
+        else if (err.value() == errc::quota_exceeded)
+            srv_.m.rejected("quota");
         spdlog::info("{} {} {} {} code={} message={}", call_->req_id, call_->route,
                      sse_ ? "stream" : "plain", api.status, api.code, api.message);
         if (sse_) {
@@ -925,9 +1078,25 @@ private:
             json::array models;
             for (const auto& x : snap.stats)
                 models.push_back(stats_json(x));
+            const auto live = self->srv_.m.live();
+            json::object rejects;
+            for (const auto& [reason, n] : live.rejects)
+                rejects[reason] = n;
             json::object root;
             root["models"] = std::move(models);
-            self->send_json("/v1/stats", 200, json::serialize(root));
+            root["rejects"] = std::move(rejects);
+            // Rates and the mean as plain decimals (Boost.JSON would print 2.5E-1).
+            auto body = json::serialize(root);
+            body.pop_back();
+            body += R"(,"batch_size":{"steps":)" + std::to_string(live.steps) + R"(,"mean":)" +
+                    fixed(live.batch_mean, 2) + R"(,"p50":)" + std::to_string(live.batch_p50) +
+                    R"(,"p90":)" + std::to_string(live.batch_p90) + R"(,"p99":)" +
+                    std::to_string(live.batch_p99) + R"(,"max":)" + std::to_string(live.batch_max) +
+                    R"(},"tokens_per_second":{"prompt":{"10s":)" + fixed(live.prompt_tps_10s, 2) +
+                    R"(,"60s":)" + fixed(live.prompt_tps_60s, 2) + R"(},"generated":{"10s":)" +
+                    fixed(live.generated_tps_10s, 2) + R"(,"60s":)" +
+                    fixed(live.generated_tps_60s, 2) + "}}}";
+            self->send_json("/v1/stats", 200, std::move(body));
         });
     }
 
@@ -1332,8 +1501,10 @@ private:
         res_.keep_alive(keep_alive_);
         res_.prepare_payload();
         stream_.expires_after(srv_.opt.write_timeout);
+        responding_ = true;
         bhttp::async_write(stream_, res_,
                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                               self->responding_ = false;
                                if (ec || !self->keep_alive_)
                                    return self->close();
                                self->do_read();
@@ -1344,6 +1515,7 @@ private:
         if (closed_)
             return;
         closed_ = true;
+        --reg_->open;
         beast::error_code ec;
         stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
         stream_.close();
@@ -1351,6 +1523,8 @@ private:
 
     beast::tcp_stream stream_;
     server::impl& srv_;
+    std::shared_ptr<session_registry> reg_;
+    std::uint64_t reg_id_ = 0;
     net::steady_timer ping_;
     beast::flat_buffer buf_;
     std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
@@ -1364,6 +1538,8 @@ private:
     bool keep_alive_ = true;
     bool closed_ = false;
     bool watching_ = false;
+    bool responding_ = false; ///< a plain response is being written
+    std::string client_key_;
 };
 
 } // namespace
@@ -1418,6 +1594,27 @@ void server::stop_accepting() {
             i.acceptor->close(ec);
         }
     });
+}
+
+std::size_t server::cut_all() {
+    std::vector<std::function<void()>> cuts;
+    {
+        std::lock_guard lk(impl_->sessions->mu);
+        for (const auto& [id, f] : impl_->sessions->cut)
+            cuts.push_back(f);
+    }
+    const auto n = static_cast<std::size_t>(std::max(0, impl_->sessions->calls.load()));
+    for (auto& f : cuts)
+        f();
+    return n;
+}
+
+std::size_t server::active_requests() const {
+    return static_cast<std::size_t>(std::max(0, impl_->sessions->calls.load()));
+}
+
+std::size_t server::open_connections() const {
+    return static_cast<std::size_t>(std::max(0, impl_->sessions->open.load()));
 }
 
 void server::stop() {

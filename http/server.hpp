@@ -92,6 +92,14 @@ public:
     [[nodiscard]] result<std::uint16_t> start();
     /// Stops accepting new connections (drain); running requests continue.
     void stop_accepting();
+    /// The end of a drain whose deadline passed: every request still in progress is cancelled
+    /// and answered (a stream ends with an error event and finish_reason "cancelled", a plain
+    /// request gets 503 `draining`); idle connections close. Returns the requests it cut.
+    std::size_t cut_all();
+    /// Inference requests accepted and not yet answered in full.
+    [[nodiscard]] std::size_t active_requests() const;
+    /// Connections not yet closed.
+    [[nodiscard]] std::size_t open_connections() const;
     /// Stops everything and joins the io threads.
     void stop();
 

@@ -46,12 +46,14 @@ struct generate_request {
     priority prio = priority::normal;
     std::uint32_t timeout_ms = 0;   ///< 0 = the configured default
     std::int64_t t_received_us = 0; ///< steady clock at HTTP receipt, for queue/ttft timings
+    std::string client_key;         ///< the API key it came with (per-key quota); empty = none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.max_tokens,
-             x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms, x.t_received_us);
+             x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms, x.t_received_us,
+             x.client_key);
 }
 
 /// One generated token on its way to the request's sink. `text` is the newly completed UTF-8
@@ -95,18 +97,22 @@ typename Inspector::result_type inspect(Inspector& f, completion& x) {
 }
 
 /// One sequence's part of a step (model::seq_chunk as a message). `params` rides along on the
-/// chunk that starts a sequence (pos0 == 0) so the executor can create its sampler.
+/// chunk that starts a sequence (pos0 == 0) so the executor can create its sampler;
+/// `n_sampled` (tokens generated before this chunk) lets a sequence re-prefilled after a
+/// preemption continue its sampler's draws rather than restart them.
 struct step_chunk {
     std::uint64_t seq = 0;
     std::vector<token_id> tokens;
     std::uint32_t pos0 = 0;
     bool want_logits = false;
     sampling params;
+    std::uint32_t n_sampled = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
-    return f(caf::meta::type_name("step_chunk"), x.seq, x.tokens, x.pos0, x.want_logits, x.params);
+    return f(caf::meta::type_name("step_chunk"), x.seq, x.tokens, x.pos0, x.want_logits, x.params,
+             x.n_sampled);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.

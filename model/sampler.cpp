@@ -66,6 +66,11 @@ double sampler::next_uniform() {
     return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
+void sampler::resume_after(std::uint64_t n_sampled) {
+    if (params_.temperature != 0.0f)
+        rng_.discard(n_sampled);
+}
+
 result<sampled> sampler::sample(std::span<const float> logits,
                                 std::span<const std::int32_t> recent) {
     const auto n_vocab = static_cast<std::int32_t>(logits.size());

@@ -59,6 +59,11 @@ public:
     [[nodiscard]] result<sampled> sample(std::span<const float> logits,
                                          std::span<const std::int32_t> recent = {});
 
+    /// Puts the RNG where it stands after `n_sampled` earlier calls to sample() (a sequence that
+    /// was preempted and re-prefilled continues its draws instead of restarting them). Every
+    /// non-greedy sample() takes exactly one 64-bit draw; greedy takes none.
+    void resume_after(std::uint64_t n_sampled);
+
     [[nodiscard]] const sampling_params& params() const noexcept { return params_; }
 
 private:

@@ -147,7 +147,7 @@ TEST_CASE("an EOG token ends with eos") {
     CHECK(t.done->completion_tokens == 4);
 }
 
-TEST_CASE("a stop string ends with stop; text before it is delivered, the stop string is not") {
+TEST_CASE("a stop string ends with stop, text before it is delivered, the stop string is not") {
     rig r(0ms, 8, true);
     auto req = make_req(1, {1}, 20);
     req.stop = {"<5><6"};
@@ -265,4 +265,44 @@ TEST_CASE("an explicit cancel ends a running request with finish_reason cancelle
     REQUIRE(done);
     CHECK(done->finish_reason == "cancelled");
     CHECK(done->completion_tokens < 10);
+}
+
+TEST_CASE("seeded sampling gives the same tokens with and without preemption under KV pressure") {
+    // 16 blocks of 4 tokens; four requests of 4 + 24 tokens (7 blocks each) cannot all grow, so
+    // the newest are preempted and re-prefilled. Their samplers must continue, not restart.
+    rig r(1ms);
+    auto sampled = [](msg::request_id id, std::uint64_t seed) {
+        auto q = make_req(id, {1, 2, 3, 4}, 24);
+        q.params.temperature = 3.0f; // flat: every draw is a real choice
+        q.params.top_k = 0;
+        q.params.top_p = 1.0f;
+        q.params.min_p = 0.0f;
+        q.params.seed = seed;
+        return q;
+    };
+    auto ids = [](const transcript& t) {
+        std::vector<msg::token_id> out;
+        for (const auto& e : t.tokens)
+            out.push_back(e.token);
+        return out;
+    };
+    std::vector<std::vector<msg::token_id>> alone;
+    for (std::uint64_t k = 0; k < 4; ++k) {
+        auto t = run_one(r, sampled(k + 1, 1000 + k));
+        REQUIRE(t.done);
+        alone.push_back(ids(t));
+    }
+    CHECK(r.stats().preemptions == 0);
+    std::vector<transcript> together(4);
+    std::vector<std::thread> clients;
+    for (std::uint64_t k = 0; k < 4; ++k)
+        clients.emplace_back([&, k] { together[k] = run_one(r, sampled(k + 11, 1000 + k)); });
+    for (auto& t : clients)
+        t.join();
+    CHECK(r.stats().preemptions > 0);
+    for (std::size_t k = 0; k < 4; ++k) {
+        CAPTURE(k);
+        REQUIRE(together[k].done);
+        CHECK(ids(together[k]) == alone[k]);
+    }
 }

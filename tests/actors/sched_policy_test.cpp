@@ -238,7 +238,7 @@ TEST_CASE("randomised load keeps every plan executable and every request account
     CHECK(pol.stats().kv_blocks_used == 0);
 }
 
-TEST_CASE("cancel wherever the sequence is; its KV is released with the next plan") {
+TEST_CASE("cancel wherever the sequence is, its KV is released with the next plan") {
     auto cfg = small_config();
     cfg.max_batch_tokens = 8;
     cfg.max_batch_seqs = 2;

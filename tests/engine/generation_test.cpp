@@ -33,7 +33,7 @@ run_result run(model::engine& e, model::generation_request req, std::size_t limi
 
 } // namespace
 
-TEST_CASE("generation: greedy tokens equal the raw step loop; max_tokens ends it") {
+TEST_CASE("generation: greedy tokens equal the raw step loop, max_tokens ends it") {
     scratch_dir dir;
     auto e = load_engine(make_model(dir, "bitnet-b1.58", 11));
     const std::vector<std::int32_t> prompt{72, 101, 108, 108, 111};

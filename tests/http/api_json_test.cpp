@@ -129,6 +129,11 @@ TEST_CASE("errc maps to the status table with the contract's body") {
     CHECK(busy.code == "queue_full");
     CHECK(busy.retry_after_s == 7);
     CHECK(to_api_error({errc::queue_full, "draining: bye"}).code == "draining");
+    auto quota = to_api_error({errc::quota_exceeded, "quota exceeded"}, 30);
+    CHECK(quota.status == 429);
+    CHECK(quota.type == "rate_limit_error");
+    CHECK(quota.code == "rate_limit_exceeded");
+    CHECK(quota.retry_after_s == 30);
     CHECK(to_api_error({errc::timeout, "late"}).status == 504);
     CHECK(to_api_error({errc::internal, "bug"}).status == 500);
 

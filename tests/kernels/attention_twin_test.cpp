@@ -78,7 +78,7 @@ TEST_CASE("attention: every family equals the scalar twin bit for bit") {
     }
 }
 
-TEST_CASE("attention: one key gives back its value row; equal scores average the values") {
+TEST_CASE("attention: one key gives back its value row, equal scores average the values") {
     // n_ctx = 1: softmax is exactly 1, so the output is V[0] (per query head's KV head).
     const std::uint32_t hd = 32;
     paged_cache c = random_cache(2, 16, 2 * hd, 99);

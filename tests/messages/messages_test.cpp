@@ -138,7 +138,7 @@ TEST_CASE("model lifecycle messages round-trip: load order, ticket, versions and
     CHECK(m2.operations[0].failure == "why");
 }
 
-TEST_CASE("errc survives caf::error with its message; CAF's errors map to the nearest errc") {
+TEST_CASE("errc survives caf::error with its message, CAF's errors map to the nearest errc") {
     test_config cfg;
     caf::actor_system sys{cfg};
     auto e = msg::to_caf_error(errc::queue_full, "12 requests waiting");

@@ -124,7 +124,7 @@ TEST_CASE("kv cache: exhaustion fails with kv_exhausted and changes nothing") {
     CHECK(c.n_blocks_free() == 1);
 }
 
-TEST_CASE("kv cache: free returns every block; truncate returns the unused tail") {
+TEST_CASE("kv cache: free returns every block, truncate returns the unused tail") {
     auto c = make(6);
     REQUIRE(c.allocate(1, 9));  // 3 blocks
     REQUIRE(c.allocate(2, 12)); // 3 blocks

@@ -188,3 +188,32 @@ TEST_CASE("sampler: invalid parameters and inputs are rejected with a clear erro
     CHECK(s.sample(std::vector<float>{}).error().value() == errc::invalid_argument);
     CHECK(s.sample(std::vector<float>{1.0f, NAN}).error().value() == errc::invalid_argument);
 }
+
+TEST_CASE("sampler: resume_after continues the draws of a sampler that took n samples") {
+    sampling_params p;
+    p.temperature = 2.0f;
+    p.seed = 99;
+    const std::vector<float> logits{0.5f, 0.1f, 0.3f, 0.2f, 0.0f, 0.4f, 0.6f, 0.05f};
+    auto whole = make(p);
+    std::vector<std::int32_t> first, later;
+    for (int i = 0; i < 40; ++i)
+        (i < 15 ? first : later).push_back(whole.sample(logits).value().token);
+    // A fresh sampler told it already drew 15 times gives the same tail...
+    auto resumed = make(p);
+    resumed.resume_after(15);
+    std::vector<std::int32_t> tail;
+    for (int i = 0; i < 25; ++i)
+        tail.push_back(resumed.sample(logits).value().token);
+    CHECK(tail == later);
+    // ... which a restarted one does not (it repeats the head).
+    auto restarted = make(p);
+    std::vector<std::int32_t> again;
+    for (int i = 0; i < 25; ++i)
+        again.push_back(restarted.sample(logits).value().token);
+    CHECK(again != later);
+    // Greedy draws nothing: resuming it changes nothing.
+    p.temperature = 0.0f;
+    auto g = make(p);
+    g.resume_after(1000);
+    CHECK(g.sample(logits).value().token == 6);
+}

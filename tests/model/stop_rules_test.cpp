@@ -23,7 +23,7 @@ stop_rules rules(const stop_criteria& c) {
 
 } // namespace
 
-TEST_CASE("stop strings: a match split across pieces is found; the stop text is not emitted") {
+TEST_CASE("stop strings: a match split across pieces is found, the stop text is not emitted") {
     auto m = matcher({"llo"});
     auto a = m.feed("Hel");
     CHECK_FALSE(a.matched);
@@ -98,7 +98,7 @@ TEST_CASE("stop rules: EOG token ends without its text and releases held text") 
     CHECK(std::string(finish_reason_name(finish_reason::eog)) == "eog");
 }
 
-TEST_CASE("stop rules: max tokens ends with 'length' and flushes; stop strings win first") {
+TEST_CASE("stop rules: max tokens ends with 'length' and flushes, stop strings win first") {
     auto r = rules({{2}, 3, {"zz"}});
     CHECK(r.on_token(5, "a").reason == finish_reason::none);
     CHECK(r.on_token(5, "bz").emit == "b");

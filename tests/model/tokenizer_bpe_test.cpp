@@ -102,7 +102,7 @@ TEST_CASE("bpe decodes GPT-2 stand-ins back to bytes") {
     CHECK(t.decode(ids{-1, 99, 0}) == "a"); // out-of-range ids produce nothing
 }
 
-TEST_CASE("control tokens are parsed only with parse_special; user-defined ones always") {
+TEST_CASE("control tokens are parsed only with parse_special, user-defined ones always") {
     auto t = make(small_vocab({}, "gpt2"));
     CHECK(enc(t, "a<|eot|>b", {.parse_special = true}) == ids{0, 11, 1});
     auto as_text = t.encode("a<|eot|>");

@@ -29,11 +29,14 @@ struct http_reply {
     std::string body;
     std::string content_type;
     std::string retry_after;
+    bool complete = false; ///< the whole response arrived (not cut off mid-body)
 };
 
-/// One request on a fresh connection (the server's keep-alive is exercised elsewhere).
+/// One request on a fresh connection (the server's keep-alive is exercised elsewhere). `api_key`
+/// goes in `Authorization: Bearer` when not empty.
 inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb,
-                               const std::string& target, const std::string& body = {}) {
+                               const std::string& target, const std::string& body = {},
+                               const std::string& api_key = {}) {
     namespace beast = boost::beast;
     namespace bhttp = beast::http;
     namespace net = boost::asio;
@@ -47,6 +50,8 @@ inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb
         return out;
     bhttp::request<bhttp::string_body> req{verb, target, 11};
     req.set(bhttp::field::host, "127.0.0.1");
+    if (!api_key.empty())
+        req.set(bhttp::field::authorization, "Bearer " + api_key);
     if (!body.empty()) {
         req.set(bhttp::field::content_type, "application/json");
         req.body() = body;
@@ -56,6 +61,7 @@ inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb
     beast::flat_buffer buf;
     bhttp::response<bhttp::string_body> res;
     bhttp::read(stream, buf, res, ec);
+    out.complete = !ec;
     out.status = res.result_int();
     out.body = res.body();
     out.content_type = std::string(res[bhttp::field::content_type]);
@@ -128,8 +134,9 @@ public:
     http_reply get(const std::string& target) const {
         return http_request(port_, boost::beast::http::verb::get, target);
     }
-    http_reply post(const std::string& target, const std::string& body) const {
-        return http_request(port_, boost::beast::http::verb::post, target, body);
+    http_reply post(const std::string& target, const std::string& body,
+                    const std::string& api_key = {}) const {
+        return http_request(port_, boost::beast::http::verb::post, target, body, api_key);
     }
     http_reply del(const std::string& target) const {
         return http_request(port_, boost::beast::http::verb::delete_, target);

@@ -3,7 +3,8 @@
 // chat templates, logprobs) and the batcher (streaming detokenization); the executor loads the
 // engine. Configured models load at start-up through the same pipeline as POST /v1/models/load.
 // SIGTERM/SIGINT drain: stop accepting, let running requests finish up to drain_timeout_ms, then
-// stop in order (HTTP, then actors) and exit 0.
+// cancel and answer what is left (http::server::cut_all), then stop in order (HTTP, then actors)
+// and exit 0.
 #include "actors/admission.hpp"
 #include "actors/supervisor.hpp"
 #include "conf/server_config.hpp"
@@ -103,6 +104,7 @@ int main(int argc, char** argv) {
     ao.default_model = cfg->default_entry() ? cfg->default_entry()->alias : std::string{};
     ao.max_waiting_requests = cfg->max_waiting_requests;
     ao.max_waiting_prompt_tokens = cfg->max_waiting_prompt_tokens;
+    ao.key_quota = {cfg->quota_requests_per_minute, cfg->quota_burst};
     auto admission = actors::spawn_admission(sys, ao);
 
     auto metrics = std::make_shared<http::metrics>();
@@ -222,9 +224,19 @@ int main(int argc, char** argv) {
         caf::scoped_actor self{sys};
         const auto until =
             std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg->drain_timeout_ms);
-        while (std::chrono::steady_clock::now() < until && in_flight(self, admission) > 0)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        while (std::chrono::steady_clock::now() < until &&
+               (srv.active_requests() > 0 || in_flight(self, admission) > 0))
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+    // Past the deadline nothing is cut silently: what still runs is cancelled and answered
+    // (streams: an error event and finish_reason "cancelled"; plain requests: 503 draining),
+    // then the connections get a bounded moment to flush those last bytes.
+    if (const auto cut = srv.cut_all(); cut > 0)
+        spdlog::warn("drain timeout ({} ms) passed: cancelled {} request(s) still in progress",
+                     cfg->drain_timeout_ms, cut);
+    const auto flush_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < flush_until && srv.open_connections() > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
     srv.stop();
     caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(admission, caf::exit_reason::user_shutdown);

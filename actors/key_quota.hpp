@@ -1,0 +1,42 @@
+// Per-key request quotas (HTTP-API.md: 429 rate_limit_error with Retry-After when "a key's quota
+// is exhausted"). The quota is a token bucket per API key: `requests_per_minute` refill
+// continuously, up to `burst` saved (0 = one minute's worth). Requests without a key share one
+// bucket (the empty key). A plain class, owned by admission and tested without actors.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace bitnet::actors {
+
+struct quota_limits {
+    std::uint32_t requests_per_minute = 0; ///< 0 = no quota
+    std::uint32_t burst = 0;               ///< bucket size; 0 = requests_per_minute
+};
+
+class key_quota {
+public:
+    using clock = std::chrono::steady_clock;
+
+    explicit key_quota(quota_limits limits);
+
+    /// Counts one request of `key` at `now`. 0 when it is within the quota; otherwise the
+    /// whole seconds (>= 1) until the key's bucket holds a request again (HTTP Retry-After),
+    /// and nothing is counted.
+    [[nodiscard]] std::uint32_t take(const std::string& key, clock::time_point now);
+
+    [[nodiscard]] bool enabled() const noexcept { return limits_.requests_per_minute > 0; }
+    [[nodiscard]] const quota_limits& limits() const noexcept { return limits_; }
+
+private:
+    struct bucket {
+        double tokens = 0.0;
+        clock::time_point at{};
+    };
+    quota_limits limits_;
+    std::unordered_map<std::string, bucket> buckets_;
+};
+
+} // namespace bitnet::actors

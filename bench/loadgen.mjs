@@ -1,0 +1,151 @@
+#!/usr/bin/env node
+// Load generator for bitnet-server (BENCHMARKING.md, "What to record for the server"): sweeps
+// concurrency levels of streaming clients on loopback and reports, per level, aggregate generated
+// tokens/s, TTFT p50/p90/p99, inter-token latency p50/p90/p99, end-to-end p50/p90/p99 and errors
+// by status. Node's own http module only; nothing leaves 127.0.0.1.
+//
+//   node bench/loadgen.mjs --port 8080 --concurrency 1,8,32,64,128 --max-tokens 100
+//        [--rounds 1] [--prompt-tokens 16] [--route /v1/inference/stream] [--warmup 1]
+//        [--json FILE]
+//
+// Each level starts `concurrency` clients at once; each client sends `rounds` requests one after
+// the other (greedy, prompt = token ids so every level does the same work). The level's wall time
+// runs from the first request to the last byte; aggregate tokens/s = generated tokens / wall.
+// Run it on its own core budget (e.g. `taskset -c 1`) so it does not starve the server.
+import http from 'node:http';
+import fs from 'node:fs';
+
+function parseArgs(argv) {
+    const a = {
+        host: '127.0.0.1', port: 8080, concurrency: [1, 8, 32, 64, 128], maxTokens: 100,
+        rounds: 1, promptTokens: 16, route: '/v1/inference/stream', warmup: 1, json: '',
+        vocab: 500, timeoutMs: 600000,
+    };
+    for (let i = 2; i < argv.length; i += 2) {
+        const k = argv[i], v = argv[i + 1];
+        if (k === '--host') a.host = v;
+        else if (k === '--port') a.port = Number(v);
+        else if (k === '--concurrency') a.concurrency = v.split(',').map(Number);
+        else if (k === '--max-tokens') a.maxTokens = Number(v);
+        else if (k === '--rounds') a.rounds = Number(v);
+        else if (k === '--prompt-tokens') a.promptTokens = Number(v);
+        else if (k === '--route') a.route = v;
+        else if (k === '--warmup') a.warmup = Number(v);
+        else if (k === '--json') a.json = v;
+        else if (k === '--vocab') a.vocab = Number(v);
+        else if (k === '--timeout-ms') a.timeoutMs = Number(v);
+        else { console.error(`unknown flag ${k}`); process.exit(2); }
+    }
+    return a;
+}
+
+/// Prompt token ids for client `i`: distinct per client, deterministic across runs.
+function promptFor(i, n, vocab) {
+    const out = [];
+    let x = (i + 1) * 2654435761 % 4294967296;
+    for (let k = 0; k < n; ++k) {
+        x = (x * 1664525 + 1013904223) % 4294967296;
+        out.push(3 + (x % (vocab - 3)));
+    }
+    return out;
+}
+
+/// One streamed request. Resolves {status, ttft, gaps[], e2e, tokens, finish, error}.
+function streamOne(a, prompt) {
+    return new Promise((resolve) => {
+        const body = JSON.stringify({ prompt, max_tokens: a.maxTokens, temperature: 0 });
+        const t0 = performance.now();
+        let first = 0, last = 0, tokens = 0, finish = '', buf = '', settled = false;
+        const gaps = [];
+        const done = (r) => { if (!settled) { settled = true; resolve(r); } };
+        const req = http.request({
+            host: a.host, port: a.port, path: a.route, method: 'POST', agent: false,
+            headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+        }, (res) => {
+            if (res.statusCode !== 200) {
+                res.resume();
+                res.on('end', () => done({ status: res.statusCode, error: `http ${res.statusCode}` }));
+                return;
+            }
+            res.setEncoding('utf8');
+            res.on('data', (chunk) => {
+                buf += chunk;
+                let at;
+                while ((at = buf.indexOf('\n\n')) >= 0) {
+                    const ev = buf.slice(0, at);
+                    buf = buf.slice(at + 2);
+                    const now = performance.now();
+                    if (ev.startsWith('event: token')) {
+                        if (ev.includes('"token_id":null')) continue; // held-back text only
+                        ++tokens;
+                        if (first === 0) first = now; else gaps.push(now - last);
+                        last = now;
+                    } else if (ev.startsWith('event: done')) {
+                        const m = /"finish_reason":"([a-z]+)"/.exec(ev);
+                        finish = m ? m[1] : '?';
+                    } else if (ev.startsWith('event: error')) {
+                        finish = 'error';
+                    }
+                }
+            });
+            res.on('end', () => done({
+                status: finish === 'error' ? 'sse-error' : 200, ttft: first - t0, gaps,
+                e2e: performance.now() - t0, tokens, finish,
+                error: finish === '' ? 'stream ended without done' : (finish === 'error' ? 'error event' : ''),
+            }));
+            res.on('error', (e) => done({ status: 'reset', error: String(e) }));
+        });
+        req.setTimeout(a.timeoutMs, () => req.destroy(new Error('timeout')));
+        req.on('error', (e) => done({ status: 'conn', error: String(e) }));
+        req.end(body);
+    });
+}
+
+function pct(sorted, q) {
+    if (sorted.length === 0) return NaN;
+    const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+    return sorted[i];
+}
+const fmt = (x) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+
+async function level(a, c) {
+    const t0 = performance.now();
+    const results = [];
+    await Promise.all(Array.from({ length: c }, async (_, i) => {
+        for (let r = 0; r < a.rounds; ++r)
+            results.push(await streamOne(a, promptFor(i * a.rounds + r, a.promptTokens, a.vocab)));
+    }));
+    const wall = (performance.now() - t0) / 1000;
+    const ok = results.filter((r) => r.status === 200 && !r.error);
+    const errors = {};
+    for (const r of results) if (!(r.status === 200 && !r.error)) errors[r.status] = (errors[r.status] || 0) + 1;
+    const tokens = ok.reduce((s, r) => s + r.tokens, 0);
+    const ttft = ok.map((r) => r.ttft).sort((x, y) => x - y);
+    const e2e = ok.map((r) => r.e2e).sort((x, y) => x - y);
+    const itl = ok.flatMap((r) => r.gaps).sort((x, y) => x - y);
+    const finishes = {};
+    for (const r of ok) finishes[r.finish] = (finishes[r.finish] || 0) + 1;
+    return {
+        concurrency: c, requests: results.length, ok: ok.length, errors, finishes, wall_s: wall,
+        tokens, tokens_per_s: tokens / wall,
+        ttft_ms: { p50: pct(ttft, 0.5), p90: pct(ttft, 0.9), p99: pct(ttft, 0.99) },
+        itl_ms: { p50: pct(itl, 0.5), p90: pct(itl, 0.9), p99: pct(itl, 0.99) },
+        e2e_ms: { p50: pct(e2e, 0.5), p90: pct(e2e, 0.9), p99: pct(e2e, 0.99) },
+    };
+}
+
+const a = parseArgs(process.argv);
+for (let w = 0; w < a.warmup; ++w) await level(a, 1); // page the weights in
+console.log(`# loadgen: ${a.route} on ${a.host}:${a.port}, ${a.promptTokens}-token prompts, ` +
+    `max_tokens ${a.maxTokens}, ${a.rounds} request(s) per client, greedy`);
+console.log('| clients | ok/requests | tokens | tok/s | TTFT p50/p90/p99 ms | ITL p50/p90/p99 ms | e2e p50/p90/p99 ms | errors | finish |');
+console.log('|---|---|---|---|---|---|---|---|---|');
+const all = [];
+for (const c of a.concurrency) {
+    const r = await level(a, c);
+    all.push(r);
+    const t = (o) => `${fmt(o.p50)} / ${fmt(o.p90)} / ${fmt(o.p99)}`;
+    console.log(`| ${c} | ${r.ok}/${r.requests} | ${r.tokens} | ${r.tokens_per_s.toFixed(1)} | ${t(r.ttft_ms)} | ` +
+        `${t(r.itl_ms)} | ${t(r.e2e_ms)} | ${JSON.stringify(r.errors)} | ${JSON.stringify(r.finishes)} |`);
+}
+if (a.json) fs.writeFileSync(a.json, JSON.stringify(all, null, 2));
