@@ -6,8 +6,8 @@
 #include "model/gguf_reader.hpp"
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <span>
 
 namespace bitnet::fuzz {

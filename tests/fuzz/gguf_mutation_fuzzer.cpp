@@ -46,7 +46,8 @@ std::vector<std::uint8_t> read_prefix(const std::string& path, std::size_t max) 
 
 class mutator {
 public:
-    explicit mutator(std::uint64_t seed) : rng_(seed) {}
+    explicit mutator(std::uint64_t seed)
+        : rng_(seed) {}
 
     std::vector<std::uint8_t> mutate(std::vector<std::uint8_t> b,
                                      const std::vector<std::vector<std::uint8_t>>& pool) {
@@ -62,10 +63,10 @@ public:
                     b[pick(b.size())] = static_cast<std::uint8_t>(pick(256));
                 break;
             case 2: { // overwrite 4 or 8 bytes with an interesting integer (lengths, counts)
-                static const std::uint64_t interesting[] = {0, 1, 2, 3, 4, 7, 8, 9, 12, 13, 31,
-                                                            32, 36, 37, 38, 39, 40, 127, 255,
-                                                            0x7fffffff, 0xffffffff, 1ull << 32,
-                                                            1ull << 62, ~0ull};
+                static const std::uint64_t interesting[] = {
+                    0,  1,   2,   3,          4,          7,          8,          9,
+                    12, 13,  31,  32,         36,         37,         38,         39,
+                    40, 127, 255, 0x7fffffff, 0xffffffff, 1ull << 32, 1ull << 62, ~0ull};
                 const std::uint64_t v = interesting[pick(std::size(interesting))];
                 const std::size_t w = pick(2) ? 8 : 4;
                 if (b.size() >= w) {
@@ -93,7 +94,8 @@ public:
                     const std::size_t at = pick(b.size() - 1);
                     const std::size_t n = 1 + pick(std::min<std::size_t>(64, b.size() - at - 1));
                     std::vector<std::uint8_t> chunk(b.begin() + static_cast<std::ptrdiff_t>(at),
-                                                    b.begin() + static_cast<std::ptrdiff_t>(at + n));
+                                                    b.begin() +
+                                                        static_cast<std::ptrdiff_t>(at + n));
                     b.insert(b.begin() + static_cast<std::ptrdiff_t>(pick(b.size())), chunk.begin(),
                              chunk.end());
                 }
