@@ -12,12 +12,8 @@ set -euo pipefail
 
 packages=(prometheus yamllint nodejs npm unzip python3 python3-yaml debootstrap)
 
-missing=()
-for p in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$p")
-    fi
-done
+source "$(dirname "${BASH_SOURCE[0]}")/apt-missing.sh"
+apt_missing "${packages[@]}"
 # A Node.js/npm installed from elsewhere (e.g. a nodesource nodejs that bundles npm) is fine too.
 if command -v node >/dev/null && command -v npm >/dev/null; then
     filtered=()
@@ -29,13 +25,7 @@ if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deploy-tools: all packages present"
     exit 0
 fi
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null; then
-        exec sudo -E "$0" "$@"
-    fi
-    echo "install-deploy-tools: missing ${missing[*]}; run this script as root" >&2
-    exit 1
-fi
+apt_become_root install-deploy-tools "$0" "$@"
 echo "install-deploy-tools: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq

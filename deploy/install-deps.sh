@@ -21,27 +21,14 @@ packages=(
     python3                          # small helper scripts in tests
 )
 
-missing=()
-for p in "${packages[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-        missing+=("$p")
-    fi
-done
+source "$(dirname "${BASH_SOURCE[0]}")/apt-missing.sh"
+apt_missing "${packages[@]}"
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: all ${#packages[@]} packages present"
     exit 0
 fi
 
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null; then
-        exec sudo -E "$0" "$@"
-    fi
-    echo "install-deps: missing ${missing[*]}; run this script as root" >&2
-    exit 1
-fi
+apt_become_root install-deps "$0" "$@"
 
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+apt_install_missing install-deps
