@@ -355,44 +355,48 @@ void spawn_loader(supervisor_pointer self, version_rec& v) {
     const bool prebuilt = v.has_spec;
     auto spec = v.spec;
     auto make_spec = self->state.opt.make_spec;
-    // Hashing and verifying read the whole file: a thread of its own, never the scheduler's.
-    self->system().spawn<caf::detached>([=](caf::event_based_actor*) {
-        auto report = [&](const char* stage, std::string failure = {}) {
-            caf::anon_send(sup, msg::stage_atom_v, serial, std::string(stage), std::move(failure));
-        };
-        if (!order.path.empty()) {
-            auto d = model::sha256_file(order.path);
-            if (!d)
-                return report("failed", "cannot read the model file: " + d.error().message);
-            prep->digest = std::move(*d);
-            prep->hashed = true;
-            report("validating");
-            auto f = model::gguf_file::open(order.path);
-            if (!f)
-                return report("failed", "not a valid GGUF file: " + f.error().to_string());
-            const auto violations = model::verify_model(*f);
-            if (!violations.empty()) {
-                std::string why = "validation failed (" + std::to_string(violations.size()) +
-                                  " problem" + (violations.size() > 1 ? "s" : "") + "): ";
-                for (std::size_t i = 0; i < violations.size() && i < 4; ++i)
-                    why += (i ? "; " : "") + violations[i];
-                return report("failed", why);
+    // Hashing and verifying read the whole file: a thread of its own, never the scheduler's. One
+    // unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise (UBSan).
+    self->system().spawn<caf::detached>(
+        [=](caf::event_based_actor*, int /*unused*/) {
+            auto report = [&](const char* stage, std::string failure = {}) {
+                caf::anon_send(sup, msg::stage_atom_v, serial, std::string(stage),
+                               std::move(failure));
+            };
+            if (!order.path.empty()) {
+                auto d = model::sha256_file(order.path);
+                if (!d)
+                    return report("failed", "cannot read the model file: " + d.error().message);
+                prep->digest = std::move(*d);
+                prep->hashed = true;
+                report("validating");
+                auto f = model::gguf_file::open(order.path);
+                if (!f)
+                    return report("failed", "not a valid GGUF file: " + f.error().to_string());
+                const auto violations = model::verify_model(*f);
+                if (!violations.empty()) {
+                    std::string why = "validation failed (" + std::to_string(violations.size()) +
+                                      " problem" + (violations.size() > 1 ? "s" : "") + "): ";
+                    for (std::size_t i = 0; i < violations.size() && i < 4; ++i)
+                        why += (i ? "; " : "") + violations[i];
+                    return report("failed", why);
+                }
+            } else {
+                report("validating");
             }
-        } else {
-            report("validating");
-        }
-        if (prebuilt) {
-            prep->spec = spec;
-        } else if (!make_spec) {
-            return report("failed", "this server cannot load models at run time");
-        } else {
-            auto s = make_spec(order);
-            if (!s)
-                return report("failed", s.error().to_string());
-            prep->spec = std::move(*s);
-        }
-        report("prepared");
-    });
+            if (prebuilt) {
+                prep->spec = spec;
+            } else if (!make_spec) {
+                return report("failed", "this server cannot load models at run time");
+            } else {
+                auto s = make_spec(order);
+                if (!s)
+                    return report("failed", s.error().to_string());
+                prep->spec = std::move(*s);
+            }
+            report("prepared");
+        },
+        0);
 }
 
 void spawn_pair(supervisor_pointer self, version_rec& v);

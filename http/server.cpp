@@ -1186,7 +1186,10 @@ private:
         auto answer = [ex, self, route](msg::operation_ticket t) {
             net::post(ex, [self, route, t = std::move(t)] { self->ticket_reply(route, t); });
         };
-        srv_.sys.spawn([sup, ask, answer](caf::event_based_actor* a) { ask(a, sup, answer); });
+        // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise.
+        srv_.sys.spawn(
+            [sup, ask, answer](caf::event_based_actor* a, int /*unused*/) { ask(a, sup, answer); },
+            0);
     }
 
     void ticket_reply(const std::string& route, const msg::operation_ticket& t) {
