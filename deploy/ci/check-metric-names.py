@@ -7,7 +7,8 @@
    collects every PromQL expression (panel targets, template-variable queries, rule exprs) and the
    metric names and label names they use.
 2. Compares them with the contract: the "Metrics" section of HTTP-API.md (names and labels;
-   histograms may be used through their _bucket/_sum/_count series).
+   histograms may be used through their _bucket/_sum/_count series), read from its committed copy
+   tests/data/contract/http-api-metrics.md, which must equal the spec wherever the spec is found.
 3. --promtool: every dashboard expression, with Grafana's variables replaced, must parse as PromQL
    (they are written into a temporary rule file for `promtool check rules`).
 4. --live BIN_DIR: starts BIN_DIR/bitnet-server on 127.0.0.1 with a tiny model made by
@@ -47,24 +48,45 @@ PROMQL_KEYWORDS = {
 GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
 
 
+# The contract's Metrics section, committed so that a clone without the team's shared notes can
+# run this check; where the notes are present, the copy must still equal them.
+COMMITTED_CONTRACT = os.path.join(ROOT, "tests", "data", "contract", "http-api-metrics.md")
+
+
 def find_spec(explicit):
+    """The full HTTP-API.md: --spec, or shared/spec in or beside the clone; None when absent."""
     candidates = [explicit] if explicit else []
     candidates += [os.path.join(ROOT, "shared", "spec", "HTTP-API.md"),
                    os.path.join(ROOT, "..", "shared", "spec", "HTTP-API.md")]
     for c in candidates:
         if c and os.path.isfile(c):
             return c
-    sys.exit("check-metric-names: HTTP-API.md not found (shared/spec beside the clone, or --spec)")
+    if explicit:
+        sys.exit(f"check-metric-names: {explicit} not found")
+    return None
+
+
+def metrics_section(path):
+    text = open(path, encoding="utf-8").read()
+    m = re.search(r"^## Metrics.*?(?=^## |\Z)", text, re.S | re.M)
+    if not m:
+        sys.exit(f"check-metric-names: no '## Metrics' section in {path}")
+    return m.group(0).strip()
+
+
+def contract_path(explicit):
+    """The committed copy of the Metrics section, checked against the full spec where one exists."""
+    spec = find_spec(explicit)
+    if spec is not None and metrics_section(spec) != metrics_section(COMMITTED_CONTRACT):
+        sys.exit(f"check-metric-names: {os.path.relpath(COMMITTED_CONTRACT, ROOT)} differs from "
+                 f"the Metrics section of {spec}: copy the section again")
+    return COMMITTED_CONTRACT
 
 
 def contract_metrics(spec_path):
     """{metric name: set of labels} from the spec's Metrics section."""
-    text = open(spec_path, encoding="utf-8").read()
-    m = re.search(r"^## Metrics.*?$(.*?)(?=^## |\Z)", text, re.S | re.M)
-    if not m:
-        sys.exit(f"check-metric-names: no '## Metrics' section in {spec_path}")
     metrics = {}
-    for span in re.findall(r"`([^`]+)`", m.group(1)):
+    for span in re.findall(r"`([^`]+)`", metrics_section(spec_path)):
         mm = re.fullmatch(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})?", span.strip())
         if not mm:
             continue
@@ -292,14 +314,15 @@ def check_against_live(exprs, exported):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--spec", help="path of HTTP-API.md (default: shared/spec beside the clone)")
+    ap.add_argument("--spec", help="path of HTTP-API.md to compare the committed contract copy with "
+                    "(default: shared/spec in or beside the clone, when present)")
     ap.add_argument("--live", metavar="BIN_DIR", help="directory with bitnet-server and bitnet-model")
     ap.add_argument("--promtool", action="store_true", help="parse the dashboard's PromQL with promtool")
     ap.add_argument("--dashboard", default=DASHBOARD, help=argparse.SUPPRESS)
     ap.add_argument("--rules", default=RULES, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
-    contract = contract_metrics(find_spec(args.spec))
+    contract = contract_metrics(contract_path(args.spec))
     exprs = dashboard_exprs(args.dashboard) + rule_exprs(args.rules)
     used = set()
     for _, e in exprs:
