@@ -255,9 +255,9 @@ void register_all() {
                 ->Unit(benchmark::kMillisecond);
         // The scalar twin calls libm's fma per element: M = 8 would take seconds per call.
         benchmark::RegisterBenchmark(("f16_logits/" + fam).c_str(), bm_f16_logits, f)
-            ->ArgsProduct(
-                {f == isa::scalar ? std::vector<std::int64_t>{1} : std::vector<std::int64_t>{1, 8},
-                 {1, 2}})
+            ->ArgsProduct({f == isa::scalar ? std::vector<std::int64_t>{1}
+                                            : std::vector<std::int64_t>{1, 8, 32},
+                           {1, 2}})
             ->ArgNames({"M", "threads"})
             ->UseRealTime()
             ->Unit(benchmark::kMillisecond);
