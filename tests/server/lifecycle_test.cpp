@@ -416,6 +416,64 @@ TEST_CASE("rollback returns to the previous version's exact greedy outputs; conf
     CHECK(swaps(s, "rollback") == 2);
 }
 
+TEST_CASE("rollback to a version unloaded for room reloads its file, and refuses a changed file") {
+    test::scratch_dir dir;
+    // Two tiny versions (~0.6 MiB of weights and an 8 MiB KV pool each) fit in 22 MiB, three do
+    // not: loading a second alias pushes the rollback target (a standby version) out.
+    test::server_process s({"--kv-budget-bytes", "8388608", "--memory-budget-bytes", "23068672"});
+    const auto a_path = s.model_path();
+    const auto a_bytes = test::read_file(a_path);
+    const auto b = make_model(dir, "b.gguf", "--seed 2");
+    const auto c = make_model(dir, "c.gguf", "--seed 3");
+    const auto a_out = generate(s, "tiny", "Hello");
+
+    REQUIRE(load_and_wait(s, "tiny", b).at("state").as_string() == "ready");
+    const auto b_out = generate(s, "tiny", "Hello");
+    REQUIRE(b_out.first != a_out.first);
+    auto state_of = [&](const std::string& version) {
+        const auto m = model(s, "tiny"); // kept: a range-for over a temporary's member dangles
+        for (const auto& v : m.at("versions").as_array())
+            if (v.as_object().at("version").as_string() == version)
+                return std::string(v.as_object().at("state").as_string());
+        return std::string("absent");
+    };
+    // The old version drains (nothing runs on it) and waits as the rollback target.
+    for (int i = 0; i < 500 && state_of(a_out.second) != "standby"; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(state_of(a_out.second) == "standby");
+    REQUIRE(load_and_wait(s, "other", c).at("state").as_string() == "ready");
+    CHECK(state_of(a_out.second) == "unloaded");
+    auto del = s.del("/v1/models/other");
+    REQUIRE(del.status == 202);
+    wait_op(s, "other", std::string(test::parse_object(del.body).at("operation_id").as_string()));
+
+    // The file was replaced since that version served: the rollback fails, B keeps serving.
+    const auto remade = test::run_tool("bitnet-model", "make --shape tiny --seed 4 -o " + a_path);
+    REQUIRE_MESSAGE(remade.exit_code == 0, remade.err);
+    auto rb = s.post("/v1/models/tiny/rollback", "");
+    REQUIRE_MESSAGE(rb.status == 202, rb.body);
+    auto op =
+        wait_op(s, "tiny", std::string(test::parse_object(rb.body).at("operation_id").as_string()));
+    CHECK(op.at("state").as_string() == "failed");
+    const std::string failure(op.at("failure").as_string());
+    CHECK_MESSAGE(failure.find("changed since version") != std::string::npos, failure);
+    CHECK(generate(s, "tiny", "Hello") == b_out);
+
+    // The same bytes again: the rollback reloads them and answers as before the swap.
+    {
+        std::ofstream out(a_path, std::ios::binary | std::ios::trunc);
+        out.write(reinterpret_cast<const char*>(a_bytes.data()),
+                  static_cast<std::streamsize>(a_bytes.size()));
+        REQUIRE(out.good());
+    }
+    rb = s.post("/v1/models/tiny/rollback", "");
+    REQUIRE_MESSAGE(rb.status == 202, rb.body);
+    op =
+        wait_op(s, "tiny", std::string(test::parse_object(rb.body).at("operation_id").as_string()));
+    CHECK_MESSAGE(op.at("state").as_string() == "ready", boost::json::serialize(op));
+    CHECK(generate(s, "tiny", "Hello") == a_out);
+}
+
 TEST_CASE("two aliases served at once; the memory budget refuses a third; unload frees room") {
     test::scratch_dir dir;
     // Each tiny version holds its ~0.6 MiB of weights and an 8 MiB KV pool: two fit in 22 MiB,
