@@ -74,7 +74,8 @@ def main():
     log = open("bench_swap.server.log", "w")
     srv = subprocess.Popen([args.server, "--model", "m=" + args.a, "--port", str(args.port),
                             "--threads", str(args.threads), "--kv-budget-bytes",
-                            str(args.kv_budget_bytes), "--log-level", "warn"],
+                            str(args.kv_budget_bytes), "--log-level", "warn",
+                            "--admin-open", "1"],
                            stdout=log, stderr=log)
     try:
         for _ in range(6000):

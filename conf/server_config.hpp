@@ -58,7 +58,13 @@ struct server_config {
     std::uint32_t sse_ping_ms = 10000;
     std::uint64_t sse_buffer_bytes = 1ull << 20; ///< unsent SSE bytes before a slow reader is cut
     std::vector<std::string> api_keys;           ///< empty = inference routes open
-    std::vector<std::string> admin_api_keys;     ///< empty = admin routes need no key
+    std::vector<std::string> admin_api_keys;     ///< empty = admin routes answer 403
+    /// 1 = admin routes need no key when admin_api_keys is empty (local use only).
+    std::uint32_t admin_open = 0;
+    /// Open connections; past it a new connection gets 503 + Retry-After and is closed.
+    std::uint32_t max_connections = 1024;
+    /// Request line + headers (and a chunked body's trailers); 431 past it.
+    std::uint32_t max_header_bytes = 16384;
 
     // Lifecycle and logging.
     std::uint32_t drain_timeout_ms = 30000;

@@ -32,6 +32,8 @@
 #include <thread>
 #include <unordered_map>
 
+#include <sys/socket.h>
+
 namespace bitnet::http {
 
 namespace beast = boost::beast;
@@ -203,6 +205,22 @@ private:
     std::shared_ptr<session_registry> reg_;
 };
 
+/// An io thread's loop. Sessions catch their own exceptions; this is the net under them: an
+/// exception escaping a handler would otherwise end the thread and, uncaught, the process.
+void run_io(net::io_context& ioc) {
+    for (;;) {
+        try {
+            ioc.run();
+            return;
+        } catch (const std::exception& e) {
+            spdlog::error("http io thread: an exception escaped a handler ({}); carrying on",
+                          e.what());
+        } catch (...) {
+            spdlog::error("http io thread: an unknown exception escaped a handler; carrying on");
+        }
+    }
+}
+
 } // namespace
 
 struct server::impl {
@@ -218,6 +236,9 @@ struct server::impl {
     steady::time_point started = steady::now();
     std::atomic<bool> warned_template{false};
     std::shared_ptr<session_registry> sessions = std::make_shared<session_registry>();
+    std::atomic<bool> draining{false};
+    std::optional<net::steady_timer> accept_backoff;
+    steady::time_point last_accept_warning{};
 
     impl(caf::actor_system& s, msg::admission_actor a, server_options o)
         : sys(s)
@@ -229,6 +250,8 @@ struct server::impl {
     }
 
     void do_accept();
+    void on_accept_error(const beast::error_code& ec);
+    void refuse_connection(tcp::socket s);
 };
 
 namespace {
@@ -261,6 +284,23 @@ public:
             });
         }
         net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+    }
+
+    /// Past max_connections: answer 503 + Retry-After without reading the request, then close.
+    void refuse_overloaded() {
+        net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+            self->srv_.m.rejected("too_many_connections");
+            self->keep_alive_ = false;
+            api_error e{503,
+                        "overloaded",
+                        "too_many_connections",
+                        "the server has max_connections (" +
+                            std::to_string(self->srv_.opt.max_connections) + ") connections open",
+                        "",
+                        "retry shortly, or against another replica",
+                        1};
+            self->send_error("-", e, "-");
+        });
     }
 
     /// The end of a drain whose deadline passed (on the strand): a request still in progress is
@@ -326,6 +366,10 @@ private:
     void do_read() {
         parser_.emplace();
         parser_->body_limit(srv_.opt.max_body_bytes);
+        parser_->header_limit(srv_.opt.max_header_bytes);
+        // The parser buffers a chunked body's trailers whole and bounds them by nothing but this
+        // buffer; body bytes pass through it in pieces, so the bound costs them nothing.
+        buf_.max_size(srv_.opt.max_header_bytes + 1024);
         stream_.expires_after(srv_.opt.read_timeout);
         bhttp::async_read(
             stream_, buf_, *parser_,
@@ -333,23 +377,86 @@ private:
     }
 
     void on_read(beast::error_code ec) {
-        if (ec == bhttp::error::body_limit) {
+        if (!ec)
+            return safely("request", [&] { handle(parser_->release()); });
+        if (auto refusal = read_refusal(ec)) {
+            // The rest of what the client sent cannot be framed: answer, then close.
             keep_alive_ = false;
-            return send_error("",
-                              invalid_status(413, "the body exceeds max_body_bytes (" +
-                                                      std::to_string(srv_.opt.max_body_bytes) +
-                                                      ")"),
-                              "-");
+            return send_error("-", *refusal, "-");
         }
-        if (ec)
-            return close();
-        handle(parser_->release());
+        close(); // the client went away or timed out: nobody to answer
+    }
+
+    /// The answer to a request that could not be read, or nothing when the connection simply
+    /// ended (EOF, reset, timeout) and there is nobody to answer.
+    std::optional<api_error> read_refusal(const beast::error_code& ec) const {
+        using bhttp::error;
+        if (ec == error::body_limit)
+            return invalid_status(413, "the body exceeds max_body_bytes (" +
+                                           std::to_string(srv_.opt.max_body_bytes) + ")");
+        // header_limit: the request line and headers; buffer_overflow: a chunked body's
+        // trailers, which only the connection's bounded read buffer limits.
+        if (ec == error::header_limit || ec == error::buffer_overflow)
+            return invalid_status(431, "the request line and header fields (or trailers) exceed "
+                                       "max_header_bytes (" +
+                                           std::to_string(srv_.opt.max_header_bytes) + ")");
+        if (ec.category() != bhttp::make_error_code(error::bad_method).category() ||
+            ec == error::end_of_stream || ec == error::partial_message || ec == error::short_read ||
+            ec == error::need_more)
+            return std::nullopt;
+        return invalid_status(400, "malformed HTTP request: " + ec.message());
+    }
+
+    /// Runs one piece of the session's work; an exception never leaves it (it would end the io
+    /// thread and the process): the request in progress gets a 500 (or an error event when its
+    /// stream has begun), the connection closes, and the log says which request it was.
+    template <class F>
+    void safely(const char* what, F&& f) noexcept {
+        try {
+            f();
+        } catch (const std::exception& e) {
+            internal_failure(what, e.what());
+        } catch (...) {
+            internal_failure(what, "unknown exception");
+        }
+    }
+
+    void internal_failure(const char* what, const char* why) noexcept {
+        try {
+            const auto id = call_ ? call_->req_id : "-";
+            spdlog::error("{}: internal error while handling the {}: {}", id, what, why);
+            keep_alive_ = false;
+            api_error e{500,
+                        "server_error",
+                        "internal_error",
+                        "the server failed while handling this request",
+                        "",
+                        "",
+                        0};
+            if (call_ && !call_->ended && sse_) {
+                srv_.m.request_done(call_->route, 500, 0);
+                sse_event("error", error_body(e, call_->req_id));
+                return end_stream();
+            }
+            if (call_ && call_->sink)
+                caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
+            if (!responding_ && !sse_ && !closed_) {
+                auto route = call_ ? call_->route : std::string("-");
+                call_.reset();
+                return send_error(route, e, id);
+            }
+            close();
+        } catch (...) {
+            close();
+        }
     }
 
     static api_error invalid_status(unsigned status, std::string message) {
         api_error e = invalid_value("", std::move(message));
         e.status = status;
-        e.code = status == 404 ? "not_found" : "invalid_request";
+        e.code = status == 404   ? "not_found"
+                 : status == 431 ? "request_header_too_large"
+                                 : "invalid_request";
         if (status == 404)
             e.type = "not_found_error";
         if (status == 401) {
@@ -404,16 +511,25 @@ private:
             client_key_ = key; // the per-key quota's bucket (admission)
             const auto& keys = srv_.opt.api_keys;
             const auto& admins = srv_.opt.admin_keys;
-            if (admin && (!keys.empty() || !admins.empty())) {
+            if (admin && admins.empty() && !srv_.opt.admin_open) {
+                // Model management is a role of its own: no inference key ever grants it.
+                auto e = invalid_status(401, "model management is disabled: this server has no "
+                                             "admin key configured");
+                e.status = 403;
+                e.suggestion = "start the server with admin_api_keys (--admin-key), or "
+                               "admin_open 1 for local use";
+                return send_error(target, e, "-");
+            }
+            if (admin && !admins.empty()) {
                 if (key.empty())
                     return send_error(target, invalid_status(401, "missing API key"), "-");
-                if (!listed(admins.empty() ? keys : admins, key)) {
+                if (!listed(admins, key)) {
                     auto e = invalid_status(401, "this route needs the admin key");
                     e.status = 403;
                     e.suggestion = "send an admin key (admin_api_keys) in Authorization: Bearer";
                     return send_error(target, e, "-");
                 }
-            } else if (!keys.empty() && !listed(keys, key) && !listed(admins, key)) {
+            } else if (!admin && !keys.empty() && !listed(keys, key) && !listed(admins, key)) {
                 return send_error(
                     target, invalid_status(401, key.empty() ? "missing API key" : "wrong API key"),
                     "-");
@@ -460,9 +576,16 @@ private:
         start_inference(target, kind, req.body());
     }
 
+    /// No Content-Type, or a media type of application/json (case-insensitive, parameters such
+    /// as charset allowed).
     static bool json_type(const bhttp::request<bhttp::string_body>& req) {
-        const auto ctype = std::string(req[bhttp::field::content_type]);
-        return ctype.empty() || ctype.find("application/json") != std::string::npos;
+        std::string_view ctype = req[bhttp::field::content_type];
+        ctype = ctype.substr(0, ctype.find(';'));
+        while (!ctype.empty() && (ctype.back() == ' ' || ctype.back() == '\t'))
+            ctype.remove_suffix(1);
+        while (!ctype.empty() && (ctype.front() == ' ' || ctype.front() == '\t'))
+            ctype.remove_prefix(1);
+        return ctype.empty() || beast::iequals(ctype, "application/json");
     }
 
     void start_inference(const std::string& route, route_kind kind, const std::string& body) {
@@ -531,19 +654,26 @@ private:
         auto ex = stream_.get_executor();
         t->on_admitted = [self, ex] {
             net::post(ex, [self] {
-                if (self->call_ && !self->call_->ended && self->call_->stream && !self->sse_)
-                    self->begin_stream();
+                self->safely("admission", [&] {
+                    if (self->call_ && !self->call_->ended && self->call_->stream && !self->sse_)
+                        self->begin_stream();
+                });
             });
         };
         t->on_token = [self, ex](msg::token_event ev) {
-            net::post(ex, [self, ev = std::move(ev)]() mutable { self->on_token(std::move(ev)); });
+            net::post(ex, [self, ev = std::move(ev)]() mutable {
+                self->safely("token", [&] { self->on_token(std::move(ev)); });
+            });
         };
         t->on_done = [self, ex](msg::completion done) {
-            net::post(ex,
-                      [self, done = std::move(done)]() mutable { self->on_done(std::move(done)); });
+            net::post(ex, [self, done = std::move(done)]() mutable {
+                self->safely("completion", [&] { self->on_done(std::move(done)); });
+            });
         };
         t->on_fail = [self, ex](caf::error e) {
-            net::post(ex, [self, e = std::move(e)]() mutable { self->on_fail(std::move(e)); });
+            net::post(ex, [self, e = std::move(e)]() mutable {
+                self->safely("failure", [&] { self->on_fail(std::move(e)); });
+            });
         };
         call_ = std::move(c);
         // A stream's headers wait for admission's answer, so a refusal (429, 503) is a real
@@ -564,12 +694,27 @@ private:
                                         self->watching_ = false;
                                         if (ec || !self->call_ || self->call_->ended || self->sse_)
                                             return;
-                                        beast::error_code aec;
-                                        if (self->stream_.socket().available(aec) == 0 || aec)
-                                            self->abort_call();
-                                        // Otherwise the client pipelined its next request: it is
-                                        // still there.
+                                        self->on_readable_while_busy();
                                     });
+    }
+
+    /// A readiness event is only a hint: the reactor may report one left over from the request
+    /// it already read (edge-triggered epoll queues it before the request's bytes were taken
+    /// speculatively), so "readable with nothing to read" is not proof of a FIN. Peek: 0 bytes
+    /// is the peer's FIN, EAGAIN was a stale event (watch again), data is a pipelined request
+    /// (the client is still there). Trusting the stale event dropped about one connection in a
+    /// thousand without an answer.
+    void on_readable_while_busy() {
+        char byte = 0;
+        const auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (n > 0)
+            return;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            spdlog::debug("{}: stale readiness event while the reply is generated; watching again",
+                          call_->req_id);
+            return watch_disconnect();
+        }
+        abort_call();
     }
 
     // ---- streaming ----------------------------------------------------------------------
@@ -683,11 +828,19 @@ private:
         enqueue_raw("0\r\n\r\n");
     }
 
+    /// The client is gone (or too slow to keep up): cancel the sequence (its sink dies, the
+    /// batcher frees its KV) and close. Counted and logged as 499, the status nobody receives.
     void abort_call() {
-        if (call_ && call_->sink)
-            caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
-        if (call_)
+        if (call_ && !call_->ended) {
+            if (call_->sink)
+                caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
             call_->ended = true;
+            const auto secs = std::chrono::duration<double>(steady::now() - call_->start).count();
+            srv_.m.request_done(call_->route, 499, secs);
+            spdlog::info("{} {} {} 499 client_closed tokens_sent={} total_ms={}", call_->req_id,
+                         call_->route, sse_ ? "stream" : "plain", call_->n_tokens,
+                         fixed(secs * 1000.0, 3));
+        }
         ping_.cancel();
         close();
     }
@@ -956,7 +1109,10 @@ private:
         auto self = shared_from_this();
         auto ex = stream_.get_executor();
         auto snap = std::make_shared<snapshot>();
-        auto finish = [ex, f, snap] { net::post(ex, [f, snap] { f(std::move(*snap)); }); };
+        auto finish = [ex, f, snap, self] {
+            net::post(ex,
+                      [f, snap, self] { self->safely("status", [&] { f(std::move(*snap)); }); });
+        };
         auto adm = srv_.admission;
         auto sup = srv_.opt.supervisor;
         // CAF 0.17 dereferences a null argument tuple when an actor function takes no spawn
@@ -1184,7 +1340,9 @@ private:
         auto ex = stream_.get_executor();
         auto self = shared_from_this();
         auto answer = [ex, self, route](msg::operation_ticket t) {
-            net::post(ex, [self, route, t = std::move(t)] { self->ticket_reply(route, t); });
+            net::post(ex, [self, route, t = std::move(t)] {
+                self->safely("operation", [&] { self->ticket_reply(route, t); });
+            });
         };
         // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise.
         srv_.sys.spawn(
@@ -1501,6 +1659,8 @@ private:
                 spdlog::info("{} {} {}", std::string(res_["X-Request-Id"]), route,
                              res_.result_int());
         }
+        if (srv_.draining)
+            keep_alive_ = false;
         res_.keep_alive(keep_alive_);
         res_.prepare_payload();
         stream_.expires_after(srv_.opt.write_timeout);
@@ -1508,10 +1668,38 @@ private:
         bhttp::async_write(stream_, res_,
                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
                                self->responding_ = false;
-                               if (ec || !self->keep_alive_)
+                               if (ec)
                                    return self->close();
+                               if (!self->keep_alive_)
+                                   return self->linger_close();
                                self->do_read();
                            });
+    }
+
+    /// Closes after our last response without losing it: closing a socket whose receive buffer
+    /// still holds unread bytes (the rest of a refused request) sends RST, and the client may then
+    /// never see the response. So: shut down our side, read and discard what is left for a
+    /// bounded time and size, then close.
+    void linger_close() {
+        if (closed_)
+            return;
+        beast::error_code ec;
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+        if (ec)
+            return close();
+        linger_left_ = 64 * 1024;
+        stream_.expires_after(std::chrono::seconds(2));
+        linger_read();
+    }
+
+    void linger_read() {
+        stream_.async_read_some(net::buffer(linger_buf_),
+                                [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                    if (ec || n >= self->linger_left_)
+                                        return self->close();
+                                    self->linger_left_ -= n;
+                                    self->linger_read();
+                                });
     }
 
     void close() {
@@ -1543,16 +1731,50 @@ private:
     bool watching_ = false;
     bool responding_ = false; ///< a plain response is being written
     std::string client_key_;
+    std::array<char, 4096> linger_buf_{};
+    std::size_t linger_left_ = 0;
 };
 
 } // namespace
 
+// The accept loop never ends while the acceptor is open: every error re-arms it.
 void server::impl::do_accept() {
     acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
+        if (ec == net::error::operation_aborted || !acceptor->is_open())
+            return; // closed by stop()
         if (ec)
-            return; // acceptor closed (drain or stop)
-        std::make_shared<session>(std::move(s), *this)->run();
+            return on_accept_error(ec);
+        auto sess = std::make_shared<session>(std::move(s), *this);
+        if (sessions->open.load() > static_cast<int>(opt.max_connections))
+            sess->refuse_overloaded(); // counted open above: more than the cap is open now
+        else
+            sess->run();
         do_accept();
+    });
+}
+
+void server::impl::on_accept_error(const beast::error_code& ec) {
+    // Out of descriptors or kernel memory, accepting again at once would spin on the same
+    // error: wait a moment (closing connections free descriptors). Any other error concerns one
+    // connection (reset before it was taken): accept the next at once.
+    const bool exhausted = ec == net::error::no_descriptors || ec.value() == ENFILE ||
+                           ec == net::error::no_buffer_space || ec == net::error::no_memory;
+    const auto now = steady::now();
+    if (now - last_accept_warning > std::chrono::seconds(1)) {
+        last_accept_warning = now;
+        spdlog::warn("accept failed: {}{}", ec.message(),
+                     exhausted ? " (retrying every 50 ms; raise the descriptor limit or lower "
+                                 "max_connections)"
+                               : "");
+    }
+    if (!exhausted)
+        return do_accept();
+    if (!accept_backoff)
+        accept_backoff.emplace(acceptor->get_executor());
+    accept_backoff->expires_after(std::chrono::milliseconds(50));
+    accept_backoff->async_wait([this](beast::error_code wec) {
+        if (!wec && acceptor->is_open())
+            do_accept();
     });
 }
 
@@ -1585,18 +1807,12 @@ result<std::uint16_t> server::start() {
     const auto port = i.acceptor->local_endpoint().port();
     i.do_accept();
     for (unsigned t = 0; t < std::max(1u, i.opt.io_threads); ++t)
-        i.threads.emplace_back([&i] { i.ioc.run(); });
+        i.threads.emplace_back([&i] { run_io(i.ioc); });
     return port;
 }
 
-void server::stop_accepting() {
-    auto& i = *impl_;
-    net::post(i.ioc, [&i] {
-        if (i.acceptor && i.acceptor->is_open()) {
-            beast::error_code ec;
-            i.acceptor->close(ec);
-        }
-    });
+void server::begin_drain() {
+    impl_->draining = true;
 }
 
 std::size_t server::cut_all() {
@@ -1623,6 +1839,11 @@ std::size_t server::open_connections() const {
 void server::stop() {
     if (!impl_)
         return;
+    if (impl_->acceptor)
+        net::post(impl_->acceptor->get_executor(), [&i = *impl_] {
+            beast::error_code ec;
+            i.acceptor->close(ec);
+        });
     impl_->ioc.stop();
     for (auto& t : impl_->threads)
         if (t.joinable())

@@ -61,12 +61,20 @@ struct server_options {
     std::uint16_t port = 0; ///< 0 = ephemeral
     unsigned io_threads = 1;
     std::uint64_t max_body_bytes = 1 << 20;
+    /// Request line + headers, and a chunked body's trailers: 431 past it. The connection's read
+    /// buffer is bounded by it too, so no header or trailer block can grow memory without end.
+    std::uint32_t max_header_bytes = 16384;
+    /// Open connections; a connection past the cap is answered 503 + Retry-After and closed.
+    std::uint32_t max_connections = 1024;
     std::chrono::milliseconds read_timeout{30000};
     std::chrono::milliseconds write_timeout{30000};
     std::chrono::milliseconds sse_ping{10000};
     std::size_t sse_buffer_bytes = 1 << 20;
-    std::vector<std::string> api_keys;   ///< empty = open
-    std::vector<std::string> admin_keys; ///< model management; empty = api_keys rule
+    std::vector<std::string> api_keys; ///< empty = open
+    /// Model management (load, rollback, unload). Empty: those routes answer 403, unless
+    /// `admin_open` (local use) lets them through without a key.
+    std::vector<std::string> admin_keys;
+    bool admin_open = false;
     std::string default_model;
     text_codec text;
     /// Model states and executor info for /v1/models, /health and bitnet_model_info. Null: the
@@ -90,8 +98,9 @@ public:
 
     /// Binds and starts the io threads; returns the bound port.
     [[nodiscard]] result<std::uint16_t> start();
-    /// Stops accepting new connections (drain); running requests continue.
-    void stop_accepting();
+    /// Drain: running requests continue; the listener keeps answering (readiness 503, new work
+    /// 503 + Retry-After from admission) and every response closes its connection.
+    void begin_drain();
     /// The end of a drain whose deadline passed: every request still in progress is cancelled
     /// and answered (a stream ends with an error event and finish_reason "cancelled", a plain
     /// request gets 503 `draining`); idle connections close. Returns the requests it cut.

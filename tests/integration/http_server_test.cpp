@@ -84,6 +84,7 @@ struct live_server {
         ho.sse_ping = 20ms;
         ho.api_keys = std::move(keys);
         ho.admin_keys = std::move(admin_keys);
+        ho.admin_open = ho.admin_keys.empty(); // the model-management tests are not about roles
         ho.supervisor = sup;
         // The text side over the fake vocabulary (it has no byte tokens: only ids decode).
         ho.text.detokenize = [v = vocab](std::string_view,

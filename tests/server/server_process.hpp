@@ -14,11 +14,13 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -69,23 +71,38 @@ inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb
     return out;
 }
 
+/// How a test starts its server beyond the flags.
+struct launch_options {
+    /// Model management without a key (`--admin-open 1`): the lifecycle tests are not about
+    /// roles; the roles test turns this off.
+    bool admin_open = true;
+    /// RLIMIT_NOFILE of the server process; 0 = inherited.
+    unsigned max_fds = 0;
+};
+
+/// The bitnet-server executable under test: the build's, or BITNET_TEST_SERVER when set (to run
+/// a test against another build, e.g. to see a regression test fail on the old code).
+inline std::string server_binary() {
+    if (const char* p = std::getenv("BITNET_TEST_SERVER"); p && *p)
+        return p;
+    return std::string(BITNET_TOOLS_DIR) + "/bitnet-server";
+}
+
 /// bitnet-server on 127.0.0.1 with an ephemeral port and a tiny synthetic model.
 class server_process {
 public:
-    explicit server_process(const std::vector<std::string>& extra_args = {}) {
+    explicit server_process(const std::vector<std::string>& extra_args = {},
+                            launch_options launch = {}) {
         model_ = dir_.file("tiny.gguf");
         auto made = run_tool("bitnet-model", "make --shape tiny --seed 1 -o " + model_);
         REQUIRE_MESSAGE(made.exit_code == 0, made.err);
         log_ = dir_.file("server.log");
-        std::vector<std::string> args{std::string(BITNET_TOOLS_DIR) + "/bitnet-server",
-                                      "--model",
-                                      model_,
-                                      "--port",
-                                      "0",
-                                      "--threads",
-                                      "1",
-                                      "--io-threads",
-                                      "1"};
+        std::vector<std::string> args{server_binary(), "--model", model_,         "--port", "0",
+                                      "--threads",     "1",       "--io-threads", "1"};
+        if (launch.admin_open) {
+            args.emplace_back("--admin-open");
+            args.emplace_back("1");
+        }
         args.insert(args.end(), extra_args.begin(), extra_args.end());
         pid_ = ::fork();
         REQUIRE(pid_ >= 0);
@@ -93,6 +110,10 @@ public:
             const auto fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
             ::dup2(fd, 1);
             ::dup2(fd, 2);
+            if (launch.max_fds > 0) {
+                const rlimit lim{launch.max_fds, launch.max_fds};
+                ::setrlimit(RLIMIT_NOFILE, &lim);
+            }
             std::vector<char*> argv;
             for (auto& a : args)
                 argv.push_back(a.data());

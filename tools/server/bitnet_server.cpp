@@ -2,7 +2,8 @@
 // version) -> HTTP. Each version's tokenizer is read from its GGUF for the HTTP layer (tokenize,
 // chat templates, logprobs) and the batcher (streaming detokenization); the executor loads the
 // engine. Configured models load at start-up through the same pipeline as POST /v1/models/load.
-// SIGTERM/SIGINT drain: stop accepting, let running requests finish up to drain_timeout_ms, then
+// SIGTERM/SIGINT drain: readiness 503 and new work 503 + Retry-After (the listener keeps
+// answering), running requests finish up to drain_timeout_ms, then
 // cancel and answer what is left (http::server::cut_all), then stop in order (HTTP, then actors)
 // and exit 0.
 #include "actors/admission.hpp"
@@ -193,6 +194,13 @@ int main(int argc, char** argv) {
     ho.sse_buffer_bytes = cfg->sse_buffer_bytes;
     ho.api_keys = cfg->api_keys;
     ho.admin_keys = cfg->admin_api_keys;
+    ho.admin_open = cfg->admin_open != 0;
+    ho.max_connections = cfg->max_connections;
+    ho.max_header_bytes = cfg->max_header_bytes;
+    if (ho.admin_keys.empty())
+        spdlog::log(ho.admin_open ? spdlog::level::warn : spdlog::level::info,
+                    ho.admin_open ? "admin_open: model management needs no key (local use only)"
+                                  : "no admin key configured: model management routes answer 403");
     ho.default_model = ao.default_model;
     ho.text = server::make_text_codec(texts);
     ho.supervisor = supervisor;
@@ -219,7 +227,7 @@ int main(int argc, char** argv) {
     sigwait(&sigs, &sig);
     spdlog::info("signal {}: draining (up to {} ms)", sig, cfg->drain_timeout_ms);
     caf::anon_send(admission, msg::drain_atom_v);
-    srv.stop_accepting();
+    srv.begin_drain();
     {
         caf::scoped_actor self{sys};
         const auto until =
