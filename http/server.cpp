@@ -3,6 +3,8 @@
 #include "http/api_json.hpp"
 #include "http/errors.hpp"
 #include "http/metrics.hpp"
+#include "http/request_errors.hpp"
+#include "http/routes.hpp"
 #include "messages/errors.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -157,12 +159,6 @@ json::array bytes_of(std::string_view s) {
     for (unsigned char c : s)
         a.push_back(c);
     return a;
-}
-
-/// One path segment after `prefix`: "/v1/models/tiny" with prefix "/v1/models/" -> "tiny".
-std::string segment_after(const std::string& target, std::string_view prefix) {
-    auto rest = target.substr(prefix.size());
-    return rest.substr(0, rest.find('/'));
 }
 
 /// The sessions alive, for the end of a drain (cut_all); shared with every session so a session
@@ -379,32 +375,12 @@ private:
     void on_read(beast::error_code ec) {
         if (!ec)
             return safely("request", [&] { handle(parser_->release()); });
-        if (auto refusal = read_refusal(ec)) {
+        if (auto refusal = read_refusal(ec, {srv_.opt.max_body_bytes, srv_.opt.max_header_bytes})) {
             // The rest of what the client sent cannot be framed: answer, then close.
             keep_alive_ = false;
             return send_error("-", *refusal, "-");
         }
         close(); // the client went away or timed out: nobody to answer
-    }
-
-    /// The answer to a request that could not be read, or nothing when the connection simply
-    /// ended (EOF, reset, timeout) and there is nobody to answer.
-    std::optional<api_error> read_refusal(const beast::error_code& ec) const {
-        using bhttp::error;
-        if (ec == error::body_limit)
-            return invalid_status(413, "the body exceeds max_body_bytes (" +
-                                           std::to_string(srv_.opt.max_body_bytes) + ")");
-        // header_limit: the request line and headers; buffer_overflow: a chunked body's
-        // trailers, which only the connection's bounded read buffer limits.
-        if (ec == error::header_limit || ec == error::buffer_overflow)
-            return invalid_status(431, "the request line and header fields (or trailers) exceed "
-                                       "max_header_bytes (" +
-                                           std::to_string(srv_.opt.max_header_bytes) + ")");
-        if (ec.category() != bhttp::make_error_code(error::bad_method).category() ||
-            ec == error::end_of_stream || ec == error::partial_message || ec == error::short_read ||
-            ec == error::need_more)
-            return std::nullopt;
-        return invalid_status(400, "malformed HTTP request: " + ec.message());
     }
 
     /// Runs one piece of the session's work; an exception never leaves it (it would end the io
@@ -451,22 +427,6 @@ private:
         }
     }
 
-    static api_error invalid_status(unsigned status, std::string message) {
-        api_error e = invalid_value("", std::move(message));
-        e.status = status;
-        e.code = status == 404   ? "not_found"
-                 : status == 431 ? "request_header_too_large"
-                                 : "invalid_request";
-        if (status == 404)
-            e.type = "not_found_error";
-        if (status == 401) {
-            e.type = "authentication_error";
-            e.code = "invalid_api_key";
-            e.suggestion = "send Authorization: Bearer <key>";
-        }
-        return e;
-    }
-
     /// The key in `Authorization: Bearer <key>`, empty when none.
     static std::string bearer(const bhttp::request<bhttp::string_body>& req) {
         const auto auth = std::string(req[bhttp::field::authorization]);
@@ -482,98 +442,99 @@ private:
         std::string target(req.target());
         if (auto q = target.find('?'); q != std::string::npos)
             target.resize(q);
-        const auto method = req.method();
-        const bool get = method == bhttp::verb::get;
-        const bool post = method == bhttp::verb::post;
-        auto wrong_method = [&] {
-            send_error(target, invalid_status(405, "method not allowed on " + target), "-");
-        };
-
-        if (target == "/health/live")
-            return get ? send_json(target, 200, R"({"status":"ok"})") : wrong_method();
-        if (target == "/health/ready" || target == "/health")
-            return get ? do_health(target) : wrong_method();
-        if (target == "/metrics")
-            return get ? do_metrics() : wrong_method();
-
-        // Model management: admin routes (load, rollback, unload; crash only with test hooks).
-        const bool models_prefix = target.rfind("/v1/models/", 0) == 0;
-        auto ends_with = [&](std::string_view tail) {
-            return target.size() > tail.size() &&
-                   target.compare(target.size() - tail.size(), tail.size(), tail) == 0;
-        };
-        const bool rollback = models_prefix && ends_with("/rollback");
-        const bool crash = models_prefix && srv_.opt.test_hooks && ends_with("/crash");
-        const bool admin = target == "/v1/models/load" || rollback || crash ||
-                           (models_prefix && method == bhttp::verb::delete_);
-        if (target.rfind("/v1/", 0) == 0) {
+        const auto m = match_route(req.method_string(), target, srv_.opt.test_hooks);
+        const std::string route(m.label);
+        if (m.need != role::open) {
             const auto key = bearer(req);
             client_key_ = key; // the per-key quota's bucket (admission)
-            const auto& keys = srv_.opt.api_keys;
-            const auto& admins = srv_.opt.admin_keys;
-            if (admin && admins.empty() && !srv_.opt.admin_open) {
+            if (auto refusal = authorize(m.need, key))
+                return send_error(route, *refusal, "-");
+        }
+        if (!m.found) {
+            if (m.path_known)
+                return send_error(route,
+                                  status_error(405, std::string(req.method_string()) +
+                                                        " is not allowed on " + target),
+                                  "-");
+            return send_error(route, status_error(404, "no route " + target), "-");
+        }
+        dispatch(*m.found, m.alias, route, req);
+    }
+
+    /// Why a caller holding `key` may not use a route that needs `need`, or nothing.
+    std::optional<api_error> authorize(role need, const std::string& key) const {
+        const auto& keys = srv_.opt.api_keys;
+        const auto& admins = srv_.opt.admin_keys;
+        if (need == role::admin) {
+            if (admins.empty()) {
+                if (srv_.opt.admin_open)
+                    return std::nullopt;
                 // Model management is a role of its own: no inference key ever grants it.
-                auto e = invalid_status(401, "model management is disabled: this server has no "
-                                             "admin key configured");
-                e.status = 403;
+                auto e = status_error(403, "model management is disabled: this server has no "
+                                           "admin key configured");
+                e.type = "authentication_error";
+                e.code = "invalid_api_key";
                 e.suggestion = "start the server with admin_api_keys (--admin-key), or "
                                "admin_open 1 for local use";
-                return send_error(target, e, "-");
+                return e;
             }
-            if (admin && !admins.empty()) {
-                if (key.empty())
-                    return send_error(target, invalid_status(401, "missing API key"), "-");
-                if (!listed(admins, key)) {
-                    auto e = invalid_status(401, "this route needs the admin key");
-                    e.status = 403;
-                    e.suggestion = "send an admin key (admin_api_keys) in Authorization: Bearer";
-                    return send_error(target, e, "-");
-                }
-            } else if (!admin && !keys.empty() && !listed(keys, key) && !listed(admins, key)) {
-                return send_error(
-                    target, invalid_status(401, key.empty() ? "missing API key" : "wrong API key"),
-                    "-");
+            if (key.empty())
+                return status_error(401, "missing API key");
+            if (!listed(admins, key)) {
+                auto e = status_error(401, "this route needs the admin key");
+                e.status = 403;
+                e.suggestion = "send an admin key (admin_api_keys) in Authorization: Bearer";
+                return e;
             }
+            return std::nullopt;
         }
-        if (admin) {
-            const auto alias = segment_after(target, "/v1/models/");
-            if (target == "/v1/models/load")
-                return post ? do_load(req.body()) : wrong_method();
-            if (rollback || crash)
-                return post ? do_model_op(rollback ? "rollback" : "crash", alias) : wrong_method();
-            return do_model_op("unload", alias);
-        }
-        if (target == "/v1/stats")
-            return get ? do_stats() : wrong_method();
-        if (target == "/v1/models")
-            return get ? do_models({}) : wrong_method();
-        if (models_prefix)
-            return get ? do_models(segment_after(target, "/v1/models/")) : wrong_method();
+        if (!keys.empty() && !listed(keys, key) && !listed(admins, key))
+            return status_error(401, key.empty() ? "missing API key" : "wrong API key");
+        return std::nullopt;
+    }
 
-        route_kind kind;
-        if (target == "/v1/inference")
-            kind = route_kind::native;
-        else if (target == "/v1/inference/stream")
-            kind = route_kind::native_stream;
-        else if (target == "/v1/completions")
-            kind = route_kind::completions;
-        else if (target == "/v1/chat/completions")
-            kind = route_kind::chat;
-        else if (target == "/v1/tokenize" || target == "/v1/detokenize") {
-            if (!post)
-                return wrong_method();
-            if (!json_type(req))
-                return send_error(target,
-                                  invalid_status(415, "send Content-Type: application/json"), "-");
-            return target == "/v1/tokenize" ? do_tokenize(req.body()) : do_detokenize(req.body());
-        } else
-            return send_error(target, invalid_status(404, "no route " + target), "-");
-        if (!post)
-            return wrong_method();
-        if (!json_type(req))
-            return send_error(target, invalid_status(415, "send Content-Type: application/json"),
-                              "-");
-        start_inference(target, kind, req.body());
+    /// Runs the route the table matched.
+    void dispatch(const route& r, const std::string& alias, const std::string& label,
+                  const bhttp::request<bhttp::string_body>& req) {
+        const bool json_body =
+            r.method == "POST" && r.id != route_id::model_rollback && r.id != route_id::model_crash;
+        if (json_body && r.id != route_id::model_load && !json_type(req))
+            return send_error(label, status_error(415, "send Content-Type: application/json"), "-");
+        switch (r.id) {
+        case route_id::health_live:
+            return send_json(label, 200, R"({"status":"ok"})");
+        case route_id::health_ready:
+        case route_id::health:
+            return do_health(label);
+        case route_id::metrics:
+            return do_metrics();
+        case route_id::stats:
+            return do_stats();
+        case route_id::models:
+            return do_models({});
+        case route_id::model:
+            return do_models(alias);
+        case route_id::model_load:
+            return do_load(req.body());
+        case route_id::model_rollback:
+            return do_model_op("rollback", alias);
+        case route_id::model_crash:
+            return do_model_op("crash", alias);
+        case route_id::model_unload:
+            return do_model_op("unload", alias);
+        case route_id::tokenize:
+            return do_tokenize(req.body());
+        case route_id::detokenize:
+            return do_detokenize(req.body());
+        case route_id::inference:
+            return start_inference(label, route_kind::native, req.body());
+        case route_id::inference_stream:
+            return start_inference(label, route_kind::native_stream, req.body());
+        case route_id::completions:
+            return start_inference(label, route_kind::completions, req.body());
+        case route_id::chat:
+            return start_inference(label, route_kind::chat, req.body());
+        }
     }
 
     /// No Content-Type, or a media type of application/json (case-insensitive, parameters such

@@ -2,6 +2,7 @@
 // with every metadata type, and the header region of bitnet.cpp's tiny model) with bit flips,
 // interesting integers, truncation, chunk insertion/removal and splicing, for a bounded time.
 // Usage: fuzz_gguf SECONDS SEED [FILE...]; exits non-zero only by crashing (what ASan reports).
+#include "byte_mutator.hpp"
 #include "gguf_fuzz_target.hpp"
 #include "model/gguf_writer.hpp"
 
@@ -44,85 +45,6 @@ std::vector<std::uint8_t> read_prefix(const std::string& path, std::size_t max) 
     return b;
 }
 
-class mutator {
-public:
-    explicit mutator(std::uint64_t seed)
-        : rng_(seed) {}
-
-    std::vector<std::uint8_t> mutate(std::vector<std::uint8_t> b,
-                                     const std::vector<std::vector<std::uint8_t>>& pool) {
-        const int rounds = 1 + static_cast<int>(pick(4));
-        for (int r = 0; r < rounds; ++r) {
-            switch (pick(7)) {
-            case 0: // flip one bit
-                if (!b.empty())
-                    b[pick(b.size())] ^= static_cast<std::uint8_t>(1u << pick(8));
-                break;
-            case 1: // overwrite a byte
-                if (!b.empty())
-                    b[pick(b.size())] = static_cast<std::uint8_t>(pick(256));
-                break;
-            case 2: { // overwrite 4 or 8 bytes with an interesting integer (lengths, counts)
-                static const std::uint64_t interesting[] = {
-                    0,  1,   2,   3,          4,          7,          8,          9,
-                    12, 13,  31,  32,         36,         37,         38,         39,
-                    40, 127, 255, 0x7fffffff, 0xffffffff, 1ull << 32, 1ull << 62, ~0ull};
-                const std::uint64_t v = interesting[pick(std::size(interesting))];
-                const std::size_t w = pick(2) ? 8 : 4;
-                if (b.size() >= w) {
-                    const std::size_t at = pick(b.size() - w + 1);
-                    for (std::size_t i = 0; i < w; ++i)
-                        b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
-                }
-                break;
-            }
-            case 3: // truncate
-                if (!b.empty())
-                    b.resize(pick(b.size()));
-                break;
-            case 4: { // remove a chunk
-                if (b.size() > 2) {
-                    const std::size_t at = pick(b.size() - 1);
-                    const std::size_t n = 1 + pick(std::min<std::size_t>(64, b.size() - at - 1));
-                    b.erase(b.begin() + static_cast<std::ptrdiff_t>(at),
-                            b.begin() + static_cast<std::ptrdiff_t>(at + n));
-                }
-                break;
-            }
-            case 5: { // duplicate a chunk
-                if (b.size() > 2) {
-                    const std::size_t at = pick(b.size() - 1);
-                    const std::size_t n = 1 + pick(std::min<std::size_t>(64, b.size() - at - 1));
-                    std::vector<std::uint8_t> chunk(b.begin() + static_cast<std::ptrdiff_t>(at),
-                                                    b.begin() +
-                                                        static_cast<std::ptrdiff_t>(at + n));
-                    b.insert(b.begin() + static_cast<std::ptrdiff_t>(pick(b.size())), chunk.begin(),
-                             chunk.end());
-                }
-                break;
-            }
-            case 6: { // splice the tail of another seed
-                const auto& other = pool[pick(pool.size())];
-                if (!other.empty() && !b.empty()) {
-                    const std::size_t cut = pick(b.size());
-                    const std::size_t from = pick(other.size());
-                    b.resize(cut);
-                    b.insert(b.end(), other.begin() + static_cast<std::ptrdiff_t>(from),
-                             other.end());
-                }
-                break;
-            }
-            }
-        }
-        return b;
-    }
-
-    std::size_t pick(std::size_t n) { return n == 0 ? 0 : rng_() % n; }
-
-private:
-    std::mt19937_64 rng_;
-};
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -139,7 +61,7 @@ int main(int argc, char** argv) {
     for (const auto& s : pool)
         fuzz::check_gguf_bytes(s);
 
-    mutator m(seed);
+    fuzz::byte_mutator m(seed);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     std::uint64_t runs = 0;
     std::vector<std::uint8_t> current = pool[0];

@@ -303,3 +303,12 @@ TEST_CASE("a request its client abandons is counted (499) and logged") {
     CHECK(n == 1);
     CHECK(s.log().find("/v1/inference/stream stream 499 client_closed") != std::string::npos);
 }
+
+TEST_CASE("requests for unknown paths share one metrics series: no client text in labels") {
+    test::server_process s({}, {.admin_open = false});
+    for (int i = 0; i < 200; ++i)
+        CHECK(s.get("/v1/no-such-route-" + std::to_string(i)).status == 404);
+    const auto metrics = s.get("/metrics").body;
+    CHECK(metrics.find("no-such-route") == std::string::npos);
+    CHECK(sample(metrics, R"(bitnet_requests_total{route="unmatched",status="404"})") == 200);
+}

@@ -1,0 +1,67 @@
+// The route table: every route of HTTP-API.md as (method, path pattern, role), in one place, read
+// top to bottom like a menu. Matching is a pure function of the request line, so the session,
+// the tests and the request fuzzer share it. The pattern doubles as the metrics `route` label:
+// it never carries client text, so no request can add series to /metrics.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace bitnet::http {
+
+/// What a route does; the session dispatches on it.
+enum class route_id {
+    health_live,
+    health_ready,
+    health,
+    metrics,
+    stats,
+    models,
+    model,
+    model_load,
+    model_rollback,
+    model_unload,
+    model_crash,
+    inference,
+    inference_stream,
+    completions,
+    chat,
+    tokenize,
+    detokenize,
+};
+
+/// Who may call a route: anyone (probes, scrapes), an API key holder (when keys are set), or an
+/// admin key holder.
+enum class role { open, user, admin };
+
+struct route {
+    std::string_view method;  ///< "GET", "POST", "DELETE"
+    std::string_view pattern; ///< literal segments and at most one "{alias}"
+    route_id id;
+    role need;
+    bool test_hook = false; ///< served only with test hooks on
+};
+
+/// The table, in the order the README lists the routes.
+[[nodiscard]] std::span<const route> routes();
+
+/// The outcome of matching a request line.
+struct route_match {
+    /// The route to run; null when no pattern matched the path (404) or none of those that
+    /// matched allows the method (405).
+    const route* found = nullptr;
+    bool path_known = false; ///< some pattern matched the path (so a miss is a 405, not a 404)
+    role need = role::open;  ///< what the caller must hold before hearing 404/405 or the route
+    std::string alias;       ///< the {alias} segment, when the pattern has one
+    /// The metrics label: the pattern, or "unmatched".
+    std::string_view label = "unmatched";
+};
+
+/// Matches `target` (the query string already removed) and `method`. Literal patterns win over
+/// ones with "{alias}" ("/v1/models/load" is never the model "load"). Paths under /v1/ that
+/// match nothing still need the user role, so a 404 tells an unauthenticated caller nothing.
+[[nodiscard]] route_match match_route(std::string_view method, std::string_view target,
+                                      bool test_hooks);
+
+} // namespace bitnet::http
