@@ -151,6 +151,13 @@ TEST_CASE("errc survives caf::error with its message, CAF's errors map to the ne
     auto busy = msg::to_caf_error(errc::queue_full, "256 waiting", 7);
     CHECK(msg::retry_after_of(busy) == 7);
     CHECK(msg::from_caf_error(busy).message == "256 waiting");
+    // The field at fault rides along (HTTP's `param`), without a Retry-After.
+    auto field = msg::to_caf_error(bitnet::error{errc::invalid_argument, "id 600", "prompt"});
+    CHECK(msg::from_caf_error(field).param == "prompt");
+    CHECK(msg::from_caf_error(field).message == "id 600");
+    CHECK(msg::retry_after_of(field) == 0);
+    CHECK(sys.render(field).find("id 600") != std::string::npos);
+    CHECK(msg::from_caf_error(e).param.empty());
 
     CHECK(msg::from_caf_error(caf::make_error(caf::sec::request_timeout)).value() == errc::timeout);
     CHECK(msg::from_caf_error(caf::make_error(caf::sec::request_receiver_down)).value() ==
