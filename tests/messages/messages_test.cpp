@@ -86,6 +86,13 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     REQUIRE(s2.samples.size() == 1);
     CHECK(s2.samples[0].top_tokens == std::vector<msg::token_id>{11, 12});
     CHECK(s2.samples[0].logprob == -0.25f);
+    s.failed.push_back({10, static_cast<std::int32_t>(errc::invalid_argument), "id 99", "prompt"});
+    s2 = round_trip(sys, s);
+    REQUIRE(s2.failed.size() == 1);
+    CHECK(s2.failed[0].seq == 10);
+    CHECK(s2.failed[0].code == static_cast<std::int32_t>(errc::invalid_argument));
+    CHECK(s2.failed[0].message == "id 99");
+    CHECK(s2.failed[0].param == "prompt");
 
     msg::batcher_stats st;
     st.waiting = {1, 2, 3};
