@@ -18,6 +18,57 @@ std::uint32_t retry_after_seconds(std::uint64_t waiting, double drain_per_s) {
     return static_cast<std::uint32_t>(std::clamp(s, 1.0, 60.0));
 }
 
+request_limits limits_of(const msg::executor_info& info) {
+    return {info.n_vocab, info.n_ctx, info.kv_block_tokens, info.kv_blocks_total};
+}
+
+namespace {
+
+/// The first id of `ids` outside [0, n_vocab), as an error naming `field`.
+result<void> check_ids(const std::vector<msg::token_id>& ids, std::uint32_t n_vocab,
+                       const char* field) {
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] < 0 || static_cast<std::uint32_t>(ids[i]) >= n_vocab)
+            return error{errc::invalid_argument,
+                         std::string(field) + " token id " + std::to_string(ids[i]) +
+                             " at position " + std::to_string(i) +
+                             " is outside the model's vocabulary of " + std::to_string(n_vocab) +
+                             " tokens (ids 0.." + std::to_string(n_vocab - 1) + ")",
+                         field};
+    return {};
+}
+
+/// The prompt must leave room for one generated token; a longer max_tokens is not refused: the
+/// generation stops at the context's end with finish_reason "length".
+result<void> check_length(const request_limits& lim, std::size_t n_prompt) {
+    const auto n = std::to_string(n_prompt);
+    if (lim.n_ctx > 0 && n_prompt >= lim.n_ctx)
+        return error{errc::prompt_too_long,
+                     "the prompt has " + n + " tokens; the model's context length is " +
+                         std::to_string(lim.n_ctx) +
+                         " tokens, which must also hold at least one generated token",
+                     "prompt"};
+    const std::uint64_t pool = std::uint64_t{lim.kv_blocks_total} * lim.kv_block_tokens;
+    if (pool > 0 && n_prompt + 1 > pool)
+        return error{errc::prompt_too_long,
+                     "the prompt has " + n + " tokens; the KV cache pool holds " +
+                         std::to_string(pool) + " tokens (" + std::to_string(lim.kv_blocks_total) +
+                         " blocks of " + std::to_string(lim.kv_block_tokens) +
+                         "), which must also hold at least one generated token",
+                     "prompt"};
+    return {};
+}
+
+} // namespace
+
+result<void> check_request(const request_limits& lim, const msg::generate_request& req) {
+    BITNET_TRY(check_length(lim, req.prompt.size()));
+    if (lim.n_vocab == 0)
+        return {};
+    BITNET_TRY(check_ids(req.prompt, lim.n_vocab, "prompt"));
+    return check_ids(req.stop_token_ids, lim.n_vocab, "stop_token_ids");
+}
+
 namespace {
 
 using clock = std::chrono::steady_clock;
@@ -25,6 +76,7 @@ using clock = std::chrono::steady_clock;
 /// Admission's view of one model's queue.
 struct model_queue {
     msg::batcher_actor batcher;
+    request_limits limits;            ///< of the version `batcher` serves
     msg::batcher_stats last;          ///< as last polled
     std::uint32_t admitted_since = 0; ///< requests delegated since that poll
     std::uint64_t prompt_tokens_since = 0;
@@ -90,6 +142,9 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
                 return msg::to_caf_error(errc::not_found,
                                          "model '" + alias + "' is not loaded or not ready");
             auto& q = it->second;
+            // The caller's errors first: no queue state makes them acceptable later.
+            if (auto valid = check_request(q.limits, req); !valid)
+                return msg::to_caf_error(valid.error());
             const std::uint64_t waiting =
                 q.last.waiting[0] + q.last.waiting[1] + q.last.waiting[2] + q.admitted_since;
             const std::uint64_t waiting_tokens =
@@ -132,7 +187,8 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
                 return {false, "default model '" + st.opt.default_model + "' is not ready"};
             return {true, "ready"};
         },
-        [self](msg::route_atom, const std::string& alias, msg::batcher_actor batcher) {
+        [self](msg::route_atom, const std::string& alias, msg::batcher_actor batcher,
+               const msg::executor_info& info) {
             if (!batcher) {
                 // The alias is being unloaded: new requests for it are refused from now on.
                 self->state.models.erase(alias);
@@ -140,6 +196,7 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             }
             auto& q = self->state.models[alias];
             q.batcher = std::move(batcher);
+            q.limits = limits_of(info);
             q.polled_at = {};
             if (!self->state.ticking) {
                 self->state.ticking = true;

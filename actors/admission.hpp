@@ -1,4 +1,7 @@
-// Admission: the front door every request passes. It refuses early what the system cannot take
+// Admission: the front door every request passes. It refuses the caller's errors it can see
+// against the serving version (a token id outside the vocabulary, a prompt the context or the KV
+// pool can never hold: 400s, so one bad request never reaches a batched step and a too-long
+// prompt is never a 503 that clients retry forever), then refuses early what the system cannot take
 // (503 queue_full with a Retry-After estimated from the measured drain rate, draining, unknown
 // model), refuses a key past its quota (429 with Retry-After, actors/key_quota.hpp), and
 // delegates the rest to the model's batcher, which answers the caller directly.
@@ -7,6 +10,7 @@
 #pragma once
 
 #include "actors/key_quota.hpp"
+#include "common/error.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>
@@ -28,6 +32,23 @@ struct admission_options {
 };
 
 [[nodiscard]] msg::admission_actor spawn_admission(caf::actor_system& sys, admission_options opt);
+
+/// What a request must fit, from the serving version's executor_info. 0 = unknown: not checked
+/// (the batcher's policy still refuses what its own limits cannot hold).
+struct request_limits {
+    std::uint32_t n_vocab = 0;
+    std::uint32_t n_ctx = 0;
+    std::uint32_t kv_block_tokens = 0;
+    std::uint32_t kv_blocks_total = 0;
+};
+[[nodiscard]] request_limits limits_of(const msg::executor_info& info);
+
+/// The caller's errors in `req`: prompt_too_long (param "prompt") when the prompt leaves no room
+/// for one generated token in the context window or in the whole KV pool; invalid_argument when a
+/// prompt id (param "prompt") or a stop token id (param "stop_token_ids") is outside the
+/// vocabulary. Messages name the limit and the offending value.
+[[nodiscard]] result<void> check_request(const request_limits& lim,
+                                         const msg::generate_request& req);
 
 /// Seconds a refused client should wait: the waiting work over the measured drain rate
 /// (requests finished per second), at least 1 and at most 60; 1 when nothing was measured yet.

@@ -23,6 +23,7 @@ struct live_request {
     std::optional<model::stop_string_matcher> stops; ///< with stop strings
     clock::time_point received{};
     std::uint32_t n_generated = 0; ///< tokens delivered so far (the sampler's draws to replay)
+    std::optional<bitnet::error> failure; ///< why the executor failed this sequence alone
 
     /// The text token `t` lets through: whole characters, minus anything a stop string may
     /// still claim (and nothing from a stop string on).
@@ -82,7 +83,9 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
                                                     "was queued"));
     } else if (f.reason == sched::finish_reason::error) {
         self->send(lr.sink, msg::fail_atom_v, f.id,
-                   msg::to_caf_error(errc::internal, "the model step failed for this request"));
+                   lr.failure ? msg::to_caf_error(*lr.failure)
+                              : msg::to_caf_error(errc::internal,
+                                                  "the model step failed for this request"));
     } else {
         if (auto tail = lr.flush(); !tail.empty()) {
             msg::token_event ev;
@@ -118,9 +121,21 @@ void report_all(batcher_pointer self, const std::vector<sched::finished_seq>& fs
 
 void kick(batcher_pointer self);
 
+/// Ends the sequences the executor failed on their own (their batch-mates' samples are valid);
+/// each sink gets the executor's reason.
+void end_failed(batcher_pointer self, const msg::step_result& r, clock::time_point now) {
+    auto& st = self->state;
+    for (const auto& f : r.failed) {
+        if (auto it = st.live.find(f.seq); it != st.live.end())
+            it->second.failure.emplace(static_cast<errc>(f.code), f.message, f.param);
+        (void)st.policy->finish(f.seq, sched::finish_reason::error, now);
+    }
+}
+
 void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::step_result& r) {
     auto& st = self->state;
     const auto now = clock::now();
+    end_failed(self, r, now);
     std::vector<sched::sample> samples;
     samples.reserve(r.samples.size());
     for (const auto& s : r.samples)

@@ -105,54 +105,131 @@ struct executor_state {
 
 using executor_pointer = msg::executor_actor::stateful_pointer<executor_state>;
 
+/// One forward pass; an exception (an allocation failing, say) is this pass's error, not the
+/// actor's end (the engine leaves the KV cache as it was either way).
+result<model::step_output> try_step(model::engine& eng, std::span<const model::seq_chunk> chunks) {
+    try {
+        return eng.step(chunks);
+    } catch (const std::exception& e) {
+        return error{errc::internal, std::string("step threw: ") + e.what()};
+    }
+}
+
+/// Ends `c`'s sequence alone: its KV and sampler go now, and the batcher learns why.
+void fail_seq(executor_state& st, const msg::step_chunk& c, const error& e, msg::step_result& out) {
+    st.engine->release(c.seq);
+    st.seqs.erase(c.seq);
+    out.failed.push_back({c.seq, static_cast<std::int32_t>(e.value()), e.message, e.param});
+}
+
+/// A token id outside the vocabulary fails the whole batched pass in the engine; found here, it
+/// fails only its own sequence. (Sampled ids are always in range: a bad id is a prompt's.)
+result<void> check_ids(const msg::step_chunk& c, std::uint32_t n_vocab) {
+    for (std::size_t i = 0; i < c.tokens.size(); ++i)
+        if (c.tokens[i] < 0 || static_cast<std::uint32_t>(c.tokens[i]) >= n_vocab)
+            return error{errc::invalid_argument,
+                         "prompt token id " + std::to_string(c.tokens[i]) + " at position " +
+                             std::to_string(c.pos0 + i) + " is outside the model's vocabulary of " +
+                             std::to_string(n_vocab) + " tokens (ids 0.." +
+                             std::to_string(n_vocab - 1) + ")",
+                         "prompt"};
+    return {};
+}
+
+/// A sequence's first chunk (or its first after a preemption) gets its sampler.
+void prepare_seq(executor_state& st, const msg::step_chunk& c) {
+    auto it = st.seqs.find(c.seq);
+    if (c.pos0 == 0 || it == st.seqs.end()) {
+        auto smp = make_sampler(c.params);
+        // Re-prefilled after a preemption: the draws continue where they stopped, so seeded
+        // sampling gives the same tokens with or without KV pressure.
+        smp.resume_after(c.n_sampled);
+        st.seqs.insert_or_assign(c.seq, seq_state{std::move(smp), {}});
+    }
+}
+
+/// After a successful pass: `c` joins its sequence's tokens and, when it asked for logits, its
+/// sampler draws from row `row` of `so`.
+void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::step_output& so,
+                  std::size_t row, msg::step_result& out) {
+    auto& s = st.seqs.at(c.seq);
+    s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
+    if (!c.want_logits)
+        return;
+    if (row == model::step_output::no_row)
+        return fail_seq(st, c,
+                        error{errc::internal, "engine returned no logits row for a chunk that "
+                                              "asked for one (seq " +
+                                                  std::to_string(c.seq) + ")"},
+                        out);
+    auto smp = s.sampler.sample(so.row(row, st.engine->config().n_vocab), s.tokens);
+    if (!smp)
+        return fail_seq(st, c, smp.error(), out);
+    msg::sampled_token t{c.seq, smp->token, smp->logprob, {}, {}};
+    for (const auto& alt : smp->top_logprobs) {
+        t.top_tokens.push_back(alt.token);
+        t.top_logprobs.push_back(alt.logprob);
+    }
+    // The sampled token joins s.tokens when it comes back as the next chunk.
+    out.samples.push_back(std::move(t));
+}
+
+/// Runs the chunks `picked` (indices into batch.chunks) in one pass and samples them.
+result<void> run_pass(executor_state& st, const msg::step_batch& batch,
+                      std::span<const std::size_t> picked, msg::step_result& out) {
+    std::vector<model::seq_chunk> chunks;
+    chunks.reserve(picked.size());
+    for (auto i : picked) {
+        const auto& c = batch.chunks[i];
+        chunks.push_back({c.seq, c.tokens, c.pos0, c.want_logits});
+    }
+    auto so = try_step(*st.engine, chunks);
+    if (!so)
+        return so.error();
+    for (std::size_t k = 0; k < picked.size(); ++k)
+        sample_chunk(st, batch.chunks[picked[k]], *so,
+                     k < so->rows_for_chunk.size() ? so->rows_for_chunk[k]
+                                                   : model::step_output::no_row,
+                     out);
+    return {};
+}
+
+/// The batched pass failed and nothing before it showed which sequence is at fault: each one
+/// runs alone (a failed pass leaves every KV cache as it was), so only the sequences that fail
+/// by themselves fail and the rest get the same tokens they would have had in the batch.
+void run_apart(executor_state& st, const msg::step_batch& batch,
+               std::span<const std::size_t> picked, msg::step_result& out) {
+    for (auto i : picked)
+        if (auto r = run_pass(st, batch, std::span<const std::size_t>(&i, 1), out); !r)
+            fail_seq(st, batch.chunks[i], r.error(), out);
+}
+
 result<msg::step_result> run_step(executor_state& st, const msg::step_batch& batch) {
     const auto t0 = std::chrono::steady_clock::now();
     for (auto seq : batch.release) {
         st.engine->release(seq);
         st.seqs.erase(seq);
     }
-    std::vector<model::seq_chunk> chunks;
-    chunks.reserve(batch.chunks.size());
-    for (const auto& c : batch.chunks) {
-        auto it = st.seqs.find(c.seq);
-        if (c.pos0 == 0 || it == st.seqs.end()) {
-            auto smp = make_sampler(c.params);
-            // Re-prefilled after a preemption: the draws continue where they stopped, so seeded
-            // sampling gives the same tokens with or without KV pressure.
-            smp.resume_after(c.n_sampled);
-            st.seqs.insert_or_assign(c.seq, seq_state{std::move(smp), {}});
-        }
-        chunks.push_back({c.seq, c.tokens, c.pos0, c.want_logits});
-    }
     msg::step_result out;
     out.step = batch.step;
-    if (!chunks.empty()) {
-        auto so = st.engine->step(chunks);
-        if (!so)
-            return so.error();
-        const auto n_vocab = st.engine->config().n_vocab;
-        for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
-            const auto& c = batch.chunks[i];
-            auto& s = st.seqs.at(c.seq);
-            s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
-            if (!c.want_logits)
-                continue;
-            const auto row =
-                i < so->rows_for_chunk.size() ? so->rows_for_chunk[i] : model::step_output::no_row;
-            if (row == model::step_output::no_row)
-                return error{errc::internal, "engine returned no logits row for a chunk that "
-                                             "asked for one (seq " +
-                                                 std::to_string(c.seq) + ")"};
-            auto smp = s.sampler.sample(so->row(row, n_vocab), s.tokens);
-            if (!smp)
-                return smp.error();
-            msg::sampled_token t{c.seq, smp->token, smp->logprob, {}, {}};
-            for (const auto& alt : smp->top_logprobs) {
-                t.top_tokens.push_back(alt.token);
-                t.top_logprobs.push_back(alt.logprob);
-            }
-            // The sampled token joins s.tokens when it comes back as the next chunk.
-            out.samples.push_back(std::move(t));
+    const auto n_vocab = st.engine->config().n_vocab;
+    std::vector<std::size_t> picked;
+    picked.reserve(batch.chunks.size());
+    for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
+        const auto& c = batch.chunks[i];
+        if (auto ok = check_ids(c, n_vocab); !ok) {
+            fail_seq(st, c, ok.error(), out);
+            continue;
+        }
+        prepare_seq(st, c);
+        picked.push_back(i);
+    }
+    if (!picked.empty()) {
+        if (auto r = run_pass(st, batch, picked, out); !r) {
+            if (picked.size() == 1)
+                fail_seq(st, batch.chunks[picked[0]], r.error(), out);
+            else
+                run_apart(st, batch, picked, out);
         }
     }
     out.kv_blocks_free = st.engine->kv_blocks_free();

@@ -51,14 +51,16 @@ result<void> policy::add(seq_request req, clock::time_point now) {
                      "request id " + std::to_string(req.id) + " is already queued or running"};
     const auto n_prompt = static_cast<std::uint32_t>(req.prompt.size());
     if (n_prompt >= cfg_.n_ctx)
-        return error{errc::prompt_too_long, "the prompt has " + std::to_string(n_prompt) +
-                                                " tokens; the context window holds " +
-                                                std::to_string(cfg_.n_ctx) +
-                                                " including at least one generated token"};
+        return error{errc::prompt_too_long,
+                     "the prompt has " + std::to_string(n_prompt) +
+                         " tokens; the context window holds " + std::to_string(cfg_.n_ctx) +
+                         " including at least one generated token",
+                     "prompt"};
     if (blocks_for(n_prompt + 1) > cfg_.kv_blocks_total)
         return error{errc::prompt_too_long,
                      "the prompt needs " + std::to_string(blocks_for(n_prompt + 1)) +
-                         " KV blocks; the KV budget holds " + std::to_string(cfg_.kv_blocks_total)};
+                         " KV blocks; the KV budget holds " + std::to_string(cfg_.kv_blocks_total),
+                     "prompt"};
     sequence s;
     s.tokens = req.prompt;
     s.n_prompt = n_prompt;

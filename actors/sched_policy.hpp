@@ -154,9 +154,10 @@ public:
     /// (reported by take_finished()); the engine left their KV untouched, they are released.
     void step_failed(const step_plan& plan, clock::time_point now);
 
-    /// Ends a request wherever it is (queued, prefilling, decoding): client cancel, or a stop
-    /// string found by the front end. Returns false when the id is unknown (already finished).
-    /// The result is reported by take_finished(); its KV is released with the next plan.
+    /// Ends a request wherever it is (queued, prefilling, decoding): client cancel, a stop
+    /// string found by the front end, or a sequence the executor failed alone (error). Returns
+    /// false when the id is unknown (already finished). The result is reported by
+    /// take_finished(); its KV is released with the next plan.
     bool finish(request_id id, finish_reason reason, clock::time_point now);
 
     /// Sequences that ended outside update_from_output (finish(), deadlines in schedule()).

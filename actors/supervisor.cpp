@@ -536,15 +536,16 @@ void start_ticking(supervisor_pointer self) {
     }
 }
 
-/// Points admission at `batcher` for `alias` (null: removes the alias), then runs `then` once
+/// Points admission at `batcher` for `alias` (null: removes the alias), with the version's `info`
+/// (admission checks requests against its vocabulary and context), then runs `then` once
 /// admission has it (every request admission handed to the old batcher is queued there by then).
 template <class F>
 void route_then(supervisor_pointer self, const std::string& alias, msg::batcher_actor batcher,
-                F then) {
+                const msg::executor_info& info, F then) {
     auto adm = self->state.opt.admission;
     if (!adm)
         return then();
-    self->request(adm, std::chrono::seconds(30), msg::route_atom_v, alias, std::move(batcher))
+    self->request(adm, std::chrono::seconds(30), msg::route_atom_v, alias, std::move(batcher), info)
         .then([then](bool) mutable { then(); },
               [then](const caf::error&) mutable {
                   // Admission is gone (shutdown): nothing routes anywhere any more.
@@ -581,7 +582,7 @@ void retire(supervisor_pointer self, alias_rec& a, std::uint64_t old_serial,
 
 void flip(supervisor_pointer self, std::uint64_t serial) {
     auto* v = find_version(self, serial);
-    route_then(self, v->alias, v->batcher, [self, serial] {
+    route_then(self, v->alias, v->batcher, v->info, [self, serial] {
         auto* ver = find_version(self, serial);
         if (!ver || ended(ver->state))
             return;
@@ -922,7 +923,7 @@ msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
             const auto* act = find_version(self, a.active);
             const auto op = begin_op(self, alias, "unload", act ? act->id : std::string{});
             a.unloading = true;
-            route_then(self, alias, msg::batcher_actor{}, [self, alias] {
+            route_then(self, alias, msg::batcher_actor{}, msg::executor_info{}, [self, alias] {
                 auto& al = self->state.aliases[alias];
                 const auto active = al.active;
                 al.active = 0;

@@ -37,15 +37,18 @@ inline std::error_code make_error_code(errc e) noexcept {
     return {static_cast<int>(e), bitnet_category()};
 }
 
-/// An error with its code and a message naming what is wrong and where.
+/// An error with its code and a message naming what is wrong and where. `param` names the
+/// request field at fault when the caller's input is (HTTP reports it as the error's `param`).
 struct error {
     std::error_code code;
     std::string message;
+    std::string param;
 
     error() = default;
-    error(errc e, std::string msg)
+    error(errc e, std::string msg, std::string field = {})
         : code(make_error_code(e))
-        , message(std::move(msg)) {}
+        , message(std::move(msg))
+        , param(std::move(field)) {}
 
     [[nodiscard]] errc value() const noexcept { return static_cast<errc>(code.value()); }
     /// "bad_format: <message>"

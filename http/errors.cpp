@@ -7,7 +7,8 @@ namespace bitnet::http {
 api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std::string param) {
     api_error out;
     out.message = e.message.empty() ? e.to_string() : e.message;
-    out.param = std::move(param);
+    // The field the caller names wins; else the one the error itself carries (admission's).
+    out.param = param.empty() ? e.param : std::move(param);
     switch (e.value()) {
     case errc::invalid_argument:
     case errc::tokenizer_error:
@@ -20,12 +21,13 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                0};
         break;
     case errc::prompt_too_long:
+        // Never a Retry-After: the same prompt can never fit, however long the client waits.
         out = {400,
                "invalid_request_error",
                "context_length_exceeded",
                out.message,
-               out.param,
-               "shorten the prompt or lower max_tokens",
+               out.param.empty() ? "prompt" : out.param,
+               "shorten the prompt: it must leave room in the context for the generated tokens",
                0};
         break;
     case errc::not_found:

@@ -20,7 +20,8 @@ struct api_error {
     std::uint32_t retry_after_s = 0; ///< sent as Retry-After when non-zero
 };
 
-/// Maps our error vocabulary to the status table. `retry_after_s` rides along for 503s.
+/// Maps our error vocabulary to the status table. `retry_after_s` rides along for 503s; `param`
+/// names the offending field, else the error's own `param` is used (prompt_too_long: "prompt").
 [[nodiscard]] api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s = 0,
                                      std::string param = {});
 

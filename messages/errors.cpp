@@ -22,15 +22,19 @@ caf::error to_caf_error(errc code, std::string message, std::uint32_t retry_afte
                       caf::make_message(std::move(message), retry_after_s)};
 }
 
+// The context is (message), (message, retry_after_s) or (message, retry_after_s, param).
 std::uint32_t retry_after_of(const caf::error& e) {
     const auto& ctx = e.context();
-    if (e.category() == error_category() && ctx.size() == 2 && ctx.match_element<std::uint32_t>(1))
+    if (e.category() == error_category() && ctx.size() >= 2 && ctx.match_element<std::uint32_t>(1))
         return ctx.get_as<std::uint32_t>(1);
     return 0;
 }
 
 caf::error to_caf_error(const bitnet::error& e) {
-    return to_caf_error(e.value(), e.message);
+    if (e.param.empty())
+        return to_caf_error(e.value(), e.message);
+    return caf::error{static_cast<std::uint8_t>(e.value()), error_category(),
+                      caf::make_message(e.message, std::uint32_t{0}, e.param)};
 }
 
 bitnet::error from_caf_error(const caf::error& e) {
@@ -39,9 +43,12 @@ bitnet::error from_caf_error(const caf::error& e) {
     if (e.category() == error_category()) {
         std::string text;
         const auto& ctx = e.context();
+        std::string param;
         if (ctx.size() >= 1 && ctx.match_element<std::string>(0))
             text = ctx.get_as<std::string>(0);
-        return {static_cast<errc>(e.code()), std::move(text)};
+        if (ctx.size() >= 3 && ctx.match_element<std::string>(2))
+            param = ctx.get_as<std::string>(2);
+        return {static_cast<errc>(e.code()), std::move(text), std::move(param)};
     }
     if (e.category() == caf::atom("system")) {
         switch (static_cast<caf::sec>(e.code())) {
@@ -67,7 +74,7 @@ void register_messages(caf::actor_system_config& cfg) {
     cfg.add_error_category(
         error_category(), [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
             std::string out = std::string("bitnet::") + errc_name(static_cast<errc>(code));
-            if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+            if (ctx.size() >= 1 && ctx.match_element<std::string>(0))
                 out += ": " + ctx.get_as<std::string>(0);
             return out;
         });

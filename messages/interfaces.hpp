@@ -39,21 +39,23 @@ using batcher_actor =
                      caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<tick_atom>,
                      caf::replies_to<stats_atom>::with<batcher_stats>>;
 
-/// Front door: caps, priorities, readiness, draining. `submit` errors: queue_full (cap hit or
-/// draining; the message says which), not_found (unknown model), prompt_too_long, timeout
-/// (deadline passed while queued). `ready` answers readiness and, when not ready, why.
-/// `route(alias, batcher)` is sent by the supervisor when a model becomes ready or is swapped
-/// (a null batcher removes the alias); admission answers once the new route is in place, so every
-/// request it handed to the old batcher is already in that batcher's mailbox by then (the old
-/// version's drain starts from that answer). `tick` is admission's own timer (queue-depth
-/// polling for caps and Retry-After).
-using admission_actor =
-    caf::typed_actor<caf::replies_to<submit_atom, generate_request, sink_actor>::with<request_id>,
-                     caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
-                     caf::replies_to<ready_atom>::with<bool, std::string>,
-                     caf::replies_to<route_atom, std::string, batcher_actor>::with<bool>,
-                     caf::reacts_to<tick_atom>,
-                     caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>>;
+/// Front door: caps, priorities, readiness, draining. `submit` errors: invalid_argument (a
+/// prompt or stop token id outside the vocabulary), prompt_too_long (no room left in the context
+/// or the KV pool), queue_full (cap hit or draining; the message says which), not_found (unknown
+/// model), timeout (deadline passed while queued). `ready` answers readiness and, when not
+/// ready, why. `route(alias, batcher, info)` is sent by the supervisor when a model becomes ready
+/// or is swapped (a null batcher removes the alias); `info` is the serving version's
+/// executor_info, whose vocabulary, context and KV pool admission checks every request against
+/// (a bad id or an over-long prompt is a 400 at the door, never a failed step or a 503 to
+/// retry). Admission answers once the new route is in place, so every request it handed to the
+/// old batcher is already in that batcher's mailbox by then (the old version's drain starts from
+/// that answer). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
+using admission_actor = caf::typed_actor<
+    caf::replies_to<submit_atom, generate_request, sink_actor>::with<request_id>,
+    caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
+    caf::replies_to<ready_atom>::with<bool, std::string>,
+    caf::replies_to<route_atom, std::string, batcher_actor, executor_info>::with<bool>,
+    caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>>;
 
 /// Owns model versions and their batcher/executor pairs (ARCHITECTURE.md §2, hot-swap): answers
 /// routing lookups, lists every alias (versions, operations) for /v1/models and /health, and runs

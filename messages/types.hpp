@@ -142,17 +142,35 @@ typename Inspector::result_type inspect(Inspector& f, sampled_token& x) {
              x.top_logprobs);
 }
 
-/// executor -> batcher: the samples of a step and how long the forward pass took.
+/// A sequence the executor could not step for a reason of its own (a token id outside the
+/// vocabulary, an engine failure that recurs when it runs alone). Its KV is already released;
+/// the batcher ends it with this error while the rest of the step goes on.
+struct seq_failure {
+    std::uint64_t seq = 0;
+    std::int32_t code = 0; ///< an errc value
+    std::string message;
+    std::string param; ///< the request field at fault, when one is
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, seq_failure& x) {
+    return f(caf::meta::type_name("seq_failure"), x.seq, x.code, x.message, x.param);
+}
+
+/// executor -> batcher: the samples of a step, the sequences that failed in it, and how long the
+/// forward pass took.
 struct step_result {
     std::uint64_t step = 0;
     std::vector<sampled_token> samples;
     std::int64_t step_us = 0;
     std::uint32_t kv_blocks_free = 0;
+    std::vector<seq_failure> failed;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
-    return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free);
+    return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
+             x.failed);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.

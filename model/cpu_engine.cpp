@@ -127,17 +127,41 @@ void cpu_engine::attention_layer(std::span<const seq_chunk> batch, std::uint32_t
 }
 
 result<step_output> cpu_engine::step(std::span<const seq_chunk> batch) {
+    if (batch.empty())
+        return step_output{};
+    BITNET_TRY(validate(batch));
+    // From here every sequence's cache grows. Whatever stops the pass undoes that growth, so a
+    // failed step leaves no sequence changed and the caller may run the others again.
+    std::size_t appended = 0;
+    try {
+        for (; appended < batch.size(); ++appended) {
+            const seq_chunk& c = batch[appended];
+            auto r = cache_.append(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
+            if (!r) {
+                roll_back(batch.first(appended));
+                return error(errc::internal,
+                             "KV append failed after validation: " + r.error().message);
+            }
+        }
+        return forward(batch);
+    } catch (const std::exception& e) {
+        roll_back(batch.first(appended));
+        return error(errc::internal, std::string("the forward pass failed: ") + e.what());
+    }
+}
+
+void cpu_engine::roll_back(std::span<const seq_chunk> appended) noexcept {
+    for (const seq_chunk& c : appended) {
+        if (c.pos0 == 0)
+            cache_.free(c.seq); // it did not exist before this step
+        else
+            (void)cache_.truncate(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
+    }
+}
+
+step_output cpu_engine::forward(std::span<const seq_chunk> batch) {
     step_output out;
     out.rows_for_chunk.assign(batch.size(), step_output::no_row);
-    if (batch.empty())
-        return out;
-    BITNET_TRY(validate(batch));
-    for (const seq_chunk& c : batch) {
-        auto r = cache_.append(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
-        if (!r)
-            return error(errc::internal, "KV append failed after validation: " + r.error().message);
-    }
-
     const model_config& c = config_;
     const std::size_t T = batch_tokens(batch);
     const std::size_t n_embd = c.n_embd;

@@ -61,7 +61,8 @@ public:
 
     /// One forward pass. Fails without side effects on the KV cache when a chunk's position does
     /// not continue its sequence, a token id is out of range, the batch exceeds max_batch_tokens,
-    /// or KV blocks run out (errc::kv_exhausted).
+    /// or KV blocks run out (errc::kv_exhausted); a pass that fails part-way (an allocation
+    /// throwing) rolls every sequence's cache back too, so the caller may rerun the others.
     [[nodiscard]] virtual result<step_output> step(std::span<const seq_chunk> batch) = 0;
 };
 

@@ -306,3 +306,113 @@ TEST_CASE("seeded sampling gives the same tokens with and without preemption und
         CHECK(ids(together[k]) == alone[k]);
     }
 }
+
+namespace {
+
+/// Token ids of a transcript.
+std::vector<msg::token_id> ids_of(const transcript& t) {
+    std::vector<msg::token_id> out;
+    for (const auto& e : t.tokens)
+        out.push_back(e.token);
+    return out;
+}
+
+/// Submits every request before collecting any (each from its own sink), so they share steps.
+std::vector<transcript> run_together(rig& r, std::vector<msg::generate_request> reqs) {
+    std::vector<std::unique_ptr<caf::scoped_actor>> sinks;
+    std::vector<transcript> out(reqs.size());
+    std::vector<bool> finished(reqs.size(), false);
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+        sinks.push_back(std::make_unique<caf::scoped_actor>(r.sys));
+        auto& self = *sinks.back();
+        self->request(r.batcher, 5s, msg::submit_atom_v, reqs[i],
+                      caf::actor_cast<msg::sink_actor>(self))
+            .receive([](msg::request_id) {},
+                     [&](const caf::error& e) {
+                         out[i].failed = msg::from_caf_error(e);
+                         finished[i] = true;
+                     });
+    }
+    for (std::size_t i = 0; i < reqs.size(); ++i)
+        for (int n = 0; n < 500 && !finished[i]; ++n)
+            (*sinks[i])->receive(
+                [&](msg::token_atom, msg::token_event ev) { out[i].tokens.push_back(ev); },
+                [&](msg::done_atom, msg::completion c) {
+                    out[i].done = c;
+                    finished[i] = true;
+                },
+                [&](msg::fail_atom, msg::request_id, caf::error e) {
+                    out[i].failed = msg::from_caf_error(e);
+                    finished[i] = true;
+                },
+                caf::after(10s) >> [&] { finished[i] = true; });
+    return out;
+}
+
+/// After a failure the pool must be whole again: the policy's and the engine's view agree.
+bool kv_all_free(rig& r) {
+    for (int i = 0; i < 200; ++i) {
+        const auto s = r.stats();
+        if (s.running == 0 && s.kv_blocks_used == 0 && r.probe->blocks_used == 0 &&
+            r.probe->live_seqs == 0)
+            return true;
+        std::this_thread::sleep_for(5ms);
+    }
+    return false;
+}
+
+} // namespace
+
+TEST_CASE("a prompt id outside the vocabulary fails its own request; its batch-mates complete") {
+    // Sent straight to the batcher (admission refuses it first on the HTTP path): the executor
+    // must keep the bad chunk out of the batched step instead of failing every sequence in it.
+    rig r(2ms);
+    const auto alone_a = run_one(r, make_req(1, {1, 2, 3}, 12));
+    const auto alone_b = run_one(r, make_req(2, {7, 8}, 12));
+    REQUIRE(alone_a.done);
+    REQUIRE(alone_b.done);
+    auto t = run_together(
+        r, {make_req(11, {1, 2, 3}, 12), make_req(12, {5, 99}, 12), make_req(13, {7, 8}, 12)});
+    REQUIRE(t[1].failed);
+    CHECK(t[1].failed->value() == errc::invalid_argument);
+    CHECK(t[1].failed->message.find("99") != std::string::npos);
+    CHECK(t[1].failed->message.find("32") != std::string::npos); // the vocabulary size
+    for (std::size_t i : {0u, 2u}) {
+        CAPTURE(i);
+        REQUIRE(t[i].done);
+        CHECK(t[i].done->finish_reason == "length");
+    }
+    CHECK(ids_of(t[0]) == ids_of(alone_a));
+    CHECK(ids_of(t[2]) == ids_of(alone_b));
+    CHECK(kv_all_free(r));
+}
+
+TEST_CASE("a sequence the engine fails for its own reason fails alone; the others go on") {
+    // The fake engine fails any step holding sequence 22, which no check before the step can
+    // see: the executor has to find the culprit by running the batch's sequences apart.
+    rig r(2ms);
+    const auto alone_a = run_one(r, make_req(1, {1, 2, 3}, 12));
+    const auto alone_b = run_one(r, make_req(2, {7, 8}, 12));
+    REQUIRE(alone_a.done);
+    REQUIRE(alone_b.done);
+    r.probe->poison_seq = 22;
+    auto t = run_together(
+        r, {make_req(21, {1, 2, 3}, 12), make_req(22, {4, 5}, 12), make_req(23, {7, 8}, 12)});
+    REQUIRE(t[1].failed);
+    CHECK(t[1].failed->message.find("poisoned") != std::string::npos);
+    CHECK(t[1].tokens.empty());
+    for (std::size_t i : {0u, 2u}) {
+        CAPTURE(i);
+        REQUIRE(t[i].done);
+        CHECK(t[i].done->finish_reason == "length");
+        CHECK_FALSE(t[i].failed);
+    }
+    CHECK(ids_of(t[0]) == ids_of(alone_a));
+    CHECK(ids_of(t[2]) == ids_of(alone_b));
+    CHECK(kv_all_free(r));
+    // The server side goes on: a later request runs normally.
+    r.probe->poison_seq = 0;
+    auto later = run_one(r, make_req(30, {1, 2, 3}, 12));
+    REQUIRE(later.done);
+    CHECK(ids_of(later) == ids_of(alone_a));
+}

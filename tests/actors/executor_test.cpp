@@ -84,14 +84,20 @@ TEST_CASE("executor runs steps, samples greedily with logprobs, reports its devi
             },
             [](const caf::error& e) { FAIL(caf::to_string(e)); });
 
-    // A position that does not continue the sequence: the engine's error comes back as ours.
+    // A position that does not continue the sequence: the engine's error comes back as ours,
+    // for that sequence (its KV released), while the step itself answers.
     b.step = 2;
     b.chunks[0].pos0 = 9;
     self->request(exec, std::chrono::seconds(10), msg::step_atom_v, b)
-        .receive([](const msg::step_result&) { FAIL("expected an error"); },
-                 [](const caf::error& e) {
-                     CHECK(msg::from_caf_error(e).value() == errc::invalid_argument);
-                 });
+        .receive(
+            [](const msg::step_result& r) {
+                CHECK(r.samples.empty());
+                REQUIRE(r.failed.size() == 1);
+                CHECK(r.failed[0].seq == 7);
+                CHECK(r.failed[0].code == static_cast<std::int32_t>(errc::invalid_argument));
+                CHECK(r.kv_blocks_free == 16);
+            },
+            [](const caf::error& e) { FAIL(caf::to_string(e)); });
 
     // Release frees the sequence's KV.
     b.step = 3;
@@ -188,5 +194,61 @@ TEST_CASE("seeded sampling gives a sequence the same tokens alone and inside a b
     for (int i = 0; i < 12; ++i)
         chain.push_back(static_cast<msg::token_id>((i == 0 ? 2 : chain.back() + 1) % 32));
     CHECK(alone != chain);
+    self->send_exit(exec, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a chunk with an id outside the vocabulary fails alone; the batch's others are sampled") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    auto probe = std::make_shared<test::fake_engine_probe>();
+    actors::executor_options opt;
+    opt.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+        return std::make_unique<test::fake_engine>(16, std::chrono::milliseconds(0), probe);
+    };
+    auto exec = actors::spawn_executor(sys, opt);
+    caf::scoped_actor self{sys};
+    msg::sampling greedy;
+    greedy.temperature = 0.0f;
+    msg::step_batch b;
+    b.step = 1;
+    b.chunks.push_back({1, {3, 4}, 0, true, greedy});
+    b.chunks.push_back({2, {5, 32, 6}, 0, true, greedy}); // ids are 0..31
+    b.chunks.push_back({3, {10}, 0, true, greedy});
+    self->request(exec, std::chrono::seconds(10), msg::step_atom_v, b)
+        .receive(
+            [](const msg::step_result& r) {
+                REQUIRE(r.samples.size() == 2);
+                CHECK(r.samples[0].seq == 1);
+                CHECK(r.samples[0].token == 5);
+                CHECK(r.samples[1].seq == 3);
+                CHECK(r.samples[1].token == 11);
+                REQUIRE(r.failed.size() == 1);
+                CHECK(r.failed[0].seq == 2);
+                CHECK(r.failed[0].code == static_cast<std::int32_t>(errc::invalid_argument));
+                CHECK(r.failed[0].param == "prompt");
+                CHECK(r.failed[0].message.find("32 at position 1") != std::string::npos);
+            },
+            [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    // Only the two good sequences hold KV (one block each).
+    CHECK(probe->live_seqs == 2);
+    CHECK(probe->blocks_used == 2);
+
+    // A failure only the engine sees (sequence 3 poisoned): the pass is rerun apart, 1 goes on.
+    probe->poison_seq = 3;
+    b.step = 2;
+    b.chunks = {{1, {5}, 2, true, greedy}, {3, {11}, 1, true, greedy}};
+    self->request(exec, std::chrono::seconds(10), msg::step_atom_v, b)
+        .receive(
+            [](const msg::step_result& r) {
+                REQUIRE(r.samples.size() == 1);
+                CHECK(r.samples[0].seq == 1);
+                CHECK(r.samples[0].token == 6);
+                REQUIRE(r.failed.size() == 1);
+                CHECK(r.failed[0].seq == 3);
+                CHECK(r.failed[0].message.find("poisoned") != std::string::npos);
+            },
+            [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    CHECK(probe->live_seqs == 1);
+    CHECK(probe->blocks_used == 1); // sequence 1: 3 tokens in one 4-token block
     self->send_exit(exec, caf::exit_reason::user_shutdown);
 }

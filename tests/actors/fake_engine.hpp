@@ -1,6 +1,7 @@
 // A stand-in model::engine for tests of the actors that drive it (the engine is not what those
 // tests are about). It enforces the engine contract the real one does: chunk positions continue
-// each sequence's KV, token ids in range, KV blocks within the budget (kv_exhausted past it).
+// each sequence's KV, token ids in range, KV blocks within the budget (kv_exhausted past it), and
+// a failed step changes nothing.
 // Its "model" predicts token (last + 1) % n_vocab, so generated sequences are easy to check; its
 // vocabulary is fake_vocab.hpp's.
 #pragma once
@@ -20,6 +21,9 @@ struct fake_engine_probe {
     std::atomic<std::uint32_t> blocks_used{0};
     std::atomic<std::uint32_t> steps{0};
     std::atomic<std::uint32_t> live_seqs{0};
+    /// A sequence id the engine fails every step for (0 = none): a fault of that sequence alone
+    /// that no check before the step can see, as a real engine's could be.
+    std::atomic<std::uint64_t> poison_seq{0};
 };
 
 class fake_engine final : public model::engine {
@@ -53,6 +57,9 @@ public:
     result<model::step_output> step(std::span<const model::seq_chunk> batch) override {
         auto after = cached_;
         for (const auto& c : batch) {
+            if (c.seq == probe_->poison_seq)
+                return error{errc::internal,
+                             "fake engine: sequence " + std::to_string(c.seq) + " is poisoned"};
             auto& n = after[c.seq];
             if (c.pos0 != n)
                 return error{errc::invalid_argument, "chunk does not continue its sequence"};

@@ -121,6 +121,11 @@ TEST_CASE("errc maps to the status table with the contract's body") {
     auto ctx = to_api_error({errc::prompt_too_long, "x"});
     CHECK(ctx.status == 400);
     CHECK(ctx.code == "context_length_exceeded");
+    CHECK(ctx.param == "prompt"); // always the prompt's length that does not fit
+    CHECK(ctx.retry_after_s == 0);
+    // The field an error carries becomes `param`, unless the caller names one.
+    CHECK(to_api_error({errc::invalid_argument, "x", "stop_token_ids"}).param == "stop_token_ids");
+    CHECK(to_api_error({errc::invalid_argument, "x", "prompt"}, 0, "messages").param == "messages");
     auto nf = to_api_error({errc::not_found, "no model 'x'"});
     CHECK(nf.status == 404);
     CHECK(nf.code == "model_not_found");

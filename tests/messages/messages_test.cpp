@@ -86,6 +86,13 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     REQUIRE(s2.samples.size() == 1);
     CHECK(s2.samples[0].top_tokens == std::vector<msg::token_id>{11, 12});
     CHECK(s2.samples[0].logprob == -0.25f);
+    s.failed.push_back({10, static_cast<std::int32_t>(errc::invalid_argument), "id 99", "prompt"});
+    s2 = round_trip(sys, s);
+    REQUIRE(s2.failed.size() == 1);
+    CHECK(s2.failed[0].seq == 10);
+    CHECK(s2.failed[0].code == static_cast<std::int32_t>(errc::invalid_argument));
+    CHECK(s2.failed[0].message == "id 99");
+    CHECK(s2.failed[0].param == "prompt");
 
     msg::batcher_stats st;
     st.waiting = {1, 2, 3};
@@ -151,6 +158,13 @@ TEST_CASE("errc survives caf::error with its message, CAF's errors map to the ne
     auto busy = msg::to_caf_error(errc::queue_full, "256 waiting", 7);
     CHECK(msg::retry_after_of(busy) == 7);
     CHECK(msg::from_caf_error(busy).message == "256 waiting");
+    // The field at fault rides along (HTTP's `param`), without a Retry-After.
+    auto field = msg::to_caf_error(bitnet::error{errc::invalid_argument, "id 600", "prompt"});
+    CHECK(msg::from_caf_error(field).param == "prompt");
+    CHECK(msg::from_caf_error(field).message == "id 600");
+    CHECK(msg::retry_after_of(field) == 0);
+    CHECK(sys.render(field).find("id 600") != std::string::npos);
+    CHECK(msg::from_caf_error(e).param.empty());
 
     CHECK(msg::from_caf_error(caf::make_error(caf::sec::request_timeout)).value() == errc::timeout);
     CHECK(msg::from_caf_error(caf::make_error(caf::sec::request_receiver_down)).value() ==
