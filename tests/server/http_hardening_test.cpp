@@ -1,12 +1,15 @@
 // bitnet-server as a process under hostile and careless clients: what one request, one client or
 // a burst of them must never do (abort the process, stop the listener, grow memory without end,
 // drop a request unanswered), each as the raw bytes such a client sends. Waits are bounded polls.
+#include "fuzz/byte_mutator.hpp"
+#include "fuzz/http_seeds.hpp"
 #include "server/raw_client.hpp"
 #include "server/server_process.hpp"
 
 #include <atomic>
 #include <fstream>
-#include <mutex>
+#include <map>
+#include <sstream>
 
 using namespace bitnet;
 using namespace std::chrono_literals;
@@ -311,4 +314,154 @@ TEST_CASE("requests for unknown paths share one metrics series: no client text i
     const auto metrics = s.get("/metrics").body;
     CHECK(metrics.find("no-such-route") == std::string::npos);
     CHECK(sample(metrics, R"(bitnet_requests_total{route="unmatched",status="404"})") == 200);
+}
+
+TEST_CASE("raw-socket mutation run: mutated requests never take the server down or get a 500") {
+    // Real requests of every route and the framing cases hostile clients send, mutated (control
+    // bytes, huge and many headers, chunk sizes, trailers, CL+TE, pipelining, HTTP/1.0, an HTTP/2
+    // preface), each on its own connection, half-closed after sending. Bounded in count and
+    // time; after every batch the process must be alive and its health check answer.
+    test::server_process s({"--read-timeout-ms", "2000"}, {.admin_open = false});
+    std::vector<std::vector<std::uint8_t>> pool;
+    for (const auto& r : fuzz::http_seed_requests())
+        pool.emplace_back(r.begin(), r.end());
+    // Many small headers, as a client sends them to exhaust a parser.
+    std::string many = "GET /health/live HTTP/1.1\r\nHost: t\r\n";
+    for (int i = 0; i < 2000; ++i)
+        many += "X-" + std::to_string(i) + ": v\r\n";
+    pool.emplace_back(many.begin(), many.end());
+    fuzz::byte_mutator m(7, fuzz::http_dictionary());
+    const auto until = std::chrono::steady_clock::now() + 120s;
+    std::map<unsigned, int> statuses;
+    int sent = 0, server_errors = 0;
+    std::string first_server_error;
+    for (int batch = 0; batch < 30 && std::chrono::steady_clock::now() < until; ++batch) {
+        for (int i = 0; i < 50; ++i, ++sent) {
+            auto bytes = m.mutate(pool[m.pick(pool.size())], pool);
+            bytes.resize(std::min<std::size_t>(bytes.size(), 256 * 1024));
+            test::raw_conn conn(s.port());
+            REQUIRE(conn.ok());
+            (void)conn.send({reinterpret_cast<const char*>(bytes.data()), bytes.size()});
+            ::shutdown(conn.fd(), SHUT_WR);
+            const auto reply = conn.read_until(3s);
+            const auto st = test::status_of(reply);
+            ++statuses[st];
+            if (st >= 500 && st != 503 && server_errors++ == 0)
+                first_server_error = reply.substr(0, 300);
+        }
+        REQUIRE_MESSAGE(s.alive(), s.log());
+        REQUIRE(answers_health(s.port(), 20));
+    }
+    std::ostringstream seen;
+    for (const auto& [st, n] : statuses)
+        seen << st << ":" << n << " ";
+    MESSAGE(sent << " mutated requests; statuses (0 = closed without an answer): " << seen.str());
+    CHECK_MESSAGE(server_errors == 0, first_server_error);
+    CHECK(sent >= 500);
+}
+
+TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing behind") {
+    test::server_process s({"--max-waiting", "16", "--max-seqs", "8"}, {.admin_open = false});
+    const std::string route = "/v1/inference/stream";
+    auto stream_request = [](int first, int max_tokens) {
+        const std::string body = greedy_ids(first, max_tokens);
+        return "POST /v1/inference/stream HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+               "Content-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body;
+    };
+    std::atomic<int> ok{0}, refused{0}, other{0};
+    std::map<unsigned, std::atomic<int>> quit_status;
+    for (unsigned st : {0u, 200u, 503u})
+        quit_status[st] = 0;
+    // Nothing running, waiting or holding KV, in admission's view (polled from the batcher), and
+    // that view taken after every request sent so far ended (`finished` counts them all: done,
+    // refused ones never reach it, cancelled ones do).
+    std::int64_t ended = 0;
+    auto settled = [&] {
+        for (int i = 0; i < 500; ++i) {
+            auto m = test::parse_object(s.get("/v1/stats").body).at("models").as_array();
+            const auto& o = m.at(0).as_object();
+            const auto& w = o.at("waiting").as_object();
+            if (o.at("finished").as_int64() >= ended && o.at("running").as_int64() == 0 &&
+                o.at("kv_blocks_used").as_int64() == 0 &&
+                w.at("high").as_int64() + w.at("normal").as_int64() + w.at("low").as_int64() == 0)
+                return true;
+            std::this_thread::sleep_for(20ms);
+        }
+        return false;
+    };
+    // One round: 160 concurrent streams against a queue of 16 (10x), then 200 streams that
+    // hang up after their first token, 10 at a time. Admission counts what it admitted since its
+    // last poll of the batcher as waiting, so each wave starts once the last one has settled:
+    // then none is refused, and each hang-up must show as a 499.
+    auto round = [&] {
+        std::vector<std::thread> clients;
+        for (int c = 0; c < 160; ++c)
+            clients.emplace_back([&, c] {
+                test::raw_conn conn(s.port());
+                if (!conn.ok() || !conn.send(stream_request(1 + c % 50, 16)))
+                    return void(++other);
+                const auto r = conn.read_until(60s, "event: done");
+                const auto st = test::status_of(r);
+                if (st == 200 && r.find("event: done") != std::string::npos)
+                    ++ok;
+                else if (st == 503 && r.find("Retry-After") != std::string::npos)
+                    ++refused;
+                else
+                    ++other;
+            });
+        for (auto& t : clients)
+            t.join();
+        ended = ok;
+        REQUIRE(settled());
+        for (int wave = 0; wave < 20; ++wave) {
+            std::vector<std::thread> quitters;
+            for (int c = 0; c < 10; ++c)
+                quitters.emplace_back([&, c] {
+                    test::raw_conn conn(s.port());
+                    if (conn.ok() && conn.send(stream_request(1 + c, 2000)))
+                        quit_status[test::status_of(conn.read_until(30s, "event: token"))]++;
+                });
+            for (auto& t : quitters)
+                t.join();
+            ended = ok + quit_status[200];
+            REQUIRE(settled());
+        }
+    };
+    // CAF 0.17 keeps each request's timeout entry (and the requesting actor's control block)
+    // until the timeout would have fired, 30 s for a submit, even after the answer came: what
+    // a burst allocates there is bounded by the request rate, and comes back only then. So both
+    // figures are taken once the timers of the rounds before them have expired. Two batches of
+    // rounds warm the allocator's pools, the threads' arenas and that timer table (the second
+    // still grows a few percent by fragmentation; the third, measured, does not).
+    auto batch = [&] {
+        for (int k = 0; k < 5; ++k) {
+            round();
+            REQUIRE(settled());
+        }
+        std::this_thread::sleep_for(31s);
+    };
+    batch();
+    batch();
+    const auto idle = rss_bytes(s.pid());
+    batch();
+    const auto after = rss_bytes(s.pid());
+    MESSAGE("RSS idle " << idle / 1024 << " KiB, after 5 more soak rounds " << after / 1024
+                        << " KiB; streams ok " << ok.load() << ", refused 503 " << refused.load()
+                        << ", other " << other.load() << "; hang-ups 200 "
+                        << quit_status[200].load() << ", refused " << quit_status[503].load());
+    CHECK(static_cast<double>(after) <= 1.05 * static_cast<double>(idle));
+    CHECK(ok + refused == 15 * 160);
+    CHECK(other == 0);
+    CHECK(refused > 0);
+    // Every request is counted once: the finished, the refused and the abandoned.
+    const auto metrics = s.get("/metrics").body;
+    auto count = [&](const char* status) {
+        return sample(metrics,
+                      "bitnet_requests_total{route=\"" + route + "\",status=\"" + status + "\"}");
+    };
+    CHECK(count("200") == ok);
+    CHECK(count("503") == refused);
+    CHECK(quit_status[200] == 15 * 200);
+    CHECK(count("499") == 15 * 200);
 }
