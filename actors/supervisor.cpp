@@ -12,6 +12,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <optional>
