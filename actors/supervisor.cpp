@@ -4,6 +4,7 @@
 #include "model/file_digest.hpp"
 #include "model/gguf_reader.hpp"
 #include "model/model_config.hpp"
+#include "model/regular_file.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
@@ -11,6 +12,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <optional>
@@ -66,6 +68,9 @@ struct version_rec {
     std::string sha256;
     std::uint64_t file_bytes = 0;
     std::shared_ptr<prepared> prep;
+    /// Set when nothing will use the load any more (failed, unloaded, shutdown): the loader
+    /// thread stops at its next check instead of hashing or reading to the end.
+    std::shared_ptr<model::cancel_flag> cancel;
     bool has_spec = false;
     model_spec spec;
     msg::executor_actor executor;
@@ -98,12 +103,17 @@ struct alias_rec {
     std::string prev_id, prev_path, prev_sha; ///< the rollback target, remembered when unloaded
     bool prev_warmup = true;
     std::uint64_t running_op = 0;
-    std::deque<std::uint64_t> ops;      ///< newest first
-    std::deque<std::uint64_t> versions; ///< newest first, ended ones pruned to a few
+    std::deque<std::uint64_t> ops;      ///< newest first, the last k_ops_kept
+    std::deque<std::uint64_t> versions; ///< newest first, ended ones pruned to k_ended_kept
     bool unloading = false;
+    bool served = false; ///< a version of it was ready once
 };
 
-constexpr std::size_t k_history = 8;
+// What the listings (/v1/models, /health) keep of the past, so that failed loads, however many,
+// cost bounded memory and bounded response sizes (documented in the header).
+constexpr std::size_t k_ops_kept = 16;      ///< operations per alias, newest first
+constexpr std::size_t k_ended_kept = 8;     ///< failed or unloaded versions per alias
+constexpr std::size_t k_unserved_kept = 16; ///< aliases that never served (only failed loads)
 
 struct supervisor_state {
     supervisor_options opt;
@@ -173,7 +183,7 @@ std::uint64_t begin_op(supervisor_pointer self, const std::string& alias, std::s
     if (exclusive)
         a.running_op = serial;
     a.ops.push_front(serial);
-    while (a.ops.size() > k_history) {
+    while (a.ops.size() > k_ops_kept) {
         st.ops.erase(a.ops.back());
         a.ops.pop_back();
     }
@@ -226,19 +236,61 @@ void stop_pair(supervisor_pointer self, version_rec& v) {
     }
 }
 
-/// Ended versions stay listed for a while (what failed and why); the oldest go. Called only where
-/// no loop over the versions is running (it erases records).
+/// Ended versions stay listed for a while (what failed and why); the oldest go, leaving room for
+/// the version about to be added. Called only where no loop over the versions is running (it
+/// erases records).
 void prune(supervisor_pointer self, alias_rec& a) {
     std::size_t n_ended = 0;
     for (auto it = a.versions.begin(); it != a.versions.end();) {
         auto* v = find_version(self, *it);
-        if (v && ended(v->state) && ++n_ended > 4) {
+        if (v && ended(v->state) && ++n_ended >= k_ended_kept) {
             self->state.versions.erase(*it);
             it = a.versions.erase(it);
         } else {
             ++it;
         }
     }
+}
+
+bool has_resident(supervisor_pointer self, const alias_rec& a) {
+    for (auto s : a.versions)
+        if (auto* v = find_version(self, s); v && resident(*v))
+            return true;
+    return false;
+}
+
+/// An alias that never served and has nothing running or resident: only failed loads.
+bool only_failed(supervisor_pointer self, const alias_rec& a) {
+    return !a.served && a.running_op == 0 && !has_resident(self, a);
+}
+
+/// Removes `alias` with its versions and operations. Called only where no loop over the
+/// versions or aliases is running.
+void forget_alias(supervisor_pointer self, const std::string& alias) {
+    auto& st = self->state;
+    auto it = st.aliases.find(alias);
+    if (it == st.aliases.end())
+        return;
+    for (auto s : it->second.versions)
+        st.versions.erase(s);
+    for (auto o : it->second.ops)
+        st.ops.erase(o);
+    st.aliases.erase(it);
+}
+
+/// Keeps fewer than k_unserved_kept aliases that only failed, besides `keep`: the ones whose
+/// last operation is oldest go (a client naming a new alias per failed load cannot grow the
+/// listings). Called only where no loop over the versions or aliases is running.
+void forget_old_unserved(supervisor_pointer self, const std::string& keep) {
+    std::vector<std::pair<std::uint64_t, std::string>> unserved; // (last operation, alias)
+    for (const auto& [alias, a] : self->state.aliases)
+        if (alias != keep && only_failed(self, a))
+            unserved.emplace_back(a.ops.empty() ? 0 : a.ops.front(), alias);
+    if (unserved.size() < k_unserved_kept)
+        return;
+    std::sort(unserved.begin(), unserved.end());
+    for (std::size_t i = 0; i + k_unserved_kept <= unserved.size(); ++i)
+        forget_alias(self, unserved[i].second);
 }
 
 void finish_unload_if_done(supervisor_pointer self, const std::string& alias) {
@@ -255,10 +307,13 @@ void finish_unload_if_done(supervisor_pointer self, const std::string& alias) {
         self->state.opt.on_serving(alias, nullptr);
 }
 
-/// An ended version keeps only what the listing shows (its spec holds the tokenizer).
+/// An ended version keeps only what the listing shows (its spec holds the tokenizer); a loader
+/// still working for it stops.
 void drop_spec(version_rec& v) {
     v.spec = model_spec{};
     v.prep.reset();
+    if (v.cancel)
+        v.cancel->store(true);
 }
 
 void unload_version(supervisor_pointer self, version_rec& v, std::string note = {}) {
@@ -346,44 +401,88 @@ std::string make_room(supervisor_pointer self, const version_rec& v, std::uint64
 
 // ---- the load pipeline --------------------------------------------------------------------
 
+/// The file of a load order, opened once: only a regular GGUF file (type, size and magic checked
+/// before the whole file is hashed), hashed, its metadata verified, and unchanged since it was
+/// opened. Runs on the loader thread.
+result<std::shared_ptr<const model::regular_file>>
+check_model_file(const std::string& path, prepared& prep, const model::cancel_flag* cancel,
+                 const std::function<void()>& hashed) {
+    auto file = model::regular_file::open(path);
+    if (!file)
+        return error(file.error().value(), "cannot read the model file: " + file.error().message);
+    if (auto magic = model::check_gguf_magic(*file); !magic)
+        return error(magic.error().value(), path + ": " + magic.error().message);
+    auto d = model::sha256_file(*file, cancel);
+    if (!d)
+        return error(d.error().value(), "cannot read the model file: " + d.error().message);
+    prep.digest = std::move(*d);
+    prep.hashed = true;
+    hashed();
+    auto f = model::gguf_file::open_metadata(path, {}, cancel);
+    if (!f)
+        return error(f.error().value(), "not a valid GGUF file: " + f.error().to_string());
+    const auto violations = model::verify_model(*f);
+    if (!violations.empty()) {
+        std::string why = "validation failed (" + std::to_string(violations.size()) + " problem" +
+                          (violations.size() > 1 ? "s" : "") + "): ";
+        for (std::size_t i = 0; i < violations.size() && i < 4; ++i)
+            why += (i ? "; " : "") + violations[i];
+        return error(errc::invalid_model, why);
+    }
+    BITNET_TRY(file->check_unchanged()); // the bytes verified are the bytes hashed
+    return std::make_shared<const model::regular_file>(std::move(*file));
+}
+
+/// The engine is read from the path again, on the executor's thread: it must still be the file
+/// that was hashed and verified, or the version's id and checks would describe another file.
+void bind_engine_to_file(model_spec& spec, std::shared_ptr<const model::regular_file> file) {
+    auto make = std::move(spec.executor.make_engine);
+    if (!make)
+        return;
+    spec.executor.make_engine = [make = std::move(make),
+                                 file =
+                                     std::move(file)]() -> result<std::unique_ptr<model::engine>> {
+        auto e = make();
+        if (!e)
+            return e;
+        BITNET_TRY(file->check_unchanged());
+        return e;
+    };
+}
+
 void spawn_loader(supervisor_pointer self, version_rec& v) {
     auto prep = std::make_shared<prepared>();
     v.prep = prep;
+    v.cancel = std::make_shared<model::cancel_flag>(false);
     auto sup = caf::actor_cast<msg::supervisor_actor>(self);
     const auto serial = v.serial;
     auto order = v.order;
     const bool prebuilt = v.has_spec;
     auto spec = v.spec;
     auto make_spec = self->state.opt.make_spec;
+    auto cancel = v.cancel;
     // Hashing and verifying read the whole file: a thread of its own, never the scheduler's. One
-    // unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise (UBSan).
+    // unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise (UBSan). The
+    // thread checks `cancel` between phases and while it reads, so a load nobody waits for any
+    // more (failed, unloaded, shutdown) ends within one chunk.
     self->system().spawn<caf::detached>(
         [=](caf::event_based_actor*, int /*unused*/) {
             auto report = [&](const char* stage, std::string failure = {}) {
                 caf::anon_send(sup, msg::stage_atom_v, serial, std::string(stage),
                                std::move(failure));
             };
+            std::shared_ptr<const model::regular_file> file;
             if (!order.path.empty()) {
-                auto d = model::sha256_file(order.path);
-                if (!d)
-                    return report("failed", "cannot read the model file: " + d.error().message);
-                prep->digest = std::move(*d);
-                prep->hashed = true;
-                report("validating");
-                auto f = model::gguf_file::open(order.path);
-                if (!f)
-                    return report("failed", "not a valid GGUF file: " + f.error().to_string());
-                const auto violations = model::verify_model(*f);
-                if (!violations.empty()) {
-                    std::string why = "validation failed (" + std::to_string(violations.size()) +
-                                      " problem" + (violations.size() > 1 ? "s" : "") + "): ";
-                    for (std::size_t i = 0; i < violations.size() && i < 4; ++i)
-                        why += (i ? "; " : "") + violations[i];
-                    return report("failed", why);
-                }
+                auto checked = check_model_file(order.path, *prep, cancel.get(),
+                                                [&] { report("validating"); });
+                if (!checked)
+                    return report("failed", checked.error().message);
+                file = std::move(*checked);
             } else {
                 report("validating");
             }
+            if (auto c = model::check_cancel(cancel.get(), "the load"); !c)
+                return report("failed", c.error().message);
             if (prebuilt) {
                 prep->spec = spec;
             } else if (!make_spec) {
@@ -393,6 +492,11 @@ void spawn_loader(supervisor_pointer self, version_rec& v) {
                 if (!s)
                     return report("failed", s.error().to_string());
                 prep->spec = std::move(*s);
+            }
+            if (file) {
+                if (auto same = file->check_unchanged(); !same)
+                    return report("failed", same.error().message);
+                bind_engine_to_file(prep->spec, std::move(file));
             }
             report("prepared");
         },
@@ -523,6 +627,7 @@ std::uint64_t new_version(supervisor_pointer self, const msg::load_order& order,
     auto& a = st.aliases[order.alias];
     prune(self, a);
     a.versions.push_front(serial);
+    forget_old_unserved(self, order.alias);
     start_version(self, serial);
     return serial;
 }
@@ -590,6 +695,7 @@ void flip(supervisor_pointer self, std::uint64_t serial) {
         const auto old = a.active;
         const auto now = clock::now();
         a.active = serial;
+        a.served = true;
         const bool restarted = ver->restarting;
         ver->restarting = false;
         set_state(self, *ver, vstate::ready);
@@ -800,11 +906,14 @@ std::optional<msg::operation_ticket> busy(supervisor_pointer self, const std::st
                   alias, op.id);
 }
 
-bool has_resident(supervisor_pointer self, const alias_rec& a) {
-    for (auto s : a.versions)
-        if (auto* v = find_version(self, s); v && resident(*v))
-            return true;
-    return false;
+/// DELETE on an alias that only ever failed: nothing to drain, the alias and its history go at
+/// once (the ticket's operation has ended "unloaded"; the alias is no longer listed).
+msg::operation_ticket clear_unserved(supervisor_pointer self, const std::string& alias) {
+    const auto op = begin_op(self, alias, "unload", {});
+    end_op(self, op, "unloaded");
+    auto t = ticket(self, op);
+    forget_alias(self, alias);
+    return t;
 }
 
 msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
@@ -830,8 +939,11 @@ msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
     self->set_exit_handler([self](caf::exit_msg& em) {
         // Ordered shutdown: children first, so the actor system can end.
         self->state.stopping = true;
-        for (auto& [serial, v] : self->state.versions)
+        for (auto& [serial, v] : self->state.versions) {
+            if (v.cancel)
+                v.cancel->store(true); // a loader thread would hold up the actor system's end
             stop_pair(self, v);
+        }
         self->quit(em.reason);
     });
     for (const auto& spec : self->state.opt.models) {
@@ -878,6 +990,9 @@ msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
         [self](msg::load_atom, msg::load_order order) -> msg::operation_ticket {
             if (order.alias.empty() || order.path.empty())
                 return refuse("invalid", "a load needs an alias and a path", order.alias);
+            // The OS would read the path only up to the NUL: another file than the one named.
+            if (order.path.find('\0') != std::string::npos)
+                return refuse("invalid", "path must not contain a NUL byte", order.alias);
             if (!self->state.opt.make_spec)
                 return refuse("invalid", "this server cannot load models at run time", order.alias);
             if (auto b = busy(self, order.alias))
@@ -915,6 +1030,8 @@ msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
         },
         [self](msg::unload_atom, const std::string& alias) -> msg::operation_ticket {
             auto it = self->state.aliases.find(alias);
+            if (it != self->state.aliases.end() && only_failed(self, it->second))
+                return clear_unserved(self, alias);
             if (it == self->state.aliases.end() || !has_resident(self, it->second))
                 return refuse("not_found", "no model '" + alias + "'", alias);
             if (auto b = busy(self, alias))

@@ -10,8 +10,15 @@
 //             previous version (auto_rollback).
 //   rollback: back to the previous version (resident: a flip; unloaded: a load of its remembered
 //             path, refused if the file's checksum changed).
-//   unload:   the alias leaves admission, its versions drain and are unloaded.
+//   unload:   the alias leaves admission, its versions drain and are unloaded. An alias that never
+//             served (only failed loads) is cleared at once.
 // Versions loaded at start-up restart (bounded) after a load failure or crash outside probation.
+// A load reads only a regular GGUF file (type and magic checked before it is hashed) that stays
+// unchanged from its open to the engine's load; its loader thread stops early (cancel flag) once
+// the version failed, was unloaded or the supervisor stops.
+// History kept for the listings, whatever the number of failed loads: the last 16 operations and
+// 8 ended (failed or unloaded) versions per alias, and the 16 most recent aliases that never
+// served (supervisor.cpp: k_ops_kept, k_ended_kept, k_unserved_kept).
 #pragma once
 
 #include "actors/batcher.hpp"

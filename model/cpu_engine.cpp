@@ -13,10 +13,9 @@
 
 namespace bitnet::model {
 
-cpu_engine::cpu_engine(gguf_file file, model_config config, tokenizer vocab, model_weights weights,
-                       kv_cache cache, const engine_options& opt)
-    : file_(std::move(file))
-    , config_(std::move(config))
+cpu_engine::cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
+                       const engine_options& opt)
+    : config_(std::move(config))
     , vocab_(std::move(vocab))
     , weights_(std::move(weights))
     , cache_(std::move(cache))
@@ -42,7 +41,7 @@ std::string cpu_engine::describe() const {
 }
 
 std::uint64_t cpu_engine::weight_bytes() const noexcept {
-    return weights_.owned_bytes + weights_.mapped_bytes;
+    return weights_.owned_bytes;
 }
 
 result<void> cpu_engine::validate(std::span<const seq_chunk> batch) const {

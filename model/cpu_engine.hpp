@@ -16,7 +16,6 @@
 #include "kernels/rope.hpp"
 #include "kernels/ternary_matmul.hpp"
 #include "model/engine.hpp"
-#include "model/gguf_reader.hpp"
 #include "model/kv_cache.hpp"
 #include "model/model_weights.hpp"
 #include "model/tokenizer.hpp"
@@ -28,8 +27,8 @@ namespace bitnet::model {
 
 class cpu_engine final : public engine {
 public:
-    cpu_engine(gguf_file file, model_config config, tokenizer vocab, model_weights weights,
-               kv_cache cache, const engine_options& opt);
+    cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
+               const engine_options& opt);
 
     [[nodiscard]] const model_config& config() const noexcept override { return config_; }
     [[nodiscard]] const tokenizer& vocab() const noexcept override { return vocab_; }
@@ -73,7 +72,6 @@ private:
     void attention_layer(std::span<const seq_chunk> batch, std::uint32_t layer);
     [[nodiscard]] const kernels::rope_angles& angles(std::uint32_t pos);
 
-    gguf_file file_; ///< owns the mapping the weights and embedding point into
     model_config config_;
     tokenizer vocab_;
     model_weights weights_;

@@ -50,9 +50,10 @@ result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
     auto cache = kv_cache::create(kv);
     if (!cache)
         return cache.error();
-    return std::unique_ptr<engine>(new cpu_engine(std::move(*file), std::move(*config),
-                                                  std::move(*vocab), std::move(*weights),
-                                                  std::move(*cache), opt));
+    // `file` and its image of the file's bytes go when this returns: the engine owns copies of
+    // everything it reads, so a served file can change on disk without touching it.
+    return std::unique_ptr<engine>(new cpu_engine(std::move(*config), std::move(*vocab),
+                                                  std::move(*weights), std::move(*cache), opt));
 }
 
 } // namespace bitnet::model

@@ -1,4 +1,4 @@
-// The inference engine facade: one loaded model (weights mmapped or repacked once), its
+// The inference engine facade: one loaded model (weights copied or repacked once), its
 // tokenizer, a paged KV cache and a compute thread pool. `step` runs one batched forward pass over
 // many sequences (prefill chunks and decode tokens mixed) and returns the logits rows that were
 // asked for (the step types live in batch.hpp). Not thread-safe: one owner (the executor's
@@ -39,7 +39,7 @@ public:
     [[nodiscard]] virtual const tokenizer& vocab() const noexcept = 0;
     /// Formats, kernel ISA, repacking done at load, thread count: for logs and /health.
     [[nodiscard]] virtual std::string describe() const = 0;
-    /// Bytes of model weights resident (mapped + repacked) and of the KV pool.
+    /// Bytes of model weights resident (copied and repacked at load) and of the KV pool.
     [[nodiscard]] virtual std::uint64_t weight_bytes() const noexcept = 0;
     [[nodiscard]] virtual std::uint64_t kv_pool_bytes() const noexcept = 0;
     /// Weight bytes one decode token streams from memory (projections and logits matrix): the

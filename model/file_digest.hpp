@@ -3,6 +3,7 @@
 #pragma once
 
 #include "common/error.hpp"
+#include "model/regular_file.hpp"
 
 #include <cstdint>
 #include <string>
@@ -14,7 +15,12 @@ struct file_digest {
     std::uint64_t size_bytes = 0;
 };
 
-/// Reads the whole file. Errors: io_error (cannot open or read, with the path and the reason).
-[[nodiscard]] result<file_digest> sha256_file(const std::string& path);
+/// Reads the whole file, checking `cancel` between chunks. Errors: io_error (cannot read, not a
+/// regular file, changed size while read, with the path and the reason), cancelled.
+[[nodiscard]] result<file_digest> sha256_file(const regular_file& file,
+                                              const cancel_flag* cancel = nullptr);
+/// Opens `path` (regular files only) and hashes it.
+[[nodiscard]] result<file_digest> sha256_file(const std::string& path,
+                                              const cancel_flag* cancel = nullptr);
 
 } // namespace bitnet::model

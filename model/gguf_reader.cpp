@@ -3,6 +3,7 @@
 #include "model/gguf_reader.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -16,6 +17,20 @@ constexpr std::uint64_t header_bytes = 24;
 
 std::string at(std::uint64_t off) {
     return "at offset " + std::to_string(off);
+}
+
+template <class T>
+T load(const std::uint8_t* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/// Names no byte of the file: whatever it is (a text, a key), its content stays out of messages
+/// that an API client reads.
+error bad_magic() {
+    return error(errc::bad_format,
+                 "not a GGUF file: bad magic at offset 0 (a GGUF file starts with \"GGUF\")");
 }
 
 class cursor {
@@ -192,13 +207,6 @@ result<gguf_value_view> read_value(cursor& c, std::string_view key, const gguf_l
     return v;
 }
 
-template <class T>
-T load(const std::uint8_t* p) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
 // Element i of a numeric array, as the widest type of its kind.
 double array_float_at(const gguf_value_view& v, std::uint64_t i) {
     const std::uint8_t* p = v.array_data + i * gguf_scalar_size(v.array_type);
@@ -256,23 +264,69 @@ error missing(std::string_view key) {
 
 } // namespace
 
-result<gguf_file> gguf_file::open(const std::string& path, const gguf_limits& limits) {
-    auto map = mmap_file::open(path);
-    if (!map)
-        return map.error();
-    gguf_file f;
-    f.map_ = *map;
-    f.bytes_ = f.map_->bytes();
-    f.path_ = path;
-    auto r = f.parse_all(limits);
-    if (!r)
-        return error(r.error().value(), path + ": " + r.error().message);
-    return f;
+result<void> check_gguf_magic(const regular_file& file) {
+    if (file.size() < header_bytes)
+        return error(errc::bad_format, "not a GGUF file: " + std::to_string(file.size()) +
+                                           " bytes is shorter than the 24-byte GGUF header");
+    std::array<std::uint8_t, 4> magic{};
+    BITNET_TRY(file.read_at(0, magic));
+    if (load<std::uint32_t>(magic.data()) != gguf_magic)
+        return bad_magic();
+    return {};
+}
+
+result<gguf_file> gguf_file::open(const std::string& path, const gguf_limits& limits,
+                                  const cancel_flag* cancel) {
+    return read(path, limits, cancel, false);
+}
+
+result<gguf_file> gguf_file::open_metadata(const std::string& path, const gguf_limits& limits,
+                                           const cancel_flag* cancel) {
+    return read(path, limits, cancel, true);
+}
+
+result<gguf_file> gguf_file::read(const std::string& path, const gguf_limits& limits,
+                                  const cancel_flag* cancel, bool metadata_only) {
+    auto file = regular_file::open(path);
+    if (!file)
+        return file.error();
+    if (auto magic = check_gguf_magic(*file); !magic)
+        return error(magic.error().value(), path + ": " + magic.error().message);
+    // Metadata: a first guess at the prefix, grown while the parse runs past its end.
+    std::uint64_t want =
+        metadata_only ? std::min<std::uint64_t>(file->size(), 1u << 20) : file->size();
+    while (true) {
+        auto image = file_image::read(*file, want, cancel);
+        if (!image)
+            return image.error();
+        gguf_file f;
+        f.image_ = std::move(*image);
+        f.bytes_ = f.image_->bytes();
+        f.file_size_ = file->size();
+        f.path_ = path;
+        auto r = f.parse_all(limits);
+        const bool whole = want >= file->size();
+        if (!r && !whole && want < max_metadata_bytes) {
+            want = std::min({want * 4, file->size(), max_metadata_bytes});
+            continue;
+        }
+        // Whatever the parse found, a file that changed meanwhile is the reason to give.
+        BITNET_TRY(file->check_unchanged());
+        if (!r && !whole)
+            return error(errc::bad_format, path +
+                                               ": the GGUF header, metadata and tensor table "
+                                               "do not fit in the first " +
+                                               std::to_string(max_metadata_bytes >> 20) + " MiB");
+        if (!r)
+            return error(r.error().value(), path + ": " + r.error().message);
+        return f;
+    }
 }
 
 result<gguf_file> gguf_file::parse(std::span<const std::uint8_t> bytes, const gguf_limits& limits) {
     gguf_file f;
     f.bytes_ = bytes;
+    f.file_size_ = bytes.size();
     f.path_ = "<memory>";
     BITNET_TRY(f.parse_all(limits));
     return f;
@@ -283,17 +337,8 @@ result<void> gguf_file::parse_all(const gguf_limits& limits) {
     if (bytes_.size() < header_bytes)
         return error(errc::bad_format, "file truncated: " + std::to_string(bytes_.size()) +
                                            " bytes is shorter than the 24-byte GGUF header");
-    const auto magic = *c.read<std::uint32_t>("magic");
-    if (magic != gguf_magic) {
-        char shown[5] = {};
-        std::memcpy(shown, &magic, 4);
-        for (char& ch : shown)
-            if (ch != 0 && (ch < 32 || ch > 126))
-                ch = '?';
-        return error(errc::bad_format,
-                     std::string("bad magic at offset 0: expected \"GGUF\", found \"") + shown +
-                         "\"");
-    }
+    if (*c.read<std::uint32_t>("magic") != gguf_magic)
+        return bad_magic();
     version_ = *c.read<std::uint32_t>("version");
     if (version_ != 2 && version_ != 3)
         return error(errc::unsupported, "unsupported GGUF version " + std::to_string(version_) +
@@ -396,11 +441,13 @@ result<void> gguf_file::parse_all(const gguf_limits& limits) {
     }
 
     data_offset_ = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
-    if (data_offset_ > bytes_.size() && !tensors_.empty())
+    if (data_offset_ > file_size_ && !tensors_.empty())
         return error(errc::bad_format, "file truncated: the data section would start at " +
                                            std::to_string(data_offset_) + ", past the end (" +
-                                           std::to_string(bytes_.size()) + " bytes)");
-    const std::uint64_t data_size = bytes_.size() > data_offset_ ? bytes_.size() - data_offset_ : 0;
+                                           std::to_string(file_size_) + " bytes)");
+    const std::uint64_t data_size = file_size_ > data_offset_ ? file_size_ - data_offset_ : 0;
+    // Only the metadata prefix in memory: tensors are checked against the file, not read.
+    const bool have_data = bytes_.size() == file_size_;
     for (auto& t : tensors_) {
         if (t.offset > data_size || t.n_bytes > data_size - t.offset)
             return error(errc::bad_format,
@@ -408,7 +455,7 @@ result<void> gguf_file::parse_all(const gguf_limits& limits) {
                              ", +" + std::to_string(t.n_bytes) +
                              ") lie outside the data section of " + std::to_string(data_size) +
                              " bytes (file truncated?)");
-        t.data = bytes_.data() + data_offset_ + t.offset;
+        t.data = have_data ? bytes_.data() + data_offset_ + t.offset : nullptr;
     }
     std::vector<const gguf_tensor*> by_offset;
     by_offset.reserve(tensors_.size());
@@ -437,8 +484,8 @@ const gguf_value_view* gguf_file::find(std::string_view key) const noexcept {
 }
 
 void gguf_file::release_pages(const gguf_tensor& t) const noexcept {
-    if (map_ != nullptr && t.data != nullptr)
-        map_->release_pages(t.bytes());
+    if (image_ != nullptr && t.data != nullptr)
+        image_->release_pages(t.bytes());
 }
 
 const gguf_tensor* gguf_file::find_tensor(std::string_view name) const noexcept {

@@ -1,11 +1,14 @@
-// Zero-copy GGUF v2/v3 reader: maps the file, validates every structure against the file's bounds
-// and returns views into the mapping. Knows nothing of transformers (see model_config.hpp).
+// GGUF v2/v3 reader: reads the file into memory of its own (file_image.hpp: pread, never a mapping
+// of the file, so a file changed under a load is an error and not a SIGBUS), validates every
+// structure against the file's bounds and returns views into those bytes. Knows nothing of
+// transformers (see model_config.hpp).
 #pragma once
 
 #include "common/error.hpp"
+#include "model/file_image.hpp"
 #include "model/ggml_type.hpp"
 #include "model/gguf_value.hpp"
-#include "model/mmap_file.hpp"
+#include "model/regular_file.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -17,7 +20,7 @@
 
 namespace bitnet::model {
 
-/// One metadata key/value pair, as stored in the file (views into the mapping).
+/// One metadata key/value pair, as stored in the file (views into the file's bytes).
 struct gguf_kv {
     std::string_view key;
     gguf_value_view value;
@@ -30,9 +33,11 @@ struct gguf_tensor {
     ggml_type type = ggml_type::f32;
     std::uint32_t n_dims = 0;
     tensor_shape ne{1, 1, 1, 1};
-    std::uint64_t offset = 0;           ///< relative to the data section, as in the file
-    std::uint64_t n_bytes = 0;          ///< tensor_nbytes(type, ne)
-    const std::uint8_t* data = nullptr; ///< into the mapping; valid while the gguf_file lives
+    std::uint64_t offset = 0;  ///< relative to the data section, as in the file
+    std::uint64_t n_bytes = 0; ///< tensor_nbytes(type, ne)
+    /// Into the file's bytes, valid while the gguf_file lives; null when only the metadata was
+    /// read.
+    const std::uint8_t* data = nullptr;
 
     [[nodiscard]] std::uint64_t n_elements() const noexcept {
         return ne[0] * ne[1] * ne[2] * ne[3];
@@ -51,8 +56,18 @@ struct gguf_limits {
 /// An opened, validated GGUF file. Move-only; views stay valid while it lives.
 class gguf_file {
 public:
-    /// Maps and validates `path`. Every malformed input is an error naming what and where.
-    [[nodiscard]] static result<gguf_file> open(const std::string& path, const gguf_limits& = {});
+    /// Reads and validates the whole of `path`. Every malformed input is an error naming what and
+    /// where, without quoting the file's bytes; only regular files open (regular_file.hpp); a file
+    /// that changes while it is read is an io_error; `cancel` ends the read early (cancelled).
+    [[nodiscard]] static result<gguf_file> open(const std::string& path, const gguf_limits& = {},
+                                                const cancel_flag* cancel = nullptr);
+    /// As open, but reads only the header, the metadata and the tensor table (a prefix of the
+    /// file, at most max_metadata_bytes); every tensor's `data` is null. For checks and
+    /// tokenizers, which read no weights.
+    [[nodiscard]] static result<gguf_file> open_metadata(const std::string& path,
+                                                         const gguf_limits& = {},
+                                                         const cancel_flag* cancel = nullptr);
+    static constexpr std::uint64_t max_metadata_bytes = std::uint64_t{256} << 20;
     /// Validates an in-memory image (the fuzzer's entry point). `bytes` must outlive the result.
     [[nodiscard]] static result<gguf_file> parse(std::span<const std::uint8_t> bytes,
                                                  const gguf_limits& = {});
@@ -60,7 +75,7 @@ public:
     [[nodiscard]] std::uint32_t version() const noexcept { return version_; }
     [[nodiscard]] std::uint32_t alignment() const noexcept { return alignment_; }
     [[nodiscard]] std::uint64_t data_offset() const noexcept { return data_offset_; }
-    [[nodiscard]] std::uint64_t file_size() const noexcept { return bytes_.size(); }
+    [[nodiscard]] std::uint64_t file_size() const noexcept { return file_size_; }
     [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
     [[nodiscard]] const std::vector<gguf_kv>& metadata() const noexcept { return kvs_; }
@@ -84,17 +99,19 @@ public:
     [[nodiscard]] result<std::vector<float>> get_float_array(std::string_view key) const;
     [[nodiscard]] result<std::vector<std::int64_t>> get_int_array(std::string_view key) const;
 
-    /// Tells the kernel that `t`'s mapped pages will not be read again (its data was copied into
-    /// another layout), so they leave the resident set; a later read faults them back in from the
-    /// file. No effect on files parsed from caller-owned bytes.
+    /// Hands `t`'s pages back to the OS: its data was copied into another layout and is not read
+    /// again (it reads as zeros afterwards). No effect on files parsed from caller-owned bytes.
     void release_pages(const gguf_tensor& t) const noexcept;
 
 private:
     gguf_file() = default;
+    static result<gguf_file> read(const std::string& path, const gguf_limits& limits,
+                                  const cancel_flag* cancel, bool metadata_only);
     result<void> parse_all(const gguf_limits& limits);
 
-    std::shared_ptr<const mmap_file> map_; ///< null when parsing caller-owned bytes
-    std::span<const std::uint8_t> bytes_;
+    std::shared_ptr<const file_image> image_; ///< null when parsing caller-owned bytes
+    std::span<const std::uint8_t> bytes_;     ///< the whole file, or its metadata prefix
+    std::uint64_t file_size_ = 0;
     std::string path_;
     std::uint32_t version_ = 0;
     std::uint32_t alignment_ = 32;
@@ -102,5 +119,9 @@ private:
     std::vector<gguf_kv> kvs_;
     std::vector<gguf_tensor> tensors_;
 };
+
+/// Reads the first bytes of `file`: bad_format "not a GGUF file" (naming no byte of it) unless it
+/// starts with the GGUF magic. A cheap check before a load reads (and hashes) a whole file.
+[[nodiscard]] result<void> check_gguf_magic(const regular_file& file);
 
 } // namespace bitnet::model

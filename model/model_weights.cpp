@@ -33,6 +33,42 @@ result<float> read_multiplier(const gguf_tensor* t) {
     return v;
 }
 
+/// The embedding's bytes as stored, in memory of the engine's own.
+result<embedding_table> copy_embedding(const gguf_tensor& t, const model_config& c) {
+    auto rb = row_bytes(t.type, c.n_embd);
+    if (!rb)
+        return rb.error();
+    embedding_table e;
+    e.type = t.type;
+    e.row_bytes = *rb;
+    e.data = kernels::aligned_buffer(t.n_bytes);
+    std::memcpy(e.data.data(), t.data, t.n_bytes);
+    return e;
+}
+
+/// The logits matrix [n_vocab][n_embd] as F16: copied from an F16 tensor; other types are widened
+/// row by row and narrowed to F16 once, so one logits kernel serves every file (an F32 table
+/// loses its low mantissa bits here; documented).
+result<kernels::aligned_buffer> logits_to_f16(const gguf_tensor& out, const model_config& c) {
+    const std::uint64_t n = std::uint64_t{c.n_vocab} * c.n_embd;
+    kernels::aligned_buffer owned(n * sizeof(std::uint16_t));
+    if (out.type == ggml_type::f16) {
+        std::memcpy(owned.data(), out.data, owned.size());
+        return owned;
+    }
+    auto* dst = owned.as<std::uint16_t>();
+    auto rb = row_bytes(out.type, c.n_embd);
+    if (!rb)
+        return rb.error();
+    std::vector<float> row(c.n_embd);
+    for (std::uint32_t r = 0; r < c.n_vocab; ++r) {
+        BITNET_TRY(dequantize_row(out.type, out.data + r * *rb, row.data(), c.n_embd));
+        for (std::uint32_t k = 0; k < c.n_embd; ++k)
+            dst[std::uint64_t{r} * c.n_embd + k] = kernels::f32_to_f16(row[k]);
+    }
+    return owned;
+}
+
 class projection_loader {
 public:
     projection_loader(const weight_load_options& opt)
@@ -112,8 +148,11 @@ private:
 result<model_weights> load_model_weights(const gguf_file& file, const model_config& c,
                                          const model_tensors& t, const weight_load_options& opt) {
     model_weights w;
-    w.token_embd = t.token_embd;
-    w.mapped_bytes = t.token_embd->n_bytes;
+    auto embd = copy_embedding(*t.token_embd, c);
+    if (!embd)
+        return embd.error();
+    w.token_embd = std::move(*embd);
+    w.owned_bytes += w.token_embd.data.size();
     auto on = read_f32_vector(t.output_norm, c.n_embd);
     if (!on)
         return on.error();
@@ -128,28 +167,18 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
     // Logits: the tied embedding, or llama's separate output tensor, as F16.
     w.logits_bytes = std::uint64_t{c.n_vocab} * c.n_embd * 2;
     const gguf_tensor* out = c.tied_output || t.output == nullptr ? t.token_embd : t.output;
-    if (out->type == ggml_type::f16) {
-        w.logits_f16 = reinterpret_cast<const std::uint16_t*>(out->data);
-        if (out != t.token_embd)
-            w.mapped_bytes += out->n_bytes;
+    if (out == t.token_embd && out->type == ggml_type::f16) {
+        w.logits_f16 = w.token_embd.data.as<std::uint16_t>();
     } else {
-        // Other types are widened row by row and narrowed to F16 once, so one logits kernel
-        // serves every file (an F32 table loses its low mantissa bits here; documented).
-        const std::uint64_t n = std::uint64_t{c.n_vocab} * c.n_embd;
-        w.logits_owned = kernels::aligned_buffer(n * sizeof(std::uint16_t));
-        auto* dst = w.logits_owned.as<std::uint16_t>();
-        auto rb = row_bytes(out->type, c.n_embd);
-        if (!rb)
-            return rb.error();
-        std::vector<float> row(c.n_embd);
-        for (std::uint32_t r = 0; r < c.n_vocab; ++r) {
-            BITNET_TRY(dequantize_row(out->type, out->data + r * *rb, row.data(), c.n_embd));
-            for (std::uint32_t k = 0; k < c.n_embd; ++k)
-                dst[std::uint64_t{r} * c.n_embd + k] = kernels::f32_to_f16(row[k]);
-        }
-        w.logits_f16 = dst;
+        auto owned = logits_to_f16(*out, c);
+        if (!owned)
+            return owned.error();
+        w.logits_owned = std::move(*owned);
+        w.logits_f16 = w.logits_owned.as<std::uint16_t>();
         w.owned_bytes += w.logits_owned.size();
     }
+    file.release_pages(*t.token_embd);
+    file.release_pages(*out);
 
     if (opt.q8_logits) {
         if (c.n_embd % 64 != 0)
@@ -158,12 +187,12 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
                              std::to_string(c.n_embd));
         w.logits_q8 = kernels::pack_q8_rows(w.logits_f16, c.n_vocab, c.n_embd, opt.family);
         w.owned_bytes += w.logits_q8->data.size();
-        // The F16 matrix is not read for logits any more: a tied embedding is read only at the
-        // rows of the tokens fed, a separate output tensor not at all.
-        if (out->type == ggml_type::f16) {
-            file.release_pages(*out);
-            if (out != t.token_embd)
-                w.mapped_bytes -= out->n_bytes;
+        // The F16 matrix is not read for logits any more: a separate one can go (a tied
+        // embedding stays, for its rows).
+        if (w.logits_owned.size() > 0) {
+            w.owned_bytes -= w.logits_owned.size();
+            w.logits_owned = kernels::aligned_buffer{};
+            w.logits_f16 = nullptr;
         }
         w.logits_bytes = w.logits_q8->data.size();
     }
@@ -213,17 +242,16 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
 }
 
 void embedding_row(const model_weights& w, std::uint32_t n_embd, std::int32_t id, float* out) {
-    const gguf_tensor& t = *w.token_embd;
+    const embedding_table& t = w.token_embd;
+    const std::uint8_t* row = t.data.data() + static_cast<std::uint64_t>(id) * t.row_bytes;
     if (t.type == ggml_type::f16) {
-        const auto* row = reinterpret_cast<const std::uint16_t*>(t.data) +
-                          static_cast<std::uint64_t>(id) * n_embd;
+        const auto* h = reinterpret_cast<const std::uint16_t*>(row);
         for (std::uint32_t k = 0; k < n_embd; ++k)
-            out[k] = kernels::f16_to_f32(row[k]);
+            out[k] = kernels::f16_to_f32(h[k]);
         return;
     }
     // The embedding's type was checked at load (map_model_tensors), so this cannot fail.
-    const std::uint64_t rb = *row_bytes(t.type, n_embd);
-    (void)dequantize_row(t.type, t.data + static_cast<std::uint64_t>(id) * rb, out, n_embd);
+    (void)dequantize_row(t.type, row, out, n_embd);
 }
 
 } // namespace bitnet::model

@@ -1,7 +1,8 @@
 // A model's weights in the form the kernels run: every projection repacked once into the kernel
 // family's ternary layout (I2_S files directly, TL1/TL2 and F32/F16 twins by way of their decoded
-// ternary values), norms as float vectors, and the F16 logits matrix. The token embedding is read
-// in place from the mapping; other tensors' mapped pages are not touched after loading.
+// ternary values), norms as float vectors, the token embedding copied as stored, and the F16 logits
+// matrix. Nothing points into the file's bytes after loading: the engine owns every byte it reads,
+// so the file can be truncated or rewritten while it serves.
 #pragma once
 
 #include "common/error.hpp"
@@ -33,11 +34,19 @@ struct layer_weights {
     projection wq, wk, wv, wo, w_gate, w_up, w_down;
 };
 
+/// The token embedding [n_vocab][n_embd], its rows as the file stores them (F16 in I2_S files).
+struct embedding_table {
+    ggml_type type = ggml_type::f16;
+    std::uint64_t row_bytes = 0;
+    kernels::aligned_buffer data;
+};
+
 struct model_weights {
-    /// Token embedding as stored (F16 in I2_S files); rows read through `embedding_row`.
-    const gguf_tensor* token_embd = nullptr;
-    /// The logits matrix [n_vocab][n_embd] in F16: points into the mapping when the file's tensor
-    /// is F16, else into `logits_owned` (converted once at load).
+    /// Read through `embedding_row`.
+    embedding_table token_embd;
+    /// The logits matrix [n_vocab][n_embd] in F16: the embedding's bytes when it is the (tied,
+    /// F16) logits matrix, else `logits_owned` (copied or converted once at load). Null with q8
+    /// logits over an untied matrix (then only `logits_q8` is read).
     const std::uint16_t* logits_f16 = nullptr;
     kernels::aligned_buffer logits_owned;
     /// The logits matrix quantized to int8 rows when q8 logits were asked for (then the F16 one
@@ -46,10 +55,8 @@ struct model_weights {
     std::vector<float> output_norm;
     std::vector<float> rope_freqs; ///< empty when absent
     std::vector<layer_weights> layers;
-    /// Bytes held in memory by us (packed projections, norms, converted logits) and read from
-    /// the mapping at run time (embedding).
+    /// Bytes held in memory (embedding, packed projections, norms, logits).
     std::uint64_t owned_bytes = 0;
-    std::uint64_t mapped_bytes = 0;
     /// What one decode token reads: every packed projection and the logits matrix (F16 or Q8).
     std::uint64_t projection_bytes = 0;
     std::uint64_t logits_bytes = 0;
@@ -62,8 +69,9 @@ struct weight_load_options {
     bool q8_logits = false;       ///< quantize the logits matrix to int8 rows (opt-in)
 };
 
-/// Repacks `tensors` of `file` for the kernels. Errors name the tensor: unsupported formats, TL
-/// shapes without kernel parameters, projections whose K is not a multiple of 128.
+/// Repacks or copies `tensors` of `file` for the kernels, handing each tensor's pages of the file's
+/// image back once copied (the image is not read afterwards). Errors name the tensor: unsupported
+/// formats, TL shapes without kernel parameters, projections whose K is not a multiple of 128.
 [[nodiscard]] result<model_weights> load_model_weights(const gguf_file& file,
                                                        const model_config& config,
                                                        const model_tensors& tensors,

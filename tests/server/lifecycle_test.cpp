@@ -3,7 +3,7 @@
 // probation auto-rollback (through the crash test hook), rollback to exact outputs, two aliases
 // and the memory budget, and RSS after repeated load/unload cycles. Waits are bounded polls for a
 // state; no assertion is about time.
-#include "server/server_process.hpp"
+#include "server/model_admin.hpp"
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/read.hpp>
@@ -16,73 +16,16 @@
 #include <mutex>
 
 using namespace bitnet;
+using test::generate;
+using test::greedy;
+using test::load_and_wait;
+using test::load_body;
+using test::make_model;
+using test::model;
+using test::wait_op;
 using steady = std::chrono::steady_clock;
 
 namespace {
-
-std::string make_model(const test::scratch_dir& dir, const std::string& name,
-                       const std::string& extra, const std::string& shape = "tiny") {
-    const auto path = dir.file(name);
-    auto made =
-        test::run_tool("bitnet-model", "make --shape " + shape + " -o " + path + " " + extra);
-    REQUIRE_MESSAGE(made.exit_code == 0, made.err);
-    return path;
-}
-
-std::string load_body(const std::string& alias, const std::string& path,
-                      const std::string& extra = {}) {
-    return R"({"alias":")" + alias + R"(","path":)" +
-           boost::json::serialize(boost::json::value(path)) + extra + "}";
-}
-
-/// Polls GET /v1/models/{alias} until operation `op_id` has ended; returns that operation.
-boost::json::object wait_op(const test::server_process& s, const std::string& alias,
-                            const std::string& op_id) {
-    for (int i = 0; i < 3000; ++i) {
-        auto r = s.get("/v1/models/" + alias);
-        if (r.status == 200) {
-            auto o = test::parse_object(r.body);
-            for (const auto& op : o.at("operations").as_array())
-                if (op.as_object().at("id").as_string() == op_id &&
-                    !op.as_object().at("finished_ms").is_null())
-                    return op.as_object();
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    FAIL("operation " << op_id << " did not end; log:\n" << s.log());
-    return {};
-}
-
-/// POST /v1/models/load and wait for its end: the ended operation.
-boost::json::object load_and_wait(const test::server_process& s, const std::string& alias,
-                                  const std::string& path, const std::string& extra = {}) {
-    auto r = s.post("/v1/models/load", load_body(alias, path, extra));
-    REQUIRE_MESSAGE(r.status == 202, r.body);
-    const auto t = test::parse_object(r.body);
-    CHECK(t.at("alias").as_string() == alias);
-    return wait_op(s, alias, std::string(t.at("operation_id").as_string()));
-}
-
-boost::json::object model(const test::server_process& s, const std::string& alias) {
-    auto r = s.get("/v1/models/" + alias);
-    REQUIRE_MESSAGE(r.status == 200, r.body);
-    return test::parse_object(r.body);
-}
-
-std::string greedy(const std::string& alias, const std::string& prompt, int n) {
-    return R"({"model":")" + alias + R"(","prompt":)" +
-           boost::json::serialize(boost::json::value(prompt)) + R"(,"max_tokens":)" +
-           std::to_string(n) + R"(,"temperature":0})";
-}
-
-/// The greedy tokens and the version they came from.
-std::pair<std::string, std::string> generate(const test::server_process& s,
-                                             const std::string& alias, const std::string& prompt) {
-    auto r = s.post("/v1/inference", greedy(alias, prompt, 12));
-    REQUIRE_MESSAGE(r.status == 200, r.body);
-    auto o = test::parse_object(r.body);
-    return {boost::json::serialize(o.at("tokens")), std::string(o.at("model_version").as_string())};
-}
 
 std::uint64_t swaps(const test::server_process& s, const std::string& result) {
     const auto m = s.get("/metrics").body;

@@ -5,7 +5,8 @@
 namespace bitnet::server {
 
 result<model_text> read_model_text(const std::string& path) {
-    auto file = model::gguf_file::open(path);
+    // The tokenizer is metadata: the weights are not read here.
+    auto file = model::gguf_file::open_metadata(path);
     if (!file)
         return file.error();
     auto vocab = model::read_tokenizer_vocab(*file);
