@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <iterator>
 #include <random>
@@ -120,5 +121,27 @@ private:
     std::mt19937_64 rng_;
     std::vector<std::string> dict_;
 };
+
+/// The fuzzers' loop: for `seconds`, mutate (mostly fresh copies of seeds, sometimes stacking
+/// mutations), cut to `max_len`, and hand each input to `check`. Returns the inputs run.
+template <class Check>
+std::uint64_t run_mutations(double seconds, byte_mutator& m,
+                            const std::vector<std::vector<std::uint8_t>>& pool, std::size_t max_len,
+                            Check&& check) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    std::uint64_t runs = 0;
+    std::vector<std::uint8_t> current = pool.at(0);
+    while (std::chrono::steady_clock::now() < deadline) {
+        for (int i = 0; i < 64; ++i, ++runs) {
+            if (m.pick(4) != 0)
+                current = pool[m.pick(pool.size())];
+            current = m.mutate(std::move(current), pool);
+            if (current.size() > max_len)
+                current.resize(max_len);
+            check(current);
+        }
+    }
+    return runs;
+}
 
 } // namespace bitnet::fuzz

@@ -62,18 +62,8 @@ int main(int argc, char** argv) {
         fuzz::check_gguf_bytes(s);
 
     fuzz::byte_mutator m(seed);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    std::uint64_t runs = 0;
-    std::vector<std::uint8_t> current = pool[0];
-    while (std::chrono::steady_clock::now() < deadline) {
-        for (int i = 0; i < 64; ++i, ++runs) {
-            // Mostly mutate fresh copies of seeds; sometimes keep stacking mutations.
-            if (m.pick(4) != 0)
-                current = pool[m.pick(pool.size())];
-            current = m.mutate(std::move(current), pool);
-            fuzz::check_gguf_bytes(current);
-        }
-    }
+    const auto runs = fuzz::run_mutations(seconds, m, pool, std::size_t{1} << 30,
+                                          [](const auto& bytes) { fuzz::check_gguf_bytes(bytes); });
     std::cout << "fuzz_gguf: " << runs << " inputs in " << seconds << " s (seed " << seed
               << "), no crash\n";
     return 0;

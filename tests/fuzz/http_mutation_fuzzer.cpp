@@ -24,19 +24,8 @@ int main(int argc, char** argv) {
         fuzz::check_http_bytes(s);
 
     fuzz::byte_mutator m(seed, fuzz::http_dictionary());
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    std::uint64_t runs = 0;
-    std::vector<std::uint8_t> current = pool[0];
-    while (std::chrono::steady_clock::now() < deadline) {
-        for (int i = 0; i < 64; ++i, ++runs) {
-            if (m.pick(4) != 0)
-                current = pool[m.pick(pool.size())];
-            current = m.mutate(std::move(current), pool);
-            if (current.size() > 256 * 1024)
-                current.resize(256 * 1024);
-            fuzz::check_http_bytes(current);
-        }
-    }
+    const auto runs = fuzz::run_mutations(seconds, m, pool, 256 * 1024,
+                                          [](const auto& bytes) { fuzz::check_http_bytes(bytes); });
     std::cout << "fuzz_http: " << runs << " inputs in " << seconds << " s (seed " << seed
               << "), no crash\n";
     return 0;

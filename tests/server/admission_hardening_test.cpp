@@ -13,19 +13,6 @@ namespace {
 /// (tools/model_synth.cpp); the server exposes the context length but not the vocabulary size.
 constexpr int tiny_vocab = 512;
 
-/// The `event:` / `data:` pairs of a native SSE body, in order.
-std::vector<std::pair<std::string, std::string>> sse_events(const std::string& body) {
-    std::vector<std::pair<std::string, std::string>> out;
-    std::size_t at = 0;
-    while ((at = body.find("event: ", at)) != std::string::npos) {
-        const auto nl = body.find('\n', at);
-        const auto end = body.find("\n\n", nl);
-        out.emplace_back(body.substr(at + 7, nl - at - 7), body.substr(nl + 7, end - nl - 7));
-        at = end;
-    }
-    return out;
-}
-
 std::string ids_request(const std::vector<int>& prompt, int max_tokens,
                         const std::string& extra = {}) {
     boost::json::array p;
@@ -71,7 +58,7 @@ struct stream_outcome {
 
 stream_outcome outcome_of(const std::string& body) {
     stream_outcome out;
-    for (const auto& [ev, data] : sse_events(body)) {
+    for (const auto& [ev, data] : test::sse_events(body)) {
         if (ev == "error") {
             out.error = true;
             continue;

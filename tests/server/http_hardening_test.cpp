@@ -30,13 +30,6 @@ bool answers_health(std::uint16_t port, int tries = 40) {
     return false;
 }
 
-std::uint64_t rss_bytes(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
-    std::uint64_t size = 0, resident = 0;
-    in >> size >> resident;
-    return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-}
-
 /// The head of a chunked POST to /v1/tokenize with one small chunk and the last chunk; what
 /// follows is the trailer section.
 std::string chunked_head() {
@@ -80,7 +73,7 @@ TEST_CASE("a chunked request's oversized trailer gets 431 and the process lives 
 
 TEST_CASE("trailer lines that never end are cut off at max_header_bytes, memory stays flat") {
     test::server_process s({}, {.admin_open = false});
-    const auto rss_before = rss_bytes(s.pid());
+    const auto rss_before = test::rss_bytes(s.pid());
     // Four clients each try to send 16 MiB of trailer lines without the final empty line; the
     // server used to buffer all of it (about 1 GB for four such clients) until the read timeout.
     const std::string line = "X-A: " + std::string(1018, 'a') + "\r\n"; // 1 KiB a line
@@ -101,7 +94,7 @@ TEST_CASE("trailer lines that never end are cut off at max_header_bytes, memory 
     for (auto& t : clients)
         t.join();
     CHECK(refused == 4);
-    const auto rss_after = rss_bytes(s.pid());
+    const auto rss_after = test::rss_bytes(s.pid());
     MESSAGE("server RSS " << rss_before / 1024 << " KiB before, " << rss_after / 1024
                           << " KiB after 4 x 16 MiB of unterminated trailers");
     CHECK(rss_after < rss_before + (16u << 20));
@@ -443,9 +436,9 @@ TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing
     };
     batch();
     batch();
-    const auto idle = rss_bytes(s.pid());
+    const auto idle = test::rss_bytes(s.pid());
     batch();
-    const auto after = rss_bytes(s.pid());
+    const auto after = test::rss_bytes(s.pid());
     MESSAGE("RSS idle " << idle / 1024 << " KiB, after 5 more soak rounds " << after / 1024
                         << " KiB; streams ok " << ok.load() << ", refused 503 " << refused.load()
                         << ", other " << other.load() << "; hang-ups 200 "

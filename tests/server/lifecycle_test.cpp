@@ -102,14 +102,6 @@ std::size_t n_threads(pid_t pid) {
     return n;
 }
 
-/// Resident pages of a process (/proc/PID/statm, second field), in bytes.
-std::uint64_t rss_bytes(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
-    std::uint64_t size = 0, resident = 0;
-    in >> size >> resident;
-    return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
-}
-
 } // namespace
 
 TEST_CASE("5 hot-swaps under 32 concurrent streams: no failed or truncated request, each on the "
@@ -490,9 +482,9 @@ TEST_CASE("20 load/unload cycles leave the server's RSS within 5 % of its start"
             s, "extra", std::string(test::parse_object(del.body).at("operation_id").as_string()));
         REQUIRE(gone.at("state").as_string() == "unloaded");
     };
-    const auto before_first = rss_bytes(s.pid());
+    const auto before_first = test::rss_bytes(s.pid());
     cycle();
-    const auto start = rss_bytes(s.pid());
+    const auto start = test::rss_bytes(s.pid());
     const auto threads_at_start = n_threads(s.pid());
     REQUIRE(start > 0);
     for (int i = 0; i < 20; ++i)
@@ -501,7 +493,7 @@ TEST_CASE("20 load/unload cycles leave the server's RSS within 5 % of its start"
     for (int i = 0; i < 500 && n_threads(s.pid()) > threads_at_start; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     CHECK(n_threads(s.pid()) <= threads_at_start);
-    const auto end = rss_bytes(s.pid());
+    const auto end = test::rss_bytes(s.pid());
     MESSAGE("RSS before the first cycle " << before_first / 1024 << " KiB, start " << start / 1024
                                           << " KiB, after 20 more cycles " << end / 1024 << " KiB");
     CHECK(static_cast<double>(end) <= 1.05 * static_cast<double>(start));

@@ -9,19 +9,6 @@ using namespace bitnet;
 
 namespace {
 
-/// The `event:` / `data:` pairs of a native SSE body, in order.
-std::vector<std::pair<std::string, std::string>> sse_events(const std::string& body) {
-    std::vector<std::pair<std::string, std::string>> out;
-    std::size_t at = 0;
-    while ((at = body.find("event: ", at)) != std::string::npos) {
-        const auto nl = body.find('\n', at);
-        const auto end = body.find("\n\n", nl);
-        out.emplace_back(body.substr(at + 7, nl - at - 7), body.substr(nl + 7, end - nl - 7));
-        at = end;
-    }
-    return out;
-}
-
 std::string greedy_ids(const std::vector<int>& prompt, int max_tokens) {
     boost::json::array p;
     for (int t : prompt)
@@ -63,7 +50,7 @@ TEST_CASE("past the drain deadline streams end with an error event and finish_re
     for (auto* r : {&running, &queued}) {
         CHECK(r->status == 200);
         CHECK(r->complete); // the chunked body ended properly: nothing was cut off
-        const auto evs = sse_events(r->body);
+        const auto evs = test::sse_events(r->body);
         REQUIRE(evs.size() >= 2);
         // ... an error event saying why, then done with finish_reason cancelled, last.
         CHECK(evs[evs.size() - 2].first == "error");
@@ -145,7 +132,7 @@ TEST_CASE("64 concurrent streams each get the greedy output they get alone, and 
         CHECK(streams[i].complete);
         boost::json::array ids;
         std::string finish;
-        for (const auto& [ev, data] : sse_events(streams[i].body)) {
+        for (const auto& [ev, data] : test::sse_events(streams[i].body)) {
             auto o = test::parse_object(data);
             if (ev == "token" && !o.at("token_id").is_null())
                 ids.push_back(o.at("token_id"));

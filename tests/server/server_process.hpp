@@ -15,8 +15,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -184,6 +186,27 @@ private:
     bool reaped_ = false;
     std::uint16_t port_ = 0;
 };
+
+/// Resident pages of a process (/proc/PID/statm, second field), in bytes.
+inline std::uint64_t rss_bytes(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/statm");
+    std::uint64_t size = 0, resident = 0;
+    in >> size >> resident;
+    return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+/// The `event:` / `data:` pairs of a native SSE body, in order.
+inline std::vector<std::pair<std::string, std::string>> sse_events(const std::string& body) {
+    std::vector<std::pair<std::string, std::string>> out;
+    std::size_t at = 0;
+    while ((at = body.find("event: ", at)) != std::string::npos) {
+        const auto nl = body.find('\n', at);
+        const auto end = body.find("\n\n", nl);
+        out.emplace_back(body.substr(at + 7, nl - at - 7), body.substr(nl + 7, end - nl - 7));
+        at = end;
+    }
+    return out;
+}
 
 inline boost::json::object parse_object(const std::string& body) {
     return boost::json::parse(body).as_object();
