@@ -72,6 +72,7 @@ TEST_CASE("a chunked request's oversized trailer gets 431 and the process lives 
 }
 
 TEST_CASE("trailer lines that never end are cut off at max_header_bytes, memory stays flat") {
+    test::without_asan_quarantine();
     test::server_process s({}, {.admin_open = false});
     const auto rss_before = test::rss_bytes(s.pid());
     // Four clients each try to send 16 MiB of trailer lines without the final empty line; the
@@ -354,6 +355,7 @@ TEST_CASE("raw-socket mutation run: mutated requests never take the server down 
 }
 
 TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing behind") {
+    test::without_asan_quarantine();
     test::server_process s({"--max-waiting", "16", "--max-seqs", "8"}, {.admin_open = false});
     const std::string route = "/v1/inference/stream";
     auto stream_request = [](int first, int max_tokens) {

@@ -450,17 +450,7 @@ TEST_CASE("two aliases served at once; the memory budget refuses a third; unload
 
 TEST_CASE("20 load/unload cycles leave the server's RSS within 5 % of its start") {
     test::scratch_dir dir;
-#if defined(__SANITIZE_ADDRESS__)
-    // AddressSanitizer keeps freed blocks in a quarantine (256 MiB by default) before reusing
-    // them, so under it RSS grows with every free whatever the server does (+58 MiB over these
-    // cycles). The server inherits this setting: the check below then sees the server's own
-    // allocations again, and leaks stay LeakSanitizer's job.
-    const char* given = std::getenv("ASAN_OPTIONS");
-    const std::string asan_options =
-        (given != nullptr && *given != '\0' ? std::string(given) + ":" : std::string()) +
-        "quarantine_size_mb=0";
-    REQUIRE(::setenv("ASAN_OPTIONS", asan_options.c_str(), 1) == 0);
-#endif
+    test::without_asan_quarantine();
     test::server_process s({"--kv-budget-bytes", "16777216"});
     const auto b = make_model(dir, "b.gguf", "--seed 2");
     // A resident `small` model (~100M parameters) gives the process a realistic baseline, so 5 %
