@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Shows that tools/ci/check-layering.sh fails on a forbidden include: copies the rooms of the real
+# tree into a temporary directory, checks the copy passes, then plants one bad include per rule
+# (in a new file, third line) and expects exit 1 naming that file:line and the rule. A commented-out
+# include must not count, and a directory that is not a source tree is a usage error (exit 2), so a
+# wrong ROOT can never read as "clean".
+#
+# usage: check_layering_test.sh CHECK_SCRIPT SOURCE_ROOT
+set -euo pipefail
+
+check="$1"
+src="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+failures=0
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+for room in common kernels model messages actors http conf; do
+    [ -d "$src/$room" ] && cp -r "$src/$room" "$tmp/"
+done
+
+run_check() { # sets rc and out
+    set +e
+    out="$(bash "$check" "$tmp" 2>&1)"
+    rc=$?
+    set -e
+}
+
+run_check
+[ "$rc" -eq 0 ] || fail "the unmodified copy should pass, got exit $rc: $out"
+
+# plant ROOM INCLUDE_TARGET RULE_TEXT: one violation alone must give exit 1, file:line and rule.
+plant() {
+    local room="$1" target="$2" rule="$3"
+    local file="$tmp/$room/planted_violation.hpp"
+    printf '#pragma once\n// planted by check_layering_test.sh\n#include %s\n' "$target" >"$file"
+    run_check
+    rm -f "$file"
+    if [ "$rc" -ne 1 ]; then
+        fail "$room including $target: expected exit 1, got $rc: $out"
+    elif ! grep -qF "$room/planted_violation.hpp:3: #include $target  [$rule]" <<<"$out"; then
+        fail "$room including $target: output does not name file:line and rule: $out"
+    fi
+}
+
+plant kernels '"model/engine.hpp"' 'kernels/ may include common/ only of ours'
+plant kernels '"messages/types.hpp"' 'kernels/ may include common/ only of ours'
+plant kernels '<caf/all.hpp>' 'kernels/ must not include CAF, Beast or Asio'
+plant model '"actors/batcher.hpp"' 'model/ must not include actors/, http/ or messages/'
+plant model '"messages/types.hpp"' 'model/ must not include actors/, http/ or messages/'
+plant model '<caf/actor_system.hpp>' 'model/ must not include CAF, Beast or Asio'
+plant model '<boost/beast/http.hpp>' 'model/ must not include CAF, Beast or Asio'
+plant model '<boost/asio/post.hpp>' 'model/ must not include CAF, Beast or Asio'
+plant http '"model/engine.hpp"' 'http/ must not include model/ or kernels/ (it talks to messages/)'
+plant http '<kernels/rope.hpp>' 'http/ must not include model/ or kernels/ (it talks to messages/)'
+plant actors '"http/server.hpp"' 'actors/ must not include http/'
+plant messages '"actors/batcher.hpp"' 'messages/ must not include actors/ or http/'
+plant messages '"http/server.hpp"' 'messages/ must not include actors/ or http/'
+
+# Allowed edges stay allowed, and only real directives count.
+printf '#pragma once\n#include "kernels/rope.hpp"\n// #include "http/server.hpp"\n' >"$tmp/model/planted_ok.hpp"
+run_check
+rm -f "$tmp/model/planted_ok.hpp"
+[ "$rc" -eq 0 ] || fail "model -> kernels and a commented include should pass, got $rc: $out"
+
+set +e
+bash "$check" "$tmp/no-such-dir" >/dev/null 2>&1
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "a missing root should be exit 2, got $rc"
+
+if [ "$failures" -gt 0 ]; then
+    echo "$failures check(s) failed" >&2
+    exit 1
+fi
+echo "check-layering fails on every planted violation and passes the clean tree"
