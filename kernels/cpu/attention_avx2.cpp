@@ -1,14 +1,7 @@
 // AVX2 attention building blocks; order as defined in attention_kernels.hpp (the 16 lanes are
 // two 8-lane registers).
 #include "kernels/cpu/attention_kernels.hpp"
-
-// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector,
-// which -Wuninitialized reports wherever they are inlined (as in the other ISA files).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {

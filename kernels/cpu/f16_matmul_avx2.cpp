@@ -2,14 +2,7 @@
 // is two ymm accumulators: lanes 0-7 and 8-15 of the defined summation order. A block of R weight
 // rows is converted from F16 once per 8 columns and reused for T tokens.
 #include "kernels/cpu/isa_kernels.hpp"
-
-// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector
-// (_mm256_undefined_pd and friends), which -Wuninitialized reports wherever they are inlined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {

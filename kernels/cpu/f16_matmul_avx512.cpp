@@ -3,14 +3,7 @@
 // from F16 once per 16 columns and reused for T tokens, and the rows stay in L1 while the next
 // token group passes over them, so the weight is streamed from memory once per call.
 #include "kernels/cpu/isa_kernels.hpp"
-
-// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector
-// (_mm256_undefined_pd and friends), which -Wuninitialized reports wherever they are inlined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {

@@ -1,14 +1,7 @@
 // AVX2 family of the int8 logits product: bytes widened to int16 and multiplied pairwise into
 // int32 (vpmaddwd, exact; vpmaddubsw would saturate), one row against up to 4 tokens at a time.
 #include "kernels/cpu/q8_kernels.hpp"
-
-// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector,
-// which -Wuninitialized reports wherever they are inlined (as in the other ISA files).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {

@@ -1,14 +1,7 @@
 // AVX-512 VNNI family of the int8 logits product: vpdpbusd on (q + 128) × w8 in blocks of 4 rows ×
 // 4 tokens (16 accumulators, each weight load feeding 4 tokens), then 128 · row_sum taken back out.
 #include "kernels/cpu/q8_kernels.hpp"
-
-// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector,
-// which -Wuninitialized reports wherever they are inlined (as in the other ISA files).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {

@@ -9,16 +9,9 @@
 // to 1), so a pair sum lies in [−512, 508] and 32 of them cannot leave int16: the integer result
 // is exact, as the scalar twin's int32 sum.
 #include "kernels/cpu/isa_kernels.hpp"
+#include "kernels/cpu/x86_intrinsics.hpp"
 
 #include <cstring>
-
-// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector
-// (_mm256_undefined_pd and friends), which -Wuninitialized reports wherever they are inlined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
 
 namespace bitnet::kernels::cpu {
 namespace {

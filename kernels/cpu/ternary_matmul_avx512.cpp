@@ -9,16 +9,9 @@
 // epilogue stores 16 consecutive outputs of a token at once, and every unpacked register feeds
 // up to `max_tokens` tokens before the next chunk is loaded.
 #include "kernels/cpu/isa_kernels.hpp"
+#include "kernels/cpu/x86_intrinsics.hpp"
 
 #include <cstring>
-
-// GCC 12's intrinsic headers build some results from a self-initialised "undefined" vector
-// (_mm256_undefined_pd and friends), which -Wuninitialized reports wherever they are inlined.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
 
 namespace bitnet::kernels::cpu {
 namespace {
