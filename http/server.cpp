@@ -2,6 +2,7 @@
 
 #include "http/api_json.hpp"
 #include "http/errors.hpp"
+#include "http/inference_sink.hpp"
 #include "http/metrics.hpp"
 #include "http/request_errors.hpp"
 #include "http/routes.hpp"
@@ -46,65 +47,6 @@ using tcp = net::ip::tcp;
 using steady = std::chrono::steady_clock;
 
 namespace {
-
-/// Where a sink actor delivers (callbacks run on CAF threads; they post to the strand).
-struct sink_target {
-    std::function<void()> on_admitted;
-    std::function<void(msg::token_event)> on_token;
-    std::function<void(msg::completion)> on_done;
-    std::function<void(caf::error)> on_fail;
-};
-
-/// One per request: submits to admission and relays the request's events. Quits at the end, or
-/// when the HTTP session kills it (client gone), which the batcher sees as a cancel.
-msg::sink_actor::behavior_type sink_fn(msg::sink_actor::pointer self, msg::admission_actor adm,
-                                       msg::generate_request req, std::shared_ptr<sink_target> t) {
-    // The batcher this sink monitors. A monitor lives on the monitored actor until it ends or is
-    // removed, and holds the sink's control block (the whole actor's memory) until then: a sink
-    // that quits without demonitoring leaks about 1 KiB per request into a long-lived batcher.
-    auto watched = std::make_shared<caf::actor_addr>();
-    auto finish = [self, watched](caf::error reason = {}) {
-        if (*watched)
-            self->demonitor(*watched);
-        self->quit(std::move(reason));
-    };
-    self->request(adm, std::chrono::seconds(30), msg::submit_atom_v, std::move(req),
-                  caf::actor_cast<msg::sink_actor>(self))
-        .then(
-            [self, t, watched](msg::request_id) {
-                t->on_admitted();
-                // The reply comes from the batcher that holds the sequence (admission
-                // delegates): watch it, so a crashed model fails this request instead of
-                // leaving the client waiting.
-                if (auto& sender = self->current_sender()) {
-                    *watched = caf::actor_cast<caf::actor_addr>(sender);
-                    self->monitor(*watched);
-                }
-            },
-            [t, finish](caf::error& e) {
-                t->on_fail(std::move(e));
-                finish();
-            });
-    self->set_down_handler([t, finish](caf::down_msg& dm) {
-        t->on_fail(msg::to_caf_error(errc::internal, "the model's batcher stopped (" +
-                                                         caf::to_string(dm.reason) +
-                                                         "); the request was lost"));
-        finish();
-    });
-    // Killed by the session (client gone, drain cut): still demonitor on the way out.
-    self->set_exit_handler([finish](caf::exit_msg& em) { finish(std::move(em.reason)); });
-    return {
-        [t](msg::token_atom, msg::token_event& ev) { t->on_token(std::move(ev)); },
-        [t, finish](msg::done_atom, msg::completion& c) {
-            t->on_done(std::move(c));
-            finish();
-        },
-        [t, finish](msg::fail_atom, msg::request_id, caf::error& e) {
-            t->on_fail(std::move(e));
-            finish();
-        },
-    };
-}
 
 std::string js(std::string_view s) {
     return json::serialize(json::value(json::string(s)));
@@ -653,8 +595,7 @@ private:
         // A stream's headers wait for admission's answer, so a refusal (429, 503) is a real
         // HTTP status with Retry-After, which client libraries act on.
         watch_disconnect();
-        call_->sink = caf::actor_cast<caf::actor>(
-            srv_.sys.spawn(sink_fn, srv_.admission, std::move(g), std::move(t)));
+        call_->sink = spawn_sink(srv_.sys, srv_.admission, std::move(g), std::move(t));
     }
 
     /// While a non-streamed reply is being generated nothing reads the socket: wait for it to
