@@ -112,7 +112,7 @@ public:
     /// Stops everything and joins the io threads.
     void stop();
 
-    struct impl; ///< opaque (Beast and CAF live in server.cpp only)
+    struct impl; ///< opaque (http/server_impl.hpp, internal: Beast and CAF stay out of here)
 
 private:
     std::unique_ptr<impl> impl_;
