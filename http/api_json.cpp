@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 namespace bitnet::http {
 namespace {
@@ -111,18 +112,13 @@ std::string fixed(double v, int digits) {
     return buf;
 }
 
-parse_result parse_inference(std::string_view body, api_kind kind) {
-    boost::system::error_code ec;
-    json::value root = json::parse(body, ec);
-    if (ec)
-        return invalid_value("", "the body is not valid JSON: " + ec.message());
-    if (!root.is_object())
-        return invalid_value("", "the body must be a JSON object");
-    const auto& o = root.get_object();
-    fields f(o);
-    inference_input in;
+namespace {
 
-    f.string("model", in.model);
+// The parts of parse_inference, in the order it reads the body. Each returns the error that
+// ends parsing at once; the errors `fields` remembers (the first wins) are returned at the end.
+
+/// chat: "messages"; the others: "prompt" (text or token ids).
+std::optional<api_error> read_prompt(fields& f, api_kind kind, inference_input& in) {
     if (kind == api_kind::chat) {
         const auto* m = f.get("messages");
         if (!m || !m->is_array() || m->get_array().empty())
@@ -154,7 +150,11 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
             return invalid_value("prompt", "prompt must be a string or an array of token ids");
         }
     }
+    return std::nullopt;
+}
 
+/// Lengths, sampling, timeout and logprobs: every error is remembered, none ends parsing.
+void read_sampling(fields& f, api_kind kind, inference_input& in) {
     f.integer("max_tokens", 1, 1 << 20, in.max_tokens);
     if (kind != api_kind::native)
         f.integer("max_completion_tokens", 1, 1 << 20, in.max_tokens);
@@ -186,7 +186,10 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
         if (in.params.n_logprobs > 0 && !in.want_logprobs)
             f.fail("top_logprobs", "top_logprobs needs \"logprobs\": true");
     }
+}
 
+/// "stop" strings and "stop_token_ids".
+std::optional<api_error> read_stops(fields& f, inference_input& in) {
     if (const auto* s = f.get("stop")) {
         if (s->is_string()) {
             in.stop.emplace_back(s->get_string());
@@ -205,6 +208,11 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
             return invalid_value("stop_token_ids", "stop_token_ids must be an array");
         f.token_ids("stop_token_ids", s->get_array(), in.stop_token_ids);
     }
+    return std::nullopt;
+}
+
+/// "priority": high, normal or low.
+std::optional<api_error> read_priority(fields& f, inference_input& in) {
     if (const auto* p = f.get("priority")) {
         const std::string_view v = p->is_string() ? std::string_view(p->get_string()) : "";
         if (v == "high")
@@ -216,19 +224,49 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
         else
             return invalid_value("priority", "priority must be \"high\", \"normal\" or \"low\"");
     }
-    if (kind != api_kind::native) {
-        f.boolean("stream", in.stream);
-        std::uint32_t n = 1;
-        f.integer("n", 1, 1, n);
-        if (const auto* so = f.get("stream_options")) {
-            if (!so->is_object())
-                return invalid_value("stream_options", "stream_options must be an object");
-            fields sf(so->get_object());
-            sf.boolean("include_usage", in.include_usage);
-            if (sf.failed())
-                return sf.error();
-        }
+    return std::nullopt;
+}
+
+/// OpenAI routes: "stream", "n" (1 only) and "stream_options".
+std::optional<api_error> read_stream_options(fields& f, inference_input& in) {
+    f.boolean("stream", in.stream);
+    std::uint32_t n = 1;
+    f.integer("n", 1, 1, n);
+    if (const auto* so = f.get("stream_options")) {
+        if (!so->is_object())
+            return invalid_value("stream_options", "stream_options must be an object");
+        fields sf(so->get_object());
+        sf.boolean("include_usage", in.include_usage);
+        if (sf.failed())
+            return sf.error();
     }
+    return std::nullopt;
+}
+
+} // namespace
+
+parse_result parse_inference(std::string_view body, api_kind kind) {
+    boost::system::error_code ec;
+    json::value root = json::parse(body, ec);
+    if (ec)
+        return invalid_value("", "the body is not valid JSON: " + ec.message());
+    if (!root.is_object())
+        return invalid_value("", "the body must be a JSON object");
+    const auto& o = root.get_object();
+    fields f(o);
+    inference_input in;
+
+    f.string("model", in.model);
+    if (auto e = read_prompt(f, kind, in))
+        return *e;
+    read_sampling(f, kind, in);
+    if (auto e = read_stops(f, in))
+        return *e;
+    if (auto e = read_priority(f, in))
+        return *e;
+    if (kind != api_kind::native)
+        if (auto e = read_stream_options(f, in))
+            return *e;
     if (f.failed())
         return f.error();
     return in;

@@ -1,6 +1,6 @@
 // The HTTP front end: a Boost.Beast listener on its own io_context threads serving the routes of
 // HTTP-API.md. Beast and CAF stay out of this header (pimpl) so callers compile cheaply.
-// The asio<->CAF seam (bridge.cpp's pattern, inside server.cpp): an asio thread never waits on
+// The asio<->CAF seam (bridge.cpp's pattern, in inference_sink.cpp): an asio thread never waits on
 // an actor: it spawns one sink actor per request, which submits to admission and receives the
 // token/done/fail events; the sink posts each event onto the connection's strand. Only the
 // strand writes to the socket. A dropped connection kills the sink, and the batcher (which
@@ -112,7 +112,7 @@ public:
     /// Stops everything and joins the io threads.
     void stop();
 
-    struct impl; ///< opaque (Beast and CAF live in server.cpp only)
+    struct impl; ///< opaque (http/server_impl.hpp, internal: Beast and CAF stay out of here)
 
 private:
     std::unique_ptr<impl> impl_;

@@ -1,0 +1,417 @@
+// Response rendering (see api_render.hpp): OpenAI and native bodies, SSE payloads, logprobs,
+// the operational routes' JSON. Streamed and latency-bearing shapes are built as text (exact
+// bytes, plain decimals); the larger operational objects with Boost.JSON.
+#include "http/api_render.hpp"
+
+#include "http/api_json.hpp"
+#include "http/server.hpp"
+
+#include <boost/json.hpp>
+
+#include <chrono>
+
+namespace bitnet::http {
+
+namespace json = boost::json;
+
+namespace {
+
+json::array bytes_of(std::string_view s) {
+    json::array a;
+    for (unsigned char c : s)
+        a.push_back(c);
+    return a;
+}
+
+/// `"token","logprob","bytes"` of one token (no braces).
+std::string logprob_fields(msg::token_id id, float lp, const piece_lookup& piece) {
+    const auto p = piece(id);
+    return R"("token":)" + quoted(utf8_or_replacement(p)) + R"(,"logprob":)" + fixed(lp, 6) +
+           R"(,"bytes":)" + json::serialize(bytes_of(p));
+}
+
+json::object stats_json(const msg::batcher_stats& x) {
+    return {{"model", x.model},
+            {"waiting", {{"high", x.waiting[0]}, {"normal", x.waiting[1]}, {"low", x.waiting[2]}}},
+            {"waiting_prompt_tokens", x.waiting_prompt_tokens},
+            {"running", x.running},
+            {"kv_blocks_used", x.kv_blocks_used},
+            {"kv_blocks_total", x.kv_blocks_total},
+            {"steps", x.steps},
+            {"preemptions", x.preemptions},
+            {"finished", x.finished}};
+}
+
+/// The OpenAI model entry plus the contract's extras.
+json::object model_json(const msg::model_status& m) {
+    const auto& i = m.info;
+    const bool ready = m.state == "ready";
+    json::object o{
+        {"id", m.alias},
+        {"object", "model"},
+        {"created", m.loaded_at > 0 ? m.loaded_at : unix_now()},
+        {"owned_by", "bitnet-serve"},
+        {"version", m.version},
+        {"state", m.state},
+        {"format", ready ? json::value(i.format) : json::value(nullptr)},
+        {"architecture", ready ? json::value(i.architecture) : json::value(nullptr)},
+        {"parameters", ready ? json::value(i.parameters) : json::value(nullptr)},
+        {"context_length", ready ? json::value(i.n_ctx) : json::value(nullptr)},
+        {"device", ready ? json::value(i.device) : json::value(nullptr)},
+        {"file_sha256", m.file_sha256.empty() ? json::value(nullptr) : json::value(m.file_sha256)},
+        {"path", m.path.empty() ? json::value(nullptr) : json::value(m.path)},
+        {"loaded_at", m.loaded_at > 0 ? json::value(m.loaded_at) : json::value(nullptr)},
+        {"previous_version",
+         m.previous_version.empty() ? json::value(nullptr) : json::value(m.previous_version)}};
+    if (!m.failure.empty())
+        o["failure"] = m.failure;
+    return o;
+}
+
+json::object version_json(const msg::version_status& v) {
+    const bool known = !v.info.format.empty();
+    json::object o{
+        {"version", v.version},
+        {"state", v.state},
+        {"path", v.path},
+        {"file_sha256", v.file_sha256.empty() ? json::value(nullptr) : json::value(v.file_sha256)},
+        {"loaded_at", v.loaded_at > 0 ? json::value(v.loaded_at) : json::value(nullptr)},
+        {"format", known ? json::value(v.info.format) : json::value(nullptr)},
+        {"device", known ? json::value(v.info.device) : json::value(nullptr)},
+        {"weight_bytes", known ? json::value(v.info.weight_bytes) : json::value(nullptr)},
+        {"kv_pool_bytes", known ? json::value(v.info.kv_pool_bytes) : json::value(nullptr)}};
+    if (!v.failure.empty())
+        o["failure"] = v.failure;
+    return o;
+}
+
+json::object operation_json(const msg::operation_status& op) {
+    json::object o{
+        {"id", op.id},
+        {"kind", op.kind},
+        {"version", op.version.empty() ? json::value(nullptr) : json::value(op.version)},
+        {"state", op.state},
+        {"started_ms", op.started_ms},
+        {"finished_ms", op.finished_ms > 0 ? json::value(op.finished_ms) : json::value(nullptr)},
+        // Request to flip, in milliseconds (formatted: Boost.JSON prints doubles in exponent
+        // form).
+        {"swap_ms",
+         op.swap_us > 0 ? json::value(json::string(ms_of(op.swap_us))) : json::value(nullptr)}};
+    if (!op.failure.empty())
+        o["failure"] = op.failure;
+    return o;
+}
+
+} // namespace
+
+// ---- small pieces ------------------------------------------------------------------------
+
+std::string quoted(std::string_view s) {
+    return json::serialize(json::value(json::string(s)));
+}
+
+std::string ms_of(std::int64_t us) {
+    return fixed(static_cast<double>(us) / 1000.0, 3);
+}
+
+std::int64_t unix_now() {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+std::string openai_finish(const std::string& reason) {
+    return (reason == "length" || reason == "deadline") ? "length" : "stop";
+}
+
+std::string utf8_or_replacement(std::string_view s) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = c < 0x80           ? 1
+                        : (c >> 5) == 0x6  ? 2
+                        : (c >> 4) == 0xE  ? 3
+                        : (c >> 3) == 0x1E ? 4
+                                           : 0;
+        bool ok = n > 0 && i + n <= s.size() && !(n == 2 && c < 0xC2);
+        for (std::size_t k = 1; ok && k < n; ++k)
+            ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+        if (ok) {
+            out.append(s.substr(i, n));
+            i += n;
+        } else {
+            out += "\xEF\xBF\xBD";
+            ++i;
+        }
+    }
+    return out;
+}
+
+std::string json_list(const std::vector<std::string>& xs) {
+    std::string out = "[";
+    for (std::size_t i = 0; i < xs.size(); ++i)
+        out += (i ? "," : "") + xs[i];
+    return out + "]";
+}
+
+std::string usage_json(const msg::completion& c) {
+    return R"({"prompt_tokens":)" + std::to_string(c.prompt_tokens) + R"(,"completion_tokens":)" +
+           std::to_string(c.completion_tokens) + R"(,"total_tokens":)" +
+           std::to_string(c.prompt_tokens + c.completion_tokens) + "}";
+}
+
+std::string timings_json(const msg::completion& c) {
+    const double tps = c.decode_us > 0 && c.completion_tokens > 1
+                           ? (c.completion_tokens - 1) * 1e6 / static_cast<double>(c.decode_us)
+                           : 0.0;
+    return R"({"queue_ms":)" + ms_of(c.queue_us) + R"(,"prefill_ms":)" + ms_of(c.prefill_us) +
+           R"(,"ttft_ms":)" + ms_of(c.ttft_us) + R"(,"decode_ms":)" + ms_of(c.decode_us) +
+           R"(,"total_ms":)" + ms_of(c.total_us) + R"(,"tokens_per_second":)" + fixed(tps, 2) + "}";
+}
+
+std::string server_timing(const msg::completion& c) {
+    return "queue;dur=" + ms_of(c.queue_us) + ", prefill;dur=" + ms_of(c.prefill_us) +
+           ", decode;dur=" + ms_of(c.decode_us) + ", total;dur=" + ms_of(c.total_us);
+}
+
+// ---- logprobs ----------------------------------------------------------------------------
+
+std::string chat_logprob(const msg::token_event& ev, const piece_lookup& piece) {
+    std::string out = "{" + logprob_fields(ev.token, ev.logprob, piece) + R"(,"top_logprobs":[)";
+    for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_logprobs.size(); ++i)
+        out += (i ? ",{" : "{") + logprob_fields(ev.top_tokens[i], ev.top_logprobs[i], piece) + "}";
+    return out + "]}";
+}
+
+std::string chat_logprobs_object(const std::vector<std::string>& entries) {
+    return R"({"content":)" + json_list(entries) + "}";
+}
+
+std::array<std::string, 4> completion_logprob_columns(const msg::token_event& ev,
+                                                      const piece_lookup& piece,
+                                                      std::size_t text_offset) {
+    const auto p = piece(ev.token);
+    std::string top = "{";
+    for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_logprobs.size(); ++i)
+        top += (i ? "," : "") + quoted(utf8_or_replacement(piece(ev.top_tokens[i]))) + ":" +
+               fixed(ev.top_logprobs[i], 6);
+    top += "}";
+    return {quoted(utf8_or_replacement(p)), fixed(ev.logprob, 6), top, std::to_string(text_offset)};
+}
+
+std::string completion_logprobs_object(const std::array<std::vector<std::string>, 4>& cols) {
+    return R"({"tokens":)" + json_list(cols[0]) + R"(,"token_logprobs":)" + json_list(cols[1]) +
+           R"(,"top_logprobs":)" + json_list(cols[2]) + R"(,"text_offset":)" + json_list(cols[3]) +
+           "}";
+}
+
+// ---- inference: streams ------------------------------------------------------------------
+
+std::string chat_chunk(const chunk_head& h, const std::string& delta, const std::string& finish,
+                       const std::string& logprobs) {
+    return R"({"id":"chatcmpl-)" + std::string(h.req_id.substr(4)) +
+           R"(","object":"chat.completion.chunk","created":)" + std::to_string(h.created) +
+           R"(,"model":)" + quoted(h.model) +
+           R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"delta":)" + delta +
+           R"(,"logprobs":)" + logprobs + R"(,"finish_reason":)" + finish + R"(}],"usage":null})";
+}
+
+std::string completion_chunk(const chunk_head& h, const std::string& text,
+                             const std::string& finish, const std::string& logprobs) {
+    return R"({"id":"cmpl-)" + std::string(h.req_id.substr(4)) +
+           R"(","object":"text_completion","created":)" + std::to_string(h.created) +
+           R"(,"model":)" + quoted(h.model) + R"(,"choices":[{"text":)" + quoted(text) +
+           R"(,"index":0,"logprobs":)" + logprobs + R"(,"finish_reason":)" + finish +
+           R"(}],"usage":null})";
+}
+
+std::string chat_usage_chunk(const chunk_head& h, const msg::completion& c) {
+    return R"({"id":"chatcmpl-)" + std::string(h.req_id.substr(4)) +
+           R"(","object":"chat.completion.chunk","created":)" + std::to_string(h.created) +
+           R"(,"model":)" + quoted(h.model) +
+           R"(,"system_fingerprint":"bitnet-serve","choices":[],"usage":)" + usage_json(c) + "}";
+}
+
+std::string completion_usage_chunk(const chunk_head& h, const msg::completion& c) {
+    return R"({"id":"cmpl-)" + std::string(h.req_id.substr(4)) +
+           R"(","object":"text_completion","created":)" + std::to_string(h.created) +
+           R"(,"model":)" + quoted(h.model) + R"(,"choices":[],"usage":)" + usage_json(c) + "}";
+}
+
+std::string native_token_event(const msg::token_event& ev) {
+    const bool real_token = ev.token >= 0;
+    return R"({"index":)" + std::to_string(ev.index) + R"(,"token_id":)" +
+           (real_token ? std::to_string(ev.token) : "null") + R"(,"text":)" + quoted(ev.text) +
+           (real_token ? R"(,"logprob":)" + fixed(ev.logprob, 6) : "") + "}";
+}
+
+std::string native_done_event(const msg::completion& c) {
+    return R"({"finish_reason":)" + quoted(c.finish_reason) + R"(,"usage":)" + usage_json(c) +
+           R"(,"timings":)" + timings_json(c) + R"(,"model_version":)" + quoted(c.model_version) +
+           "}";
+}
+
+// ---- inference: plain replies ------------------------------------------------------------
+
+std::string native_body(const std::string& req_id, const msg::completion& c,
+                        const std::string& text, const std::vector<msg::token_event>& tokens) {
+    std::string toks = "[";
+    for (std::size_t i = 0; i < tokens.size(); ++i)
+        toks += (i ? "," : "") + std::to_string(tokens[i].token);
+    toks += "]";
+    return R"({"id":)" + quoted(req_id) + R"(,"model":)" + quoted(c.model) +
+           R"(,"model_version":)" + quoted(c.model_version) + R"(,"text":)" + quoted(text) +
+           R"(,"tokens":)" + toks + R"(,"finish_reason":)" + quoted(c.finish_reason) +
+           R"(,"usage":)" + usage_json(c) + R"(,"timings":)" + timings_json(c) + "}";
+}
+
+std::string chat_body(const std::string& req_id, std::int64_t created, const msg::completion& c,
+                      const std::string& text, const std::string& logprobs) {
+    return R"({"id":"chatcmpl-)" + req_id.substr(4) + R"(","object":"chat.completion","created":)" +
+           std::to_string(created) + R"(,"model":)" + quoted(c.model) +
+           R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":{"role":"assistant","content":)" +
+           quoted(text) + R"(},"logprobs":)" + logprobs + R"(,"finish_reason":)" +
+           quoted(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
+}
+
+std::string completion_body(const std::string& req_id, std::int64_t created,
+                            const msg::completion& c, const std::string& text,
+                            const std::string& logprobs) {
+    return R"({"id":"cmpl-)" + req_id.substr(4) + R"(","object":"text_completion","created":)" +
+           std::to_string(created) + R"(,"model":)" + quoted(c.model) + R"(,"choices":[{"text":)" +
+           quoted(text) + R"(,"index":0,"logprobs":)" + logprobs + R"(,"finish_reason":)" +
+           quoted(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
+}
+
+// ---- operational routes ------------------------------------------------------------------
+
+std::string health_body(const status_snapshot& snap, const build_info& b, bool has_supervisor,
+                        std::int64_t uptime_s) {
+    json::object build{{"git_sha", b.git_sha},
+                       {"compiler", b.compiler},
+                       {"flags", b.flags},
+                       {"cpu_features", b.cpu_features}};
+    json::array models, executors;
+    for (const auto& m : snap.models) {
+        json::object mo{{"alias", m.alias},
+                        {"version", m.version},
+                        {"state", m.state},
+                        {"restarts", m.restarts}};
+        if (!m.failure.empty())
+            mo["failure"] = m.failure;
+        models.push_back(std::move(mo));
+        if (m.state == "ready")
+            executors.push_back({{"model", m.alias},
+                                 {"device", m.info.device},
+                                 {"device_reason", m.info.device_reason},
+                                 {"engine", m.info.describe}});
+    }
+    json::object components{
+        {"admission",
+         {{"status", snap.admission_up ? (snap.ready ? "ready" : "not_ready") : "down"},
+          {"reason", snap.ready_reason}}},
+        {"supervisor",
+         {{"status", has_supervisor ? (snap.supervisor_up ? "up" : "down") : "absent"}}},
+        {"models", std::move(models)},
+        {"executors", std::move(executors)}};
+    json::object root{{"status", snap.ready ? "ok" : "unavailable"},
+                      {"reason", snap.ready_reason},
+                      {"version", b.version},
+                      {"build", std::move(build)},
+                      {"uptime_s", uptime_s},
+                      {"components", std::move(components)}};
+    return json::serialize(root);
+}
+
+std::string stats_body(const std::vector<msg::batcher_stats>& stats, const live_stats& live) {
+    json::array models;
+    for (const auto& x : stats)
+        models.push_back(stats_json(x));
+    json::object rejects;
+    for (const auto& [reason, n] : live.rejects)
+        rejects[reason] = n;
+    json::object root;
+    root["models"] = std::move(models);
+    root["rejects"] = std::move(rejects);
+    // Rates and the mean as plain decimals (Boost.JSON would print 2.5E-1).
+    auto body = json::serialize(root);
+    body.pop_back();
+    body += R"(,"batch_size":{"steps":)" + std::to_string(live.steps) + R"(,"mean":)" +
+            fixed(live.batch_mean, 2) + R"(,"p50":)" + std::to_string(live.batch_p50) +
+            R"(,"p90":)" + std::to_string(live.batch_p90) + R"(,"p99":)" +
+            std::to_string(live.batch_p99) + R"(,"max":)" + std::to_string(live.batch_max) +
+            R"(},"tokens_per_second":{"prompt":{"10s":)" + fixed(live.prompt_tps_10s, 2) +
+            R"(,"60s":)" + fixed(live.prompt_tps_60s, 2) + R"(},"generated":{"10s":)" +
+            fixed(live.generated_tps_10s, 2) + R"(,"60s":)" + fixed(live.generated_tps_60s, 2) +
+            "}}}";
+    return body;
+}
+
+std::string models_list_body(const std::vector<msg::model_status>& models) {
+    json::array data;
+    for (const auto& m : models)
+        if (m.state != "unloaded") // gone; GET /v1/models/{alias} still tells how
+            data.push_back(model_json(m));
+    json::object root{{"object", "list"}, {"data", std::move(data)}};
+    return json::serialize(root);
+}
+
+std::string model_detail_body(const msg::model_status& m,
+                              const std::vector<msg::batcher_stats>& stats) {
+    auto o = model_json(m);
+    if (m.state == "ready") {
+        o["device_reason"] = m.info.device_reason;
+        o["engine"] = m.info.describe;
+        o["weight_bytes"] = m.info.weight_bytes;
+        o["kv_pool_bytes"] = m.info.kv_pool_bytes;
+    }
+    o["restarts"] = m.restarts;
+    o["failure"] = m.failure.empty() ? json::value(nullptr) : json::value(m.failure);
+    json::array versions, ops;
+    for (const auto& v : m.versions)
+        versions.push_back(version_json(v));
+    for (const auto& op : m.operations)
+        ops.push_back(operation_json(op));
+    o["versions"] = std::move(versions);
+    o["operations"] = std::move(ops);
+    for (const auto& x : stats)
+        if (x.model == m.alias)
+            o["performance"] = stats_json(x);
+    return json::serialize(o);
+}
+
+// ---- model management and text -----------------------------------------------------------
+
+std::string ticket_body(const msg::operation_ticket& t) {
+    json::object o{{"alias", t.alias},
+                   {"version", t.version.empty() ? json::value(nullptr) : json::value(t.version)},
+                   {"state", t.state},
+                   {"operation_id", t.operation_id}};
+    return json::serialize(o);
+}
+
+std::string ticket_error_body(const api_error& e, const std::string& req_id,
+                              const std::string& operation_id) {
+    auto body = json::parse(error_body(e, req_id)).as_object();
+    if (!operation_id.empty())
+        body["operation_id"] = operation_id;
+    return json::serialize(body);
+}
+
+std::string alias_body(const std::string& alias) {
+    return json::serialize(json::object{{"alias", alias}});
+}
+
+std::string tokenize_body(const std::vector<std::int32_t>& ids, const std::string& model) {
+    json::array a;
+    for (auto t : ids)
+        a.push_back(t);
+    return json::serialize(json::object{{"tokens", std::move(a)}, {"model", model}});
+}
+
+std::string detokenize_body(const std::string& text, const std::string& model) {
+    return json::serialize(json::object{{"text", utf8_or_replacement(text)}, {"model", model}});
+}
+
+} // namespace bitnet::http

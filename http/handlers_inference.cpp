@@ -1,0 +1,313 @@
+// The inference routes (native, native stream, completions, chat): the request is parsed and
+// tokenized here, handed to a sink actor (inference_sink.hpp) that submits it to admission,
+// and the sink's events (admitted, token, done, fail), posted onto the strand, become SSE
+// events or one plain reply. Bytes come from api_render.hpp; this file decides which and when,
+// and keeps the request log, metrics and the drain-cut answers.
+#include "http/api_json.hpp"
+#include "http/session.hpp"
+#include "messages/errors.hpp"
+
+#include <boost/asio/post.hpp>
+#include <caf/actor_system.hpp>
+#include <spdlog/spdlog.h>
+
+namespace bitnet::http {
+
+namespace net = boost::asio;
+
+namespace {
+
+/// What a request cut by the drain deadline is told (HTTP-API.md: 503 `draining`).
+api_error drain_error() {
+    return {503,
+            "overloaded",
+            "draining",
+            "the server is shutting down and its drain timeout passed before this request "
+            "finished; generation was cancelled",
+            "",
+            "retry against another replica",
+            1};
+}
+
+api_kind api_of(route_kind kind) {
+    return kind == route_kind::chat          ? api_kind::chat
+           : kind == route_kind::completions ? api_kind::completions
+                                             : api_kind::native;
+}
+
+} // namespace
+
+chunk_head session::head() const {
+    return {call_->req_id, call_->created, call_->model};
+}
+
+piece_lookup session::pieces() const {
+    const auto& piece = srv_.opt.text.piece;
+    const auto& model = call_->model;
+    return [&piece, &model](msg::token_id id) { return piece ? piece(model, id) : std::string{}; };
+}
+
+void session::start_inference(const std::string& route, route_kind kind, const std::string& body) {
+    const auto id = srv_.next_id.fetch_add(1);
+    call c;
+    c.kind = kind;
+    c.route = route;
+    c.req_id = "req-" + std::to_string(id);
+    auto parsed = parse_inference(body, api_of(kind));
+    if (auto* e = std::get_if<api_error>(&parsed))
+        return send_error(route, *e, c.req_id);
+    auto& in = std::get<inference_input>(parsed);
+    c.model = in.model.empty() ? srv_.opt.default_model : in.model;
+    c.stream = kind == route_kind::native_stream || in.stream;
+    c.include_usage = in.include_usage;
+
+    msg::generate_request g;
+    g.id = id;
+    g.model = c.model;
+    const auto& codec = srv_.opt.text;
+    if (in.prompt_is_ids) {
+        g.prompt = std::move(in.prompt_ids);
+    } else {
+        const char* field = kind == route_kind::chat ? "messages" : "prompt";
+        if (!codec.tokenize)
+            return send_error(route,
+                              invalid_value(field, "this server has no tokenizer for text "
+                                                   "prompts; send the prompt as token ids"),
+                              c.req_id);
+        std::string text = in.prompt_text;
+        if (kind == route_kind::chat) {
+            const auto tmpl =
+                codec.chat_template_of ? codec.chat_template_of(c.model) : chat_template::bitnet;
+            text = render_chat(in.messages, tmpl);
+        }
+        // Control tokens written in the prompt (the chat markers) become their ids, as in
+        // llama.cpp's server.
+        auto ids = codec.tokenize(c.model, text, in.add_bos, true);
+        if (!ids)
+            return send_error(route, to_api_error(ids.error(), 0, field), c.req_id);
+        if (ids->empty())
+            return send_error(route, invalid_value(field, "the prompt has no tokens"), c.req_id);
+        g.prompt = std::move(*ids);
+    }
+    c.want_logprobs =
+        in.want_logprobs && kind != route_kind::native && kind != route_kind::native_stream;
+    g.max_tokens = in.max_tokens;
+    g.params = in.params;
+    g.stop = std::move(in.stop);
+    g.stop_token_ids = std::move(in.stop_token_ids);
+    g.prio = in.prio;
+    g.timeout_ms = in.timeout_ms;
+    g.client_key = client_key_;
+    c.prompt_tokens = static_cast<std::uint32_t>(g.prompt.size());
+    c.active = call_count(srv_.sessions);
+    g.t_received_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
+            .count();
+
+    auto t = make_sink_target();
+    call_ = std::move(c);
+    // A stream's headers wait for admission's answer, so a refusal (429, 503) is a real
+    // HTTP status with Retry-After, which client libraries act on.
+    watch_disconnect();
+    call_->sink = spawn_sink(srv_.sys, srv_.admission, std::move(g), std::move(t));
+}
+
+/// The sink's callbacks: each posts its event onto this connection's strand, under safely().
+std::shared_ptr<sink_target> session::make_sink_target() {
+    auto t = std::make_shared<sink_target>();
+    auto self = shared_from_this();
+    auto ex = stream_.get_executor();
+    t->on_admitted = [self, ex] {
+        net::post(ex, [self] {
+            self->safely("admission", [&] {
+                if (self->call_ && !self->call_->ended && self->call_->stream && !self->sse_)
+                    self->begin_stream();
+            });
+        });
+    };
+    t->on_token = [self, ex](msg::token_event ev) {
+        net::post(ex, [self, ev = std::move(ev)]() mutable {
+            self->safely("token", [&] { self->on_token(std::move(ev)); });
+        });
+    };
+    t->on_done = [self, ex](msg::completion done) {
+        net::post(ex, [self, done = std::move(done)]() mutable {
+            self->safely("completion", [&] { self->on_done(std::move(done)); });
+        });
+    };
+    t->on_fail = [self, ex](caf::error e) {
+        net::post(ex, [self, e = std::move(e)]() mutable {
+            self->safely("failure", [&] { self->on_fail(std::move(e)); });
+        });
+    };
+    return t;
+}
+
+// ---- events from the sink (on the strand) ------------------------------------------------
+
+void session::on_token(msg::token_event ev) {
+    if (!call_ || call_->ended)
+        return;
+    if (call_->stream && !sse_)
+        begin_stream(); // admission's answer is posted first; this is only a safety net
+    const auto now = steady::now();
+    const bool real_token = ev.token >= 0; // < 0: held-back text released at the end
+    if (real_token && call_->last_token != steady::time_point{})
+        srv_.m.inter_token(std::chrono::duration<double>(now - call_->last_token).count());
+    if (real_token) {
+        call_->last_token = now;
+        if (call_->n_tokens++ == 0) {
+            call_->first_token = now;
+            srv_.m.prompt_processed(call_->prompt_tokens);
+        }
+        srv_.m.token_generated();
+    }
+    const bool lp = call_->want_logprobs && real_token;
+    if (!sse_)
+        return gather_token(std::move(ev), lp);
+    call_->text += ev.text;
+    stream_token(ev, lp);
+}
+
+/// A plain reply: keep the token (and its logprobs) for the body at the end.
+void session::gather_token(msg::token_event ev, bool lp) {
+    if (lp && call_->kind == route_kind::chat)
+        call_->lp_chat.push_back(chat_logprob(ev, pieces()));
+    if (lp && call_->kind == route_kind::completions) {
+        auto cols = completion_logprob_columns(ev, pieces(), call_->text_offset);
+        call_->text_offset += ev.text.size();
+        for (std::size_t i = 0; i < 4; ++i)
+            call_->lp_cols[i].push_back(std::move(cols[i]));
+    }
+    call_->text += ev.text;
+    if (ev.token >= 0)
+        call_->tokens.push_back(std::move(ev));
+}
+
+/// A stream: one event per token in the route's shape.
+void session::stream_token(const msg::token_event& ev, bool lp) {
+    switch (call_->kind) {
+    case route_kind::native:
+    case route_kind::native_stream:
+        sse_event("token", native_token_event(ev));
+        break;
+    case route_kind::chat:
+        if (!ev.text.empty() || lp)
+            sse_data(chat_chunk(head(), R"({"content":)" + quoted(ev.text) + "}", "null",
+                                lp ? chat_logprobs_object({chat_logprob(ev, pieces())}) : "null"));
+        break;
+    case route_kind::completions:
+        if (!ev.text.empty() || lp) {
+            std::string lps = "null";
+            if (lp) {
+                auto cols = completion_logprob_columns(ev, pieces(), call_->text_offset);
+                call_->text_offset += ev.text.size();
+                std::array<std::vector<std::string>, 4> one;
+                for (std::size_t i = 0; i < 4; ++i)
+                    one[i].push_back(std::move(cols[i]));
+                lps = completion_logprobs_object(one);
+            }
+            sse_data(completion_chunk(head(), ev.text, "null", lps));
+        }
+        break;
+    }
+}
+
+void session::on_done(msg::completion c) {
+    if (!call_ || call_->ended)
+        return;
+    if (call_->cut && !sse_) {
+        // Nothing was sent yet: a proper error reply (send_error counts and logs it).
+        auto route = call_->route;
+        auto req_id = call_->req_id;
+        call_.reset();
+        return send_error(route, drain_error(), req_id);
+    }
+    if (call_->stream && !sse_)
+        begin_stream();
+    srv_.m.completion(c);
+    srv_.m.request_done(call_->route, 200,
+                        std::chrono::duration<double>(steady::now() - call_->start).count());
+    // The request log: one line per inference request.
+    spdlog::info("{} {} {} 200 model={} finish={} prompt_tokens={} completion_tokens={} "
+                 "queue_ms={} ttft_ms={} total_ms={}",
+                 call_->req_id, call_->route, sse_ ? "stream" : "plain", c.model, c.finish_reason,
+                 c.prompt_tokens, c.completion_tokens, ms_of(c.queue_us), ms_of(c.ttft_us),
+                 ms_of(c.total_us));
+    if (sse_) {
+        stream_done_events(c);
+        return end_stream();
+    }
+    std::string body;
+    if (call_->kind == route_kind::native)
+        body = native_body(call_->req_id, c, call_->text, call_->tokens);
+    else if (call_->kind == route_kind::chat)
+        body = chat_body(call_->req_id, call_->created, c, call_->text,
+                         call_->want_logprobs ? chat_logprobs_object(call_->lp_chat) : "null");
+    else
+        body = completion_body(call_->req_id, call_->created, c, call_->text,
+                               call_->want_logprobs ? completion_logprobs_object(call_->lp_cols)
+                                                    : "null");
+    auto route = call_->route;
+    auto req_id = call_->req_id;
+    call_.reset();
+    send_json(route, 200, std::move(body), req_id, server_timing(c), 0, /*counted=*/true);
+}
+
+/// A stream's last events: the finish (and usage), the drain error when cut, then [DONE].
+void session::stream_done_events(const msg::completion& c) {
+    const auto finish = quoted(call_->cut ? c.finish_reason : openai_finish(c.finish_reason));
+    switch (call_->kind) {
+    case route_kind::native:
+    case route_kind::native_stream:
+        if (call_->cut)
+            sse_event("error", error_body(drain_error(), call_->req_id));
+        sse_event("done", native_done_event(c));
+        break;
+    case route_kind::chat:
+        sse_data(chat_chunk(head(), "{}", finish));
+        if (call_->include_usage)
+            sse_data(chat_usage_chunk(head(), c));
+        if (call_->cut)
+            sse_data(error_body(drain_error(), call_->req_id));
+        sse_data("[DONE]");
+        break;
+    case route_kind::completions:
+        sse_data(completion_chunk(head(), "", finish));
+        if (call_->include_usage)
+            sse_data(completion_usage_chunk(head(), c));
+        if (call_->cut)
+            sse_data(error_body(drain_error(), call_->req_id));
+        sse_data("[DONE]");
+        break;
+    }
+}
+
+void session::on_fail(caf::error e) {
+    if (!call_ || call_->ended)
+        return;
+    const auto err = msg::from_caf_error(e);
+    auto api = to_api_error(err, msg::retry_after_of(e));
+    if (err.value() == errc::queue_full)
+        srv_.m.rejected(api.code);
+    else if (err.value() == errc::quota_exceeded)
+        srv_.m.rejected("quota");
+    spdlog::info("{} {} {} {} code={} message={}", call_->req_id, call_->route,
+                 sse_ ? "stream" : "plain", api.status, api.code, api.message);
+    if (sse_) {
+        srv_.m.request_done(call_->route, api.status, 0);
+        if (call_->kind == route_kind::native || call_->kind == route_kind::native_stream)
+            sse_event("error", error_body(api, call_->req_id));
+        else {
+            sse_data(error_body(api, call_->req_id));
+            sse_data("[DONE]");
+        }
+        return end_stream();
+    }
+    auto route = call_->route;
+    auto req_id = call_->req_id;
+    call_.reset();
+    send_error(route, api, req_id);
+}
+
+} // namespace bitnet::http

@@ -1,0 +1,277 @@
+// The session's transport: its life in the registry, reading a request under the body, header
+// and trailer limits, plain responses (status, headers, keep-alive, drain closes), the linger
+// close that keeps a last response from being lost to an RST, the disconnect watch of a plain
+// request being generated, the net under every handler (safely/internal_failure), and the cut
+// at the end of a drain.
+#include "http/session.hpp"
+
+#include "http/request_errors.hpp"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+
+#include <sys/socket.h>
+
+namespace bitnet::http {
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace net = boost::asio;
+
+session::session(tcp::socket&& s, server::impl& srv)
+    : stream_(std::move(s))
+    , srv_(srv)
+    , reg_(srv.sessions)
+    , ping_(stream_.get_executor()) {
+    ++reg_->open;
+}
+
+session::~session() {
+    if (!closed_)
+        --reg_->open;
+    std::lock_guard lk(reg_->mu);
+    reg_->cut.erase(reg_id_);
+}
+
+void session::run() {
+    {
+        std::lock_guard lk(reg_->mu);
+        reg_id_ = reg_->next++;
+        reg_->cut.emplace(reg_id_, [w = weak_from_this()] {
+            if (auto s = w.lock())
+                net::post(s->stream_.get_executor(), [s] { s->cut(); });
+        });
+    }
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+}
+
+void session::refuse_overloaded() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+        self->srv_.m.rejected("too_many_connections");
+        self->keep_alive_ = false;
+        api_error e{503,
+                    "overloaded",
+                    "too_many_connections",
+                    "the server has max_connections (" +
+                        std::to_string(self->srv_.opt.max_connections) + ") connections open",
+                    "",
+                    "retry shortly, or against another replica",
+                    1};
+        self->send_error("-", e, "-");
+    });
+}
+
+void session::cut() {
+    keep_alive_ = false;
+    if (call_ && !call_->ended) {
+        if (call_->sink)
+            caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
+        call_->cut = true;
+        msg::completion c;
+        c.finish_reason = "cancelled";
+        c.model = call_->model;
+        c.prompt_tokens = call_->prompt_tokens;
+        c.completion_tokens = static_cast<std::uint32_t>(call_->n_tokens);
+        const auto us = [this](steady::time_point t) {
+            return std::chrono::duration_cast<std::chrono::microseconds>(t - call_->start).count();
+        };
+        c.total_us = us(steady::now());
+        if (call_->first_token != steady::time_point{}) {
+            c.ttft_us = us(call_->first_token);
+            c.decode_us = c.total_us - c.ttft_us;
+        }
+        return on_done(std::move(c));
+    }
+    if (!responding_ && out_.empty() && !call_)
+        close();
+}
+
+// ---- reading -----------------------------------------------------------------------------
+
+void session::do_read() {
+    parser_.emplace();
+    parser_->body_limit(srv_.opt.max_body_bytes);
+    parser_->header_limit(srv_.opt.max_header_bytes);
+    // The parser buffers a chunked body's trailers whole and bounds them by nothing but this
+    // buffer; body bytes pass through it in pieces, so the bound costs them nothing.
+    buf_.max_size(srv_.opt.max_header_bytes + 1024);
+    stream_.expires_after(srv_.opt.read_timeout);
+    bhttp::async_read(
+        stream_, buf_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+}
+
+void session::on_read(beast::error_code ec) {
+    if (!ec)
+        return safely("request", [&] { handle(parser_->release()); });
+    if (auto refusal = read_refusal(ec, {srv_.opt.max_body_bytes, srv_.opt.max_header_bytes})) {
+        // The rest of what the client sent cannot be framed: answer, then close.
+        keep_alive_ = false;
+        return send_error("-", *refusal, "-");
+    }
+    close(); // the client went away or timed out: nobody to answer
+}
+
+void session::internal_failure(const char* what, const char* why) noexcept {
+    try {
+        const auto id = call_ ? call_->req_id : "-";
+        spdlog::error("{}: internal error while handling the {}: {}", id, what, why);
+        keep_alive_ = false;
+        api_error e{500,
+                    "server_error",
+                    "internal_error",
+                    "the server failed while handling this request",
+                    "",
+                    "",
+                    0};
+        if (call_ && !call_->ended && sse_) {
+            srv_.m.request_done(call_->route, 500, 0);
+            sse_event("error", error_body(e, call_->req_id));
+            return end_stream();
+        }
+        if (call_ && call_->sink)
+            caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
+        if (!responding_ && !sse_ && !closed_) {
+            auto route = call_ ? call_->route : std::string("-");
+            call_.reset();
+            return send_error(route, e, id);
+        }
+        close();
+    } catch (...) {
+        close();
+    }
+}
+
+// ---- the disconnect watch ----------------------------------------------------------------
+
+void session::watch_disconnect() {
+    stream_.expires_never(); // a long generation must not trip the read timeout
+    watching_ = true;
+    stream_.socket().async_wait(tcp::socket::wait_read,
+                                [self = shared_from_this()](beast::error_code ec) {
+                                    self->watching_ = false;
+                                    if (ec || !self->call_ || self->call_->ended || self->sse_)
+                                        return;
+                                    self->on_readable_while_busy();
+                                });
+}
+
+/// A readiness event is only a hint: the reactor may report one left over from the request
+/// it already read (edge-triggered epoll queues it before the request's bytes were taken
+/// speculatively), so "readable with nothing to read" is not proof of a FIN. Peek: 0 bytes
+/// is the peer's FIN, EAGAIN was a stale event (watch again), data is a pipelined request
+/// (the client is still there). Trusting the stale event dropped about one connection in a
+/// thousand without an answer.
+void session::on_readable_while_busy() {
+    char byte = 0;
+    const auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0)
+        return;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        spdlog::debug("{}: stale readiness event while the reply is generated; watching again",
+                      call_->req_id);
+        return watch_disconnect();
+    }
+    abort_call();
+}
+
+// ---- plain responses ---------------------------------------------------------------------
+
+void session::send_error(const std::string& route, const api_error& e, const std::string& req_id) {
+    // Every error body carries a request id, also for requests refused before they got one.
+    const auto id = req_id == "-" ? "req-" + std::to_string(srv_.next_id.fetch_add(1)) : req_id;
+    send_json(route, e.status, error_body(e, id), id, {}, e.retry_after_s);
+}
+
+void session::send_json(const std::string& route, unsigned status, std::string body,
+                        const std::string& req_id, const std::string& server_timing,
+                        std::uint32_t retry_after, bool counted) {
+    res_ = {static_cast<bhttp::status>(status), 11};
+    res_.set(bhttp::field::content_type, "application/json");
+    if (req_id != "-")
+        res_.set("X-Request-Id", req_id);
+    if (!server_timing.empty())
+        res_.set("Server-Timing", server_timing);
+    if (retry_after > 0)
+        res_.set(bhttp::field::retry_after, std::to_string(retry_after));
+    res_.body() = std::move(body);
+    write_response(route, counted);
+}
+
+void session::write_response(const std::string& route, bool counted) {
+    if (watching_) {
+        // The disconnect watch must not outlive its request (the next read takes over).
+        beast::error_code ec;
+        stream_.socket().cancel(ec);
+        watching_ = false;
+    }
+    if (!counted && !route.empty()) {
+        srv_.m.request_done(route, res_.result_int(), 0);
+        // Refusals before a request started (validation, auth, routing) are logged too;
+        // probes and scrapes stay out of the log.
+        if (res_.result_int() >= 400)
+            spdlog::info("{} {} {}", std::string(res_["X-Request-Id"]), route, res_.result_int());
+    }
+    if (srv_.draining)
+        keep_alive_ = false;
+    res_.keep_alive(keep_alive_);
+    res_.prepare_payload();
+    stream_.expires_after(srv_.opt.write_timeout);
+    responding_ = true;
+    bhttp::async_write(stream_, res_,
+                       [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                           self->responding_ = false;
+                           if (ec)
+                               return self->close();
+                           if (!self->keep_alive_)
+                               return self->linger_close();
+                           self->do_read();
+                       });
+}
+
+// ---- closing -----------------------------------------------------------------------------
+
+/// Closes after our last response without losing it: closing a socket whose receive buffer
+/// still holds unread bytes (the rest of a refused request) sends RST, and the client may then
+/// never see the response. So: shut down our side, read and discard what is left for a
+/// bounded time and size, then close.
+void session::linger_close() {
+    if (closed_)
+        return;
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec)
+        return close();
+    linger_left_ = 64 * 1024;
+    stream_.expires_after(std::chrono::seconds(2));
+    linger_read();
+}
+
+void session::linger_read() {
+    stream_.async_read_some(net::buffer(linger_buf_),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                if (ec || n >= self->linger_left_)
+                                    return self->close();
+                                self->linger_left_ -= n;
+                                self->linger_read();
+                            });
+}
+
+void session::close() {
+    if (closed_)
+        return;
+    closed_ = true;
+    --reg_->open;
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+}
+
+} // namespace bitnet::http

@@ -1,0 +1,225 @@
+// One HTTP connection (class session) and the request in progress on it. The class is one
+// object on one strand, but its members are defined by concern, one file each:
+//   session.cpp             transport: reading under limits, plain responses, keep-alive, linger
+//                           close, the disconnect watch, safely(), the drain cut
+//   session_sse.cpp         the SSE writer: chunk framing, pings, the slow-reader cap, 499 aborts
+//   session_dispatch.cpp    auth, routing and media type, then the switch on route_id
+//   handlers_inference.cpp  inference routes: start, the sink's token/done/fail events
+//   handlers_status.cpp     health, metrics, stats, models (a snapshot of the actors)
+//   handlers_models.cpp     model management: load, rollback, unload, the crash hook, tickets
+//   handlers_text.cpp       tokenize, detokenize
+// Every handler runs under safely(): no exception leaves a session. Internal to http/.
+#pragma once
+
+#include "http/api_render.hpp"
+#include "http/errors.hpp"
+#include "http/inference_sink.hpp"
+#include "http/routes.hpp"
+#include "http/server_impl.hpp"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/json/object.hpp>
+#include <caf/actor.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bitnet::http {
+
+/// The inference routes' shapes: native (plain or streamed) and the two OpenAI ones.
+enum class route_kind { native, native_stream, completions, chat };
+
+class session : public std::enable_shared_from_this<session> {
+public:
+    using tcp = boost::asio::ip::tcp;
+    using steady = std::chrono::steady_clock;
+    using request = boost::beast::http::request<boost::beast::http::string_body>;
+
+    session(tcp::socket&& s, server::impl& srv);
+    ~session();
+    session(const session&) = delete;
+    session& operator=(const session&) = delete;
+
+    /// Registers for cut_all and starts reading on the strand.
+    void run();
+
+    /// Past max_connections: answer 503 + Retry-After without reading the request, then close.
+    void refuse_overloaded();
+
+    /// The end of a drain whose deadline passed (on the strand): a request still in progress is
+    /// cancelled (its sink dies, so the batcher frees its KV) and answered properly: a stream
+    /// ends with an error event and finish_reason "cancelled", a plain request gets a 503
+    /// `draining` error body. Idle connections are closed; nothing is cut mid-write.
+    void cut();
+
+private:
+    /// The request in progress on this connection (one at a time: HTTP/1.1 without pipelining
+    /// of responses).
+    struct call {
+        route_kind kind = route_kind::native;
+        std::string route;
+        std::string req_id;
+        std::string model;
+        bool stream = false;
+        bool include_usage = false;
+        bool want_logprobs = false;  ///< OpenAI routes: a logprobs object per token
+        std::size_t text_offset = 0; ///< completions logprobs: where the next token's text starts
+        /// Logprobs gathered for a non-streamed reply: chat entries, or the completions columns
+        /// (tokens, token_logprobs, top_logprobs, text_offset), each element as JSON text.
+        std::vector<std::string> lp_chat;
+        std::array<std::vector<std::string>, 4> lp_cols;
+        caf::actor sink;
+        std::vector<msg::token_event> tokens;
+        std::string text;
+        steady::time_point start = steady::now();
+        steady::time_point last_token{};
+        steady::time_point first_token{};
+        std::int64_t created = unix_now();
+        std::uint32_t prompt_tokens = 0;
+        std::size_t n_tokens = 0; ///< real tokens received
+        bool ended = false;
+        bool cut = false; ///< ended by the drain deadline (session::cut)
+        call_count active;
+    };
+
+    // ---- transport (session.cpp) -------------------------------------------------------
+
+    void do_read();
+    void on_read(boost::beast::error_code ec);
+
+    /// Runs one piece of the session's work; an exception never leaves it (it would end the io
+    /// thread and the process): the request in progress gets a 500 (or an error event when its
+    /// stream has begun), the connection closes, and the log says which request it was.
+    template <class F>
+    void safely(const char* what, F&& f) noexcept {
+        try {
+            f();
+        } catch (const std::exception& e) {
+            internal_failure(what, e.what());
+        } catch (...) {
+            internal_failure(what, "unknown exception");
+        }
+    }
+    void internal_failure(const char* what, const char* why) noexcept;
+
+    /// While a non-streamed reply is being generated nothing reads the socket: wait for it to
+    /// become readable. Readable with nothing to read is the peer's FIN: the client is gone, so
+    /// the request is cancelled (its KV freed) instead of generating for nobody.
+    void watch_disconnect();
+    void on_readable_while_busy();
+
+    void send_error(const std::string& route, const api_error& e, const std::string& req_id);
+    void send_json(const std::string& route, unsigned status, std::string body,
+                   const std::string& req_id = "-", const std::string& server_timing = {},
+                   std::uint32_t retry_after = 0, bool counted = false);
+    void write_response(const std::string& route, bool counted);
+    void linger_close();
+    void linger_read();
+    void close();
+
+    // ---- the SSE writer (session_sse.cpp) ----------------------------------------------
+
+    void begin_stream();
+    void arm_ping();
+    void sse_data(const std::string& payload);
+    void sse_event(const char* ev, const std::string& payload);
+    void enqueue_chunk(const std::string& data);
+    void enqueue_raw(std::string bytes);
+    void do_write();
+    void on_written(boost::beast::error_code ec);
+    void end_stream();
+    /// The client is gone (or too slow to keep up): cancel the sequence and close (499).
+    void abort_call();
+
+    // ---- routing (session_dispatch.cpp) ------------------------------------------------
+
+    void handle(request req);
+    /// Why a caller holding `key` may not use a route that needs `need`, or nothing.
+    [[nodiscard]] std::optional<api_error> authorize(role need, const std::string& key) const;
+    /// Runs the route the table matched.
+    void dispatch(const route& r, const std::string& alias, const std::string& label,
+                  const request& req);
+    /// The JSON object of a request body, or nullopt after the 400 that says why not.
+    std::optional<boost::json::object> body_object(const std::string& route,
+                                                   const std::string& body);
+
+    // ---- inference (handlers_inference.cpp) --------------------------------------------
+
+    void start_inference(const std::string& route, route_kind kind, const std::string& body);
+    [[nodiscard]] std::shared_ptr<sink_target> make_sink_target();
+    void on_token(msg::token_event ev);
+    void on_done(msg::completion c);
+    void on_fail(caf::error e);
+    void stream_done_events(const msg::completion& c);
+    void stream_token(const msg::token_event& ev, bool lp);
+    void gather_token(msg::token_event ev, bool lp);
+    [[nodiscard]] chunk_head head() const;
+    [[nodiscard]] piece_lookup pieces() const;
+
+    // ---- health, metrics, stats, models (handlers_status.cpp) --------------------------
+
+    void with_snapshot(std::function<void(status_snapshot)> f);
+    void do_health(const std::string& target);
+    void do_metrics();
+    void do_stats();
+    void do_models(std::string alias);
+
+    // ---- model management (handlers_models.cpp) ----------------------------------------
+
+    using ticket_answer = std::function<void(msg::operation_ticket)>;
+    using supervisor_ask =
+        std::function<void(caf::event_based_actor*, msg::supervisor_actor, ticket_answer)>;
+    void ask_supervisor(const std::string& route, supervisor_ask ask);
+    void ticket_reply(const std::string& route, const msg::operation_ticket& t);
+    void do_load(const std::string& body);
+    void do_model_op(const std::string& kind, const std::string& alias);
+
+    // ---- text (handlers_text.cpp) ------------------------------------------------------
+
+    std::optional<std::string> model_field(const std::string& route, const boost::json::object& o);
+    void do_tokenize(const std::string& body);
+    void do_detokenize(const std::string& body);
+
+    // ---- state -------------------------------------------------------------------------
+
+    boost::beast::tcp_stream stream_;
+    server::impl& srv_;
+    std::shared_ptr<session_registry> reg_;
+    std::uint64_t reg_id_ = 0;
+    boost::asio::steady_timer ping_;
+    boost::beast::flat_buffer buf_;
+    std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+    boost::beast::http::response<boost::beast::http::string_body> res_;
+    std::optional<call> call_;
+    std::deque<std::string> out_;
+    std::size_t queued_bytes_ = 0;
+    bool writing_ = false;
+    bool sse_ = false;
+    bool stream_done_ = false;
+    bool keep_alive_ = true;
+    bool closed_ = false;
+    bool watching_ = false;
+    bool responding_ = false; ///< a plain response is being written
+    std::string client_key_;
+    std::array<char, 4096> linger_buf_{};
+    std::size_t linger_left_ = 0;
+};
+
+} // namespace bitnet::http

@@ -1,0 +1,157 @@
+// The session's route block: a parsed request is matched against the route table (routes.hpp),
+// its caller's key checked against the route's role, its media type checked, and the route's
+// handler called. Every answer the layer gives by itself (401, 403, 404, 405, 415) starts here.
+#include "http/request_errors.hpp"
+#include "http/session.hpp"
+
+#include <boost/beast/core/string.hpp>
+#include <boost/json/parse.hpp>
+
+#include <algorithm>
+
+namespace bitnet::http {
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+namespace json = boost::json;
+
+namespace {
+
+/// The key in `Authorization: Bearer <key>`, empty when none.
+std::string bearer(const session::request& req) {
+    const auto auth = std::string(req[bhttp::field::authorization]);
+    return auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string{};
+}
+
+bool listed(const std::vector<std::string>& keys, const std::string& k) {
+    return !k.empty() && std::find(keys.begin(), keys.end(), k) != keys.end();
+}
+
+/// No Content-Type, or a media type of application/json (case-insensitive, parameters such
+/// as charset allowed).
+bool json_type(const session::request& req) {
+    std::string_view ctype = req[bhttp::field::content_type];
+    ctype = ctype.substr(0, ctype.find(';'));
+    while (!ctype.empty() && (ctype.back() == ' ' || ctype.back() == '\t'))
+        ctype.remove_suffix(1);
+    while (!ctype.empty() && (ctype.front() == ' ' || ctype.front() == '\t'))
+        ctype.remove_prefix(1);
+    return ctype.empty() || beast::iequals(ctype, "application/json");
+}
+
+} // namespace
+
+void session::handle(request req) {
+    keep_alive_ = req.keep_alive();
+    std::string target(req.target());
+    if (auto q = target.find('?'); q != std::string::npos)
+        target.resize(q);
+    const auto m = match_route(req.method_string(), target, srv_.opt.test_hooks);
+    const std::string route(m.label);
+    if (m.need != role::open) {
+        const auto key = bearer(req);
+        client_key_ = key; // the per-key quota's bucket (admission)
+        if (auto refusal = authorize(m.need, key))
+            return send_error(route, *refusal, "-");
+    }
+    if (!m.found) {
+        if (m.path_known)
+            return send_error(route,
+                              status_error(405, std::string(req.method_string()) +
+                                                    " is not allowed on " + target),
+                              "-");
+        return send_error(route, status_error(404, "no route " + target), "-");
+    }
+    dispatch(*m.found, m.alias, route, req);
+}
+
+std::optional<api_error> session::authorize(role need, const std::string& key) const {
+    const auto& keys = srv_.opt.api_keys;
+    const auto& admins = srv_.opt.admin_keys;
+    if (need == role::admin) {
+        if (admins.empty()) {
+            if (srv_.opt.admin_open)
+                return std::nullopt;
+            // Model management is a role of its own: no inference key ever grants it.
+            auto e = status_error(403, "model management is disabled: this server has no "
+                                       "admin key configured");
+            e.type = "authentication_error";
+            e.code = "invalid_api_key";
+            e.suggestion = "start the server with admin_api_keys (--admin-key), or "
+                           "admin_open 1 for local use";
+            return e;
+        }
+        if (key.empty())
+            return status_error(401, "missing API key");
+        if (!listed(admins, key)) {
+            auto e = status_error(401, "this route needs the admin key");
+            e.status = 403;
+            e.suggestion = "send an admin key (admin_api_keys) in Authorization: Bearer";
+            return e;
+        }
+        return std::nullopt;
+    }
+    if (!keys.empty() && !listed(keys, key) && !listed(admins, key))
+        return status_error(401, key.empty() ? "missing API key" : "wrong API key");
+    return std::nullopt;
+}
+
+void session::dispatch(const route& r, const std::string& alias, const std::string& label,
+                       const request& req) {
+    const bool json_body =
+        r.method == "POST" && r.id != route_id::model_rollback && r.id != route_id::model_crash;
+    if (json_body && r.id != route_id::model_load && !json_type(req))
+        return send_error(label, status_error(415, "send Content-Type: application/json"), "-");
+    switch (r.id) {
+    case route_id::health_live:
+        return send_json(label, 200, R"({"status":"ok"})");
+    case route_id::health_ready:
+    case route_id::health:
+        return do_health(label);
+    case route_id::metrics:
+        return do_metrics();
+    case route_id::stats:
+        return do_stats();
+    case route_id::models:
+        return do_models({});
+    case route_id::model:
+        return do_models(alias);
+    case route_id::model_load:
+        return do_load(req.body());
+    case route_id::model_rollback:
+        return do_model_op("rollback", alias);
+    case route_id::model_crash:
+        return do_model_op("crash", alias);
+    case route_id::model_unload:
+        return do_model_op("unload", alias);
+    case route_id::tokenize:
+        return do_tokenize(req.body());
+    case route_id::detokenize:
+        return do_detokenize(req.body());
+    case route_id::inference:
+        return start_inference(label, route_kind::native, req.body());
+    case route_id::inference_stream:
+        return start_inference(label, route_kind::native_stream, req.body());
+    case route_id::completions:
+        return start_inference(label, route_kind::completions, req.body());
+    case route_id::chat:
+        return start_inference(label, route_kind::chat, req.body());
+    }
+}
+
+std::optional<json::object> session::body_object(const std::string& route,
+                                                 const std::string& body) {
+    boost::system::error_code ec;
+    auto v = json::parse(body, ec);
+    if (ec) {
+        send_error(route, invalid_value("", "the body is not valid JSON: " + ec.message()), "-");
+        return std::nullopt;
+    }
+    if (!v.is_object()) {
+        send_error(route, invalid_value("", "the body must be a JSON object"), "-");
+        return std::nullopt;
+    }
+    return std::move(v.get_object());
+}
+
+} // namespace bitnet::http
