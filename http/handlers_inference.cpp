@@ -110,11 +110,14 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     // HTTP status with Retry-After, which client libraries act on.
     watch_disconnect();
     call_->sink = spawn_sink(srv_.sys, srv_.admission, std::move(g), std::move(t));
+    std::lock_guard lk(reg_->mu);
+    reg_->sinks[reg_id_] = call_->sink;
 }
 
 /// The sink's callbacks: each posts its event onto this connection's strand, under safely().
 std::shared_ptr<sink_target> session::make_sink_target() {
     auto t = std::make_shared<sink_target>();
+    t->counted = live_count(reg_->sink_targets);
     auto self = shared_from_this();
     auto ex = stream_.get_executor();
     t->on_admitted = [self, ex] {

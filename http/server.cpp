@@ -9,6 +9,7 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -153,6 +154,21 @@ void server::stop() {
         if (t.joinable())
             t.join();
     impl_->threads.clear();
+    // A sink (on a CAF thread) may still hold its session, whose socket and timers need the
+    // io_context this server owns: end every sink and wait (bounded) until none holds a session,
+    // so that no session outlives the io_context.
+    std::vector<caf::actor> sinks;
+    {
+        std::lock_guard lk(impl_->sessions->mu);
+        for (const auto& [id, sink] : impl_->sessions->sinks)
+            sinks.push_back(sink);
+    }
+    for (const auto& sink : sinks)
+        caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+    for (int i = 0; i < 500 && impl_->sessions->sink_targets->load() > 0; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (const int left = impl_->sessions->sink_targets->load(); left > 0)
+        spdlog::warn("http stop: {} request sink(s) still hold a connection after 5 s", left);
 }
 
 } // namespace bitnet::http

@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
+#include <caf/actor.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -33,6 +34,9 @@ struct session_registry {
     std::unordered_map<std::uint64_t, std::function<void()>> cut; ///< posts a cut to its strand
     std::atomic<int> open{0};  ///< sessions whose socket is not closed yet
     std::atomic<int> calls{0}; ///< inference requests not yet answered in full
+    std::unordered_map<std::uint64_t, caf::actor> sinks; ///< each session's sink, for stop()
+    /// sink_targets alive (each holds its session); stop() waits for zero.
+    std::shared_ptr<std::atomic<int>> sink_targets = std::make_shared<std::atomic<int>>(0);
 };
 
 /// Counts one inference request in session_registry::calls for as long as it lives.

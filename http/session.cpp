@@ -38,6 +38,7 @@ session::~session() {
         --reg_->open;
     std::lock_guard lk(reg_->mu);
     reg_->cut.erase(reg_id_);
+    reg_->sinks.erase(reg_id_);
 }
 
 void session::run() {
