@@ -107,11 +107,10 @@ void session::do_load(const std::string& body) {
                               "-");
         order.version = v->get_string();
     }
-    if (const auto* w = o->if_contains("warmup"); w && !w->is_null()) {
-        if (!w->is_bool())
-            return send_error(route, invalid_value("warmup", "warmup must be true or false"), "-");
-        order.warmup = w->get_bool();
-    }
+    const auto warmup = bool_field(route, *o, "warmup", order.warmup);
+    if (!warmup)
+        return;
+    order.warmup = *warmup;
     if (const auto* d = o->if_contains("device"); d && !d->is_null()) {
         if (!d->is_string() ||
             (d->get_string() != "auto" && d->get_string() != "cpu" && d->get_string() != "cuda"))

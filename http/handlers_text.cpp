@@ -30,26 +30,18 @@ void session::do_tokenize(const std::string& body) {
     const auto* text = o->if_contains("text");
     if (!text || !text->is_string())
         return send_error(route, invalid_value("text", "text must be a string"), "-");
-    bool add_bos = false;
-    if (const auto* b = o->if_contains("add_bos"); b && !b->is_null()) {
-        if (!b->is_bool())
-            return send_error(route, invalid_value("add_bos", "add_bos must be true or false"),
-                              "-");
-        add_bos = b->get_bool();
-    }
-    bool special = false;
-    if (const auto* b = o->if_contains("parse_special"); b && !b->is_null()) {
-        if (!b->is_bool())
-            return send_error(
-                route, invalid_value("parse_special", "parse_special must be true or false"), "-");
-        special = b->get_bool();
-    }
+    const auto add_bos = bool_field(route, *o, "add_bos", false);
+    if (!add_bos)
+        return;
+    const auto special = bool_field(route, *o, "parse_special", false);
+    if (!special)
+        return;
     auto model = model_field(route, *o);
     if (!model)
         return;
     if (!srv_.opt.text.tokenize)
         return send_error(route, invalid_value("text", "this server has no tokenizer loaded"), "-");
-    auto ids = srv_.opt.text.tokenize(*model, text->get_string(), add_bos, special);
+    auto ids = srv_.opt.text.tokenize(*model, text->get_string(), *add_bos, *special);
     if (!ids)
         return send_error(route, to_api_error(ids.error(), 0, "text"), "-");
     send_json(route, 200, tokenize_body(*ids, *model));

@@ -159,6 +159,10 @@ private:
     /// The JSON object of a request body, or nullopt after the 400 that says why not.
     std::optional<boost::json::object> body_object(const std::string& route,
                                                    const std::string& body);
+    /// An optional boolean field: `fallback` when absent or null, nullopt after the 400 that
+    /// says it must be true or false.
+    std::optional<bool> bool_field(const std::string& route, const boost::json::object& o,
+                                   const char* name, bool fallback);
 
     // ---- inference (handlers_inference.cpp) --------------------------------------------
 

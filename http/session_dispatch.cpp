@@ -154,4 +154,16 @@ std::optional<json::object> session::body_object(const std::string& route,
     return std::move(v.get_object());
 }
 
+std::optional<bool> session::bool_field(const std::string& route, const json::object& o,
+                                        const char* name, bool fallback) {
+    const auto* b = o.if_contains(name);
+    if (!b || b->is_null())
+        return fallback;
+    if (!b->is_bool()) {
+        send_error(route, invalid_value(name, std::string(name) + " must be true or false"), "-");
+        return std::nullopt;
+    }
+    return b->get_bool();
+}
+
 } // namespace bitnet::http
