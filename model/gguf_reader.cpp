@@ -2,6 +2,8 @@
 // touching a byte, so a malformed file yields an error naming the offset instead of a crash.
 #include "model/gguf_reader.hpp"
 
+#include "model/gguf_cursor.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -12,19 +14,12 @@
 namespace bitnet::model {
 namespace {
 
+using gguf_detail::at;
+using gguf_detail::cursor;
+using gguf_detail::load;
+
 constexpr std::uint32_t gguf_magic = 0x46554747; // "GGUF" little-endian
 constexpr std::uint64_t header_bytes = 24;
-
-std::string at(std::uint64_t off) {
-    return "at offset " + std::to_string(off);
-}
-
-template <class T>
-T load(const std::uint8_t* p) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
 
 /// Names no byte of the file: whatever it is (a text, a key), its content stays out of messages
 /// that an API client reads.
@@ -32,62 +27,6 @@ error bad_magic() {
     return error(errc::bad_format,
                  "not a GGUF file: bad magic at offset 0 (a GGUF file starts with \"GGUF\")");
 }
-
-class cursor {
-public:
-    explicit cursor(std::span<const std::uint8_t> bytes)
-        : bytes_(bytes) {}
-
-    [[nodiscard]] std::uint64_t pos() const noexcept { return pos_; }
-    [[nodiscard]] std::uint64_t remaining() const noexcept { return bytes_.size() - pos_; }
-    [[nodiscard]] const std::uint8_t* here() const noexcept { return bytes_.data() + pos_; }
-
-    template <class T>
-    result<T> read(const char* what) {
-        if (remaining() < sizeof(T))
-            return truncated(what, sizeof(T));
-        T v;
-        std::memcpy(&v, here(), sizeof v);
-        pos_ += sizeof v;
-        return v;
-    }
-
-    result<std::string_view> read_string(const char* what, std::uint64_t max_len) {
-        const auto start = pos_;
-        auto len = read<std::uint64_t>(what);
-        if (!len)
-            return len.error();
-        if (*len > max_len)
-            return error(errc::bad_format, std::string(what) + " " + at(start) + " has length " +
-                                               std::to_string(*len) + ", above the limit " +
-                                               std::to_string(max_len));
-        if (*len > remaining())
-            return error(errc::bad_format, std::string(what) + " " + at(start) + " has length " +
-                                               std::to_string(*len) + " but only " +
-                                               std::to_string(remaining()) +
-                                               " bytes remain in the file");
-        std::string_view s(reinterpret_cast<const char*>(here()), *len);
-        pos_ += *len;
-        return s;
-    }
-
-    result<void> skip(std::uint64_t n, const char* what) {
-        if (n > remaining())
-            return truncated(what, n);
-        pos_ += n;
-        return {};
-    }
-
-private:
-    error truncated(const char* what, std::uint64_t need) const {
-        return error(errc::bad_format, "file truncated: " + std::string(what) + " " + at(pos_) +
-                                           " needs " + std::to_string(need) + " bytes, " +
-                                           std::to_string(remaining()) + " remain");
-    }
-
-    std::span<const std::uint8_t> bytes_;
-    std::uint64_t pos_ = 0;
-};
 
 bool valid_value_type(std::uint32_t t) {
     return t <= 12;
@@ -207,61 +146,6 @@ result<gguf_value_view> read_value(cursor& c, std::string_view key, const gguf_l
     return v;
 }
 
-// Element i of a numeric array, as the widest type of its kind.
-double array_float_at(const gguf_value_view& v, std::uint64_t i) {
-    const std::uint8_t* p = v.array_data + i * gguf_scalar_size(v.array_type);
-    switch (v.array_type) {
-    case gguf_value_type::f32:
-        return load<float>(p);
-    case gguf_value_type::f64:
-        return load<double>(p);
-    case gguf_value_type::u8:
-        return load<std::uint8_t>(p);
-    case gguf_value_type::i8:
-        return load<std::int8_t>(p);
-    case gguf_value_type::u16:
-        return load<std::uint16_t>(p);
-    case gguf_value_type::i16:
-        return load<std::int16_t>(p);
-    case gguf_value_type::u32:
-        return load<std::uint32_t>(p);
-    case gguf_value_type::i32:
-        return load<std::int32_t>(p);
-    case gguf_value_type::u64:
-        return static_cast<double>(load<std::uint64_t>(p));
-    case gguf_value_type::i64:
-        return static_cast<double>(load<std::int64_t>(p));
-    default:
-        return 0;
-    }
-}
-
-bool is_integer_type(gguf_value_type t) {
-    switch (t) {
-    case gguf_value_type::u8:
-    case gguf_value_type::i8:
-    case gguf_value_type::u16:
-    case gguf_value_type::i16:
-    case gguf_value_type::u32:
-    case gguf_value_type::i32:
-    case gguf_value_type::u64:
-    case gguf_value_type::i64:
-        return true;
-    default:
-        return false;
-    }
-}
-
-error wrong_type(std::string_view key, const gguf_value_view& v, const char* wanted) {
-    return error(errc::bad_format, "metadata key '" + std::string(key) + "' holds " +
-                                       std::string(gguf_value_type_name(v.type)) + ", expected " +
-                                       wanted);
-}
-
-error missing(std::string_view key) {
-    return error(errc::not_found, "metadata key '" + std::string(key) + "' is missing");
-}
-
 } // namespace
 
 result<void> check_gguf_magic(const regular_file& file) {
@@ -334,6 +218,17 @@ result<gguf_file> gguf_file::parse(std::span<const std::uint8_t> bytes, const gg
 
 result<void> gguf_file::parse_all(const gguf_limits& limits) {
     cursor c(bytes_);
+    auto counts = parse_header(c, limits);
+    if (!counts)
+        return counts.error();
+    BITNET_TRY(parse_metadata(c, counts->second, limits));
+    BITNET_TRY(parse_alignment());
+    BITNET_TRY(parse_tensor_table(c, counts->first, limits));
+    return place_tensors(c.pos());
+}
+
+result<std::pair<std::uint64_t, std::uint64_t>> gguf_file::parse_header(gguf_detail::cursor& c,
+                                                                        const gguf_limits& limits) {
     if (bytes_.size() < header_bytes)
         return error(errc::bad_format, "file truncated: " + std::to_string(bytes_.size()) +
                                            " bytes is shorter than the 24-byte GGUF header");
@@ -353,7 +248,11 @@ result<void> gguf_file::parse_all(const gguf_limits& limits) {
         return error(errc::bad_format, "metadata count " + std::to_string(n_kv) +
                                            " at offset 16 is above the limit " +
                                            std::to_string(limits.max_kv));
+    return std::pair{n_tensors, n_kv};
+}
 
+result<void> gguf_file::parse_metadata(gguf_detail::cursor& c, std::uint64_t n_kv,
+                                       const gguf_limits& limits) {
     std::unordered_set<std::string_view> keys;
     kvs_.reserve(std::min<std::uint64_t>(n_kv, c.remaining() / 13));
     for (std::uint64_t i = 0; i < n_kv; ++i) {
@@ -374,7 +273,10 @@ result<void> gguf_file::parse_all(const gguf_limits& limits) {
         kv.value = std::move(*v);
         kvs_.push_back(std::move(kv));
     }
+    return {};
+}
 
+result<void> gguf_file::parse_alignment() {
     if (const auto* a = find("general.alignment")) {
         if (a->type != gguf_value_type::u32)
             return error(errc::bad_format, "general.alignment must be u32, found " +
@@ -385,62 +287,78 @@ result<void> gguf_file::parse_all(const gguf_limits& limits) {
                          "general.alignment " + std::to_string(v) + " is not a power of two");
         alignment_ = static_cast<std::uint32_t>(v);
     }
+    return {};
+}
 
+result<void> gguf_file::parse_tensor_table(gguf_detail::cursor& c, std::uint64_t n_tensors,
+                                           const gguf_limits& limits) {
     std::unordered_set<std::string_view> names;
     tensors_.reserve(std::min<std::uint64_t>(n_tensors, c.remaining() / 24));
     for (std::uint64_t i = 0; i < n_tensors; ++i) {
-        gguf_tensor t;
-        const auto off = c.pos();
-        auto name = c.read_string("tensor name", limits.max_string_bytes);
-        if (!name)
-            return name.error();
-        if (name->empty())
-            return error(errc::bad_format,
-                         "tensor " + std::to_string(i) + " " + at(off) + " has an empty name");
-        t.name = *name;
-        const std::string who = "tensor '" + std::string(t.name) + "' (info " + at(off) + ")";
-        if (!names.insert(t.name).second)
-            return error(errc::bad_format, "duplicate " + who);
-        auto nd = c.read<std::uint32_t>("tensor dimension count");
-        if (!nd)
-            return nd.error();
-        if (*nd < 1 || *nd > 4)
-            return error(errc::bad_format,
-                         who + " has " + std::to_string(*nd) + " dimensions (1 to 4 allowed)");
-        t.n_dims = *nd;
-        for (std::uint32_t d = 0; d < t.n_dims; ++d) {
-            auto ne = c.read<std::uint64_t>("tensor dimension");
-            if (!ne)
-                return ne.error();
-            if (*ne == 0 || *ne > (std::uint64_t{1} << 40))
-                return error(errc::bad_format, who + " has dimension " + std::to_string(d) + " = " +
-                                                   std::to_string(*ne));
-            t.ne[d] = *ne;
-        }
-        const auto type_off = c.pos();
-        auto type = c.read<std::uint32_t>("tensor type");
-        if (!type)
-            return type.error();
-        if (!ggml_type_known(*type))
-            return error(errc::unsupported, who + " has unknown ggml type id " +
-                                                std::to_string(*type) + " " + at(type_off));
-        t.type = static_cast<ggml_type>(*type);
-        auto tensor_off = c.read<std::uint64_t>("tensor offset");
-        if (!tensor_off)
-            return tensor_off.error();
-        t.offset = *tensor_off;
-        if (t.offset % alignment_ != 0)
-            return error(errc::bad_format, who + " data offset " + std::to_string(t.offset) +
-                                               " is not a multiple of the alignment " +
-                                               std::to_string(alignment_));
-        auto nb = tensor_nbytes(t.type, t.ne);
-        if (!nb)
-            return error(nb.error().value(), who + ": " + nb.error().message);
-        t.n_bytes = *nb;
-        tensors_.push_back(t);
+        auto t = parse_tensor_info(c, i, names, limits);
+        if (!t)
+            return t.error();
+        tensors_.push_back(*t);
     }
+    return {};
+}
 
-    data_offset_ = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
+result<gguf_tensor> gguf_file::parse_tensor_info(gguf_detail::cursor& c, std::uint64_t i,
+                                                 std::unordered_set<std::string_view>& names,
+                                                 const gguf_limits& limits) const {
+    gguf_tensor t;
+    const auto off = c.pos();
+    auto name = c.read_string("tensor name", limits.max_string_bytes);
+    if (!name)
+        return name.error();
+    if (name->empty())
+        return error(errc::bad_format,
+                     "tensor " + std::to_string(i) + " " + at(off) + " has an empty name");
+    t.name = *name;
+    const std::string who = "tensor '" + std::string(t.name) + "' (info " + at(off) + ")";
+    if (!names.insert(t.name).second)
+        return error(errc::bad_format, "duplicate " + who);
+    auto nd = c.read<std::uint32_t>("tensor dimension count");
+    if (!nd)
+        return nd.error();
+    if (*nd < 1 || *nd > 4)
+        return error(errc::bad_format,
+                     who + " has " + std::to_string(*nd) + " dimensions (1 to 4 allowed)");
+    t.n_dims = *nd;
+    for (std::uint32_t d = 0; d < t.n_dims; ++d) {
+        auto ne = c.read<std::uint64_t>("tensor dimension");
+        if (!ne)
+            return ne.error();
+        if (*ne == 0 || *ne > (std::uint64_t{1} << 40))
+            return error(errc::bad_format,
+                         who + " has dimension " + std::to_string(d) + " = " + std::to_string(*ne));
+        t.ne[d] = *ne;
+    }
+    const auto type_off = c.pos();
+    auto type = c.read<std::uint32_t>("tensor type");
+    if (!type)
+        return type.error();
+    if (!ggml_type_known(*type))
+        return error(errc::unsupported, who + " has unknown ggml type id " + std::to_string(*type) +
+                                            " " + at(type_off));
+    t.type = static_cast<ggml_type>(*type);
+    auto tensor_off = c.read<std::uint64_t>("tensor offset");
+    if (!tensor_off)
+        return tensor_off.error();
+    t.offset = *tensor_off;
+    if (t.offset % alignment_ != 0)
+        return error(errc::bad_format, who + " data offset " + std::to_string(t.offset) +
+                                           " is not a multiple of the alignment " +
+                                           std::to_string(alignment_));
+    auto nb = tensor_nbytes(t.type, t.ne);
+    if (!nb)
+        return error(nb.error().value(), who + ": " + nb.error().message);
+    t.n_bytes = *nb;
+    return t;
+}
+
+result<void> gguf_file::place_tensors(std::uint64_t table_end) {
+    data_offset_ = (table_end + alignment_ - 1) / alignment_ * alignment_;
     if (data_offset_ > file_size_ && !tensors_.empty())
         return error(errc::bad_format, "file truncated: the data section would start at " +
                                            std::to_string(data_offset_) + ", past the end (" +
@@ -476,143 +394,9 @@ result<void> gguf_file::parse_all(const gguf_limits& limits) {
     return {};
 }
 
-const gguf_value_view* gguf_file::find(std::string_view key) const noexcept {
-    for (const auto& kv : kvs_)
-        if (kv.key == key)
-            return &kv.value;
-    return nullptr;
-}
-
 void gguf_file::release_pages(const gguf_tensor& t) const noexcept {
     if (image_ != nullptr && t.data != nullptr)
         image_->release_pages(t.bytes());
-}
-
-const gguf_tensor* gguf_file::find_tensor(std::string_view name) const noexcept {
-    for (const auto& t : tensors_)
-        if (t.name == name)
-            return &t;
-    return nullptr;
-}
-
-result<std::uint64_t> gguf_file::get_uint(std::string_view key) const {
-    const auto* v = find(key);
-    if (!v)
-        return missing(key);
-    if (!is_integer_type(v->type))
-        return wrong_type(key, *v, "an unsigned integer");
-    if (const auto* u = std::get_if<std::uint64_t>(&v->scalar))
-        return *u;
-    const auto s = std::get<std::int64_t>(v->scalar);
-    if (s < 0)
-        return error(errc::bad_format, "metadata key '" + std::string(key) + "' is negative (" +
-                                           std::to_string(s) + ")");
-    return static_cast<std::uint64_t>(s);
-}
-
-result<std::int64_t> gguf_file::get_int(std::string_view key) const {
-    const auto* v = find(key);
-    if (!v)
-        return missing(key);
-    if (!is_integer_type(v->type))
-        return wrong_type(key, *v, "an integer");
-    if (const auto* s = std::get_if<std::int64_t>(&v->scalar))
-        return *s;
-    const auto u = std::get<std::uint64_t>(v->scalar);
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-        return error(errc::bad_format, "metadata key '" + std::string(key) + "' overflows int64");
-    return static_cast<std::int64_t>(u);
-}
-
-result<double> gguf_file::get_float(std::string_view key) const {
-    const auto* v = find(key);
-    if (!v)
-        return missing(key);
-    if (const auto* d = std::get_if<double>(&v->scalar); d && v->type != gguf_value_type::array)
-        return *d;
-    return wrong_type(key, *v, "f32 or f64");
-}
-
-result<bool> gguf_file::get_bool(std::string_view key) const {
-    const auto* v = find(key);
-    if (!v)
-        return missing(key);
-    if (v->type != gguf_value_type::boolean)
-        return wrong_type(key, *v, "bool");
-    return std::get<bool>(v->scalar);
-}
-
-result<std::string_view> gguf_file::get_string(std::string_view key) const {
-    const auto* v = find(key);
-    if (!v)
-        return missing(key);
-    if (v->type != gguf_value_type::string)
-        return wrong_type(key, *v, "string");
-    return std::get<std::string_view>(v->scalar);
-}
-
-result<std::vector<std::string_view>> gguf_file::get_string_array(std::string_view key) const {
-    const auto* v = find(key);
-    if (!v)
-        return missing(key);
-    if (v->type != gguf_value_type::array || v->array_type != gguf_value_type::string)
-        return wrong_type(key, *v, "array of strings");
-    return v->array_strings;
-}
-
-result<std::vector<float>> gguf_file::get_float_array(std::string_view key) const {
-    const auto* v = find(key);
-    if (!v)
-        return missing(key);
-    if (v->type != gguf_value_type::array || v->array_type == gguf_value_type::string ||
-        v->array_type == gguf_value_type::boolean)
-        return wrong_type(key, *v, "numeric array");
-    std::vector<float> out(v->array_count);
-    for (std::uint64_t i = 0; i < v->array_count; ++i)
-        out[i] = static_cast<float>(array_float_at(*v, i));
-    return out;
-}
-
-result<std::vector<std::int64_t>> gguf_file::get_int_array(std::string_view key) const {
-    const auto* v = find(key);
-    if (!v)
-        return missing(key);
-    if (v->type != gguf_value_type::array || !is_integer_type(v->array_type))
-        return wrong_type(key, *v, "integer array");
-    std::vector<std::int64_t> out(v->array_count);
-    const std::size_t sz = gguf_scalar_size(v->array_type);
-    for (std::uint64_t i = 0; i < v->array_count; ++i) {
-        const std::uint8_t* p = v->array_data + i * sz;
-        switch (v->array_type) {
-        case gguf_value_type::u8:
-            out[i] = load<std::uint8_t>(p);
-            break;
-        case gguf_value_type::i8:
-            out[i] = load<std::int8_t>(p);
-            break;
-        case gguf_value_type::u16:
-            out[i] = load<std::uint16_t>(p);
-            break;
-        case gguf_value_type::i16:
-            out[i] = load<std::int16_t>(p);
-            break;
-        case gguf_value_type::u32:
-            out[i] = load<std::uint32_t>(p);
-            break;
-        case gguf_value_type::i32:
-            out[i] = load<std::int32_t>(p);
-            break;
-        case gguf_value_type::u64:
-            out[i] = static_cast<std::int64_t>(load<std::uint64_t>(p));
-            break;
-        case gguf_value_type::i64:
-            out[i] = load<std::int64_t>(p);
-            break;
-        default:
-            break;
-        }
-    }
-    return out;
 }
 
 } // namespace bitnet::model

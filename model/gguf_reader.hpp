@@ -16,9 +16,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 namespace bitnet::model {
+namespace gguf_detail {
+class cursor;
+}
 
 /// One metadata key/value pair, as stored in the file (views into the file's bytes).
 struct gguf_kv {
@@ -107,7 +112,20 @@ private:
     gguf_file() = default;
     static result<gguf_file> read(const std::string& path, const gguf_limits& limits,
                                   const cancel_flag* cancel, bool metadata_only);
+    // The parse, in file order: header (returns tensor and metadata counts), metadata,
+    // general.alignment, the tensor table, then each tensor's place in the data section.
     result<void> parse_all(const gguf_limits& limits);
+    result<std::pair<std::uint64_t, std::uint64_t>> parse_header(gguf_detail::cursor& c,
+                                                                 const gguf_limits& limits);
+    result<void> parse_metadata(gguf_detail::cursor& c, std::uint64_t n_kv,
+                                const gguf_limits& limits);
+    result<void> parse_alignment();
+    result<void> parse_tensor_table(gguf_detail::cursor& c, std::uint64_t n_tensors,
+                                    const gguf_limits& limits);
+    result<gguf_tensor> parse_tensor_info(gguf_detail::cursor& c, std::uint64_t i,
+                                          std::unordered_set<std::string_view>& names,
+                                          const gguf_limits& limits) const;
+    result<void> place_tensors(std::uint64_t table_end);
 
     std::shared_ptr<const file_image> image_; ///< null when parsing caller-owned bytes
     std::span<const std::uint8_t> bytes_;     ///< the whole file, or its metadata prefix
