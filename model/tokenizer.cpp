@@ -55,15 +55,11 @@ int parse_byte_token(std::string_view text) {
     return v;
 }
 
-} // namespace
+using impl = tokenizer::impl;
 
-result<tokenizer> tokenizer::create(tokenizer_vocab in) {
-    auto p = std::make_shared<impl>();
-    impl& m = *p;
-    // Moved in first: the token table points at these strings.
-    m.vocab = std::move(in);
+// The algorithm family named by tokenizer.ggml.model.
+result<void> set_kind(impl& m) {
     const tokenizer_vocab& vocab = m.vocab;
-
     if (vocab.model == "gpt2")
         m.kind = tokenizer_kind::bpe;
     else if (vocab.model == "llama")
@@ -72,6 +68,11 @@ result<tokenizer> tokenizer::create(tokenizer_vocab in) {
         return vocab_error("unsupported tokenizer.ggml.model '" + vocab.model +
                            "' (supported: gpt2, llama)");
 
+    return {};
+}
+
+// Table sizes that agree and special ids inside the vocabulary.
+result<void> check_sizes(const tokenizer_vocab& vocab) {
     const std::size_t n = vocab.tokens.size();
     if (n == 0)
         return vocab_error("the vocabulary has no tokens");
@@ -94,7 +95,12 @@ result<tokenizer> tokenizer::create(tokenizer_vocab in) {
         if (id && (*id < 0 || static_cast<std::size_t>(*id) >= n))
             return vocab_error(std::string(name) + " token id " + std::to_string(*id) +
                                " is out of range for a vocabulary of " + std::to_string(n));
+    return {};
+}
 
+result<void> read_token_types(impl& m) {
+    const tokenizer_vocab& vocab = m.vocab;
+    const std::size_t n = m.vocab.tokens.size();
     m.types.resize(n, token_type::normal);
     for (std::size_t i = 0; i < vocab.token_types.size(); ++i) {
         const std::int32_t t = vocab.token_types[i];
@@ -103,10 +109,13 @@ result<tokenizer> tokenizer::create(tokenizer_vocab in) {
                                std::to_string(t) + " (valid: 0..6)");
         m.types[i] = t == 0 ? token_type::normal : static_cast<token_type>(t);
     }
+    return {};
+}
 
-    m.token_to_id.build(vocab.tokens);
-
-    // Decoded bytes of every token, so decode is a concatenation.
+// Decoded bytes of every token, so decode is a concatenation.
+void build_pieces(impl& m) {
+    const tokenizer_vocab& vocab = m.vocab;
+    const std::size_t n = m.vocab.tokens.size();
     m.pieces.resize(n);
     for (std::size_t i = 0; i < n; ++i) {
         const std::string& text = vocab.tokens[i];
@@ -135,8 +144,12 @@ result<tokenizer> tokenizer::create(tokenizer_vocab in) {
             break;
         }
     }
+}
 
-    // Special tokens: user-defined always split out; control and unknown only when asked.
+// Special tokens: user-defined always split out; control and unknown only when asked.
+void index_specials(impl& m) {
+    const tokenizer_vocab& vocab = m.vocab;
+    const std::size_t n = m.vocab.tokens.size();
     for (std::size_t i = 0; i < n; ++i) {
         const token_type t = m.types[i];
         if ((t == token_type::control || t == token_type::user_defined ||
@@ -151,8 +164,11 @@ result<tokenizer> tokenizer::create(tokenizer_vocab in) {
         std::stable_sort(list.begin(), list.end(), [&](std::int32_t a, std::int32_t b) {
             return vocab.tokens[a].size() > vocab.tokens[b].size();
         });
+}
 
-    // EOT and the end-of-generation set.
+// EOT and the end-of-generation set.
+void find_eog(impl& m) {
+    const tokenizer_vocab& vocab = m.vocab;
     m.eot = vocab.eot_id;
     if (!m.eot)
         if (const std::int32_t t = m.token_to_id.find("<|eot_id|>"); t >= 0)
@@ -166,60 +182,85 @@ result<tokenizer> tokenizer::create(tokenizer_vocab in) {
             m.eog.push_back(id);
     std::sort(m.eog.begin(), m.eog.end());
     m.eog.erase(std::unique(m.eog.begin(), m.eog.end()), m.eog.end());
+}
 
-    if (m.kind == tokenizer_kind::bpe) {
-        auto pre = internal::pre_tokenizer::create(vocab.pre);
-        if (!pre)
-            return pre.error();
-        m.pre = std::move(*pre);
-        m.ignore_merges = m.pre.ignore_merges();
-        for (int b = 0; b < 256; ++b) {
-            m.standins[b] = gpt2_byte_to_utf8(static_cast<std::uint8_t>(b));
-            m.byte_token[b] = m.token_to_id.find(gpt2_byte_to_utf8(static_cast<std::uint8_t>(b)));
-        }
-        m.merges.reserve(vocab.merges.size());
-        std::string joined;
-        for (std::size_t r = 0; r < vocab.merges.size(); ++r) {
-            const std::string_view merge = vocab.merges[r];
-            // Split at the first space after position 0 (a token may itself start with one).
-            const std::size_t sp = merge.size() > 1 ? merge.find(' ', 1) : std::string_view::npos;
-            if (sp == std::string_view::npos)
-                return vocab_error("merge " + std::to_string(r) + " '" + std::string(merge) +
-                                   "' is not of the form 'left right'");
-            const std::string_view left = merge.substr(0, sp);
-            const std::string_view right = merge.substr(sp + 1);
-            const std::int32_t l = m.token_to_id.find(left);
-            const std::int32_t rt = m.token_to_id.find(right);
-            joined.assign(left);
-            joined += right;
-            const std::int32_t j = m.token_to_id.find(joined);
-            if (l < 0 || rt < 0 || j < 0)
-                return vocab_error("merge " + std::to_string(r) + " '" + std::string(merge) +
-                                   "' uses a token not in the vocabulary ('" +
-                                   std::string(l < 0    ? left
-                                               : rt < 0 ? right
-                                                        : joined) +
-                                   "')");
-            m.merges.insert(l, rt, static_cast<std::int32_t>(r), j);
-        }
-        m.add_bos = vocab.add_bos.value_or(m.ignore_merges); // llama-bpe adds BOS by default
-    } else {
-        if (!vocab.merges.empty())
-            return vocab_error("a SentencePiece ('llama') vocabulary must not have merges");
-        m.add_space_prefix = vocab.add_space_prefix.value_or(true);
-        char name[8];
-        for (int b = 0; b < 256; ++b) {
-            std::snprintf(name, sizeof name, "<0x%02X>", static_cast<unsigned>(b));
-            std::int32_t t = m.token_to_id.find(name);
-            if (t < 0) { // some vocabularies hold raw ASCII instead
-                const char c = static_cast<char>(b);
-                t = m.token_to_id.find(std::string_view(&c, 1));
-            }
-            m.byte_fallback[b] = t;
-        }
-        m.add_bos = vocab.add_bos.value_or(true);
+// Byte-level BPE: the pre-tokenizer, byte stand-ins and the merge ranks.
+result<void> set_up_bpe(impl& m) {
+    const tokenizer_vocab& vocab = m.vocab;
+    auto pre = internal::pre_tokenizer::create(vocab.pre);
+    if (!pre)
+        return pre.error();
+    m.pre = std::move(*pre);
+    m.ignore_merges = m.pre.ignore_merges();
+    for (int b = 0; b < 256; ++b) {
+        m.standins[b] = gpt2_byte_to_utf8(static_cast<std::uint8_t>(b));
+        m.byte_token[b] = m.token_to_id.find(gpt2_byte_to_utf8(static_cast<std::uint8_t>(b)));
     }
-    m.add_eos = vocab.add_eos.value_or(false);
+    m.merges.reserve(vocab.merges.size());
+    std::string joined;
+    for (std::size_t r = 0; r < vocab.merges.size(); ++r) {
+        const std::string_view merge = vocab.merges[r];
+        // Split at the first space after position 0 (a token may itself start with one).
+        const std::size_t sp = merge.size() > 1 ? merge.find(' ', 1) : std::string_view::npos;
+        if (sp == std::string_view::npos)
+            return vocab_error("merge " + std::to_string(r) + " '" + std::string(merge) +
+                               "' is not of the form 'left right'");
+        const std::string_view left = merge.substr(0, sp);
+        const std::string_view right = merge.substr(sp + 1);
+        const std::int32_t l = m.token_to_id.find(left);
+        const std::int32_t rt = m.token_to_id.find(right);
+        joined.assign(left);
+        joined += right;
+        const std::int32_t j = m.token_to_id.find(joined);
+        if (l < 0 || rt < 0 || j < 0)
+            return vocab_error("merge " + std::to_string(r) + " '" + std::string(merge) +
+                               "' uses a token not in the vocabulary ('" +
+                               std::string(l < 0    ? left
+                                           : rt < 0 ? right
+                                                    : joined) +
+                               "')");
+        m.merges.insert(l, rt, static_cast<std::int32_t>(r), j);
+    }
+    m.add_bos = vocab.add_bos.value_or(m.ignore_merges); // llama-bpe adds BOS by default
+    return {};
+}
+
+// SentencePiece: byte fallback tokens and the space prefix.
+result<void> set_up_spm(impl& m) {
+    const tokenizer_vocab& vocab = m.vocab;
+    if (!vocab.merges.empty())
+        return vocab_error("a SentencePiece ('llama') vocabulary must not have merges");
+    m.add_space_prefix = vocab.add_space_prefix.value_or(true);
+    char name[8];
+    for (int b = 0; b < 256; ++b) {
+        std::snprintf(name, sizeof name, "<0x%02X>", static_cast<unsigned>(b));
+        std::int32_t t = m.token_to_id.find(name);
+        if (t < 0) { // some vocabularies hold raw ASCII instead
+            const char c = static_cast<char>(b);
+            t = m.token_to_id.find(std::string_view(&c, 1));
+        }
+        m.byte_fallback[b] = t;
+    }
+    m.add_bos = vocab.add_bos.value_or(true);
+    return {};
+}
+
+} // namespace
+
+result<tokenizer> tokenizer::create(tokenizer_vocab in) {
+    auto p = std::make_shared<impl>();
+    impl& m = *p;
+    // Moved in first: the token table points at these strings.
+    m.vocab = std::move(in);
+    BITNET_TRY(set_kind(m));
+    BITNET_TRY(check_sizes(m.vocab));
+    BITNET_TRY(read_token_types(m));
+    m.token_to_id.build(m.vocab.tokens);
+    build_pieces(m);
+    index_specials(m);
+    find_eog(m);
+    BITNET_TRY(m.kind == tokenizer_kind::bpe ? set_up_bpe(m) : set_up_spm(m));
+    m.add_eos = m.vocab.add_eos.value_or(false);
     return tokenizer(std::move(p));
 }
 
