@@ -31,6 +31,95 @@ struct by_logit_desc {
     }
 };
 
+// 1. Repetition penalty, once per distinct token in the window (llama.cpp).
+void apply_repetition_penalty(const sampling_params& p, float* z, std::int32_t n_vocab,
+                              std::span<const std::int32_t> recent) {
+    if (p.repetition_penalty == 1.0f || p.repeat_last_n == 0 || recent.empty())
+        return;
+    std::size_t window = recent.size();
+    if (p.repeat_last_n > 0)
+        window = std::min(window, static_cast<std::size_t>(p.repeat_last_n));
+    std::unordered_set<std::int32_t> seen;
+    for (std::int32_t t : recent.last(window)) {
+        if (t < 0 || t >= n_vocab || !seen.insert(t).second)
+            continue;
+        z[t] = z[t] > 0.0f ? z[t] / p.repetition_penalty : z[t] * p.repetition_penalty;
+    }
+}
+
+// Steps 2-4: fills `order` with every id, most likely first as far as a filter needs the order,
+// and returns how many of its first entries survive top-k, top-p and min-p.
+std::size_t filter_candidates(const sampling_params& p, const float* z, std::int32_t n_vocab,
+                              double z_max, std::vector<std::int32_t>& order) {
+    // Candidates, most likely first. A full sort only when a filter needs the order.
+    order.resize(static_cast<std::size_t>(n_vocab));
+    for (std::int32_t i = 0; i < n_vocab; ++i)
+        order[static_cast<std::size_t>(i)] = i;
+    std::size_t n_keep = order.size();
+    const bool need_order = p.top_k > 0 || p.top_p < 1.0f || p.min_p > 0.0f;
+    if (need_order) {
+        // 2. top-k.
+        if (p.top_k > 0)
+            n_keep = std::min(n_keep, static_cast<std::size_t>(p.top_k));
+        if (n_keep == order.size()) // top-p / min-p alone: introsort beats a full heap sort
+            std::sort(order.begin(), order.end(), by_logit_desc{z});
+        else
+            std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_keep),
+                              order.end(), by_logit_desc{z});
+
+        // 3. top-p over the survivors' renormalised probabilities; keep at least one token.
+        if (p.top_p < 1.0f) {
+            double mass = 0.0;
+            for (std::size_t i = 0; i < n_keep; ++i)
+                mass += std::exp(static_cast<double>(z[order[i]]) - z_max);
+            double cum = 0.0;
+            for (std::size_t i = 0; i < n_keep; ++i) {
+                cum += std::exp(static_cast<double>(z[order[i]]) - z_max) / mass;
+                if (cum >= p.top_p) {
+                    n_keep = i + 1;
+                    break;
+                }
+            }
+        }
+
+        // 4. min-p: p_i >= min_p * p_max  <=>  z_i >= z_max + log(min_p). order[0] is the max.
+        if (p.min_p > 0.0f) {
+            const double threshold = static_cast<double>(z[order[0]]) + std::log(p.min_p);
+            std::size_t i = 1;
+            while (i < n_keep && static_cast<double>(z[order[i]]) >= threshold)
+                ++i;
+            n_keep = i;
+        }
+    }
+    return n_keep;
+}
+
+// Steps 5-6: temperature, then a draw from the softmax of the first n_keep of `order` with the
+// uniform `u01`; returns the position picked.
+std::size_t draw_candidate(const sampling_params& p, const float* z, double z_max,
+                           std::span<const std::int32_t> order, std::size_t n_keep,
+                           std::vector<double>& weights, double u01) {
+    // 5. Temperature, then 6. draw from the softmax of what is left.
+    const double inv_t = 1.0 / p.temperature;
+    double total = 0.0;
+    weights.resize(n_keep);
+    for (std::size_t i = 0; i < n_keep; ++i) {
+        weights[i] = std::exp((static_cast<double>(z[order[i]]) - z_max) * inv_t);
+        total += weights[i];
+    }
+    const double u = u01 * total;
+    double cum = 0.0;
+    std::size_t pick = n_keep - 1; // rounding can leave u just above the last partial sum
+    for (std::size_t i = 0; i < n_keep; ++i) {
+        cum += weights[i];
+        if (u < cum) {
+            pick = i;
+            break;
+        }
+    }
+    return pick;
+}
+
 } // namespace
 
 result<void> validate(const sampling_params& p) {
@@ -83,19 +172,7 @@ result<sampled> sampler::sample(std::span<const float> logits,
             return error(errc::invalid_argument,
                          "sampling: logit of token " + std::to_string(i) + " is NaN");
 
-    // 1. Repetition penalty, once per distinct token in the window (llama.cpp).
-    if (params_.repetition_penalty != 1.0f && params_.repeat_last_n != 0 && !recent.empty()) {
-        std::size_t window = recent.size();
-        if (params_.repeat_last_n > 0)
-            window = std::min(window, static_cast<std::size_t>(params_.repeat_last_n));
-        std::unordered_set<std::int32_t> seen;
-        for (std::int32_t t : recent.last(window)) {
-            if (t < 0 || t >= n_vocab || !seen.insert(t).second)
-                continue;
-            z[t] =
-                z[t] > 0.0f ? z[t] / params_.repetition_penalty : z[t] * params_.repetition_penalty;
-        }
-    }
+    apply_repetition_penalty(params_, z, n_vocab, recent);
 
     // Log-softmax of the penalised, temperature-free logits: what we report.
     const float z_max = *std::max_element(z, z + n_vocab);
@@ -130,65 +207,9 @@ result<sampled> sampler::sample(std::span<const float> logits,
         return out;
     }
 
-    // Candidates, most likely first. A full sort only when a filter needs the order.
-    order_.resize(static_cast<std::size_t>(n_vocab));
-    for (std::int32_t i = 0; i < n_vocab; ++i)
-        order_[static_cast<std::size_t>(i)] = i;
-    std::size_t n_keep = order_.size();
-    const bool need_order = params_.top_k > 0 || params_.top_p < 1.0f || params_.min_p > 0.0f;
-    if (need_order) {
-        // 2. top-k.
-        if (params_.top_k > 0)
-            n_keep = std::min(n_keep, static_cast<std::size_t>(params_.top_k));
-        if (n_keep == order_.size()) // top-p / min-p alone: introsort beats a full heap sort
-            std::sort(order_.begin(), order_.end(), by_logit_desc{z});
-        else
-            std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n_keep),
-                              order_.end(), by_logit_desc{z});
-
-        // 3. top-p over the survivors' renormalised probabilities; keep at least one token.
-        if (params_.top_p < 1.0f) {
-            double mass = 0.0;
-            for (std::size_t i = 0; i < n_keep; ++i)
-                mass += std::exp(static_cast<double>(z[order_[i]]) - z_max);
-            double cum = 0.0;
-            for (std::size_t i = 0; i < n_keep; ++i) {
-                cum += std::exp(static_cast<double>(z[order_[i]]) - z_max) / mass;
-                if (cum >= params_.top_p) {
-                    n_keep = i + 1;
-                    break;
-                }
-            }
-        }
-
-        // 4. min-p: p_i >= min_p * p_max  <=>  z_i >= z_max + log(min_p). order_[0] is the max.
-        if (params_.min_p > 0.0f) {
-            const double threshold = static_cast<double>(z[order_[0]]) + std::log(params_.min_p);
-            std::size_t i = 1;
-            while (i < n_keep && static_cast<double>(z[order_[i]]) >= threshold)
-                ++i;
-            n_keep = i;
-        }
-    }
-
-    // 5. Temperature, then 6. draw from the softmax of what is left.
-    const double inv_t = 1.0 / params_.temperature;
-    double total = 0.0;
-    weights_.resize(n_keep);
-    for (std::size_t i = 0; i < n_keep; ++i) {
-        weights_[i] = std::exp((static_cast<double>(z[order_[i]]) - z_max) * inv_t);
-        total += weights_[i];
-    }
-    const double u = next_uniform() * total;
-    double cum = 0.0;
-    std::size_t pick = n_keep - 1; // rounding can leave u just above the last partial sum
-    for (std::size_t i = 0; i < n_keep; ++i) {
-        cum += weights_[i];
-        if (u < cum) {
-            pick = i;
-            break;
-        }
-    }
+    const std::size_t n_keep = filter_candidates(params_, z, n_vocab, z_max, order_);
+    const std::size_t pick =
+        draw_candidate(params_, z, z_max, order_, n_keep, weights_, next_uniform());
     out.token = order_[pick];
     out.logprob = logprob_of(out.token);
     return out;
