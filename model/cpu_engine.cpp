@@ -159,8 +159,15 @@ void cpu_engine::roll_back(std::span<const seq_chunk> appended) noexcept {
 }
 
 step_output cpu_engine::forward(std::span<const seq_chunk> batch) {
-    step_output out;
-    out.rows_for_chunk.assign(batch.size(), step_output::no_row);
+    const std::size_t T = prepare_step(batch);
+    for (std::uint32_t l = 0; l < config_.n_layer; ++l) {
+        attention_block(batch, l, T);
+        ffn_block(l, T);
+    }
+    return logits_for(batch);
+}
+
+std::size_t cpu_engine::prepare_step(std::span<const seq_chunk> batch) {
     const model_config& c = config_;
     const std::size_t T = batch_tokens(batch);
     const std::size_t n_embd = c.n_embd;
@@ -181,7 +188,7 @@ step_output cpu_engine::forward(std::span<const seq_chunk> batch) {
     gate_.resize(T * n_ff);
     up_.resize(T * n_ff);
 
-    // 1. Embeddings.
+    // Embeddings, and the RoPE angles of every position in the step.
     {
         std::size_t t = 0;
         for (const seq_chunk& ch : batch)
@@ -190,56 +197,73 @@ step_output cpu_engine::forward(std::span<const seq_chunk> batch) {
     }
     for (std::size_t t = 0; t < T; ++t)
         (void)angles(slots_[t].pos);
+    return T;
+}
 
-    for (std::uint32_t l = 0; l < c.n_layer; ++l) {
-        const layer_weights& L = weights_.layers[l];
-        // Attention block.
-        kernels::rms_norm(x_.data(), L.attn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
-        kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
-        bitlinear(L.wq, acts_, q_.data(), n_q);
-        bitlinear(L.wk, acts_, k_.data(), n_kv);
-        bitlinear(L.wv, acts_, v_.data(), n_kv);
-        for (std::size_t t = 0; t < T; ++t) {
-            const token_slot& s = slots_[t];
-            const kernels::rope_angles& a = rope_cache_[s.pos];
-            kernels::rope_apply(q_.data() + t * n_q, c.n_head, c.head_dim, rope_style_, a);
-            kernels::rope_apply(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, rope_style_, a);
-            const seq_id seq = batch[s.chunk].seq;
-            std::uint16_t* kr = cache_.k_row(seq, l, s.pos);
-            std::uint16_t* vr = cache_.v_row(seq, l, s.pos);
-            for (std::size_t i = 0; i < n_kv; ++i) {
-                kr[i] = kernels::f32_to_f16(k_[t * n_kv + i]);
-                vr[i] = kernels::f32_to_f16(v_[t * n_kv + i]);
-            }
+// Norm, Q/K/V projections, RoPE, KV append, attention, (sub-norm), output projection, residual.
+void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t l, std::size_t T) {
+    const model_config& c = config_;
+    const std::size_t n_embd = c.n_embd;
+    const std::size_t n_q = c.n_embd_q();
+    const std::size_t n_kv = c.n_embd_kv();
+    const layer_weights& L = weights_.layers[l];
+    kernels::rms_norm(x_.data(), L.attn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
+    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
+    bitlinear(L.wq, acts_, q_.data(), n_q);
+    bitlinear(L.wk, acts_, k_.data(), n_kv);
+    bitlinear(L.wv, acts_, v_.data(), n_kv);
+    for (std::size_t t = 0; t < T; ++t) {
+        const token_slot& s = slots_[t];
+        const kernels::rope_angles& a = rope_cache_[s.pos];
+        kernels::rope_apply(q_.data() + t * n_q, c.n_head, c.head_dim, rope_style_, a);
+        kernels::rope_apply(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, rope_style_, a);
+        const seq_id seq = batch[s.chunk].seq;
+        std::uint16_t* kr = cache_.k_row(seq, l, s.pos);
+        std::uint16_t* vr = cache_.v_row(seq, l, s.pos);
+        for (std::size_t i = 0; i < n_kv; ++i) {
+            kr[i] = kernels::f32_to_f16(k_[t * n_kv + i]);
+            vr[i] = kernels::f32_to_f16(v_[t * n_kv + i]);
         }
-        attention_layer(batch, l);
-        const float* o_in = attn_.data();
-        if (c.has_sub_norms) {
-            kernels::rms_norm(attn_.data(), L.attn_sub_norm.data(), T, n_q, n_q, c.rms_eps,
-                              cur_.data());
-            o_in = cur_.data();
-        }
-        kernels::quantize_activations(o_in, T, n_q, n_q, acts_);
-        bitlinear(L.wo, acts_, cur_.data(), n_embd); // its input now lives in acts_
-        for (std::size_t i = 0; i < T * n_embd; ++i)
-            x_[i] += cur_[i];
-
-        // Feed-forward block: gate and up share one quantized input (LLM_FFN_PAR).
-        kernels::rms_norm(x_.data(), L.ffn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
-        kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
-        bitlinear(L.w_gate, acts_, gate_.data(), n_ff);
-        bitlinear(L.w_up, acts_, up_.data(), n_ff);
-        kernels::gated_activation(activation_, gate_.data(), up_.data(), T * n_ff, gate_.data());
-        if (c.has_sub_norms)
-            kernels::rms_norm(gate_.data(), L.ffn_sub_norm.data(), T, n_ff, n_ff, c.rms_eps,
-                              gate_.data());
-        kernels::quantize_activations(gate_.data(), T, n_ff, n_ff, acts_);
-        bitlinear(L.w_down, acts_, cur_.data(), n_embd);
-        for (std::size_t i = 0; i < T * n_embd; ++i)
-            x_[i] += cur_[i];
     }
+    attention_layer(batch, l);
+    const float* o_in = attn_.data();
+    if (c.has_sub_norms) {
+        kernels::rms_norm(attn_.data(), L.attn_sub_norm.data(), T, n_q, n_q, c.rms_eps,
+                          cur_.data());
+        o_in = cur_.data();
+    }
+    kernels::quantize_activations(o_in, T, n_q, n_q, acts_);
+    bitlinear(L.wo, acts_, cur_.data(), n_embd); // its input now lives in acts_
+    for (std::size_t i = 0; i < T * n_embd; ++i)
+        x_[i] += cur_[i];
+}
 
-    // Logits for the last token of every chunk that wants them.
+// Feed-forward block: gate and up share one quantized input (LLM_FFN_PAR).
+void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
+    const model_config& c = config_;
+    const std::size_t n_embd = c.n_embd;
+    const std::size_t n_ff = c.n_ff;
+    const layer_weights& L = weights_.layers[l];
+    kernels::rms_norm(x_.data(), L.ffn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
+    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
+    bitlinear(L.w_gate, acts_, gate_.data(), n_ff);
+    bitlinear(L.w_up, acts_, up_.data(), n_ff);
+    kernels::gated_activation(activation_, gate_.data(), up_.data(), T * n_ff, gate_.data());
+    if (c.has_sub_norms)
+        kernels::rms_norm(gate_.data(), L.ffn_sub_norm.data(), T, n_ff, n_ff, c.rms_eps,
+                          gate_.data());
+    kernels::quantize_activations(gate_.data(), T, n_ff, n_ff, acts_);
+    bitlinear(L.w_down, acts_, cur_.data(), n_embd);
+    for (std::size_t i = 0; i < T * n_embd; ++i)
+        x_[i] += cur_[i];
+}
+
+// Logits for the last token of every chunk that wants them.
+step_output cpu_engine::logits_for(std::span<const seq_chunk> batch) {
+    const model_config& c = config_;
+    const std::size_t n_embd = c.n_embd;
+    step_output out;
+    out.rows_for_chunk.assign(batch.size(), step_output::no_row);
     std::vector<std::size_t> rows;
     {
         std::size_t t = 0;
