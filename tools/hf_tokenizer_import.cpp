@@ -176,6 +176,88 @@ result<void> import_unigram(const json::object& root, const json::object& model_
     return {};
 }
 
+// Added tokens: their ids may extend the vocabulary or re-type existing entries.
+result<void> import_added_tokens(const json::object& root,
+                                 std::vector<std::optional<std::string>>& by_id,
+                                 std::map<std::int64_t, token_type>& added_types) {
+    if (const auto* added = root.if_contains("added_tokens"); added && added->is_array()) {
+        for (const json::value& a : added->as_array()) {
+            const json::object* o = a.if_object();
+            const json::value* id = o ? o->if_contains("id") : nullptr;
+            const json::value* content = o ? o->if_contains("content") : nullptr;
+            if (!id || !id->is_int64() || !content || !content->is_string())
+                return bad("added_tokens entry without an integer 'id' and string 'content'");
+            const json::value* special = o->if_contains("special");
+            const bool is_special = special && special->is_bool() && special->as_bool();
+            BITNET_TRY(put(by_id, id->as_int64(), std::string(content->as_string())));
+            added_types[id->as_int64()] =
+                is_special ? token_type::control : token_type::user_defined;
+        }
+    }
+    return {};
+}
+
+// The GGUF token table (texts and types, SentencePiece scores) from the ids collected.
+void fill_token_table(std::vector<std::optional<std::string>>& by_id,
+                      const std::map<std::int64_t, token_type>& added_types,
+                      std::vector<float>& scores, tokenizer_vocab& v) {
+    const bool spm = v.model == "llama";
+    v.tokens.reserve(by_id.size());
+    v.token_types.reserve(by_id.size());
+    for (std::size_t id = 0; id < by_id.size(); ++id) {
+        token_type t = token_type::normal;
+        if (!by_id[id]) {
+            v.tokens.push_back("[PAD" + std::to_string(id) + "]");
+            t = token_type::unused;
+        } else {
+            v.tokens.push_back(std::move(*by_id[id]));
+            const std::string& s = v.tokens.back();
+            if (spm && s.size() == 6 && s.starts_with("<0x") && s.back() == '>')
+                t = token_type::byte;
+        }
+        if (auto it = added_types.find(static_cast<std::int64_t>(id)); it != added_types.end())
+            t = it->second;
+        if (v.unk_id && static_cast<std::size_t>(*v.unk_id) == id)
+            t = token_type::unknown;
+        v.token_types.push_back(static_cast<std::int32_t>(t));
+    }
+    if (spm) {
+        scores.resize(v.tokens.size(), 0.0f);
+        v.scores = std::move(scores);
+    }
+}
+
+// tokenizer_config.json: the special tokens by name, and whether BOS/EOS are added.
+result<void> apply_tokenizer_config(std::string_view config_json, tokenizer_vocab& v) {
+    auto cfg = parse_json(config_json, "tokenizer_config.json");
+    if (!cfg)
+        return cfg.error();
+    if (!cfg->is_object())
+        return error(errc::bad_format, "tokenizer_config.json: the top level is not an object");
+    const json::object& c = cfg->as_object();
+    auto id_of = [&](std::string_view key, std::optional<std::int32_t>& dst) -> result<void> {
+        const auto name = config_token(c, key);
+        if (!name)
+            return {};
+        for (std::size_t i = v.tokens.size(); i-- > 0;) // added tokens are at the end
+            if (v.tokens[i] == *name) {
+                dst = static_cast<std::int32_t>(i);
+                return {};
+            }
+        return error(errc::tokenizer_error, "tokenizer_config.json: " + std::string(key) + " '" +
+                                                *name + "' is not in the vocabulary");
+    };
+    BITNET_TRY(id_of("bos_token", v.bos_id));
+    BITNET_TRY(id_of("eos_token", v.eos_id));
+    BITNET_TRY(id_of("pad_token", v.pad_id));
+    BITNET_TRY(id_of("unk_token", v.unk_id));
+    if (const auto* b = c.if_contains("add_bos_token"); b && b->is_bool())
+        v.add_bos = b->as_bool();
+    if (const auto* e = c.if_contains("add_eos_token"); e && e->is_bool())
+        v.add_eos = e->as_bool();
+    return {};
+}
+
 } // namespace
 
 result<tokenizer_vocab> import_hf_tokenizer(std::string_view tokenizer_json,
@@ -214,78 +296,14 @@ result<tokenizer_vocab> import_hf_tokenizer(std::string_view tokenizer_json,
                            "' is not supported (BPE and Unigram are)");
     }
 
-    // Added tokens: their ids may extend the vocabulary or re-type existing entries.
     std::map<std::int64_t, token_type> added_types;
-    if (const auto* added = root.if_contains("added_tokens"); added && added->is_array()) {
-        for (const json::value& a : added->as_array()) {
-            const json::object* o = a.if_object();
-            const json::value* id = o ? o->if_contains("id") : nullptr;
-            const json::value* content = o ? o->if_contains("content") : nullptr;
-            if (!id || !id->is_int64() || !content || !content->is_string())
-                return bad("added_tokens entry without an integer 'id' and string 'content'");
-            const json::value* special = o->if_contains("special");
-            const bool is_special = special && special->is_bool() && special->as_bool();
-            BITNET_TRY(put(by_id, id->as_int64(), std::string(content->as_string())));
-            added_types[id->as_int64()] =
-                is_special ? token_type::control : token_type::user_defined;
-        }
-    }
+    BITNET_TRY(import_added_tokens(root, by_id, added_types));
     if (by_id.empty())
         return error(errc::tokenizer_error, "tokenizer.json has an empty vocabulary");
 
-    const bool spm = v.model == "llama";
-    v.tokens.reserve(by_id.size());
-    v.token_types.reserve(by_id.size());
-    for (std::size_t id = 0; id < by_id.size(); ++id) {
-        token_type t = token_type::normal;
-        if (!by_id[id]) {
-            v.tokens.push_back("[PAD" + std::to_string(id) + "]");
-            t = token_type::unused;
-        } else {
-            v.tokens.push_back(std::move(*by_id[id]));
-            const std::string& s = v.tokens.back();
-            if (spm && s.size() == 6 && s.starts_with("<0x") && s.back() == '>')
-                t = token_type::byte;
-        }
-        if (auto it = added_types.find(static_cast<std::int64_t>(id)); it != added_types.end())
-            t = it->second;
-        if (v.unk_id && static_cast<std::size_t>(*v.unk_id) == id)
-            t = token_type::unknown;
-        v.token_types.push_back(static_cast<std::int32_t>(t));
-    }
-    if (spm) {
-        scores.resize(v.tokens.size(), 0.0f);
-        v.scores = std::move(scores);
-    }
-
-    if (config_json) {
-        auto cfg = parse_json(*config_json, "tokenizer_config.json");
-        if (!cfg)
-            return cfg.error();
-        if (!cfg->is_object())
-            return error(errc::bad_format, "tokenizer_config.json: the top level is not an object");
-        const json::object& c = cfg->as_object();
-        auto id_of = [&](std::string_view key, std::optional<std::int32_t>& dst) -> result<void> {
-            const auto name = config_token(c, key);
-            if (!name)
-                return {};
-            for (std::size_t i = v.tokens.size(); i-- > 0;) // added tokens are at the end
-                if (v.tokens[i] == *name) {
-                    dst = static_cast<std::int32_t>(i);
-                    return {};
-                }
-            return error(errc::tokenizer_error, "tokenizer_config.json: " + std::string(key) +
-                                                    " '" + *name + "' is not in the vocabulary");
-        };
-        BITNET_TRY(id_of("bos_token", v.bos_id));
-        BITNET_TRY(id_of("eos_token", v.eos_id));
-        BITNET_TRY(id_of("pad_token", v.pad_id));
-        BITNET_TRY(id_of("unk_token", v.unk_id));
-        if (const auto* b = c.if_contains("add_bos_token"); b && b->is_bool())
-            v.add_bos = b->as_bool();
-        if (const auto* e = c.if_contains("add_eos_token"); e && e->is_bool())
-            v.add_eos = e->as_bool();
-    }
+    fill_token_table(by_id, added_types, scores, v);
+    if (config_json)
+        BITNET_TRY(apply_tokenizer_config(*config_json, v));
     return v;
 }
 
