@@ -21,20 +21,35 @@ function(bitnet_set_warnings tgt)
     endif()
 endfunction()
 
+# bitnet_room_include_dir(var): an include folder that holds only the calling room, as a link
+# named after its path (<build>/room_include/<name>/model -> <source>/model), so that a target
+# sees "model/..." only when it links bitnet_model (directly or through a public dependency):
+# the build refuses an include across a missing edge instead of finding it by accident.
+function(bitnet_room_include_dir var name)
+    file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+    set(_root ${PROJECT_BINARY_DIR}/room_include/${name})
+    get_filename_component(_parent ${_root}/${_rel} DIRECTORY)
+    file(MAKE_DIRECTORY ${_parent})
+    file(CREATE_LINK ${CMAKE_CURRENT_SOURCE_DIR} ${_root}/${_rel} SYMBOLIC)
+    set(${var} ${_root} PARENT_SCOPE)
+endfunction()
+
 # bitnet_room(name DEPS ...): a room's static library from every .cpp directly in its folder.
+# It exposes its own folder only (bitnet_room_include_dir); other rooms come with its deps.
 function(bitnet_room name)
     cmake_parse_arguments(ARG "" "" "PUBLIC_DEPS;PRIVATE_DEPS;EXTRA_SOURCES" ${ARGN})
     file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp
                                       ${CMAKE_CURRENT_SOURCE_DIR}/cpu/*.cpp)
+    bitnet_room_include_dir(_inc ${name})
     if(NOT _srcs AND NOT ARG_EXTRA_SOURCES)
         # A room whose code has not arrived yet: headers only, same dependency edges.
         add_library(bitnet_${name} INTERFACE)
-        target_include_directories(bitnet_${name} INTERFACE ${PROJECT_SOURCE_DIR})
+        target_include_directories(bitnet_${name} INTERFACE ${_inc})
         target_link_libraries(bitnet_${name} INTERFACE ${ARG_PUBLIC_DEPS})
         return()
     endif()
     add_library(bitnet_${name} STATIC ${_srcs} ${ARG_EXTRA_SOURCES})
-    target_include_directories(bitnet_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_include_directories(bitnet_${name} PUBLIC ${_inc})
     target_link_libraries(bitnet_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
     bitnet_set_warnings(bitnet_${name})
 endfunction()
