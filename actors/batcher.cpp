@@ -1,8 +1,8 @@
 #include "actors/batcher.hpp"
 
 #include "messages/errors.hpp"
-#include "model/stop_rules.hpp"
-#include "model/tokenizer_stream.hpp"
+#include "model/sampling/stop_rules.hpp"
+#include "model/tokenizer/tokenizer_stream.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>

@@ -1,7 +1,7 @@
 // The batcher: one per model. A mailbox around sched::policy that drives the step loop
 //   plan = policy.schedule() -> request(executor, step) -> policy.update_from_output()
 // with one step in flight, turns samples into token_events for each request's sink, detokenizes
-// them (model/tokenizer_stream.hpp) and matches stop strings on that text (model/stop_rules.hpp;
+// them (model/tokenizer/tokenizer_stream.hpp) and matches stop strings on that text (model/sampling/stop_rules.hpp;
 // vLLM: stop strings are front-end work), and sends a completion
 // (or fail for a deadline passed while queued) when a request ends. A sink that dies cancels its
 // request, so a disconnected client's KV is freed within one step.
@@ -9,7 +9,7 @@
 
 #include "actors/sched_policy.hpp"
 #include "messages/interfaces.hpp"
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 
 #include <chrono>
 #include <functional>

@@ -1,7 +1,7 @@
 #include "actors/executor.hpp"
 
 #include "messages/errors.hpp"
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>

@@ -6,8 +6,8 @@
 #pragma once
 
 #include "messages/interfaces.hpp"
-#include "model/engine.hpp"
-#include "model/sampler.hpp"
+#include "model/engine/engine.hpp"
+#include "model/sampling/sampler.hpp"
 
 #include <functional>
 #include <memory>
@@ -36,7 +36,7 @@ struct device_choice {
 [[nodiscard]] bool cuda_built() noexcept;
 [[nodiscard]] int cuda_device_count() noexcept;
 
-/// The model's sampler settings for a request's settings (model/sampler.hpp).
+/// The model's sampler settings for a request's settings (model/sampling/sampler.hpp).
 [[nodiscard]] model::sampling_params to_sampling_params(const msg::sampling& s);
 
 struct executor_options {

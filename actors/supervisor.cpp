@@ -1,10 +1,10 @@
 #include "actors/supervisor.hpp"
 
 #include "messages/errors.hpp"
-#include "model/file_digest.hpp"
-#include "model/gguf_reader.hpp"
-#include "model/model_config.hpp"
-#include "model/regular_file.hpp"
+#include "model/gguf/file_digest.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/engine/model_config.hpp"
+#include "model/gguf/regular_file.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>

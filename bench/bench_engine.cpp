@@ -12,10 +12,10 @@
 //   bench_engine -m MODEL [--threads 2] [--decode 32] [--batch 8,32,64] [--prefill 512]
 //                [--kv-tokens 4096] [--repeats 5] [--workload 64x16x100 [--workload-only]]
 #include "kernels/parallel.hpp"
-#include "model/engine.hpp"
-#include "model/gguf_reader.hpp"
-#include "model/model_config.hpp"
-#include "model/sampler.hpp"
+#include "model/engine/engine.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/engine/model_config.hpp"
+#include "model/sampling/sampler.hpp"
 
 #include <CLI/CLI.hpp>
 

@@ -1,7 +1,7 @@
 // Encode/decode throughput of the Llama-3 tokenizer (byte-level BPE, llama-bpe pre-tokenizer) on
 // the 276 reference texts of tests/data/tokenizer concatenated (English, code, JSON, many scripts),
 // repeated to about 1 MiB. Figures go to bench/RESULTS.md.
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 #include "tools/hf_tokenizer_import.hpp"
 
 #include <benchmark/benchmark.h>

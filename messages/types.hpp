@@ -16,7 +16,7 @@ using token_id = std::int32_t;
 
 enum class priority : std::uint8_t { high = 0, normal = 1, low = 2 };
 
-/// Sampler settings of one request (model/sampler.hpp's sampling_params, as a message).
+/// Sampler settings of one request (model/sampling/sampler.hpp's sampling_params, as a message).
 struct sampling {
     float temperature = 0.8f; ///< 0 = greedy
     std::int32_t top_k = 40;

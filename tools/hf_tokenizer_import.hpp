@@ -3,7 +3,7 @@
 #pragma once
 
 #include "common/error.hpp"
-#include "model/tokenizer_vocab.hpp"
+#include "model/tokenizer/tokenizer_vocab.hpp"
 
 #include <optional>
 #include <string>

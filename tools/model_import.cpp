@@ -2,8 +2,8 @@
 // bitnet_tensor_plan / add_bitnet_metadata, so trained and synthetic files share one layout.
 #include "tools/model_import.hpp"
 
-#include "model/f16.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/gguf/f16.hpp"
+#include "model/gguf/gguf_writer.hpp"
 #include "tools/model_synth.hpp"
 
 #include <boost/json.hpp>

@@ -2,8 +2,8 @@
 // seed, tensor index and position), so every tensor is reproducible independently of the others.
 #include "tools/model_synth.hpp"
 
-#include "model/ggml_type.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/gguf/ggml_type.hpp"
+#include "model/gguf/gguf_writer.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "common/error.hpp"
-#include "model/gguf_value.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/gguf/gguf_value.hpp"
+#include "model/gguf/gguf_writer.hpp"
 
 #include <cstdint>
 #include <string>

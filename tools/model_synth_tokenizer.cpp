@@ -1,5 +1,5 @@
 // Tokenizer metadata for synthetic models from a Hugging Face tokenizer.json.
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 #include "tools/hf_tokenizer_import.hpp"
 #include "tools/model_synth.hpp"
 

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "actors/fake_vocab.hpp"
-#include "model/engine.hpp"
+#include "model/engine/engine.hpp"
 
 #include <atomic>
 #include <chrono>

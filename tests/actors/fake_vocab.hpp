@@ -4,7 +4,7 @@
 // the control token <|eot_id|> (the end-of-generation id).
 #pragma once
 
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 
 #include <memory>
 #include <string>

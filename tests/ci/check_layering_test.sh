@@ -47,7 +47,7 @@ plant() {
     fi
 }
 
-plant kernels '"model/engine.hpp"' 'kernels/ may include common/ only of ours'
+plant kernels '"model/engine/engine.hpp"' 'kernels/ may include common/ only of ours'
 plant kernels '"messages/types.hpp"' 'kernels/ may include common/ only of ours'
 plant kernels '<caf/all.hpp>' 'kernels/ must not include CAF, Beast or Asio'
 plant model '"actors/batcher.hpp"' 'model/ must not include actors/, http/ or messages/'
@@ -55,7 +55,10 @@ plant model '"messages/types.hpp"' 'model/ must not include actors/, http/ or me
 plant model '<caf/actor_system.hpp>' 'model/ must not include CAF, Beast or Asio'
 plant model '<boost/beast/http.hpp>' 'model/ must not include CAF, Beast or Asio'
 plant model '<boost/asio/post.hpp>' 'model/ must not include CAF, Beast or Asio'
-plant http '"model/engine.hpp"' 'http/ must not include model/ or kernels/ (it talks to messages/)'
+plant model/gguf '"model/tokenizer/tokenizer.hpp"' 'model/gguf/ (the file format) must not include the model sub-rooms above it'
+plant model/tokenizer '"model/engine/engine.hpp"' 'model/tokenizer/ may include model/gguf/ only of the model sub-rooms'
+plant model/sampling '"model/tokenizer/tokenizer.hpp"' 'model/sampling/ must not include the other model sub-rooms'
+plant http '"model/engine/engine.hpp"' 'http/ must not include model/ or kernels/ (it talks to messages/)'
 plant http '<kernels/rope.hpp>' 'http/ must not include model/ or kernels/ (it talks to messages/)'
 plant actors '"http/server.hpp"' 'actors/ must not include http/'
 plant messages '"actors/batcher.hpp"' 'messages/ must not include actors/ or http/'

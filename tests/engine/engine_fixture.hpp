@@ -2,7 +2,7 @@
 // scratch directory, loading, and a plain greedy loop over the engine's step API.
 #pragma once
 
-#include "model/engine.hpp"
+#include "model/engine/engine.hpp"
 #include "support/test_data.hpp"
 #include "tools/model_synth.hpp"
 

@@ -2,8 +2,8 @@
 // of every architecture, and against bitnet.cpp's own logits and greedy tokens.
 #include "engine_fixture.hpp"
 #include "kernels/f16.hpp"
-#include "model/gguf_reader.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/gguf/gguf_writer.hpp"
 #include "support/greedy_reference.hpp"
 #include "support/reference_forward.hpp"
 

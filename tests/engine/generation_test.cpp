@@ -1,10 +1,10 @@
 // The iterative generation API: same tokens as the raw step loop, stop rules applied to the
 // streamed text, seeded sampling reproducible, KV released when the generation goes away.
-#include "model/generation.hpp"
+#include "model/engine/generation.hpp"
 
 #include "engine_fixture.hpp"
-#include "model/tokenizer.hpp"
-#include "model/tokenizer_stream.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+#include "model/tokenizer/tokenizer_stream.hpp"
 
 using namespace bitnet;
 using namespace bitnet::test;

@@ -3,7 +3,7 @@
 // lies inside the input.
 #pragma once
 
-#include "model/gguf_reader.hpp"
+#include "model/gguf/gguf_reader.hpp"
 
 #include <cstdint>
 #include <cstdio>

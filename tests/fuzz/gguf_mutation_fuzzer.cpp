@@ -4,7 +4,7 @@
 // Usage: fuzz_gguf SECONDS SEED [FILE...]; exits non-zero only by crashing (what ASan reports).
 #include "byte_mutator.hpp"
 #include "gguf_fuzz_target.hpp"
-#include "model/gguf_writer.hpp"
+#include "model/gguf/gguf_writer.hpp"
 
 #include <chrono>
 #include <fstream>

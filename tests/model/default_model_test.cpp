@@ -1,8 +1,8 @@
 // The shipped default model (models/, trained by tools/train) against the training framework: on
 // a committed slice of the held-out split, our tokenizer must give the ids PyTorch evaluated and
 // the reference forward pass must reach PyTorch's perplexity within 1 %.
-#include "model/gguf_reader.hpp"
-#include "model/tokenizer.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 #include "support/default_model_slice.hpp"
 #include "support/reference_forward.hpp"
 

@@ -1,8 +1,8 @@
 // Row dequantizers on hand-built blocks whose values follow from the ggml block definitions, and
 // the F16 conversions on special values and rounding ties.
-#include "model/dequantize.hpp"
+#include "model/gguf/dequantize.hpp"
 
-#include "model/f16.hpp"
+#include "model/gguf/f16.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "model/ggml_type.hpp"
+#include "model/gguf/ggml_type.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // GGUF reader: round trips through the writer, bitnet.cpp's own file, and one test per class of
 // malformed input (each must be refused with a message naming what and where).
-#include "model/gguf_reader.hpp"
+#include "model/gguf/gguf_reader.hpp"
 
-#include "model/gguf_writer.hpp"
+#include "model/gguf/gguf_writer.hpp"
 #include "support/test_data.hpp"
 
 #include <doctest/doctest.h>

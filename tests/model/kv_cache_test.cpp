@@ -1,6 +1,6 @@
 // Paged KV cache: budget arithmetic, growth across block boundaries, exhaustion without side
 // effects, freeing, forks sharing blocks and copy-on-write of a shared partly filled block.
-#include "model/kv_cache.hpp"
+#include "model/engine/kv_cache.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // Architectures: bitnet.cpp's files configure correctly; broken hyper-parameters and tensors are
 // reported with actionable messages.
-#include "model/model_config.hpp"
+#include "model/engine/model_config.hpp"
 
-#include "model/gguf_writer.hpp"
+#include "model/gguf/gguf_writer.hpp"
 #include "support/test_data.hpp"
 
 #include <doctest/doctest.h>

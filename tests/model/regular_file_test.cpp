@@ -1,11 +1,11 @@
 // Reading model files for a load: only regular files open, reads and identity checks notice a file
 // that changed since its open, file_image and the GGUF reader never echo a foreign file's bytes,
 // and a cancel flag ends a long read.
-#include "model/regular_file.hpp"
+#include "model/gguf/regular_file.hpp"
 
-#include "model/file_digest.hpp"
-#include "model/file_image.hpp"
-#include "model/gguf_reader.hpp"
+#include "model/gguf/file_digest.hpp"
+#include "model/gguf/file_image.hpp"
+#include "model/gguf/gguf_reader.hpp"
 #include "support/test_data.hpp"
 
 #include <doctest/doctest.h>

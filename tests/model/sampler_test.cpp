@@ -1,6 +1,6 @@
 // Samplers: greedy ties, each filter's kept set on hand-made logits, seeded determinism,
 // repetition penalty, log-probabilities and parameter validation.
-#include "model/sampler.hpp"
+#include "model/sampling/sampler.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // Stop rules: stop strings across piece boundaries, held-back text released when a partial match
 // fails, end-of-generation tokens and the token limit.
-#include "model/stop_rules.hpp"
+#include "model/sampling/stop_rules.hpp"
 
 #include <doctest/doctest.h>
 

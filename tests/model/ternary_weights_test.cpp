@@ -1,9 +1,9 @@
 // I2_S decode/encode against bitnet.cpp's own file and the layout formula of spec §2.2, and the
 // F32/F16 ternary-twin reader.
-#include "model/ternary_weights.hpp"
+#include "model/engine/ternary_weights.hpp"
 
-#include "model/f16.hpp"
-#include "model/gguf_reader.hpp"
+#include "model/gguf/f16.hpp"
+#include "model/gguf/gguf_reader.hpp"
 #include "support/test_data.hpp"
 
 #include <doctest/doctest.h>

@@ -1,10 +1,10 @@
 // TL1/TL2 decoding against bitnet.cpp's own files: every TL tensor must equal its F32 twin, wrong
 // kernel parameters must not, and shapes without parameters are refused. Also the
 // kernel_config.ini parser and the parameter constraints.
-#include "model/tl_layout.hpp"
+#include "model/engine/tl_layout.hpp"
 
-#include "model/gguf_reader.hpp"
-#include "model/ternary_weights.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/engine/ternary_weights.hpp"
 #include "support/test_data.hpp"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 // Byte-level BPE on handcrafted vocabularies: the merge rule (rank order, leftmost on ties), the
 // pre-tokenizers (DEFAULT, llama-bpe), ignore_merges, byte fallback, special tokens, bad vocabs.
-#include "model/tokenizer.hpp"
-#include "model/tokenizer_pretokenize.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+#include "model/tokenizer/tokenizer_pretokenize.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // tokenizer_vocab <-> GGUF: key names and types on write, the same vocabulary on read.
-#include "model/gguf_reader.hpp"
-#include "model/gguf_writer.hpp"
-#include "model/tokenizer.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/gguf/gguf_writer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 
 #include <doctest/doctest.h>
 

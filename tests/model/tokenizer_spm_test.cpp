@@ -1,7 +1,7 @@
 // SentencePiece ("llama") tokenization: score-ordered merges, leftmost ties, byte fallback, the
 // space prefix and its removal on decode; and bitnet.cpp's own tiny SPM vocabulary from GGUF.
-#include "model/gguf_reader.hpp"
-#include "model/tokenizer.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 #include "support/test_data.hpp"
 
 #include <doctest/doctest.h>

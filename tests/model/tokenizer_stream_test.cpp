@@ -1,8 +1,8 @@
 // token_stream: generated tokens come out as whole UTF-8 characters only.
-#include "model/tokenizer_stream.hpp"
+#include "model/tokenizer/tokenizer_stream.hpp"
 
-#include "model/tokenizer.hpp"
-#include "model/unicode.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+#include "model/tokenizer/unicode.hpp"
 
 #include <doctest/doctest.h>
 

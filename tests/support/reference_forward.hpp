@@ -9,7 +9,7 @@
 #pragma once
 
 #include "common/error.hpp"
-#include "model/gguf_reader.hpp"
+#include "model/gguf/gguf_reader.hpp"
 
 #include <cstdint>
 #include <span>

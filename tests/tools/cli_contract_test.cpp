@@ -1,6 +1,6 @@
 // bitnet-cli tokenize/detokenize/generate through the command-line contract that scripts outside
 // the test suite rely on (issue: "Command-line contract").
-#include "model/engine.hpp"
+#include "model/engine/engine.hpp"
 #include "support/run_process.hpp"
 
 #include <boost/json.hpp>

@@ -2,9 +2,9 @@
 // (tests/data/tokenizer/llama3-reference.jsonl), plus the converter's error paths.
 #include "tools/hf_tokenizer_import.hpp"
 
-#include "model/gguf_reader.hpp"
-#include "model/gguf_writer.hpp"
-#include "model/tokenizer.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/gguf/gguf_writer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 #include "support/test_data.hpp"
 
 #include <boost/json.hpp>

@@ -15,9 +15,9 @@ if [ ! -d "$root/kernels" ] || [ ! -d "$root/model" ]; then
 fi
 cd "$root"
 
-# Our headers are included from the repository root ("model/engine.hpp"), so the first path
+# Our headers are included from the repository root ("model/engine/engine.hpp"), so the first path
 # component of an include names its room. Angle brackets are matched too: a room header spelled
-# <model/engine.hpp> is the same dependency.
+# <model/engine/engine.hpp> is the same dependency.
 ours='[<"]'
 caf_or_net='<(caf/|boost/beast|boost/asio)'
 
@@ -25,6 +25,7 @@ caf_or_net='<(caf/|boost/beast|boost/asio)'
 # (";" separates: "|" is the regex alternation).
 # Rooms and dependencies not listed here are allowed on purpose:
 #   model -> kernels, common          the model is built on the kernels
+#   model/ sub-rooms: gguf <- tokenizer <- engine; sampling stands alone; engine -> all three
 #   messages -> model, common, CAF    model value types only, as the map allows (no file needs it yet)
 #   actors -> messages, model, kernels, common, CAF
 #   http -> messages, common, CAF, Beast/Asio (http bridges asio threads to actors)
@@ -33,6 +34,9 @@ rules=(
     "kernels;${caf_or_net};kernels/ must not include CAF, Beast or Asio"
     "model;${ours}(actors|http|messages)/;model/ must not include actors/, http/ or messages/"
     "model;${caf_or_net};model/ must not include CAF, Beast or Asio"
+    "model/gguf;${ours}model/(tokenizer|sampling|engine)/;model/gguf/ (the file format) must not include the model sub-rooms above it"
+    "model/tokenizer;${ours}model/(sampling|engine)/;model/tokenizer/ may include model/gguf/ only of the model sub-rooms"
+    "model/sampling;${ours}model/(gguf|tokenizer|engine)/;model/sampling/ must not include the other model sub-rooms"
     "http;${ours}(model|kernels)/;http/ must not include model/ or kernels/ (it talks to messages/)"
     "actors;${ours}http/;actors/ must not include http/"
     "messages;${ours}(actors|http)/;messages/ must not include actors/ or http/"

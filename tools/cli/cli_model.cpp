@@ -1,6 +1,6 @@
 #include "cli_model.hpp"
 
-#include "model/gguf_reader.hpp"
+#include "model/gguf/gguf_reader.hpp"
 
 #include <iostream>
 

@@ -2,7 +2,7 @@
 // everywhere: one line on stderr and exit status 1.
 #pragma once
 
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 
 #include <optional>
 #include <string>

@@ -4,9 +4,9 @@
 // takes the prompt as ids (no BOS added); `--json` prints one object instead:
 // {"ids":[...],"text":...,"prompt_tokens_per_s":...,"gen_tokens_per_s":...}.
 #include "commands.hpp"
-#include "model/engine.hpp"
-#include "model/generation.hpp"
-#include "model/tokenizer.hpp"
+#include "model/engine/engine.hpp"
+#include "model/engine/generation.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 
 #include <boost/json.hpp>
 

@@ -14,7 +14,7 @@
 #include "http/server.hpp"
 #include "kernels/cpu_features.hpp"
 #include "messages/errors.hpp"
-#include "model/engine.hpp"
+#include "model/engine/engine.hpp"
 #include "model_text.hpp"
 
 #include <caf/actor_registry.hpp>

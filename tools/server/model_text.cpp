@@ -1,6 +1,6 @@
 #include "model_text.hpp"
 
-#include "model/gguf_reader.hpp"
+#include "model/gguf/gguf_reader.hpp"
 
 namespace bitnet::server {
 

@@ -6,7 +6,7 @@
 
 #include "common/error.hpp"
 #include "http/server.hpp"
-#include "model/tokenizer.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 
 #include <map>
 #include <memory>

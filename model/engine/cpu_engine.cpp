@@ -1,0 +1,296 @@
+#include "model/engine/cpu_engine.hpp"
+
+#include "kernels/activation.hpp"
+#include "kernels/f16.hpp"
+#include "kernels/f16_matmul.hpp"
+#include "kernels/parallel.hpp"
+#include "kernels/rms_norm.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <unordered_set>
+
+namespace bitnet::model {
+
+cpu_engine::cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
+                       const engine_options& opt)
+    : config_(std::move(config))
+    , vocab_(std::move(vocab))
+    , weights_(std::move(weights))
+    , cache_(std::move(cache))
+    , opt_(opt)
+    , n_threads_(kernels::resolve_threads(opt.n_threads))
+    , rope_style_(config_.rope == rope_style::neox ? kernels::rope_style::neox
+                                                   : kernels::rope_style::norm)
+    , activation_(config_.activation == ffn_activation::relu_sqr ? kernels::ffn_activation::relu_sqr
+                                                                 : kernels::ffn_activation::silu)
+    , attn_scratch_(static_cast<std::size_t>(n_threads_)) {}
+
+std::string cpu_engine::describe() const {
+    std::ostringstream s;
+    const kernels::isa family =
+        weights_.layers.empty() ? kernels::best_isa() : weights_.layers[0].wq.w.family;
+    s << config_.arch_name << ", " << config_.n_layer << " layers, n_embd " << config_.n_embd
+      << ", vocab " << config_.n_vocab << "; weights " << weights_.formats
+      << " repacked at load for the " << kernels::isa_name(family) << " ternary kernels; logits "
+      << (weights_.logits_q8 ? "Q8 (opt-in, int8 rows)" : "F16") << "; " << n_threads_
+      << " threads; KV " << cache_.n_blocks_total() << " blocks of " << cache_.block_tokens()
+      << " tokens (F16)";
+    return s.str();
+}
+
+std::uint64_t cpu_engine::weight_bytes() const noexcept {
+    return weights_.owned_bytes;
+}
+
+result<void> cpu_engine::validate(std::span<const seq_chunk> batch) const {
+    const std::size_t total = batch_tokens(batch);
+    if (total > opt_.max_batch_tokens)
+        return error(errc::invalid_argument, "step of " + std::to_string(total) +
+                                                 " tokens exceeds max_batch_tokens " +
+                                                 std::to_string(opt_.max_batch_tokens));
+    std::unordered_set<seq_id> seen;
+    std::uint64_t blocks = 0;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        const seq_chunk& c = batch[i];
+        const std::string where =
+            "chunk " + std::to_string(i) + " (sequence " + std::to_string(c.seq) + ")";
+        if (c.tokens.empty())
+            return error(errc::invalid_argument, where + " is empty");
+        if (!seen.insert(c.seq).second)
+            return error(errc::invalid_argument, where + " appears twice in one step");
+        if (c.pos0 != cache_.length(c.seq))
+            return error(errc::invalid_argument,
+                         where + " starts at position " + std::to_string(c.pos0) +
+                             " but the sequence holds " + std::to_string(cache_.length(c.seq)) +
+                             " tokens");
+        if (config_.n_ctx_train > 0 && c.pos0 + c.tokens.size() > config_.n_ctx_train)
+            return error(errc::prompt_too_long, where + " would reach " +
+                                                    std::to_string(c.pos0 + c.tokens.size()) +
+                                                    " tokens, beyond the model's context of " +
+                                                    std::to_string(config_.n_ctx_train));
+        for (std::int32_t id : c.tokens)
+            if (id < 0 || static_cast<std::uint32_t>(id) >= config_.n_vocab)
+                return error(errc::invalid_argument, where + " has token id " + std::to_string(id) +
+                                                         " outside the vocabulary of " +
+                                                         std::to_string(config_.n_vocab));
+        blocks += cache_.blocks_needed(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
+    }
+    if (blocks > cache_.n_blocks_free())
+        return error(errc::kv_exhausted, "the step needs " + std::to_string(blocks) +
+                                             " KV blocks, " +
+                                             std::to_string(cache_.n_blocks_free()) + " are free");
+    return {};
+}
+
+const kernels::rope_angles& cpu_engine::angles(std::uint32_t pos) {
+    while (rope_cache_.size() <= pos) {
+        kernels::rope_angles a;
+        kernels::rope_angles_for(
+            static_cast<std::uint32_t>(rope_cache_.size()), config_.head_dim, config_.rope_base,
+            weights_.rope_freqs.empty() ? nullptr : weights_.rope_freqs.data(), a);
+        rope_cache_.push_back(std::move(a));
+    }
+    return rope_cache_[pos];
+}
+
+void cpu_engine::bitlinear(const projection& p, const kernels::quantized_acts& a, float* y,
+                           std::size_t ldy) {
+    kernels::ternary_matmul(p.w, a, y, ldy, n_threads_);
+    if (p.out_multiplier != 1.0f)
+        for (std::size_t t = 0; t < a.n_rows; ++t)
+            for (std::uint32_t m = 0; m < p.w.rows; ++m)
+                y[t * ldy + m] *= p.out_multiplier;
+}
+
+void cpu_engine::attention_layer(std::span<const seq_chunk> batch, std::uint32_t layer) {
+    const std::size_t n_q = config_.n_embd_q();
+    std::vector<kv_layer_view> views;
+    views.reserve(batch.size());
+    for (const seq_chunk& c : batch)
+        views.push_back(cache_.layer_view(c.seq, layer));
+    const kernels::attention_shape shape{config_.n_head, config_.n_head_kv, config_.head_dim,
+                                         1.0f / std::sqrt(static_cast<float>(config_.head_dim))};
+    kernels::parallel_items(slots_.size(), n_threads_, [&](std::size_t t, int thread) {
+        const token_slot& s = slots_[t];
+        const kv_layer_view& view = views[s.chunk];
+        const kernels::paged_kv kv{view.k_blocks.data(), view.v_blocks.data(),
+                                   cache_.block_tokens(), s.pos + 1};
+        // bitnet.cpp rounds attention probabilities to F16 only in single-token steps (§3.6);
+        // deciding per chunk keeps a sequence's numbers independent of its batch-mates.
+        const bool single = batch[s.chunk].tokens.size() == 1;
+        kernels::attention_one_token(q_.data() + t * n_q, shape, kv, single, attn_.data() + t * n_q,
+                                     attn_scratch_[static_cast<std::size_t>(thread)]);
+    });
+}
+
+result<step_output> cpu_engine::step(std::span<const seq_chunk> batch) {
+    if (batch.empty())
+        return step_output{};
+    BITNET_TRY(validate(batch));
+    // From here every sequence's cache grows. Whatever stops the pass undoes that growth, so a
+    // failed step leaves no sequence changed and the caller may run the others again.
+    std::size_t appended = 0;
+    try {
+        for (; appended < batch.size(); ++appended) {
+            const seq_chunk& c = batch[appended];
+            auto r = cache_.append(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
+            if (!r) {
+                roll_back(batch.first(appended));
+                return error(errc::internal,
+                             "KV append failed after validation: " + r.error().message);
+            }
+        }
+        return forward(batch);
+    } catch (const std::exception& e) {
+        roll_back(batch.first(appended));
+        return error(errc::internal, std::string("the forward pass failed: ") + e.what());
+    }
+}
+
+void cpu_engine::roll_back(std::span<const seq_chunk> appended) noexcept {
+    for (const seq_chunk& c : appended) {
+        if (c.pos0 == 0)
+            cache_.free(c.seq); // it did not exist before this step
+        else
+            (void)cache_.truncate(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
+    }
+}
+
+step_output cpu_engine::forward(std::span<const seq_chunk> batch) {
+    const std::size_t T = prepare_step(batch);
+    for (std::uint32_t l = 0; l < config_.n_layer; ++l) {
+        attention_block(batch, l, T);
+        ffn_block(l, T);
+    }
+    return logits_for(batch);
+}
+
+std::size_t cpu_engine::prepare_step(std::span<const seq_chunk> batch) {
+    const model_config& c = config_;
+    const std::size_t T = batch_tokens(batch);
+    const std::size_t n_embd = c.n_embd;
+    const std::size_t n_q = c.n_embd_q();
+    const std::size_t n_kv = c.n_embd_kv();
+    const std::size_t n_ff = c.n_ff;
+    const std::size_t n_wide = std::max({n_embd, n_q, n_ff});
+    slots_.clear();
+    for (std::uint32_t i = 0; i < batch.size(); ++i)
+        for (std::uint32_t j = 0; j < batch[i].tokens.size(); ++j)
+            slots_.push_back({i, batch[i].pos0 + j});
+    x_.resize(T * n_embd);
+    cur_.resize(T * n_wide);
+    q_.resize(T * n_q);
+    k_.resize(T * n_kv);
+    v_.resize(T * n_kv);
+    attn_.resize(T * n_q);
+    gate_.resize(T * n_ff);
+    up_.resize(T * n_ff);
+
+    // Embeddings, and the RoPE angles of every position in the step.
+    {
+        std::size_t t = 0;
+        for (const seq_chunk& ch : batch)
+            for (std::int32_t id : ch.tokens)
+                embedding_row(weights_, c.n_embd, id, x_.data() + (t++) * n_embd);
+    }
+    for (std::size_t t = 0; t < T; ++t)
+        (void)angles(slots_[t].pos);
+    return T;
+}
+
+// Norm, Q/K/V projections, RoPE, KV append, attention, (sub-norm), output projection, residual.
+void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t l, std::size_t T) {
+    const model_config& c = config_;
+    const std::size_t n_embd = c.n_embd;
+    const std::size_t n_q = c.n_embd_q();
+    const std::size_t n_kv = c.n_embd_kv();
+    const layer_weights& L = weights_.layers[l];
+    kernels::rms_norm(x_.data(), L.attn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
+    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
+    bitlinear(L.wq, acts_, q_.data(), n_q);
+    bitlinear(L.wk, acts_, k_.data(), n_kv);
+    bitlinear(L.wv, acts_, v_.data(), n_kv);
+    for (std::size_t t = 0; t < T; ++t) {
+        const token_slot& s = slots_[t];
+        const kernels::rope_angles& a = rope_cache_[s.pos];
+        kernels::rope_apply(q_.data() + t * n_q, c.n_head, c.head_dim, rope_style_, a);
+        kernels::rope_apply(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, rope_style_, a);
+        const seq_id seq = batch[s.chunk].seq;
+        std::uint16_t* kr = cache_.k_row(seq, l, s.pos);
+        std::uint16_t* vr = cache_.v_row(seq, l, s.pos);
+        for (std::size_t i = 0; i < n_kv; ++i) {
+            kr[i] = kernels::f32_to_f16(k_[t * n_kv + i]);
+            vr[i] = kernels::f32_to_f16(v_[t * n_kv + i]);
+        }
+    }
+    attention_layer(batch, l);
+    const float* o_in = attn_.data();
+    if (c.has_sub_norms) {
+        kernels::rms_norm(attn_.data(), L.attn_sub_norm.data(), T, n_q, n_q, c.rms_eps,
+                          cur_.data());
+        o_in = cur_.data();
+    }
+    kernels::quantize_activations(o_in, T, n_q, n_q, acts_);
+    bitlinear(L.wo, acts_, cur_.data(), n_embd); // its input now lives in acts_
+    for (std::size_t i = 0; i < T * n_embd; ++i)
+        x_[i] += cur_[i];
+}
+
+// Feed-forward block: gate and up share one quantized input (LLM_FFN_PAR).
+void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
+    const model_config& c = config_;
+    const std::size_t n_embd = c.n_embd;
+    const std::size_t n_ff = c.n_ff;
+    const layer_weights& L = weights_.layers[l];
+    kernels::rms_norm(x_.data(), L.ffn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
+    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
+    bitlinear(L.w_gate, acts_, gate_.data(), n_ff);
+    bitlinear(L.w_up, acts_, up_.data(), n_ff);
+    kernels::gated_activation(activation_, gate_.data(), up_.data(), T * n_ff, gate_.data());
+    if (c.has_sub_norms)
+        kernels::rms_norm(gate_.data(), L.ffn_sub_norm.data(), T, n_ff, n_ff, c.rms_eps,
+                          gate_.data());
+    kernels::quantize_activations(gate_.data(), T, n_ff, n_ff, acts_);
+    bitlinear(L.w_down, acts_, cur_.data(), n_embd);
+    for (std::size_t i = 0; i < T * n_embd; ++i)
+        x_[i] += cur_[i];
+}
+
+// Logits for the last token of every chunk that wants them.
+step_output cpu_engine::logits_for(std::span<const seq_chunk> batch) {
+    const model_config& c = config_;
+    const std::size_t n_embd = c.n_embd;
+    step_output out;
+    out.rows_for_chunk.assign(batch.size(), step_output::no_row);
+    std::vector<std::size_t> rows;
+    {
+        std::size_t t = 0;
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            t += batch[i].tokens.size();
+            if (batch[i].want_logits) {
+                out.rows_for_chunk[i] = rows.size();
+                rows.push_back(t - 1);
+            }
+        }
+    }
+    if (!rows.empty()) {
+        std::vector<float> normed(rows.size() * n_embd);
+        for (std::size_t r = 0; r < rows.size(); ++r)
+            kernels::rms_norm(x_.data() + rows[r] * n_embd, weights_.output_norm.data(), 1, n_embd,
+                              n_embd, c.rms_eps, normed.data() + r * n_embd);
+        out.logits.resize(rows.size() * std::size_t{c.n_vocab});
+        if (weights_.logits_q8) {
+            kernels::quantize_activations(normed.data(), rows.size(), n_embd, n_embd, acts_);
+            kernels::q8_matmul(*weights_.logits_q8, acts_, out.logits.data(), c.n_vocab,
+                               n_threads_);
+        } else {
+            kernels::f16_matmul(weights_.logits_f16, c.n_vocab, n_embd, normed.data(), rows.size(),
+                                n_embd, out.logits.data(), c.n_vocab, n_threads_);
+        }
+    }
+    return out;
+}
+
+} // namespace bitnet::model

@@ -1,0 +1,105 @@
+// The CPU implementation of the engine facade: the forward pass of spec §3.4 over a batch of
+// sequence chunks, with the ternary kernels, a paged F16 KV cache and OpenMP threads.
+//
+// One step, T tokens in all:
+//   1. validate the whole batch and reserve its KV rows (nothing changes on error);
+//   2. embed the T tokens;
+//   3. per layer: norm → one int8 quantization feeding q/k/v → RoPE → K/V rows into the cache →
+//      attention per token over its own sequence's blocks → sub-norm → o → residual → norm → one
+//      quantization feeding gate/up → activation → sub-norm → down → residual;
+//   4. final norm and F16 logits only for the chunks that asked.
+// Every matrix product sees all T tokens at once, so each weight tile is unpacked once per step.
+#pragma once
+
+#include "kernels/activation.hpp"
+#include "kernels/attention.hpp"
+#include "kernels/rope.hpp"
+#include "kernels/ternary_matmul.hpp"
+#include "model/engine/engine.hpp"
+#include "model/engine/kv_cache.hpp"
+#include "model/engine/model_weights.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+
+#include <memory>
+#include <vector>
+
+namespace bitnet::model {
+
+class cpu_engine final : public engine {
+public:
+    cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
+               const engine_options& opt);
+
+    [[nodiscard]] const model_config& config() const noexcept override { return config_; }
+    [[nodiscard]] const tokenizer& vocab() const noexcept override { return vocab_; }
+    [[nodiscard]] std::string describe() const override;
+    [[nodiscard]] std::uint64_t weight_bytes() const noexcept override;
+    [[nodiscard]] std::uint64_t bytes_per_decode_token() const noexcept override {
+        return weights_.projection_bytes + weights_.logits_bytes;
+    }
+    [[nodiscard]] std::uint64_t kv_pool_bytes() const noexcept override {
+        return cache_.pool_bytes();
+    }
+    [[nodiscard]] std::uint32_t kv_block_tokens() const noexcept override {
+        return cache_.block_tokens();
+    }
+    [[nodiscard]] std::uint32_t kv_blocks_total() const noexcept override {
+        return cache_.n_blocks_total();
+    }
+    [[nodiscard]] std::uint32_t kv_blocks_free() const noexcept override {
+        return cache_.n_blocks_free();
+    }
+    void release(seq_id seq) override { cache_.free(seq); }
+    [[nodiscard]] result<void> fork(seq_id from, seq_id to) override {
+        return cache_.fork(from, to);
+    }
+    [[nodiscard]] result<step_output> step(std::span<const seq_chunk> batch) override;
+
+private:
+    /// Where token t of the step comes from.
+    struct token_slot {
+        std::uint32_t chunk = 0;
+        std::uint32_t pos = 0;
+    };
+
+    [[nodiscard]] result<void> validate(std::span<const seq_chunk> batch) const;
+    /// The pass over a validated batch whose KV rows are appended; may throw (allocation).
+    [[nodiscard]] step_output forward(std::span<const seq_chunk> batch);
+    // The pass's parts: work buffers, token slots, embeddings and RoPE angles (returns the
+    // token count T); one layer's attention and feed-forward blocks; the logits rows.
+    std::size_t prepare_step(std::span<const seq_chunk> batch);
+    void attention_block(std::span<const seq_chunk> batch, std::uint32_t layer, std::size_t T);
+    void ffn_block(std::uint32_t layer, std::size_t T);
+    [[nodiscard]] step_output logits_for(std::span<const seq_chunk> batch);
+    /// Undoes the KV growth of `appended` after a pass that did not complete.
+    void roll_back(std::span<const seq_chunk> appended) noexcept;
+    void bitlinear(const projection& p, const kernels::quantized_acts& a, float* y,
+                   std::size_t ldy);
+    void attention_layer(std::span<const seq_chunk> batch, std::uint32_t layer);
+    [[nodiscard]] const kernels::rope_angles& angles(std::uint32_t pos);
+
+    model_config config_;
+    tokenizer vocab_;
+    model_weights weights_;
+    kv_cache cache_;
+    engine_options opt_;
+    int n_threads_ = 1;
+    kernels::rope_style rope_style_ = kernels::rope_style::neox;
+    kernels::ffn_activation activation_;
+
+    // Per-step work buffers, grown to the largest step seen (T rows each).
+    std::vector<token_slot> slots_;
+    std::vector<float> x_;    ///< residual stream [T][n_embd]
+    std::vector<float> cur_;  ///< normed input [T][max(n_embd, n_ff)]
+    std::vector<float> q_;    ///< [T][n_embd_q]
+    std::vector<float> k_;    ///< [T][n_embd_kv]
+    std::vector<float> v_;    ///< [T][n_embd_kv]
+    std::vector<float> attn_; ///< [T][n_embd_q]
+    std::vector<float> gate_; ///< [T][n_ff]
+    std::vector<float> up_;   ///< [T][n_ff]
+    kernels::quantized_acts acts_;
+    std::vector<kernels::attention_scratch> attn_scratch_; ///< one per thread
+    std::vector<kernels::rope_angles> rope_cache_;         ///< by position, built on demand
+};
+
+} // namespace bitnet::model

@@ -1,0 +1,69 @@
+// The inference engine facade: one loaded model (weights copied or repacked once), its
+// tokenizer, a paged KV cache and a compute thread pool. `step` runs one batched forward pass over
+// many sequences (prefill chunks and decode tokens mixed) and returns the logits rows that were
+// asked for (the step types live in batch.hpp). Not thread-safe: one owner (the executor's
+// thread) calls it.
+#pragma once
+
+#include "common/error.hpp"
+#include "model/engine/batch.hpp"
+#include "model/engine/model_config.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace bitnet::model {
+
+class tokenizer;
+
+struct engine_options {
+    std::string model_path;
+    int n_threads = 0;                            ///< 0 = number of cores
+    std::uint64_t kv_budget_bytes = 256ull << 20; ///< whole KV pool, all layers
+    std::uint32_t kv_block_tokens = 16;
+    std::uint32_t max_batch_tokens = 512; ///< upper bound of tokens in one step
+    bool q8_logits = false;               ///< opt-in int8 logits (documented accuracy loss)
+    std::string tl_kernel_config;         ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
+};
+
+class engine {
+public:
+    /// Opens, validates and prepares the model (repacking weights where the kernels need it).
+    [[nodiscard]] static result<std::unique_ptr<engine>> load(const engine_options& opt);
+    virtual ~engine() = default;
+
+    [[nodiscard]] virtual const model_config& config() const noexcept = 0;
+    [[nodiscard]] virtual const tokenizer& vocab() const noexcept = 0;
+    /// Formats, kernel ISA, repacking done at load, thread count: for logs and /health.
+    [[nodiscard]] virtual std::string describe() const = 0;
+    /// Bytes of model weights resident (copied and repacked at load) and of the KV pool.
+    [[nodiscard]] virtual std::uint64_t weight_bytes() const noexcept = 0;
+    [[nodiscard]] virtual std::uint64_t kv_pool_bytes() const noexcept = 0;
+    /// Weight bytes one decode token streams from memory (projections and logits matrix): the
+    /// numerator of the decode roofline.
+    [[nodiscard]] virtual std::uint64_t bytes_per_decode_token() const noexcept {
+        return weight_bytes();
+    }
+
+    // KV cache: a sequence exists from its first step until released.
+    [[nodiscard]] virtual std::uint32_t kv_block_tokens() const noexcept = 0;
+    [[nodiscard]] virtual std::uint32_t kv_blocks_total() const noexcept = 0;
+    [[nodiscard]] virtual std::uint32_t kv_blocks_free() const noexcept = 0;
+    /// Blocks a sequence of `n_tokens` occupies (for admission arithmetic).
+    [[nodiscard]] std::uint32_t kv_blocks_for(std::uint32_t n_tokens) const noexcept {
+        return (n_tokens + kv_block_tokens() - 1) / kv_block_tokens();
+    }
+    virtual void release(seq_id seq) = 0;
+    [[nodiscard]] virtual result<void> fork(seq_id from, seq_id to) = 0;
+
+    /// One forward pass. Fails without side effects on the KV cache when a chunk's position does
+    /// not continue its sequence, a token id is out of range, the batch exceeds max_batch_tokens,
+    /// or KV blocks run out (errc::kv_exhausted); a pass that fails part-way (an allocation
+    /// throwing) rolls every sequence's cache back too, so the caller may rerun the others.
+    [[nodiscard]] virtual result<step_output> step(std::span<const seq_chunk> batch) = 0;
+};
+
+} // namespace bitnet::model

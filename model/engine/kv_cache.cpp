@@ -1,0 +1,242 @@
+// Paged KV cache allocator (see kv_cache.hpp for the pool layout and the copy-on-write rule).
+#include "model/engine/kv_cache.hpp"
+
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace bitnet::model {
+namespace {
+
+// 64 bytes: a cache line, and the widest vector load the attention kernels use.
+constexpr std::size_t pool_alignment = 64;
+
+std::string seq_name(seq_id seq) {
+    return "sequence " + std::to_string(seq);
+}
+
+} // namespace
+
+void kv_cache::aligned_delete::operator()(std::uint16_t* p) const noexcept {
+    ::operator delete[](p, std::align_val_t{pool_alignment});
+}
+
+std::uint64_t kv_cache::block_bytes(const kv_cache_options& opt) noexcept {
+    return 2ull * opt.n_layer * opt.block_tokens * opt.n_kv_heads * opt.head_dim *
+           sizeof(std::uint16_t);
+}
+
+result<kv_cache> kv_cache::create(const kv_cache_options& opt) {
+    if (opt.n_layer == 0 || opt.n_kv_heads == 0 || opt.head_dim == 0 || opt.block_tokens == 0)
+        return error(errc::invalid_argument,
+                     "kv cache: n_layer, n_kv_heads, head_dim and block_tokens must be > 0 (got " +
+                         std::to_string(opt.n_layer) + ", " + std::to_string(opt.n_kv_heads) +
+                         ", " + std::to_string(opt.head_dim) + ", " +
+                         std::to_string(opt.block_tokens) + ")");
+    const std::uint64_t per_block = block_bytes(opt);
+    const std::uint64_t n_blocks = opt.budget_bytes / per_block;
+    if (n_blocks == 0)
+        return error(errc::invalid_argument,
+                     "kv cache: budget of " + std::to_string(opt.budget_bytes) +
+                         " bytes does not hold one block of " + std::to_string(per_block) +
+                         " bytes (" + std::to_string(opt.block_tokens) + " tokens)");
+    // Block ids are 32-bit; a pool past 4G blocks is far beyond any budget we would be given.
+    if (n_blocks > 0xffffffffull)
+        return error(errc::invalid_argument, "kv cache: budget gives more than 2^32 blocks");
+
+    kv_cache c;
+    c.opt_ = opt;
+    c.n_blocks_ = static_cast<std::uint32_t>(n_blocks);
+    c.tile_elems_ = std::size_t{opt.block_tokens} * opt.n_kv_heads * opt.head_dim;
+    // Left uninitialised on purpose: every row is written before it is read (positions below a
+    // sequence's length), and touching a multi-GiB pool up front would cost seconds at start-up.
+    c.pool_.reset(static_cast<std::uint16_t*>(::operator new[](
+        static_cast<std::size_t>(n_blocks * per_block), std::align_val_t{pool_alignment})));
+    c.ref_counts_.assign(c.n_blocks_, 0);
+    c.free_list_.resize(c.n_blocks_);
+    // Stack order: block 0 on top, so allocation order is predictable in tests and logs.
+    for (std::uint32_t i = 0; i < c.n_blocks_; ++i)
+        c.free_list_[i] = c.n_blocks_ - 1 - i;
+    return c;
+}
+
+std::uint64_t kv_cache::pool_bytes() const noexcept {
+    return std::uint64_t{n_blocks_} * block_bytes(opt_);
+}
+
+std::uint32_t kv_cache::length(seq_id seq) const noexcept {
+    auto it = seqs_.find(seq);
+    return it == seqs_.end() ? 0 : it->second.n_tokens;
+}
+
+std::uint32_t kv_cache::blocks_for(std::uint64_t n_tokens) const noexcept {
+    return static_cast<std::uint32_t>((n_tokens + opt_.block_tokens - 1) / opt_.block_tokens);
+}
+
+bool kv_cache::last_block_needs_copy(const seq_state& s, std::uint32_t n_tokens) const noexcept {
+    // Only a partly filled last block receives new rows; if another sequence also references
+    // it, those rows must go into a private copy.
+    return n_tokens > 0 && s.n_tokens % opt_.block_tokens != 0 && !s.blocks.empty() &&
+           ref_counts_[s.blocks.back()] > 1;
+}
+
+std::uint32_t kv_cache::blocks_needed(seq_id seq, std::uint32_t n_tokens) const noexcept {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end())
+        return blocks_for(n_tokens);
+    const seq_state& s = it->second;
+    const std::uint32_t grow = blocks_for(std::uint64_t{s.n_tokens} + n_tokens) -
+                               static_cast<std::uint32_t>(s.blocks.size());
+    return grow + (last_block_needs_copy(s, n_tokens) ? 1 : 0);
+}
+
+bool kv_cache::can_append(seq_id seq, std::uint32_t n_tokens) const noexcept {
+    if (std::uint64_t{length(seq)} + n_tokens > 0xffffffffull)
+        return false;
+    return blocks_needed(seq, n_tokens) <= n_blocks_free();
+}
+
+kv_cache::block_id kv_cache::take_block() noexcept {
+    const block_id b = free_list_.back();
+    free_list_.pop_back();
+    ref_counts_[b] = 1;
+    return b;
+}
+
+void kv_cache::release_block(block_id b) noexcept {
+    if (--ref_counts_[b] == 0)
+        free_list_.push_back(b);
+}
+
+result<void> kv_cache::allocate(seq_id seq, std::uint32_t n_tokens) {
+    if (contains(seq))
+        return error(errc::invalid_argument, "kv cache: " + seq_name(seq) + " already exists");
+    return append(seq, n_tokens);
+}
+
+result<void> kv_cache::append(seq_id seq, std::uint32_t n_tokens) {
+    const std::uint32_t old_len = length(seq);
+    if (std::uint64_t{old_len} + n_tokens > 0xffffffffull)
+        return error(errc::invalid_argument,
+                     "kv cache: " + seq_name(seq) + " would pass 2^32 positions");
+    // Check everything before touching anything, so a failure leaves no trace.
+    const std::uint32_t need = blocks_needed(seq, n_tokens);
+    if (need > n_blocks_free())
+        return error(errc::kv_exhausted, "kv cache: " + seq_name(seq) + " needs " +
+                                             std::to_string(need) + " more blocks for " +
+                                             std::to_string(n_tokens) + " tokens, " +
+                                             std::to_string(n_blocks_free()) + " of " +
+                                             std::to_string(n_blocks_) + " free");
+
+    seq_state& s = seqs_[seq];
+    if (last_block_needs_copy(s, n_tokens)) {
+        const block_id shared = s.blocks.back();
+        const block_id own = take_block();
+        std::memcpy(pool_.get() + tile_offset(own, 0), pool_.get() + tile_offset(shared, 0),
+                    static_cast<std::size_t>(block_bytes(opt_)));
+        release_block(shared);
+        s.blocks.back() = own;
+    }
+    const std::uint32_t want = blocks_for(std::uint64_t{old_len} + n_tokens);
+    while (s.blocks.size() < want)
+        s.blocks.push_back(take_block());
+    s.n_tokens = old_len + n_tokens;
+    return {};
+}
+
+result<void> kv_cache::truncate(seq_id seq, std::uint32_t n_tokens) {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end())
+        return error(errc::not_found, "kv cache: " + seq_name(seq) + " is unknown");
+    seq_state& s = it->second;
+    if (n_tokens > s.n_tokens)
+        return error(errc::invalid_argument, "kv cache: cannot drop " + std::to_string(n_tokens) +
+                                                 " tokens from " + seq_name(seq) + " of length " +
+                                                 std::to_string(s.n_tokens));
+    s.n_tokens -= n_tokens;
+    const std::uint32_t keep = blocks_for(s.n_tokens);
+    while (s.blocks.size() > keep) {
+        release_block(s.blocks.back());
+        s.blocks.pop_back();
+    }
+    return {};
+}
+
+void kv_cache::free(seq_id seq) noexcept {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end())
+        return;
+    for (block_id b : it->second.blocks)
+        release_block(b);
+    seqs_.erase(it);
+}
+
+result<void> kv_cache::fork(seq_id src, seq_id dst) {
+    auto it = seqs_.find(src);
+    if (it == seqs_.end())
+        return error(errc::not_found, "kv cache: fork source " + seq_name(src) + " is unknown");
+    if (src == dst || contains(dst))
+        return error(errc::invalid_argument,
+                     "kv cache: fork target " + seq_name(dst) + " already exists");
+    seq_state copy = it->second; // before inserting: insertion may rehash and move `it`
+    for (block_id b : copy.blocks)
+        ++ref_counts_[b];
+    seqs_.emplace(dst, std::move(copy));
+    return {};
+}
+
+std::span<const kv_cache::block_id> kv_cache::block_table(seq_id seq) const noexcept {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end())
+        return {};
+    return it->second.blocks;
+}
+
+std::size_t kv_cache::tile_offset(block_id b, std::uint32_t layer) const noexcept {
+    return (std::size_t{b} * opt_.n_layer + layer) * 2 * tile_elems_;
+}
+
+std::uint16_t* kv_cache::k_tile(block_id b, std::uint32_t layer) noexcept {
+    return pool_.get() + tile_offset(b, layer);
+}
+std::uint16_t* kv_cache::v_tile(block_id b, std::uint32_t layer) noexcept {
+    return pool_.get() + tile_offset(b, layer) + tile_elems_;
+}
+const std::uint16_t* kv_cache::k_tile(block_id b, std::uint32_t layer) const noexcept {
+    return pool_.get() + tile_offset(b, layer);
+}
+const std::uint16_t* kv_cache::v_tile(block_id b, std::uint32_t layer) const noexcept {
+    return pool_.get() + tile_offset(b, layer) + tile_elems_;
+}
+
+std::uint16_t* kv_cache::row(seq_id seq, std::uint32_t layer, std::uint32_t pos, bool v) noexcept {
+    const seq_state& s = seqs_.find(seq)->second;
+    const block_id b = s.blocks[pos / opt_.block_tokens];
+    const std::size_t row_elems = std::size_t{opt_.n_kv_heads} * opt_.head_dim;
+    return (v ? v_tile(b, layer) : k_tile(b, layer)) + (pos % opt_.block_tokens) * row_elems;
+}
+
+std::uint16_t* kv_cache::k_row(seq_id seq, std::uint32_t layer, std::uint32_t pos) noexcept {
+    return row(seq, layer, pos, false);
+}
+std::uint16_t* kv_cache::v_row(seq_id seq, std::uint32_t layer, std::uint32_t pos) noexcept {
+    return row(seq, layer, pos, true);
+}
+
+kv_layer_view kv_cache::layer_view(seq_id seq, std::uint32_t layer) const {
+    kv_layer_view view;
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end())
+        return view;
+    const seq_state& s = it->second;
+    view.n_tokens = s.n_tokens;
+    view.k_blocks.reserve(s.blocks.size());
+    view.v_blocks.reserve(s.blocks.size());
+    for (block_id b : s.blocks) {
+        view.k_blocks.push_back(k_tile(b, layer));
+        view.v_blocks.push_back(v_tile(b, layer));
+    }
+    return view;
+}
+
+} // namespace bitnet::model

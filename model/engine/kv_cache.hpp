@@ -1,0 +1,157 @@
+// Paged KV cache: one pool of fixed-size blocks carved out of a byte budget, a block table per
+// sequence, reference-counted blocks so that forks share what they have in common. It allocates
+// and hands out pointers; it computes nothing (the attention kernel reads the blocks, the forward
+// pass writes new K/V rows into them).
+//
+// Pool layout. Block b holds, for every layer l, a K tile then a V tile, each
+// [block_tokens][n_kv_heads][head_dim] F16 (stored as uint16_t), so a block is one contiguous run
+// of 2 * n_layer * block_tokens * n_kv_heads * head_dim halves and copying it (copy-on-write) is
+// one memcpy:
+//
+//     block b: [layer 0: K tile | V tile][layer 1: K tile | V tile] ... [layer L-1: K | V]
+//
+// Sharing rule (copy-on-write). Positions below a sequence's length are never written again, so
+// full blocks can be shared freely. A fork shares every block of the source, including a partly
+// filled last block. Whoever appends first into a shared partly filled block gets a private copy
+// of it (allocated by `append`, data copied for all layers) before the forward pass writes the new
+// rows. Prefix sharing across unrelated requests can later reuse the same reference counts.
+//
+// Thread-compatibility: not synchronised; one owner (the executor's thread) calls it.
+#pragma once
+
+#include "common/error.hpp"
+#include "model/engine/batch.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace bitnet::model {
+
+struct kv_cache_options {
+    std::uint32_t n_layer = 0;
+    std::uint32_t n_kv_heads = 0;
+    std::uint32_t head_dim = 0;
+    std::uint32_t block_tokens = 16;
+    /// Whole pool, all layers, K and V. Rounded down to a whole number of blocks.
+    std::uint64_t budget_bytes = 0;
+};
+
+/// For one (sequence, layer): the K and V tiles holding positions [0, n_tokens), block by block.
+/// Position p lives in block p / block_tokens at row p % block_tokens; each tile is
+/// [block_tokens][n_kv_heads][head_dim] F16. Rows at or past n_tokens in the last block are
+/// unspecified. Pointers stay valid until the sequence is appended to, freed or the cache dies.
+struct kv_layer_view {
+    std::vector<const std::uint16_t*> k_blocks;
+    std::vector<const std::uint16_t*> v_blocks;
+    std::uint32_t n_tokens = 0;
+};
+
+class kv_cache {
+public:
+    using block_id = std::uint32_t;
+
+    /// Bytes one block takes: 2 (K and V) * n_layer * block_tokens * n_kv_heads * head_dim * 2.
+    [[nodiscard]] static std::uint64_t block_bytes(const kv_cache_options& opt) noexcept;
+
+    /// Allocates the pool. invalid_argument when a dimension is zero or the budget does not hold
+    /// one block; kv_exhausted never (an allocation failure throws std::bad_alloc).
+    [[nodiscard]] static result<kv_cache> create(const kv_cache_options& opt);
+
+    kv_cache(kv_cache&&) noexcept = default;
+    kv_cache& operator=(kv_cache&&) noexcept = default;
+    kv_cache(const kv_cache&) = delete;
+    kv_cache& operator=(const kv_cache&) = delete;
+    ~kv_cache() = default;
+
+    [[nodiscard]] const kv_cache_options& options() const noexcept { return opt_; }
+    [[nodiscard]] std::uint32_t block_tokens() const noexcept { return opt_.block_tokens; }
+    [[nodiscard]] std::uint32_t n_blocks_total() const noexcept { return n_blocks_; }
+    [[nodiscard]] std::uint32_t n_blocks_free() const noexcept {
+        return static_cast<std::uint32_t>(free_list_.size());
+    }
+    [[nodiscard]] std::uint32_t n_blocks_used() const noexcept {
+        return n_blocks_ - n_blocks_free();
+    }
+    /// Bytes of the pool (n_blocks_total * block_bytes).
+    [[nodiscard]] std::uint64_t pool_bytes() const noexcept;
+
+    [[nodiscard]] bool contains(seq_id seq) const noexcept { return seqs_.count(seq) != 0; }
+    /// Tokens stored for `seq`; 0 for an unknown sequence.
+    [[nodiscard]] std::uint32_t length(seq_id seq) const noexcept;
+    [[nodiscard]] std::size_t n_sequences() const noexcept { return seqs_.size(); }
+
+    /// Free blocks `append(seq, n_tokens)` would take (including a copy-on-write copy).
+    [[nodiscard]] std::uint32_t blocks_needed(seq_id seq, std::uint32_t n_tokens) const noexcept;
+    /// True when `append(seq, n_tokens)` would succeed (an unknown `seq` counts as empty).
+    [[nodiscard]] bool can_append(seq_id seq, std::uint32_t n_tokens) const noexcept;
+
+    /// Creates `seq` with room for `n_tokens` positions. invalid_argument when it already exists;
+    /// kv_exhausted (and no change) when the blocks run out.
+    [[nodiscard]] result<void> allocate(seq_id seq, std::uint32_t n_tokens);
+    /// Grows `seq` by `n_tokens` positions (creating it when unknown), taking blocks as needed and
+    /// un-sharing a shared partly filled last block. On kv_exhausted nothing changes. The caller
+    /// then writes the new rows through `k_row`/`v_row`.
+    [[nodiscard]] result<void> append(seq_id seq, std::uint32_t n_tokens);
+    /// Drops the last `n_tokens` positions of `seq` (e.g. a failed step), returning blocks no
+    /// longer needed. invalid_argument when `seq` is shorter.
+    [[nodiscard]] result<void> truncate(seq_id seq, std::uint32_t n_tokens);
+    /// Releases `seq`; blocks whose reference count drops to zero return to the pool. Unknown
+    /// sequences are ignored (freeing twice is harmless).
+    void free(seq_id seq) noexcept;
+    /// Makes `dst` a copy of `src` sharing all its blocks (no data copied now). not_found when
+    /// `src` is unknown, invalid_argument when `dst` exists or equals `src`.
+    [[nodiscard]] result<void> fork(seq_id src, seq_id dst);
+
+    /// The block table of `seq` (empty for an unknown sequence).
+    [[nodiscard]] std::span<const block_id> block_table(seq_id seq) const noexcept;
+    /// How many sequences reference block `b`.
+    [[nodiscard]] std::uint32_t ref_count(block_id b) const noexcept { return ref_counts_[b]; }
+
+    /// K / V tile of block `b` for `layer`: [block_tokens][n_kv_heads][head_dim] F16.
+    [[nodiscard]] std::uint16_t* k_tile(block_id b, std::uint32_t layer) noexcept;
+    [[nodiscard]] std::uint16_t* v_tile(block_id b, std::uint32_t layer) noexcept;
+    [[nodiscard]] const std::uint16_t* k_tile(block_id b, std::uint32_t layer) const noexcept;
+    [[nodiscard]] const std::uint16_t* v_tile(block_id b, std::uint32_t layer) const noexcept;
+
+    /// The [n_kv_heads][head_dim] row of position `pos` (< length(seq)) for writing new K / V.
+    /// Writing into a row below a fork point would corrupt the sibling: write only the rows the
+    /// last `append` added.
+    [[nodiscard]] std::uint16_t* k_row(seq_id seq, std::uint32_t layer, std::uint32_t pos) noexcept;
+    [[nodiscard]] std::uint16_t* v_row(seq_id seq, std::uint32_t layer, std::uint32_t pos) noexcept;
+
+    /// What the attention kernel reads for (seq, layer). Empty view for an unknown sequence.
+    [[nodiscard]] kv_layer_view layer_view(seq_id seq, std::uint32_t layer) const;
+
+private:
+    struct seq_state {
+        std::vector<block_id> blocks;
+        std::uint32_t n_tokens = 0;
+    };
+    struct aligned_delete {
+        void operator()(std::uint16_t* p) const noexcept;
+    };
+
+    kv_cache() = default;
+    [[nodiscard]] std::size_t tile_offset(block_id b, std::uint32_t layer) const noexcept;
+    [[nodiscard]] std::uint32_t blocks_for(std::uint64_t n_tokens) const noexcept;
+    [[nodiscard]] bool last_block_needs_copy(const seq_state& s,
+                                             std::uint32_t n_tokens) const noexcept;
+    [[nodiscard]] block_id take_block() noexcept;
+    void release_block(block_id b) noexcept;
+    [[nodiscard]] std::uint16_t* row(seq_id seq, std::uint32_t layer, std::uint32_t pos,
+                                     bool v) noexcept;
+
+    kv_cache_options opt_;
+    std::uint32_t n_blocks_ = 0;
+    std::size_t tile_elems_ = 0; ///< block_tokens * n_kv_heads * head_dim
+    std::unique_ptr<std::uint16_t[], aligned_delete> pool_;
+    std::vector<std::uint32_t> ref_counts_; ///< per block; 0 = free
+    std::vector<block_id> free_list_;       ///< a stack; lowest ids handed out first
+    std::unordered_map<seq_id, seq_state> seqs_;
+};
+
+} // namespace bitnet::model

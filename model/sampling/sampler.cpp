@@ -1,0 +1,218 @@
+// Sampling pipeline, in this order (llama.cpp's default chain, temperature last):
+//   repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw.
+// top-p and min-p therefore see the temperature-free probabilities, and temperature only reshapes
+// what survived the filters. Greedy (temperature 0) is the argmax of the penalised logits; the
+// filters cannot change it (each keeps the most likely token), so it skips them.
+#include "model/sampling/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <unordered_set>
+
+namespace bitnet::model {
+namespace {
+
+error bad_param(const char* name, const std::string& value, const char* range) {
+    return error(errc::invalid_argument, std::string("sampling: ") + name + " = " + value +
+                                             " is out of range (allowed: " + range + ")");
+}
+
+std::string str(float v) {
+    return std::to_string(v);
+}
+
+// More likely first; on equal logits the lower id first, so every order-dependent choice
+// (top-k cut, greedy, top-logprobs) is deterministic.
+struct by_logit_desc {
+    const float* z;
+    bool operator()(std::int32_t a, std::int32_t b) const {
+        return z[a] > z[b] || (z[a] == z[b] && a < b);
+    }
+};
+
+// 1. Repetition penalty, once per distinct token in the window (llama.cpp).
+void apply_repetition_penalty(const sampling_params& p, float* z, std::int32_t n_vocab,
+                              std::span<const std::int32_t> recent) {
+    if (p.repetition_penalty == 1.0f || p.repeat_last_n == 0 || recent.empty())
+        return;
+    std::size_t window = recent.size();
+    if (p.repeat_last_n > 0)
+        window = std::min(window, static_cast<std::size_t>(p.repeat_last_n));
+    std::unordered_set<std::int32_t> seen;
+    for (std::int32_t t : recent.last(window)) {
+        if (t < 0 || t >= n_vocab || !seen.insert(t).second)
+            continue;
+        z[t] = z[t] > 0.0f ? z[t] / p.repetition_penalty : z[t] * p.repetition_penalty;
+    }
+}
+
+// Steps 2-4: fills `order` with every id, most likely first as far as a filter needs the order,
+// and returns how many of its first entries survive top-k, top-p and min-p.
+std::size_t filter_candidates(const sampling_params& p, const float* z, std::int32_t n_vocab,
+                              double z_max, std::vector<std::int32_t>& order) {
+    // Candidates, most likely first. A full sort only when a filter needs the order.
+    order.resize(static_cast<std::size_t>(n_vocab));
+    for (std::int32_t i = 0; i < n_vocab; ++i)
+        order[static_cast<std::size_t>(i)] = i;
+    std::size_t n_keep = order.size();
+    const bool need_order = p.top_k > 0 || p.top_p < 1.0f || p.min_p > 0.0f;
+    if (need_order) {
+        // 2. top-k.
+        if (p.top_k > 0)
+            n_keep = std::min(n_keep, static_cast<std::size_t>(p.top_k));
+        if (n_keep == order.size()) // top-p / min-p alone: introsort beats a full heap sort
+            std::sort(order.begin(), order.end(), by_logit_desc{z});
+        else
+            std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_keep),
+                              order.end(), by_logit_desc{z});
+
+        // 3. top-p over the survivors' renormalised probabilities; keep at least one token.
+        if (p.top_p < 1.0f) {
+            double mass = 0.0;
+            for (std::size_t i = 0; i < n_keep; ++i)
+                mass += std::exp(static_cast<double>(z[order[i]]) - z_max);
+            double cum = 0.0;
+            for (std::size_t i = 0; i < n_keep; ++i) {
+                cum += std::exp(static_cast<double>(z[order[i]]) - z_max) / mass;
+                if (cum >= p.top_p) {
+                    n_keep = i + 1;
+                    break;
+                }
+            }
+        }
+
+        // 4. min-p: p_i >= min_p * p_max  <=>  z_i >= z_max + log(min_p). order[0] is the max.
+        if (p.min_p > 0.0f) {
+            const double threshold = static_cast<double>(z[order[0]]) + std::log(p.min_p);
+            std::size_t i = 1;
+            while (i < n_keep && static_cast<double>(z[order[i]]) >= threshold)
+                ++i;
+            n_keep = i;
+        }
+    }
+    return n_keep;
+}
+
+// Steps 5-6: temperature, then a draw from the softmax of the first n_keep of `order` with the
+// uniform `u01`; returns the position picked.
+std::size_t draw_candidate(const sampling_params& p, const float* z, double z_max,
+                           std::span<const std::int32_t> order, std::size_t n_keep,
+                           std::vector<double>& weights, double u01) {
+    // 5. Temperature, then 6. draw from the softmax of what is left.
+    const double inv_t = 1.0 / p.temperature;
+    double total = 0.0;
+    weights.resize(n_keep);
+    for (std::size_t i = 0; i < n_keep; ++i) {
+        weights[i] = std::exp((static_cast<double>(z[order[i]]) - z_max) * inv_t);
+        total += weights[i];
+    }
+    const double u = u01 * total;
+    double cum = 0.0;
+    std::size_t pick = n_keep - 1; // rounding can leave u just above the last partial sum
+    for (std::size_t i = 0; i < n_keep; ++i) {
+        cum += weights[i];
+        if (u < cum) {
+            pick = i;
+            break;
+        }
+    }
+    return pick;
+}
+
+} // namespace
+
+result<void> validate(const sampling_params& p) {
+    if (!std::isfinite(p.temperature) || p.temperature < 0.0f || p.temperature > 100.0f)
+        return bad_param("temperature", str(p.temperature), "0 (greedy) to 100");
+    if (p.top_k < 0)
+        return bad_param("top_k", std::to_string(p.top_k), "0 (off) or more");
+    if (!(p.top_p > 0.0f && p.top_p <= 1.0f))
+        return bad_param("top_p", str(p.top_p), "greater than 0, at most 1");
+    if (!(p.min_p >= 0.0f && p.min_p <= 1.0f))
+        return bad_param("min_p", str(p.min_p), "0 to 1");
+    if (!(p.repetition_penalty > 0.0f && p.repetition_penalty <= 10.0f))
+        return bad_param("repetition_penalty", str(p.repetition_penalty),
+                         "greater than 0, at most 10 (1 = off)");
+    if (p.repeat_last_n < -1)
+        return bad_param("repeat_last_n", std::to_string(p.repeat_last_n),
+                         "-1 (all), 0 (off) or more");
+    if (p.n_logprobs < 0 || p.n_logprobs > sampling_params::max_logprobs)
+        return bad_param("n_logprobs", std::to_string(p.n_logprobs), "0 to 20");
+    return {};
+}
+
+sampler::sampler(const sampling_params& p)
+    : params_(p)
+    , rng_(p.seed) {}
+
+result<sampler> sampler::create(const sampling_params& p) {
+    BITNET_TRY(validate(p));
+    return sampler(p);
+}
+
+double sampler::next_uniform() {
+    return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
+}
+
+void sampler::resume_after(std::uint64_t n_sampled) {
+    if (params_.temperature != 0.0f)
+        rng_.discard(n_sampled);
+}
+
+result<sampled> sampler::sample(std::span<const float> logits,
+                                std::span<const std::int32_t> recent) {
+    const auto n_vocab = static_cast<std::int32_t>(logits.size());
+    if (n_vocab == 0)
+        return error(errc::invalid_argument, "sampling: empty logits row");
+    work_.assign(logits.begin(), logits.end());
+    float* z = work_.data();
+    for (std::int32_t i = 0; i < n_vocab; ++i)
+        if (std::isnan(z[i]))
+            return error(errc::invalid_argument,
+                         "sampling: logit of token " + std::to_string(i) + " is NaN");
+
+    apply_repetition_penalty(params_, z, n_vocab, recent);
+
+    // Log-softmax of the penalised, temperature-free logits: what we report.
+    const float z_max = *std::max_element(z, z + n_vocab);
+    if (!std::isfinite(z_max))
+        return error(errc::invalid_argument,
+                     "sampling: logits row has +inf or no finite value (max = " + str(z_max) + ")");
+    double sum = 0.0;
+    for (std::int32_t i = 0; i < n_vocab; ++i)
+        sum += std::exp(static_cast<double>(z[i]) - z_max);
+    const double log_norm = z_max + std::log(sum);
+    auto logprob_of = [&](std::int32_t t) {
+        return static_cast<float>(static_cast<double>(z[t]) - log_norm);
+    };
+
+    sampled out;
+    if (params_.n_logprobs > 0) {
+        order_.resize(static_cast<std::size_t>(n_vocab));
+        for (std::int32_t i = 0; i < n_vocab; ++i)
+            order_[static_cast<std::size_t>(i)] = i;
+        const auto n =
+            std::min<std::size_t>(static_cast<std::size_t>(params_.n_logprobs), order_.size());
+        std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n),
+                          order_.end(), by_logit_desc{z});
+        for (std::size_t i = 0; i < n; ++i)
+            out.top_logprobs.push_back({order_[i], logprob_of(order_[i])});
+    }
+
+    if (params_.temperature == 0.0f) {
+        // Greedy: first maximum = lowest id among equal logits.
+        out.token = static_cast<std::int32_t>(std::max_element(z, z + n_vocab) - z);
+        out.logprob = logprob_of(out.token);
+        return out;
+    }
+
+    const std::size_t n_keep = filter_candidates(params_, z, n_vocab, z_max, order_);
+    const std::size_t pick =
+        draw_candidate(params_, z, z_max, order_, n_keep, weights_, next_uniform());
+    out.token = order_[pick];
+    out.logprob = logprob_of(out.token);
+    return out;
+}
+
+} // namespace bitnet::model
