@@ -207,8 +207,9 @@ struct recording_batcher {
     std::vector<std::vector<msg::token_id>> prompts;
 };
 
+/// One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise (UBSan).
 msg::batcher_actor::behavior_type
-recording_batcher_fn(msg::batcher_actor::stateful_pointer<recording_batcher> self) {
+recording_batcher_fn(msg::batcher_actor::stateful_pointer<recording_batcher> self, int /*unused*/) {
     return {
         [self](msg::submit_atom, msg::generate_request& r, msg::sink_actor&) {
             self->state.prompts.push_back(r.prompt);
@@ -239,8 +240,8 @@ TEST_CASE("a request tokenized while its alias flips runs on the version that to
     auto adm = actors::spawn_admission(sys, ao);
     auto text_a = sys.spawn(held_text, msg::token_id{1});
     auto text_b = sys.spawn(held_text, msg::token_id{2});
-    auto batcher_a = sys.spawn(recording_batcher_fn);
-    auto batcher_b = sys.spawn(recording_batcher_fn);
+    auto batcher_a = sys.spawn(recording_batcher_fn, 0);
+    auto batcher_b = sys.spawn(recording_batcher_fn, 0);
     msg::executor_info info;
     info.n_vocab = 100;
     info.n_ctx = 64;
