@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <utility>
+#include <vector>
 
 namespace bitnet::actors {
 
@@ -76,18 +79,34 @@ using clock = std::chrono::steady_clock;
 /// Admission's view of one model's queue.
 struct model_queue {
     msg::batcher_actor batcher;
-    request_limits limits;            ///< of the version `batcher` serves
-    msg::batcher_stats last;          ///< as last polled
+    msg::text_actor text;    ///< the same version's text side
+    request_limits limits;   ///< of the version `batcher` serves
+    std::uint64_t route = 0; ///< serial of the route now in place (a new one at every flip)
+    msg::batcher_stats last; ///< as last polled
     std::uint32_t admitted_since = 0; ///< requests delegated since that poll
     std::uint64_t prompt_tokens_since = 0;
     double drain_per_s = 0.0; ///< finished requests per second, smoothed
     clock::time_point polled_at{};
 };
 
+/// The version a request was routed to on arrival: it tokenizes the request and runs it, even if
+/// the alias flips meanwhile.
+struct version_route {
+    msg::batcher_actor batcher;
+    request_limits limits;
+    std::uint64_t route = 0;
+};
+
 struct admission_state {
     admission_options opt;
     key_quota quota{{}};
     std::map<std::string, model_queue> models;
+    std::uint64_t next_route = 1;
+    /// Requests being tokenized, by the route they were routed to.
+    std::map<std::uint64_t, std::uint32_t> tokenizing;
+    /// Route answers held until no request routed to the route they replaced is still being
+    /// tokenized (the route's serial, the supervisor's answer).
+    std::vector<std::pair<std::uint64_t, caf::typed_response_promise<bool>>> held_routes;
     bool draining = false;
     bool ticking = false;
     static inline const char* name = "admission";
@@ -126,6 +145,104 @@ void poll(admission_pointer self) {
     }
 }
 
+/// Why `req` (for `alias`, on version `v`) is refused, or nothing: the caller's errors first (no
+/// queue state makes them acceptable later), then draining, the queue caps, the key's quota. When
+/// nothing refuses it the request is counted as admitted to the alias's queue.
+std::optional<caf::error> refusal(admission_pointer self, const std::string& alias,
+                                  const version_route& v, const msg::generate_request& req) {
+    auto& st = self->state;
+    if (auto valid = check_request(v.limits, req); !valid)
+        return msg::to_caf_error(valid.error());
+    if (st.draining)
+        return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
+    // The alias's queue; gone when it was unloaded while this request was tokenized (it still
+    // runs on the version it was routed to, which drains).
+    auto it = st.models.find(alias);
+    if (it != st.models.end()) {
+        auto& q = it->second;
+        const std::uint64_t waiting =
+            q.last.waiting[0] + q.last.waiting[1] + q.last.waiting[2] + q.admitted_since;
+        const std::uint64_t waiting_tokens = q.last.waiting_prompt_tokens + q.prompt_tokens_since;
+        if (waiting >= st.opt.max_waiting_requests ||
+            waiting_tokens + req.prompt.size() > st.opt.max_waiting_prompt_tokens) {
+            const auto ra = retry_after_seconds(waiting, q.drain_per_s);
+            return msg::to_caf_error(errc::queue_full,
+                                     "queue full: " + std::to_string(waiting) + " requests and " +
+                                         std::to_string(waiting_tokens) +
+                                         " prompt tokens waiting (caps " +
+                                         std::to_string(st.opt.max_waiting_requests) + ", " +
+                                         std::to_string(st.opt.max_waiting_prompt_tokens) + ")",
+                                     ra);
+        }
+    }
+    // Counted only for requests the queue takes (a 503 does not use up the quota).
+    if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
+        return msg::to_caf_error(errc::quota_exceeded,
+                                 "quota exceeded: this key may send " +
+                                     std::to_string(st.quota.limits().requests_per_minute) +
+                                     " requests per minute (bursts of " +
+                                     std::to_string(st.quota.limits().burst) + ")",
+                                 wait_s);
+    if (it != st.models.end()) {
+        ++it->second.admitted_since;
+        it->second.prompt_tokens_since += req.prompt.size();
+    }
+    return std::nullopt;
+}
+
+/// A request routed to `route` was handed over (to its batcher, or answered with an error): once
+/// none is left in tokenization there, the route answers held for it go out.
+void handed_over(admission_pointer self, std::uint64_t route) {
+    auto& st = self->state;
+    auto it = st.tokenizing.find(route);
+    if (it == st.tokenizing.end() || --it->second > 0)
+        return;
+    st.tokenizing.erase(it);
+    auto& held = st.held_routes;
+    for (auto h = held.begin(); h != held.end();) {
+        if (h->first == route) {
+            h->second.deliver(true);
+            h = held.erase(h);
+        } else {
+            ++h;
+        }
+    }
+}
+
+/// A text or chat prompt: tokenized by the text actor of the version it is routed to now, then
+/// checked and delegated to that version's batcher, which answers the sink.
+caf::result<msg::request_id> submit_text(admission_pointer self, const std::string& alias,
+                                         const model_queue& q, msg::generate_request req,
+                                         msg::sink_actor sink) {
+    if (!q.text)
+        return msg::to_caf_error(
+            {errc::invalid_argument,
+             "this server has no tokenizer for text prompts; send the prompt as token ids",
+             req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
+    auto prompt = std::move(req.text);
+    req.text = {};
+    req.model = alias;
+    version_route v{q.batcher, q.limits, q.route};
+    ++self->state.tokenizing[v.route];
+    auto rp = self->make_response_promise<msg::request_id>();
+    self->request(q.text, std::chrono::seconds(60), msg::encode_atom_v, std::move(prompt))
+        .then(
+            [self, rp, v, req = std::move(req),
+             sink = std::move(sink)](std::vector<msg::token_id>& ids) mutable {
+                req.prompt = std::move(ids);
+                if (auto no = refusal(self, req.model, v, req))
+                    rp.deliver(std::move(*no));
+                else
+                    rp.delegate(v.batcher, msg::submit_atom_v, std::move(req), std::move(sink));
+                handed_over(self, v.route);
+            },
+            [self, rp, v](caf::error& e) mutable {
+                rp.deliver(std::move(e));
+                handed_over(self, v.route);
+            });
+    return rp;
+}
+
 msg::admission_actor::behavior_type admission_fn(admission_pointer self, admission_options opt) {
     self->state.quota = key_quota(opt.key_quota);
     self->state.opt = std::move(opt);
@@ -137,39 +254,20 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
                 return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down",
                                          5);
             const auto alias = req.model.empty() ? st.opt.default_model : req.model;
+            const bool text = req.text.form != msg::prompt_form::ids;
             auto it = st.models.find(alias);
+            if (it == st.models.end() && text)
+                return msg::to_caf_error(
+                    {errc::not_found, "no model '" + alias + "'",
+                     req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
             if (it == st.models.end())
                 return msg::to_caf_error(errc::not_found,
                                          "model '" + alias + "' is not loaded or not ready");
-            auto& q = it->second;
-            // The caller's errors first: no queue state makes them acceptable later.
-            if (auto valid = check_request(q.limits, req); !valid)
-                return msg::to_caf_error(valid.error());
-            const std::uint64_t waiting =
-                q.last.waiting[0] + q.last.waiting[1] + q.last.waiting[2] + q.admitted_since;
-            const std::uint64_t waiting_tokens =
-                q.last.waiting_prompt_tokens + q.prompt_tokens_since;
-            if (waiting >= st.opt.max_waiting_requests ||
-                waiting_tokens + req.prompt.size() > st.opt.max_waiting_prompt_tokens) {
-                const auto ra = retry_after_seconds(waiting, q.drain_per_s);
-                return msg::to_caf_error(errc::queue_full,
-                                         "queue full: " + std::to_string(waiting) +
-                                             " requests and " + std::to_string(waiting_tokens) +
-                                             " prompt tokens waiting (caps " +
-                                             std::to_string(st.opt.max_waiting_requests) + ", " +
-                                             std::to_string(st.opt.max_waiting_prompt_tokens) + ")",
-                                         ra);
-            }
-            // Counted only for requests the queue takes (a 503 does not use up the quota).
-            if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
-                return msg::to_caf_error(errc::quota_exceeded,
-                                         "quota exceeded: this key may send " +
-                                             std::to_string(st.quota.limits().requests_per_minute) +
-                                             " requests per minute (bursts of " +
-                                             std::to_string(st.quota.limits().burst) + ")",
-                                         wait_s);
-            ++q.admitted_since;
-            q.prompt_tokens_since += req.prompt.size();
+            const auto& q = it->second;
+            if (text)
+                return submit_text(self, alias, q, std::move(req), std::move(sink));
+            if (auto no = refusal(self, alias, {q.batcher, q.limits, q.route}, req))
+                return std::move(*no);
             req.model = alias;
             return self->delegate(q.batcher, msg::submit_atom_v, std::move(req), std::move(sink));
         },
@@ -188,21 +286,55 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             return {true, "ready"};
         },
         [self](msg::route_atom, const std::string& alias, msg::batcher_actor batcher,
-               const msg::executor_info& info) {
+               msg::text_actor text, const msg::executor_info& info) -> caf::result<bool> {
+            auto& st = self->state;
+            std::uint64_t replaced = 0;
+            if (auto it = st.models.find(alias); it != st.models.end())
+                replaced = it->second.route;
             if (!batcher) {
                 // The alias is being unloaded: new requests for it are refused from now on.
-                self->state.models.erase(alias);
-                return true;
+                st.models.erase(alias);
+            } else {
+                auto& q = st.models[alias];
+                q.batcher = std::move(batcher);
+                q.text = std::move(text);
+                q.limits = limits_of(info);
+                q.route = st.next_route++;
+                q.polled_at = {};
+                if (!st.ticking) {
+                    st.ticking = true;
+                    self->send(self, msg::tick_atom_v);
+                }
             }
-            auto& q = self->state.models[alias];
-            q.batcher = std::move(batcher);
-            q.limits = limits_of(info);
-            q.polled_at = {};
-            if (!self->state.ticking) {
-                self->state.ticking = true;
-                self->send(self, msg::tick_atom_v);
+            // Requests routed to the replaced version and still being tokenized go to its batcher
+            // first: its drain starts from this answer.
+            if (replaced != 0 && st.tokenizing.count(replaced) > 0) {
+                auto rp = self->make_response_promise<bool>();
+                st.held_routes.emplace_back(replaced, rp);
+                return rp;
             }
             return true;
+        },
+        [self](msg::tokenize_atom, const std::string& alias, std::string& text, bool add_bos,
+               bool parse_special) -> caf::result<std::vector<msg::token_id>> {
+            auto it = self->state.models.find(alias);
+            if (it == self->state.models.end())
+                return msg::to_caf_error(errc::not_found, "no model '" + alias + "'");
+            if (!it->second.text)
+                return msg::to_caf_error(errc::invalid_argument,
+                                         "this server has no tokenizer loaded");
+            return self->delegate(it->second.text, msg::tokenize_atom_v, std::move(text), add_bos,
+                                  parse_special);
+        },
+        [self](msg::detokenize_atom, const std::string& alias,
+               std::vector<msg::token_id>& ids) -> caf::result<std::string> {
+            auto it = self->state.models.find(alias);
+            if (it == self->state.models.end())
+                return msg::to_caf_error(errc::not_found, "no model '" + alias + "'");
+            if (!it->second.text)
+                return msg::to_caf_error(errc::invalid_argument,
+                                         "this server has no tokenizer loaded");
+            return self->delegate(it->second.text, msg::detokenize_atom_v, std::move(ids));
         },
         [self](msg::tick_atom) {
             poll(self);

@@ -5,6 +5,11 @@
 // (503 queue_full with a Retry-After estimated from the measured drain rate, draining, unknown
 // model), refuses a key past its quota (429 with Retry-After, actors/key_quota.hpp), and
 // delegates the rest to the model's batcher, which answers the caller directly.
+// A text or chat prompt is first tokenized by the text actor (actors/text_actor.hpp) of the
+// version the alias serves when the request arrives, and then checked and queued on that same
+// version's batcher, even if the alias flips in between: the version that tokenizes a request is
+// the version that runs it. /v1/tokenize and /v1/detokenize go to the serving version's text actor
+// through admission too.
 // Queue depths come from polling each batcher's stats every `poll_interval` plus what was
 // admitted since, so the caps hold without a round trip per request.
 #pragma once

@@ -114,6 +114,13 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
     st.live.erase(it);
 }
 
+/// The bytes token `id` stands for, for logprobs; unused and reserved tokens have none, so their
+/// vocabulary entry stands in.
+std::string piece_of(const model::tokenizer& tok, msg::token_id id) {
+    auto piece = tok.token_to_piece(id, true);
+    return std::string(piece.empty() ? tok.token_text(id) : piece);
+}
+
 void report_all(batcher_pointer self, const std::vector<sched::finished_seq>& fs) {
     for (const auto& f : fs)
         report(self, f);
@@ -156,6 +163,13 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         te.logprob = ev.logprob;
         te.top_tokens = smp.top_tokens;
         te.top_logprobs = smp.top_logprobs;
+        if (ev.index == 0)
+            te.prompt_tokens = static_cast<std::uint32_t>(lr.req.prompt.size());
+        if (lr.req.token_pieces && st.opt.tokenizer) {
+            te.piece = piece_of(*st.opt.tokenizer, ev.token);
+            for (auto t : te.top_tokens)
+                te.top_pieces.push_back(piece_of(*st.opt.tokenizer, t));
+        }
         te.text = lr.push(ev.token);
         ++lr.n_generated;
         const bool stop_hit = lr.stopped();

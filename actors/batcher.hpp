@@ -28,9 +28,10 @@ struct batcher_options {
     sched::policy_config policy;
     std::uint32_t default_timeout_ms = 120000;
     std::chrono::milliseconds step_timeout{60000}; ///< a step slower than this is a failure
-    /// The model's tokenizer: each request's tokens become text through its own
-    /// model::token_stream (whole UTF-8 characters only), then its model::stop_string_matcher.
-    /// Null = token ids only (no text, stop strings never match).
+    /// The version's tokenizer (the one its text actor tokenizes with): each request's tokens
+    /// become text through its own model::token_stream (whole UTF-8 characters only), then its
+    /// model::stop_string_matcher; requests that ask get each token's piece for logprobs.
+    /// Null = token ids only (no text, stop strings never match, no pieces).
     std::shared_ptr<const model::tokenizer> tokenizer;
     /// Called after every step with its sequence count and duration (metrics); may run on any
     /// thread, so it must be thread-safe.

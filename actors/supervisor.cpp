@@ -75,6 +75,7 @@ struct version_rec {
     model_spec spec;
     msg::executor_actor executor;
     msg::batcher_actor batcher;
+    msg::text_actor text; ///< the version's text side, linked to its batcher
     bool has_info = false;
     msg::executor_info info;
     std::int64_t loaded_at = 0;
@@ -228,6 +229,10 @@ void stop_pair(supervisor_pointer self, version_rec& v) {
         self->demonitor(v.batcher.address());
         self->send_exit(v.batcher, caf::exit_reason::user_shutdown);
         v.batcher = nullptr;
+    }
+    if (v.text) {
+        self->send_exit(v.text, caf::exit_reason::user_shutdown);
+        v.text = nullptr;
     }
     if (v.executor) {
         self->demonitor(v.executor.address());
@@ -545,6 +550,7 @@ void on_warm(supervisor_pointer self, version_rec& v) {
     bo.policy.eog_ids = v.info.eog_ids;
     v.batcher = spawn_batcher(self->system(), bo, v.executor);
     self->monitor(v.batcher);
+    v.text = spawn_text_actor(self->system(), v.spec.text, v.batcher);
     flip(self, v.serial);
 }
 
@@ -641,21 +647,30 @@ void start_ticking(supervisor_pointer self) {
     }
 }
 
-/// Points admission at `batcher` for `alias` (null: removes the alias), with the version's `info`
-/// (admission checks requests against its vocabulary and context), then runs `then` once
-/// admission has it (every request admission handed to the old batcher is queued there by then).
+/// Points admission at `batcher` and `text` for `alias` (null: removes the alias), with the
+/// version's `info` (admission checks requests against its vocabulary and context), then runs
+/// `then` once admission has it (every request admission handed to the old batcher is queued there
+/// by then).
 template <class F>
 void route_then(supervisor_pointer self, const std::string& alias, msg::batcher_actor batcher,
-                const msg::executor_info& info, F then) {
+                msg::text_actor text, const msg::executor_info& info, F then) {
     auto adm = self->state.opt.admission;
     if (!adm)
         return then();
-    self->request(adm, std::chrono::seconds(30), msg::route_atom_v, alias, std::move(batcher), info)
+    self->request(adm, std::chrono::seconds(30), msg::route_atom_v, alias, std::move(batcher),
+                  std::move(text), info)
         .then([then](bool) mutable { then(); },
               [then](const caf::error&) mutable {
                   // Admission is gone (shutdown): nothing routes anywhere any more.
                   then();
               });
+}
+
+/// Removes `alias` from admission, then runs `then` (as route_then).
+template <class F>
+void unroute_then(supervisor_pointer self, const std::string& alias, F then) {
+    route_then(self, alias, msg::batcher_actor{}, msg::text_actor{}, msg::executor_info{},
+               std::move(then));
 }
 
 /// The version that was serving `alias` is replaced: it drains, then stays as the rollback
@@ -687,7 +702,7 @@ void retire(supervisor_pointer self, alias_rec& a, std::uint64_t old_serial,
 
 void flip(supervisor_pointer self, std::uint64_t serial) {
     auto* v = find_version(self, serial);
-    route_then(self, v->alias, v->batcher, v->info, [self, serial] {
+    route_then(self, v->alias, v->batcher, v->text, v->info, [self, serial] {
         auto* ver = find_version(self, serial);
         if (!ver || ended(ver->state))
             return;
@@ -1040,7 +1055,7 @@ msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
             const auto* act = find_version(self, a.active);
             const auto op = begin_op(self, alias, "unload", act ? act->id : std::string{});
             a.unloading = true;
-            route_then(self, alias, msg::batcher_actor{}, msg::executor_info{}, [self, alias] {
+            unroute_then(self, alias, [self, alias] {
                 auto& al = self->state.aliases[alias];
                 const auto active = al.active;
                 al.active = 0;

@@ -1,5 +1,5 @@
-// The supervisor: owns every model alias and its versions (one executor + one batcher each),
-// monitors them, and runs the model lifecycle (ARCHITECTURE.md §2, hot-swap):
+// The supervisor: owns every model alias and its versions (one executor + one batcher + one text
+// actor each), monitors them, and runs the model lifecycle (ARCHITECTURE.md §2, hot-swap):
 //   load:     loading (SHA-256 of the file) -> validating (verify_model's checks, the memory
 //             budget, the engine's own load) -> warming (a short generation, logits finite) ->
 //             ready: the alias is flipped to it in admission in one message; the version it
@@ -23,6 +23,7 @@
 
 #include "actors/batcher.hpp"
 #include "actors/executor.hpp"
+#include "actors/text_actor.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>
@@ -48,9 +49,9 @@ struct model_spec {
     /// The KV pool the engine will allocate: with the file size, the memory-budget estimate
     /// checked before the engine is loaded (its real figures are checked after).
     std::uint64_t kv_budget_bytes = 0;
-    /// Opaque to the supervisor, handed back through on_serving (the server keeps the text side
-    /// of the version here: tokenizer and chat template).
-    std::shared_ptr<const void> user;
+    /// The version's text side (tokenizer, chat template): its text actor is spawned beside its
+    /// batcher and routed to admission with it.
+    text_options text;
 };
 
 struct supervisor_options {
@@ -71,7 +72,8 @@ struct supervisor_options {
     std::chrono::milliseconds drain_timeout{120000};
     std::uint32_t warmup_tokens = 4;
     /// Called on the supervisor's thread whenever the version an alias serves changes: its spec,
-    /// or nullptr once the alias is unloaded.
+    /// or nullptr once the alias is unloaded (for the log; requests reach a version's text side
+    /// through admission's route, never through this).
     std::function<void(const std::string& alias, const model_spec* serving)> on_serving;
     /// Called when an operation from the API ends: "success", "failed" or "rollback" (successful
     /// rollbacks, manual or automatic); bitnet_model_swaps_total counts them.

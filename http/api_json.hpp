@@ -16,10 +16,9 @@ namespace bitnet::http {
 
 enum class api_kind { native, completions, chat };
 
-struct chat_message {
-    std::string role;
-    std::string content;
-};
+/// One chat message (role: system, user or assistant). The serving version renders a chat with
+/// its own template (its text actor), so the messages travel as they came.
+using chat_message = msg::chat_message;
 
 /// A validated request, before tokenization.
 struct inference_input {
@@ -27,7 +26,7 @@ struct inference_input {
     std::string prompt_text;               ///< when the prompt is text (or rendered chat)
     std::vector<msg::token_id> prompt_ids; ///< when the prompt is token ids
     bool prompt_is_ids = false;
-    std::vector<chat_message> messages; ///< chat only, rendered by the route
+    std::vector<chat_message> messages; ///< chat only, rendered by the model's template
     bool add_bos = true;
     std::uint32_t max_tokens = 128;
     msg::sampling params;
@@ -45,22 +44,6 @@ using parse_result = std::variant<inference_input, api_error>;
 
 /// Parses and validates a request body for `kind`.
 [[nodiscard]] parse_result parse_inference(std::string_view body, api_kind kind);
-
-enum class chat_template { bitnet, llama3 };
-
-/// Recognises a GGUF `tokenizer.chat_template` (Jinja text): the Llama-3 header form, else the
-/// BitNet form. `known` tells whether the text was recognised (an unknown template falls back
-/// to BitNet, and the caller says so once in the log).
-struct template_choice {
-    chat_template tmpl = chat_template::bitnet;
-    bool known = false;
-};
-[[nodiscard]] template_choice recognise_chat_template(std::string_view jinja);
-
-/// Renders chat messages with the BitNet or Llama-3 form of HTTP-API.md (BOS is added by the
-/// tokenizer, not here). The result ends where the assistant's reply begins.
-[[nodiscard]] std::string render_chat(const std::vector<chat_message>& messages,
-                                      chat_template tmpl);
 
 /// A double in plain decimal (Boost.JSON would print 2.5E-1): `digits` after the point.
 [[nodiscard]] std::string fixed(double v, int digits = 3);

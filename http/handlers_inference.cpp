@@ -1,7 +1,8 @@
-// The inference routes (native, native stream, completions, chat): the request is parsed and
-// tokenized here, handed to a sink actor (inference_sink.hpp) that submits it to admission,
-// and the sink's events (admitted, token, done, fail), posted onto the strand, become SSE
-// events or one plain reply. Bytes come from api_render.hpp; this file decides which and when,
+// The inference routes (native, native stream, completions, chat): the request is parsed here
+// and handed to a sink actor (inference_sink.hpp) that submits it to admission; a text prompt or
+// chat messages go as they came and are tokenized by the model version admission routes them to.
+// The sink's events (admitted, token, done, fail), posted onto the strand, become SSE events or
+// one plain reply. Bytes come from api_render.hpp; this file decides which and when,
 // and keeps the request log, metrics and the drain-cut answers.
 #include "http/api_json.hpp"
 #include "http/session.hpp"
@@ -35,16 +36,23 @@ api_kind api_of(route_kind kind) {
                                              : api_kind::native;
 }
 
+/// The pieces of a token and its alternatives, as the batcher put them in the event (decoded by
+/// the version that ran the request).
+piece_lookup pieces_of(const msg::token_event& ev) {
+    return [&ev](msg::token_id id) {
+        if (id == ev.token)
+            return ev.piece;
+        for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_pieces.size(); ++i)
+            if (ev.top_tokens[i] == id)
+                return ev.top_pieces[i];
+        return std::string{};
+    };
+}
+
 } // namespace
 
 chunk_head session::head() const {
     return {call_->req_id, call_->created, call_->model};
-}
-
-piece_lookup session::pieces() const {
-    const auto& piece = srv_.opt.text.piece;
-    const auto& model = call_->model;
-    return [&piece, &model](msg::token_id id) { return piece ? piece(model, id) : std::string{}; };
 }
 
 void session::start_inference(const std::string& route, route_kind kind, const std::string& body) {
@@ -64,33 +72,20 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     msg::generate_request g;
     g.id = id;
     g.model = c.model;
-    const auto& codec = srv_.opt.text;
     if (in.prompt_is_ids) {
         g.prompt = std::move(in.prompt_ids);
+        c.prompt_tokens = static_cast<std::uint32_t>(g.prompt.size());
+    } else if (kind == route_kind::chat) {
+        g.text.form = msg::prompt_form::chat;
+        g.text.messages = std::move(in.messages);
     } else {
-        const char* field = kind == route_kind::chat ? "messages" : "prompt";
-        if (!codec.tokenize)
-            return send_error(route,
-                              invalid_value(field, "this server has no tokenizer for text "
-                                                   "prompts; send the prompt as token ids"),
-                              c.req_id);
-        std::string text = in.prompt_text;
-        if (kind == route_kind::chat) {
-            const auto tmpl =
-                codec.chat_template_of ? codec.chat_template_of(c.model) : chat_template::bitnet;
-            text = render_chat(in.messages, tmpl);
-        }
-        // Control tokens written in the prompt (the chat markers) become their ids, as in
-        // llama.cpp's server.
-        auto ids = codec.tokenize(c.model, text, in.add_bos, true);
-        if (!ids)
-            return send_error(route, to_api_error(ids.error(), 0, field), c.req_id);
-        if (ids->empty())
-            return send_error(route, invalid_value(field, "the prompt has no tokens"), c.req_id);
-        g.prompt = std::move(*ids);
+        g.text.form = msg::prompt_form::text;
+        g.text.text = std::move(in.prompt_text);
     }
+    g.text.add_bos = in.add_bos;
     c.want_logprobs =
         in.want_logprobs && kind != route_kind::native && kind != route_kind::native_stream;
+    g.token_pieces = c.want_logprobs;
     g.max_tokens = in.max_tokens;
     g.params = in.params;
     g.stop = std::move(in.stop);
@@ -98,7 +93,6 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.prio = in.prio;
     g.timeout_ms = in.timeout_ms;
     g.client_key = client_key_;
-    c.prompt_tokens = static_cast<std::uint32_t>(g.prompt.size());
     c.active = call_count(srv_.sessions);
     g.t_received_us =
         std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
@@ -161,6 +155,7 @@ void session::on_token(msg::token_event ev) {
         call_->last_token = now;
         if (call_->n_tokens++ == 0) {
             call_->first_token = now;
+            call_->prompt_tokens = ev.prompt_tokens;
             srv_.m.prompt_processed(call_->prompt_tokens);
         }
         srv_.m.token_generated();
@@ -175,9 +170,9 @@ void session::on_token(msg::token_event ev) {
 /// A plain reply: keep the token (and its logprobs) for the body at the end.
 void session::gather_token(msg::token_event ev, bool lp) {
     if (lp && call_->kind == route_kind::chat)
-        call_->lp_chat.push_back(chat_logprob(ev, pieces()));
+        call_->lp_chat.push_back(chat_logprob(ev, pieces_of(ev)));
     if (lp && call_->kind == route_kind::completions) {
-        auto cols = completion_logprob_columns(ev, pieces(), call_->text_offset);
+        auto cols = completion_logprob_columns(ev, pieces_of(ev), call_->text_offset);
         call_->text_offset += ev.text.size();
         for (std::size_t i = 0; i < 4; ++i)
             call_->lp_cols[i].push_back(std::move(cols[i]));
@@ -196,14 +191,15 @@ void session::stream_token(const msg::token_event& ev, bool lp) {
         break;
     case route_kind::chat:
         if (!ev.text.empty() || lp)
-            sse_data(chat_chunk(head(), R"({"content":)" + quoted(ev.text) + "}", "null",
-                                lp ? chat_logprobs_object({chat_logprob(ev, pieces())}) : "null"));
+            sse_data(
+                chat_chunk(head(), R"({"content":)" + quoted(ev.text) + "}", "null",
+                           lp ? chat_logprobs_object({chat_logprob(ev, pieces_of(ev))}) : "null"));
         break;
     case route_kind::completions:
         if (!ev.text.empty() || lp) {
             std::string lps = "null";
             if (lp) {
-                auto cols = completion_logprob_columns(ev, pieces(), call_->text_offset);
+                auto cols = completion_logprob_columns(ev, pieces_of(ev), call_->text_offset);
                 call_->text_offset += ev.text.size();
                 std::array<std::vector<std::string>, 4> one;
                 for (std::size_t i = 0; i < 4; ++i)

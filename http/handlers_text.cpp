@@ -1,14 +1,50 @@
-// The text routes: POST /v1/tokenize and POST /v1/detokenize, through the model's text codec
-// (server_options::text); validation of their bodies and the "model" field.
+// The text routes: POST /v1/tokenize and POST /v1/detokenize. Their bodies and the "model" field
+// are validated here; the work goes to admission, which hands it to the text actor of the
+// version the alias serves, from a helper actor (no asio thread waits), and the answer comes back
+// onto the connection's strand.
 #include "http/session.hpp"
+#include "messages/errors.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/json/object.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
 
 #include <limits>
 
 namespace bitnet::http {
 
 namespace json = boost::json;
+namespace net = boost::asio;
+
+/// Sends one text request to admission from a helper actor and runs `done` with its answer (or
+/// the error) on this connection's strand.
+template <class T, class... Ts>
+void session::ask_text(const std::string& route, const char* field, std::function<void(T)> done,
+                       Ts... xs) {
+    auto ex = stream_.get_executor();
+    auto self = shared_from_this();
+    auto on_answer = [ex, self, done](T answer) {
+        net::post(ex, [self, done, answer = std::move(answer)]() mutable {
+            self->safely("text", [&] { done(std::move(answer)); });
+        });
+    };
+    auto on_error = [ex, self, route, field](caf::error e) {
+        net::post(ex, [self, route, field, e = std::move(e)] {
+            self->safely("text", [&] {
+                self->send_error(route, to_api_error(msg::from_caf_error(e), 0, field), "-");
+            });
+        });
+    };
+    auto adm = srv_.admission;
+    srv_.sys.spawn(
+        [adm, on_answer, on_error](caf::event_based_actor* a, Ts... args) {
+            a->request(adm, std::chrono::seconds(30), std::move(args)...)
+                .then([on_answer](T& answer) { on_answer(std::move(answer)); },
+                      [on_error](caf::error& e) { on_error(std::move(e)); });
+        },
+        std::move(xs)...);
+}
 
 /// The "model" field (default model when absent), or nullopt after a 400.
 std::optional<std::string> session::model_field(const std::string& route, const json::object& o) {
@@ -39,12 +75,13 @@ void session::do_tokenize(const std::string& body) {
     auto model = model_field(route, *o);
     if (!model)
         return;
-    if (!srv_.opt.text.tokenize)
-        return send_error(route, invalid_value("text", "this server has no tokenizer loaded"), "-");
-    auto ids = srv_.opt.text.tokenize(*model, text->get_string(), *add_bos, *special);
-    if (!ids)
-        return send_error(route, to_api_error(ids.error(), 0, "text"), "-");
-    send_json(route, 200, tokenize_body(*ids, *model));
+    auto self = shared_from_this();
+    ask_text<std::vector<msg::token_id>>(
+        route, "text",
+        [self, route, m = *model](std::vector<msg::token_id> ids) {
+            self->send_json(route, 200, tokenize_body(ids, m));
+        },
+        msg::tokenize_atom_v, *model, std::string(text->get_string()), *add_bos, *special);
 }
 
 void session::do_detokenize(const std::string& body) {
@@ -68,13 +105,13 @@ void session::do_detokenize(const std::string& body) {
     auto model = model_field(route, *o);
     if (!model)
         return;
-    if (!srv_.opt.text.detokenize)
-        return send_error(route, invalid_value("tokens", "this server has no tokenizer loaded"),
-                          "-");
-    auto text = srv_.opt.text.detokenize(*model, ids);
-    if (!text)
-        return send_error(route, to_api_error(text.error(), 0, "tokens"), "-");
-    send_json(route, 200, detokenize_body(*text, *model));
+    auto self = shared_from_this();
+    ask_text<std::string>(
+        route, "tokens",
+        [self, route, m = *model](std::string text) {
+            self->send_json(route, 200, detokenize_body(text, m));
+        },
+        msg::detokenize_atom_v, *model, std::move(ids));
 }
 
 } // namespace bitnet::http

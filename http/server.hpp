@@ -5,19 +5,18 @@
 // token/done/fail events; the sink posts each event onto the connection's strand. Only the
 // strand writes to the socket. A dropped connection kills the sink, and the batcher (which
 // monitors sinks) cancels the sequence and frees its KV within a step.
+// The text side (tokenize, detokenize, chat templates, logprob pieces) belongs to the model
+// versions: text prompts and chat messages travel to admission as they came and are tokenized by
+// the version that runs them; /v1/tokenize and /v1/detokenize ask admission by message too.
 #pragma once
 
 #include "common/error.hpp"
-#include "http/api_json.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace caf {
@@ -35,25 +34,6 @@ struct build_info {
     std::string compiler;
     std::string flags;
     std::string cpu_features;
-};
-
-/// A model's text side (its tokenizer), looked up by alias. Set by the process that loads the
-/// models (http/ knows no tokenizer). A null member makes the routes that need it answer 400
-/// saying what is missing.
-struct text_codec {
-    /// Text -> token ids. `add_bos`: prepend BOS when the model has one and expects it (false
-    /// suppresses it). `parse_special`: control tokens written in the text become their ids.
-    std::function<result<std::vector<std::int32_t>>(std::string_view model, std::string_view text,
-                                                    bool add_bos, bool parse_special)>
-        tokenize;
-    /// Token ids -> text (control tokens render as nothing). invalid_argument for an id outside
-    /// the vocabulary.
-    std::function<result<std::string>(std::string_view model, std::span<const std::int32_t> ids)>
-        detokenize;
-    /// The bytes one token stands for (for logprobs), empty when unknown.
-    std::function<std::string(std::string_view model, std::int32_t id)> piece;
-    /// The chat template of the model (GGUF tokenizer.chat_template, recognised).
-    std::function<chat_template(std::string_view model)> chat_template_of;
 };
 
 struct server_options {
@@ -76,7 +56,6 @@ struct server_options {
     std::vector<std::string> admin_keys;
     bool admin_open = false;
     std::string default_model;
-    text_codec text;
     /// Model states and executor info for /v1/models, /health and bitnet_model_info. Null: the
     /// models are listed from admission's queue stats only.
     msg::supervisor_actor supervisor;

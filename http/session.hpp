@@ -92,6 +92,8 @@ private:
         steady::time_point last_token{};
         steady::time_point first_token{};
         std::int64_t created = unix_now();
+        /// The prompt's length in tokens: known at once for token ids, from the first token event
+        /// for text (the model version that runs the request tokenizes it).
         std::uint32_t prompt_tokens = 0;
         std::size_t n_tokens = 0; ///< real tokens received
         bool ended = false;
@@ -175,7 +177,6 @@ private:
     void stream_token(const msg::token_event& ev, bool lp);
     void gather_token(msg::token_event ev, bool lp);
     [[nodiscard]] chunk_head head() const;
-    [[nodiscard]] piece_lookup pieces() const;
 
     // ---- health, metrics, stats, models (handlers_status.cpp) --------------------------
 
@@ -198,6 +199,11 @@ private:
     // ---- text (handlers_text.cpp) ------------------------------------------------------
 
     std::optional<std::string> model_field(const std::string& route, const boost::json::object& o);
+    /// Asks admission (the alias's serving version) for `xs` from a helper actor; `done` runs
+    /// with the answer on the strand, an error becomes the route's error reply naming `field`.
+    template <class T, class... Ts>
+    void ask_text(const std::string& route, const char* field, std::function<void(T)> done,
+                  Ts... xs);
     void do_tokenize(const std::string& body);
     void do_detokenize(const std::string& body);
 

@@ -4,6 +4,8 @@
 //   batcher --token(token_event) / done(completion) / fail(id, error)--> sink (http bridge)
 //   http bridge --cancel(id)--> admission --> batcher   (client gone)
 //   anyone --route(alias)--> supervisor --> batcher handle
+//   admission --encode(text_prompt)--> text (of the version it routes to) --> token ids
+//   http bridge --tokenize/detokenize(alias, ...)--> admission --> text (of the serving version)
 #pragma once
 
 #include "messages/type_ids.hpp"
@@ -39,22 +41,42 @@ using batcher_actor =
                      caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<tick_atom>,
                      caf::replies_to<stats_atom>::with<batcher_stats>>;
 
+/// The text side of one model version (its tokenizer and chat template), one per version beside
+/// its batcher, on a thread of its own (tokenizing a long prompt stalls no batcher and no asio
+/// thread). `encode` turns an inference request's text or chat prompt into token ids as the
+/// request will run (BOS when asked and the model expects it, control tokens written in the text
+/// parsed, chat through the template); its errors name the request field ("prompt" or
+/// "messages"): invalid_argument (no tokenizer, or no tokens), tokenizer_error. `tokenize(text,
+/// add_bos, parse_special)` and `detokenize(ids)` serve /v1/tokenize and /v1/detokenize
+/// (invalid_argument for an id outside the vocabulary, or without a tokenizer).
+using text_actor = caf::typed_actor<
+    caf::replies_to<encode_atom, text_prompt>::with<std::vector<token_id>>,
+    caf::replies_to<tokenize_atom, std::string, bool, bool>::with<std::vector<token_id>>,
+    caf::replies_to<detokenize_atom, std::vector<token_id>>::with<std::string>>;
+
 /// Front door: caps, priorities, readiness, draining. `submit` errors: invalid_argument (a
 /// prompt or stop token id outside the vocabulary), prompt_too_long (no room left in the context
 /// or the KV pool), queue_full (cap hit or draining; the message says which), not_found (unknown
 /// model), timeout (deadline passed while queued). `ready` answers readiness and, when not
-/// ready, why. `route(alias, batcher, info)` is sent by the supervisor when a model becomes ready
-/// or is swapped (a null batcher removes the alias); `info` is the serving version's
-/// executor_info, whose vocabulary, context and KV pool admission checks every request against
-/// (a bad id or an over-long prompt is a 400 at the door, never a failed step or a 503 to
-/// retry). Admission answers once the new route is in place, so every request it handed to the
-/// old batcher is already in that batcher's mailbox by then (the old version's drain starts from
-/// that answer). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
+/// ready, why. `route(alias, batcher, text, info)` is sent by the supervisor when a model becomes
+/// ready or is swapped (a null batcher removes the alias); `text` is the same version's text actor
+/// and `info` its executor_info, whose vocabulary, context and KV pool admission checks every
+/// request against (a bad id or an over-long prompt is a 400 at the door, never a failed step or a
+/// 503 to retry). A text or chat prompt is tokenized by the text actor of the version the request
+/// was routed to on arrival, and runs on that version's batcher even if the alias flips meanwhile.
+/// Admission answers a route once the new route is in place and no request routed to the old one
+/// is still being tokenized, so every request it handed to the old version is already in that
+/// batcher's mailbox by then (the old version's drain starts from that answer). `tokenize` and
+/// `detokenize` (alias first) go to the serving version's text actor (not_found for an unknown
+/// alias). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
 using admission_actor = caf::typed_actor<
     caf::replies_to<submit_atom, generate_request, sink_actor>::with<request_id>,
     caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
     caf::replies_to<ready_atom>::with<bool, std::string>,
-    caf::replies_to<route_atom, std::string, batcher_actor, executor_info>::with<bool>,
+    caf::replies_to<route_atom, std::string, batcher_actor, text_actor, executor_info>::with<bool>,
+    caf::replies_to<tokenize_atom, std::string, std::string, bool,
+                    bool>::with<std::vector<token_id>>,
+    caf::replies_to<detokenize_atom, std::string, std::vector<token_id>>::with<std::string>,
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>>;
 
 /// Owns model versions and their batcher/executor pairs (ARCHITECTURE.md §2, hot-swap): answers

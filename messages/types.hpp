@@ -33,12 +33,44 @@ typename Inspector::result_type inspect(Inspector& f, sampling& x) {
              x.repetition_penalty, x.seed, x.n_logprobs);
 }
 
-/// A validated inference request as http/ hands it to admission. The prompt is tokenized
-/// before it is queued (its length drives admission caps).
+/// One chat message as the client sent it (role: system, user or assistant).
+struct chat_message {
+    std::string role;
+    std::string content;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, chat_message& x) {
+    return f(caf::meta::type_name("chat_message"), x.role, x.content);
+}
+
+/// How a request's prompt came: token ids, text, or chat messages.
+enum class prompt_form : std::uint8_t { ids = 0, text = 1, chat = 2 };
+
+/// A prompt still to be tokenized, by the text side of the version that will run it (its
+/// tokenizer and chat template): admission hands it to that version's text actor.
+struct text_prompt {
+    prompt_form form = prompt_form::ids; ///< ids: nothing here, the request's `prompt` holds them
+    std::string text;                    ///< form text
+    std::vector<chat_message> messages;  ///< form chat: rendered with the version's template
+    bool add_bos = true;                 ///< prepend BOS when the model has one and expects it
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, text_prompt& x) {
+    return f(caf::meta::type_name("text_prompt"), x.form, x.text, x.messages, x.add_bos);
+}
+
+/// A validated inference request as http/ hands it to admission. A text or chat prompt comes in
+/// `text` and is tokenized by the version admission routes it to, before it is queued (its length
+/// drives admission caps); the batcher only ever sees `prompt` (token ids).
 struct generate_request {
     request_id id = 0;
     std::string model; ///< alias; empty = the default model
     std::vector<token_id> prompt;
+    text_prompt text;
+    /// Each token_event carries the token's piece (and its alternatives'), for logprobs.
+    bool token_pieces = false;
     std::uint32_t max_tokens = 128;
     sampling params;
     std::vector<std::string> stop; ///< stop strings, matched on detokenized text
@@ -51,13 +83,14 @@ struct generate_request {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
-    return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.max_tokens,
-             x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms, x.t_received_us,
-             x.client_key);
+    return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
+             x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
+             x.t_received_us, x.client_key);
 }
 
 /// One generated token on its way to the request's sink. `text` is the newly completed UTF-8
-/// piece (may be empty while a character is incomplete).
+/// piece (may be empty while a character is incomplete). The batcher decodes with the tokenizer
+/// of its own version, the one that tokenized the prompt.
 struct token_event {
     request_id id = 0;
     std::uint32_t index = 0;
@@ -66,12 +99,18 @@ struct token_event {
     float logprob = 0.0f;
     std::vector<token_id> top_tokens;
     std::vector<float> top_logprobs;
+    /// With generate_request::token_pieces: the bytes `token` stands for (its vocabulary entry
+    /// when it has none), and the same for each of `top_tokens`.
+    std::string piece;
+    std::vector<std::string> top_pieces;
+    std::uint32_t prompt_tokens =
+        0; ///< the prompt's length in tokens, on the first token (index 0)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_event& x) {
     return f(caf::meta::type_name("token_event"), x.id, x.index, x.token, x.text, x.logprob,
-             x.top_tokens, x.top_logprobs);
+             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens);
 }
 
 /// The end of a request: why, how many tokens, and where the time went (microseconds).

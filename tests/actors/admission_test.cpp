@@ -121,7 +121,8 @@ TEST_CASE("admission routes, refuses unknown models, caps the queue, drains") {
     };
     CHECK_FALSE(ready().first);
     CHECK(ready().second.find("not ready") != std::string::npos);
-    self->send(adm, msg::route_atom_v, std::string("tiny"), batcher, info_of(self, exec));
+    self->send(adm, msg::route_atom_v, std::string("tiny"), batcher, msg::text_actor{},
+               info_of(self, exec));
     CHECK(ready().first);
 
     auto unknown = submit(self, adm, make_req(1, "nope"));
@@ -172,7 +173,8 @@ TEST_CASE("admission refuses ids outside the vocabulary and prompts the context 
     ao.max_waiting_prompt_tokens = 100; // below the longest prompt sent here
     auto adm = actors::spawn_admission(sys, ao);
     caf::scoped_actor self{sys};
-    self->send(adm, msg::route_atom_v, std::string("tiny"), batcher, info_of(self, exec));
+    self->send(adm, msg::route_atom_v, std::string("tiny"), batcher, msg::text_actor{},
+               info_of(self, exec));
 
     auto refusal = [&](msg::generate_request req) -> bitnet::error {
         auto r = submit(self, adm, std::move(req));

@@ -10,6 +10,7 @@
 #include "http/api_json.hpp"
 #include "http/request_errors.hpp"
 #include "http/routes.hpp"
+#include "model/tokenizer/chat_template.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
@@ -60,8 +61,12 @@ inline void check_inference(const std::string& body, http::api_kind kind) {
     if (kind == http::api_kind::chat) {
         if (in.messages.empty())
             http_finding("chat without messages after validation");
-        (void)http::render_chat(in.messages, http::chat_template::bitnet);
-        (void)http::render_chat(in.messages, http::chat_template::llama3);
+        // What the serving version's text actor does with them.
+        std::vector<model::chat_turn> turns;
+        for (const auto& m : in.messages)
+            turns.push_back({m.role, m.content});
+        (void)model::render_chat(turns, model::chat_template::bitnet);
+        (void)model::render_chat(turns, model::chat_template::llama3);
     } else if (in.prompt_is_ids ? in.prompt_ids.empty() : in.prompt_text.empty()) {
         http_finding("empty prompt after validation");
     }

@@ -97,25 +97,6 @@ TEST_CASE("OpenAI chat and completions fields") {
     CHECK(ok(R"({"prompt":"x","stop":"\n"})", api_kind::completions).stop.size() == 1);
 }
 
-TEST_CASE("chat templates: BitNet and Llama-3 forms") {
-    std::vector<chat_message> m{{"system", "S"}, {"user", "U"}, {"assistant", "A"}, {"user", "V"}};
-    CHECK(render_chat(m, chat_template::bitnet) ==
-          "System: SUser: U<|eot_id|>Assistant: AUser: V<|eot_id|>Assistant: ");
-    CHECK(render_chat({{"user", "hi"}}, chat_template::llama3) ==
-          "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>"
-          "<|start_header_id|>assistant<|end_header_id|>\n\n");
-    auto l3 = recognise_chat_template(
-        "{% for m in messages %}<|start_header_id|>{{ m.role }}<|end_header_id|>{% endfor %}");
-    CHECK(l3.known);
-    CHECK(l3.tmpl == chat_template::llama3);
-    auto bn = recognise_chat_template("{{ 'User: ' + m.content + '<|eot_id|>Assistant: ' }}");
-    CHECK(bn.known);
-    CHECK(bn.tmpl == chat_template::bitnet);
-    auto unknown = recognise_chat_template("{{ m.content }}");
-    CHECK_FALSE(unknown.known);
-    CHECK(unknown.tmpl == chat_template::bitnet);
-}
-
 TEST_CASE("errc maps to the status table with the contract's body") {
     CHECK(to_api_error({errc::invalid_argument, "x"}).status == 400);
     auto ctx = to_api_error({errc::prompt_too_long, "x"});

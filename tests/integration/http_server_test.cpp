@@ -76,6 +76,9 @@ struct live_server {
         };
         spec.batcher.policy.max_batch_seqs = max_batch_seqs;
         spec.batcher.tokenizer = vocab;
+        // The version's text side over the fake vocabulary (it has no byte tokens: only ids
+        // decode, no text can be tokenized).
+        spec.text.tokenizer = vocab;
         so.models.push_back(spec);
         sup = actors::spawn_supervisor(sys, so);
         http::server_options ho;
@@ -86,17 +89,6 @@ struct live_server {
         ho.admin_keys = std::move(admin_keys);
         ho.admin_open = ho.admin_keys.empty(); // the model-management tests are not about roles
         ho.supervisor = sup;
-        // The text side over the fake vocabulary (it has no byte tokens: only ids decode).
-        ho.text.detokenize = [v = vocab](std::string_view,
-                                         std::span<const std::int32_t> ids) -> result<std::string> {
-            for (auto id : ids)
-                if (id >= v->n_vocab())
-                    return error{errc::invalid_argument, "token id out of range"};
-            return v->decode(ids, {.render_special = false, .strip_leading_space = false});
-        };
-        ho.text.piece = [v = vocab](std::string_view, std::int32_t id) {
-            return std::string(v->token_to_piece(id, false));
-        };
         srv = std::make_unique<http::server>(sys, adm, ho);
         auto p = srv->start();
         REQUIRE(p.has_value());
@@ -478,7 +470,7 @@ TEST_CASE("OpenAI logprobs: chat entries and completions columns, streamed and n
     live_server s;
     auto c = s.post("/v1/chat/completions",
                     R"({"messages":[{"role":"user","content":"x"}],"max_tokens":3})");
-    // No tokenizer for text in this rig: a chat request needs one, and says so.
+    // The rig's vocabulary cannot tokenize text: a chat request is refused, naming the field.
     CHECK(c.status == 400);
     CHECK(error_of(c).at("param").as_string() == "messages");
 

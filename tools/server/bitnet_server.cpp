@@ -1,12 +1,12 @@
-// bitnet-server: config -> actor system (admission, supervisor -> executor + batcher per model
-// version) -> HTTP. Each version's tokenizer is read from its GGUF for the HTTP layer (tokenize,
-// chat templates, logprobs) and the batcher (streaming detokenization); the executor loads the
-// engine. Configured models load at start-up through the same pipeline as POST /v1/models/load.
-// SIGTERM/SIGINT drain: readiness 503 and new work 503 + Retry-After (the listener keeps
-// answering), running requests finish up to drain_timeout_ms, then
-// cancel and answer what is left (http::server::cut_all), then stop in order (HTTP, then actors)
-// and exit 0. Actors still running at the drain deadline (a model load in the middle of reading a
-// file) are not waited for: the process exits without them.
+// bitnet-server: config -> actor system (admission, supervisor -> executor + batcher + text actor
+// per model version) -> HTTP. Each version's tokenizer and chat template are read from its GGUF
+// for its text actor (prompts, chat templates, /v1/tokenize) and its batcher (streaming
+// detokenization, logprob pieces); the executor loads the engine. Configured models load at
+// start-up through the same pipeline as POST /v1/models/load. SIGTERM/SIGINT drain: readiness 503
+// and new work 503 + Retry-After (the listener keeps answering), running requests finish up to
+// drain_timeout_ms, then cancel and answer what is left (http::server::cut_all), then stop in order
+// (HTTP, then actors) and exit 0. Actors still running at the drain deadline (a model load in the
+// middle of reading a file) are not waited for: the process exits without them.
 #include "actors/admission.hpp"
 #include "actors/supervisor.hpp"
 #include "conf/server_config.hpp"
@@ -123,9 +123,6 @@ int main(int argc, char** argv) {
     auto admission = actors::spawn_admission(sys, ao);
 
     auto metrics = std::make_shared<http::metrics>();
-    // alias -> the text side (tokenizer, chat template) of the version it serves; replaced at
-    // every flip by the supervisor's on_serving.
-    auto texts = std::make_shared<server::text_registry>();
 
     actors::supervisor_options so;
     so.admission = admission;
@@ -163,9 +160,8 @@ int main(int argc, char** argv) {
                 spdlog::error("model '{}': load failed: {}", alias, e.error().to_string());
             return e;
         };
-        auto shared_text = std::make_shared<const server::model_text>(std::move(*text));
-        spec.batcher.tokenizer = shared_text->tokenizer;
-        spec.user = shared_text;
+        spec.text = std::move(text->text);
+        spec.batcher.tokenizer = spec.text.tokenizer;
         spec.batcher.on_step = [metrics](std::uint32_t n, std::int64_t us) {
             metrics->step(n, static_cast<double>(us) / 1e6);
         };
@@ -176,10 +172,7 @@ int main(int argc, char** argv) {
         spec.batcher.default_timeout_ms = c.default_timeout_ms;
         return spec;
     };
-    so.on_serving = [texts](const std::string& alias, const actors::model_spec* serving) {
-        texts->set(alias, serving
-                              ? std::static_pointer_cast<const server::model_text>(serving->user)
-                              : nullptr);
+    so.on_serving = [](const std::string& alias, const actors::model_spec* serving) {
         if (serving)
             spdlog::info("model '{}': serving {}", alias, serving->path);
         else
@@ -216,7 +209,6 @@ int main(int argc, char** argv) {
                     ho.admin_open ? "admin_open: model management needs no key (local use only)"
                                   : "no admin key configured: model management routes answer 403");
     ho.default_model = ao.default_model;
-    ho.text = server::make_text_codec(texts);
     ho.supervisor = supervisor;
     ho.shared_metrics = metrics;
     ho.build = build_info();

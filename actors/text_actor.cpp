@@ -1,0 +1,106 @@
+#include "actors/text_actor.hpp"
+
+#include "messages/errors.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace bitnet::actors {
+
+namespace {
+
+/// BOS only when asked, the model expects it, and the vocabulary has one.
+model::encode_options encode_opts(const model::tokenizer& tok, bool add_bos, bool parse_special) {
+    model::encode_options opt;
+    opt.add_bos = add_bos && tok.add_bos() && tok.bos().has_value();
+    opt.parse_special = parse_special;
+    return opt;
+}
+
+} // namespace
+
+result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const msg::text_prompt& p) {
+    const char* field = p.form == msg::prompt_form::chat ? "messages" : "prompt";
+    if (!t.tokenizer)
+        return error{errc::invalid_argument,
+                     "this server has no tokenizer for text prompts; send the prompt as token ids",
+                     field};
+    std::string rendered;
+    if (p.form == msg::prompt_form::chat) {
+        std::vector<model::chat_turn> turns;
+        turns.reserve(p.messages.size());
+        for (const auto& m : p.messages)
+            turns.push_back({m.role, m.content});
+        rendered = model::render_chat(turns, t.chat);
+    }
+    const auto& text = p.form == msg::prompt_form::chat ? rendered : p.text;
+    // Control tokens written in the prompt (the chat markers) become their ids, as in llama.cpp's
+    // server.
+    auto ids = t.tokenizer->encode(text, encode_opts(*t.tokenizer, p.add_bos, true));
+    if (!ids)
+        return error{ids.error().value(), ids.error().message, field};
+    if (ids->empty())
+        return error{errc::invalid_argument, "the prompt has no tokens", field};
+    return ids;
+}
+
+result<std::vector<msg::token_id>> tokenize_text(const text_options& t, const std::string& text,
+                                                 bool add_bos, bool parse_special) {
+    if (!t.tokenizer)
+        return error{errc::invalid_argument, "this server has no tokenizer loaded"};
+    return t.tokenizer->encode(text, encode_opts(*t.tokenizer, add_bos, parse_special));
+}
+
+result<std::string> detokenize_ids(const text_options& t, const std::vector<msg::token_id>& ids) {
+    if (!t.tokenizer)
+        return error{errc::invalid_argument, "this server has no tokenizer loaded"};
+    const auto& tok = *t.tokenizer;
+    for (auto id : ids)
+        if (id < 0 || id >= tok.n_vocab())
+            return error{errc::invalid_argument, "token id " + std::to_string(id) +
+                                                     " is outside the vocabulary (0.." +
+                                                     std::to_string(tok.n_vocab() - 1) + ")"};
+    return tok.decode(ids);
+}
+
+namespace {
+
+/// The answer of `f` (a result), or an internal error when it throws: an exception must not end
+/// the actor (and, through the link, its batcher) for one request.
+template <class F>
+auto guarded(F f) -> caf::result<typename decltype(f())::value_type> {
+    try {
+        auto r = f();
+        if (!r)
+            return msg::to_caf_error(r.error());
+        return std::move(*r);
+    } catch (const std::exception& e) {
+        return msg::to_caf_error(errc::internal, std::string("the text side failed: ") + e.what());
+    }
+}
+
+msg::text_actor::behavior_type text_fn(msg::text_actor::pointer self, text_options opt,
+                                       msg::batcher_actor batcher) {
+    if (batcher)
+        self->link_to(batcher);
+    return {
+        [opt](msg::encode_atom, const msg::text_prompt& p) {
+            return guarded([&] { return encode_prompt(opt, p); });
+        },
+        [opt](msg::tokenize_atom, const std::string& text, bool add_bos, bool parse_special) {
+            return guarded([&] { return tokenize_text(opt, text, add_bos, parse_special); });
+        },
+        [opt](msg::detokenize_atom, const std::vector<msg::token_id>& ids) {
+            return guarded([&] { return detokenize_ids(opt, ids); });
+        },
+    };
+}
+
+} // namespace
+
+msg::text_actor spawn_text_actor(caf::actor_system& sys, text_options opt,
+                                 const msg::batcher_actor& batcher) {
+    return sys.spawn<caf::detached>(text_fn, std::move(opt), batcher);
+}
+
+} // namespace bitnet::actors
