@@ -18,7 +18,7 @@
 // the version failed, was unloaded or the supervisor stops.
 // History kept for the listings, whatever the number of failed loads: the last 16 operations and
 // 8 ended (failed or unloaded) versions per alias, and the 16 most recent aliases that never
-// served (supervisor.cpp: k_ops_kept, k_ended_kept, k_unserved_kept).
+// served (version_table.hpp: k_ops_kept, k_ended_kept, k_unserved_kept).
 #pragma once
 
 #include "actors/batcher.hpp"
