@@ -202,11 +202,8 @@ void kick(batcher_pointer self) {
     batch.chunks.reserve(plan.chunks.size());
     for (const auto& c : plan.chunks) {
         msg::step_chunk sc;
-        sc.seq = c.id;
-        sc.tokens = c.tokens;
-        sc.pos0 = c.pos0;
-        sc.want_logits = c.want_logits;
-        if (auto it = st.live.find(c.id); it != st.live.end()) {
+        sc.part = c.part;
+        if (auto it = st.live.find(c.part.seq); it != st.live.end()) {
             sc.params = it->second.req.params;
             sc.n_sampled = it->second.n_generated;
         }
@@ -263,7 +260,7 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, batcher_optio
             sr.prompt = req.prompt;
             sr.max_tokens = req.max_tokens;
             sr.stop_token_ids = req.stop_token_ids;
-            sr.prio = static_cast<sched::priority>(req.prio);
+            sr.prio = req.prio;
             sr.deadline = received + std::chrono::milliseconds(timeout);
             if (auto added = st.policy->add(std::move(sr), received); !added)
                 return msg::to_caf_error(added.error());

@@ -86,8 +86,8 @@ struct seq_state {
 
 /// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
 /// a direct caller can send them) fall back to greedy rather than failing the whole batch.
-model::sampler make_sampler(const msg::sampling& s) {
-    if (auto smp = model::sampler::create(to_sampling_params(s)))
+model::sampler make_sampler(const model::sampling_params& s) {
+    if (auto smp = model::sampler::create(s))
         return std::move(*smp);
     model::sampling_params greedy;
     greedy.temperature = 0.0f;
@@ -117,34 +117,34 @@ result<model::step_output> try_step(model::engine& eng, std::span<const model::s
 
 /// Ends `c`'s sequence alone: its KV and sampler go now, and the batcher learns why.
 void fail_seq(executor_state& st, const msg::step_chunk& c, const error& e, msg::step_result& out) {
-    st.engine->release(c.seq);
-    st.seqs.erase(c.seq);
-    out.failed.push_back({c.seq, static_cast<std::int32_t>(e.value()), e.message, e.param});
+    st.engine->release(c.part.seq);
+    st.seqs.erase(c.part.seq);
+    out.failed.push_back({c.part.seq, static_cast<std::int32_t>(e.value()), e.message, e.param});
 }
 
 /// A token id outside the vocabulary fails the whole batched pass in the engine; found here, it
 /// fails only its own sequence. (Sampled ids are always in range: a bad id is a prompt's.)
 result<void> check_ids(const msg::step_chunk& c, std::uint32_t n_vocab) {
-    for (std::size_t i = 0; i < c.tokens.size(); ++i)
-        if (c.tokens[i] < 0 || static_cast<std::uint32_t>(c.tokens[i]) >= n_vocab)
+    for (std::size_t i = 0; i < c.part.tokens.size(); ++i)
+        if (c.part.tokens[i] < 0 || static_cast<std::uint32_t>(c.part.tokens[i]) >= n_vocab)
             return error{errc::invalid_argument,
-                         "prompt token id " + std::to_string(c.tokens[i]) + " at position " +
-                             std::to_string(c.pos0 + i) + " is outside the model's vocabulary of " +
-                             std::to_string(n_vocab) + " tokens (ids 0.." +
-                             std::to_string(n_vocab - 1) + ")",
+                         "prompt token id " + std::to_string(c.part.tokens[i]) + " at position " +
+                             std::to_string(c.part.pos0 + i) +
+                             " is outside the model's vocabulary of " + std::to_string(n_vocab) +
+                             " tokens (ids 0.." + std::to_string(n_vocab - 1) + ")",
                          "prompt"};
     return {};
 }
 
 /// A sequence's first chunk (or its first after a preemption) gets its sampler.
 void prepare_seq(executor_state& st, const msg::step_chunk& c) {
-    auto it = st.seqs.find(c.seq);
-    if (c.pos0 == 0 || it == st.seqs.end()) {
+    auto it = st.seqs.find(c.part.seq);
+    if (c.part.pos0 == 0 || it == st.seqs.end()) {
         auto smp = make_sampler(c.params);
         // Re-prefilled after a preemption: the draws continue where they stopped, so seeded
         // sampling gives the same tokens with or without KV pressure.
         smp.resume_after(c.n_sampled);
-        st.seqs.insert_or_assign(c.seq, seq_state{std::move(smp), {}});
+        st.seqs.insert_or_assign(c.part.seq, seq_state{std::move(smp), {}});
     }
 }
 
@@ -152,20 +152,20 @@ void prepare_seq(executor_state& st, const msg::step_chunk& c) {
 /// sampler draws from row `row` of `so`.
 void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::step_output& so,
                   std::size_t row, msg::step_result& out) {
-    auto& s = st.seqs.at(c.seq);
-    s.tokens.insert(s.tokens.end(), c.tokens.begin(), c.tokens.end());
-    if (!c.want_logits)
+    auto& s = st.seqs.at(c.part.seq);
+    s.tokens.insert(s.tokens.end(), c.part.tokens.begin(), c.part.tokens.end());
+    if (!c.part.want_logits)
         return;
     if (row == model::step_output::no_row)
         return fail_seq(st, c,
                         error{errc::internal, "engine returned no logits row for a chunk that "
                                               "asked for one (seq " +
-                                                  std::to_string(c.seq) + ")"},
+                                                  std::to_string(c.part.seq) + ")"},
                         out);
     auto smp = s.sampler.sample(so.row(row, st.engine->config().n_vocab), s.tokens);
     if (!smp)
         return fail_seq(st, c, smp.error(), out);
-    msg::sampled_token t{c.seq, smp->token, smp->logprob, {}, {}};
+    msg::sampled_token t{c.part.seq, smp->token, smp->logprob, {}, {}};
     for (const auto& alt : smp->top_logprobs) {
         t.top_tokens.push_back(alt.token);
         t.top_logprobs.push_back(alt.logprob);
@@ -181,7 +181,7 @@ result<void> run_pass(executor_state& st, const msg::step_batch& batch,
     chunks.reserve(picked.size());
     for (auto i : picked) {
         const auto& c = batch.chunks[i];
-        chunks.push_back({c.seq, c.tokens, c.pos0, c.want_logits});
+        chunks.push_back(c.part);
     }
     auto so = try_step(*st.engine, chunks);
     if (!so)
@@ -359,18 +359,6 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_o
 }
 
 } // namespace
-
-model::sampling_params to_sampling_params(const msg::sampling& s) {
-    model::sampling_params p;
-    p.temperature = s.temperature;
-    p.top_k = s.top_k;
-    p.top_p = s.top_p;
-    p.min_p = s.min_p;
-    p.repetition_penalty = s.repetition_penalty;
-    p.seed = s.seed;
-    p.n_logprobs = s.n_logprobs;
-    return p;
-}
 
 msg::executor_actor spawn_executor(caf::actor_system& sys, executor_options opt) {
     return sys.spawn<caf::detached>(executor_fn, std::move(opt));

@@ -36,9 +36,6 @@ struct device_choice {
 [[nodiscard]] bool cuda_built() noexcept;
 [[nodiscard]] int cuda_device_count() noexcept;
 
-/// The model's sampler settings for a request's settings (model/sampling/sampler.hpp).
-[[nodiscard]] model::sampling_params to_sampling_params(const msg::sampling& s);
-
 struct executor_options {
     std::string device = "auto";
     /// Loads the engine; runs on the executor's own thread (loading may take seconds).

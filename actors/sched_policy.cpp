@@ -105,10 +105,10 @@ std::uint32_t policy::plan_chunk(request_id id, sequence& s, std::uint32_t max_t
     kv_blocks_free_ -= need;
     s.n_blocks += need;
     chunk c;
-    c.id = id;
-    c.pos0 = s.n_cached;
-    c.tokens.assign(s.tokens.begin() + s.n_cached, s.tokens.begin() + s.n_cached + n);
-    c.want_logits = (n == remaining);
+    c.part.seq = id;
+    c.part.pos0 = s.n_cached;
+    c.part.tokens.assign(s.tokens.begin() + s.n_cached, s.tokens.begin() + s.n_cached + n);
+    c.part.want_logits = (n == remaining);
     c.epoch = s.epoch;
     plan.chunks.push_back(std::move(c));
     plan.n_tokens += n;
@@ -122,9 +122,9 @@ void policy::preempt(request_id id, step_plan& plan, std::uint32_t& budget,
     auto& s = seqs_.at(id);
     // If this step already gave it a chunk, take the chunk back.
     if (auto it = std::find_if(plan.chunks.begin(), plan.chunks.end(),
-                               [&](const chunk& c) { return c.id == id; });
+                               [&](const chunk& c) { return c.part.seq == id; });
         it != plan.chunks.end()) {
-        const auto n = static_cast<std::uint32_t>(it->tokens.size());
+        const auto n = static_cast<std::uint32_t>(it->part.tokens.size());
         budget += n;
         plan.n_tokens -= n;
         ++seqs_left;
@@ -170,7 +170,7 @@ step_plan policy::schedule(clock::time_point now) {
                 break; // it is the newest itself: it waits for a block (never over-commit)
             preempt(running_.back(), plan, budget, seqs_left);
         }
-        if (!plan.chunks.empty() && plan.chunks.back().id == id) {
+        if (!plan.chunks.empty() && plan.chunks.back().part.seq == id) {
             --budget;
             --seqs_left;
         } else if (running_.size() == 1) {
@@ -236,15 +236,16 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
     step_outcome out;
     for (std::size_t si = 0; si < samples.size(); ++si) {
         const auto& smp = samples[si];
-        auto cit = std::find_if(plan.chunks.begin(), plan.chunks.end(),
-                                [&](const chunk& c) { return c.id == smp.id && c.want_logits; });
+        auto cit = std::find_if(plan.chunks.begin(), plan.chunks.end(), [&](const chunk& c) {
+            return c.part.seq == smp.id && c.part.want_logits;
+        });
         auto sit = seqs_.find(smp.id);
         if (cit == plan.chunks.end() || sit == seqs_.end())
             continue; // cancelled or finished meanwhile
         auto& s = sit->second;
         // Stale: preempted since planning, or not waiting for this sample.
         if (s.st != state::running || s.epoch != cit->epoch || s.n_cached != s.tokens.size() ||
-            cit->pos0 + cit->tokens.size() != s.tokens.size())
+            cit->part.pos0 + cit->part.tokens.size() != s.tokens.size())
             continue;
 
         s.tokens.push_back(smp.token);
@@ -271,9 +272,9 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
 
 void policy::step_failed(const step_plan& plan, clock::time_point now) {
     for (const auto& c : plan.chunks) {
-        auto it = seqs_.find(c.id);
+        auto it = seqs_.find(c.part.seq);
         if (it != seqs_.end() && it->second.epoch == c.epoch)
-            end(c.id, finish_reason::error, now, finished_);
+            end(c.part.seq, finish_reason::error, now, finished_);
     }
 }
 

@@ -10,6 +10,8 @@
 #pragma once
 
 #include "common/error.hpp"
+#include "messages/ids.hpp"
+#include "model/engine/batch.hpp"
 
 #include <array>
 #include <chrono>
@@ -24,11 +26,10 @@
 namespace bitnet::sched {
 
 using clock = std::chrono::steady_clock;
-using request_id = std::uint64_t;
-using token_id = std::int32_t;
-
-enum class priority : std::uint8_t { high = 0, normal = 1, low = 2 };
-inline constexpr std::size_t n_priorities = 3;
+using msg::n_priorities;
+using msg::priority;
+using msg::request_id;
+using msg::token_id;
 
 /// Why a sequence ended (HTTP-API.md `finish_reason`).
 enum class finish_reason : std::uint8_t {
@@ -63,13 +64,12 @@ struct seq_request {
     clock::time_point deadline = clock::time_point::max();
 };
 
-/// One sequence's share of a step (the engine's `seq_chunk` plus what the batcher needs).
+/// One sequence's share of a step: the engine's chunk as the executor will run it (its `seq` is
+/// the request id; `want_logits`: it reaches the end of the known tokens, sample after it), and
+/// the sequence's preemption count when planned (stale-sample guard).
 struct chunk {
-    request_id id = 0;
-    std::vector<token_id> tokens;
-    std::uint32_t pos0 = 0;
-    bool want_logits = false; ///< the chunk reaches the end of the known tokens: sample after it
-    std::uint32_t epoch = 0;  ///< the sequence's preemption count when planned (stale-sample guard)
+    model::seq_chunk part;
+    std::uint32_t epoch = 0;
 };
 
 struct step_plan {

@@ -29,7 +29,7 @@ struct inference_input {
     std::vector<chat_message> messages; ///< chat only, rendered by the model's template
     bool add_bos = true;
     std::uint32_t max_tokens = 128;
-    msg::sampling params;
+    msg::sampling params = msg::api_sampling_defaults();
     std::vector<std::string> stop;
     std::vector<msg::token_id> stop_token_ids;
     msg::priority prio = msg::priority::normal;

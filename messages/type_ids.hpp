@@ -9,7 +9,8 @@
 #include <caf/type_id.hpp>
 
 CAF_BEGIN_TYPE_ID_BLOCK(bitnet, caf::first_custom_type_id)
-CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::sampling))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::model::sampling_params))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::model::seq_chunk))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::generate_request))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::token_event))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::completion))

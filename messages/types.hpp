@@ -2,6 +2,10 @@
 // `inspect` overloads (serialisable, so an executor may live in another process). No behaviour.
 #pragma once
 
+#include "messages/ids.hpp"
+#include "model/engine/batch.hpp"
+#include "model/sampling/sampling_params.hpp"
+
 #include <caf/meta/type_name.hpp>
 
 #include <array>
@@ -11,27 +15,39 @@
 
 namespace bitnet::msg {
 
-using request_id = std::uint64_t;
-using token_id = std::int32_t;
+/// A request's sampler settings are the model's own value type (model/sampling/
+/// sampling_params.hpp), carried as they are; the API's defaults for a field a client leaves out
+/// differ from the model's (which are "off"), and are these:
+using sampling = model::sampling_params; ///< the same type, under the messages' name
+[[nodiscard]] inline sampling api_sampling_defaults() {
+    model::sampling_params p;
+    p.temperature = 0.8f;
+    p.top_k = 40;
+    p.top_p = 0.95f;
+    p.min_p = 0.05f;
+    return p;
+}
 
-enum class priority : std::uint8_t { high = 0, normal = 1, low = 2 };
+} // namespace bitnet::msg
 
-/// Sampler settings of one request (model/sampling/sampler.hpp's sampling_params, as a message).
-struct sampling {
-    float temperature = 0.8f; ///< 0 = greedy
-    std::int32_t top_k = 40;
-    float top_p = 0.95f;
-    float min_p = 0.05f;
-    float repetition_penalty = 1.0f;
-    std::uint64_t seed = 0;
-    std::int32_t n_logprobs = 0; ///< top alternatives per token, 0..20
-};
+// The CAF inspect overloads of the model's value types live in their namespace (CAF finds them
+// by argument-dependent lookup) but here, in messages/: model/ knows nothing of CAF.
+namespace bitnet::model {
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, sampling& x) {
-    return f(caf::meta::type_name("sampling"), x.temperature, x.top_k, x.top_p, x.min_p,
-             x.repetition_penalty, x.seed, x.n_logprobs);
+typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
+    return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
+             x.repetition_penalty, x.repeat_last_n, x.seed, x.n_logprobs);
 }
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, seq_chunk& x) {
+    return f(caf::meta::type_name("seq_chunk"), x.seq, x.tokens, x.pos0, x.want_logits);
+}
+
+} // namespace bitnet::model
+
+namespace bitnet::msg {
 
 /// One chat message as the client sent it (role: system, user or assistant).
 struct chat_message {
@@ -72,7 +88,7 @@ struct generate_request {
     /// Each token_event carries the token's piece (and its alternatives'), for logprobs.
     bool token_pieces = false;
     std::uint32_t max_tokens = 128;
-    sampling params;
+    sampling params = api_sampling_defaults();
     std::vector<std::string> stop; ///< stop strings, matched on detokenized text
     std::vector<token_id> stop_token_ids;
     priority prio = priority::normal;
@@ -135,23 +151,19 @@ typename Inspector::result_type inspect(Inspector& f, completion& x) {
              x.total_us);
 }
 
-/// One sequence's part of a step (model::seq_chunk as a message). `params` rides along on the
+/// One sequence's part of a step: the engine's chunk as it will run. `params` rides along on the
 /// chunk that starts a sequence (pos0 == 0) so the executor can create its sampler;
 /// `n_sampled` (tokens generated before this chunk) lets a sequence re-prefilled after a
 /// preemption continue its sampler's draws rather than restart them.
 struct step_chunk {
-    std::uint64_t seq = 0;
-    std::vector<token_id> tokens;
-    std::uint32_t pos0 = 0;
-    bool want_logits = false;
+    model::seq_chunk part;
     sampling params;
     std::uint32_t n_sampled = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
-    return f(caf::meta::type_name("step_chunk"), x.seq, x.tokens, x.pos0, x.want_logits, x.params,
-             x.n_sampled);
+    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.

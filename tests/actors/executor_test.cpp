@@ -64,9 +64,9 @@ TEST_CASE("executor runs steps, samples greedily with logprobs, reports its devi
     msg::step_batch b;
     b.step = 1;
     msg::step_chunk c;
-    c.seq = 7;
-    c.tokens = {3, 4, 5};
-    c.want_logits = true;
+    c.part.seq = 7;
+    c.part.tokens = {3, 4, 5};
+    c.part.want_logits = true;
     c.params.temperature = 0.0f;
     c.params.n_logprobs = 2;
     b.chunks.push_back(c);
@@ -87,7 +87,7 @@ TEST_CASE("executor runs steps, samples greedily with logprobs, reports its devi
     // A position that does not continue the sequence: the engine's error comes back as ours,
     // for that sequence (its KV released), while the step itself answers.
     b.step = 2;
-    b.chunks[0].pos0 = 9;
+    b.chunks[0].part.pos0 = 9;
     self->request(exec, std::chrono::seconds(10), msg::step_atom_v, b)
         .receive(
             [](const msg::step_result& r) {
@@ -150,9 +150,9 @@ std::vector<msg::token_id> sample_run(caf::scoped_actor& self, const msg::execut
     for (int i = 0; i < n; ++i) {
         msg::step_batch b;
         b.step = static_cast<std::uint64_t>(i) + 1;
-        b.chunks.push_back({seq, {last}, static_cast<std::uint32_t>(i), true, p});
+        b.chunks.push_back({{seq, {last}, static_cast<std::uint32_t>(i), true}, p});
         if (other != 0)
-            b.chunks.push_back({other, {last_other}, static_cast<std::uint32_t>(i), true, q});
+            b.chunks.push_back({{other, {last_other}, static_cast<std::uint32_t>(i), true}, q});
         self->request(exec, std::chrono::seconds(10), msg::step_atom_v, b)
             .receive(
                 [&](const msg::step_result& r) {
@@ -211,9 +211,9 @@ TEST_CASE("a chunk with an id outside the vocabulary fails alone; the batch's ot
     greedy.temperature = 0.0f;
     msg::step_batch b;
     b.step = 1;
-    b.chunks.push_back({1, {3, 4}, 0, true, greedy});
-    b.chunks.push_back({2, {5, 32, 6}, 0, true, greedy}); // ids are 0..31
-    b.chunks.push_back({3, {10}, 0, true, greedy});
+    b.chunks.push_back({{1, {3, 4}, 0, true}, greedy});
+    b.chunks.push_back({{2, {5, 32, 6}, 0, true}, greedy}); // ids are 0..31
+    b.chunks.push_back({{3, {10}, 0, true}, greedy});
     self->request(exec, std::chrono::seconds(10), msg::step_atom_v, b)
         .receive(
             [](const msg::step_result& r) {

@@ -51,11 +51,12 @@ struct fake_engine {
             cached.erase(id);
         std::vector<sample> out;
         for (const auto& c : plan.chunks) {
-            auto& n = cached[c.id];
-            REQUIRE_MESSAGE(c.pos0 == n, "chunk of " << c.id << " does not continue its KV");
-            n += static_cast<std::uint32_t>(c.tokens.size());
-            if (c.want_logits)
-                out.push_back({c.id, tok, -0.5f});
+            auto& n = cached[c.part.seq];
+            REQUIRE_MESSAGE(c.part.pos0 == n,
+                            "chunk of " << c.part.seq << " does not continue its KV");
+            n += static_cast<std::uint32_t>(c.part.tokens.size());
+            if (c.part.want_logits)
+                out.push_back({c.part.seq, tok, -0.5f});
         }
         REQUIRE(blocks_used() <= blocks_total);
         return out;
@@ -76,7 +77,7 @@ policy_config small_config() {
 std::vector<request_id> ids_of(const step_plan& plan) {
     std::vector<request_id> ids;
     for (const auto& c : plan.chunks)
-        ids.push_back(c.id);
+        ids.push_back(c.part.seq);
     return ids;
 }
 
@@ -116,7 +117,7 @@ TEST_CASE("a long prompt is chunked and never stalls running decodes") {
     REQUIRE(pol.add(req(1, 3, priority::normal, 100), t0));
     auto plan = pol.schedule(t0);
     REQUIRE(plan.chunks.size() == 1);
-    CHECK(plan.chunks[0].want_logits);
+    CHECK(plan.chunks[0].part.want_logits);
     auto out = pol.update_from_output(plan, eng.run(plan), t0);
     REQUIRE(out.tokens.size() == 1);
 
@@ -128,13 +129,13 @@ TEST_CASE("a long prompt is chunked and never stalls running decodes") {
         CHECK(plan.n_tokens <= cfg.max_batch_tokens);
         // The running decode is in every step, first.
         REQUIRE(plan.chunks.size() >= 1);
-        CHECK(plan.chunks[0].id == 1);
-        CHECK(plan.chunks[0].tokens.size() == 1);
-        CHECK(plan.chunks[0].want_logits);
+        CHECK(plan.chunks[0].part.seq == 1);
+        CHECK(plan.chunks[0].part.tokens.size() == 1);
+        CHECK(plan.chunks[0].part.want_logits);
         for (const auto& c : plan.chunks)
-            if (c.id == 2) {
-                prefill_sizes.push_back(c.tokens.size());
-                b_sampled = c.want_logits;
+            if (c.part.seq == 2) {
+                prefill_sizes.push_back(c.part.tokens.size());
+                b_sampled = c.part.want_logits;
             }
         out = pol.update_from_output(plan, eng.run(plan), t0);
     }

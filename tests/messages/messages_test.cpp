@@ -70,13 +70,13 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     msg::step_batch b;
     b.step = 3;
     b.release = {8};
-    b.chunks.push_back({9, {4, 5}, 2, true, {}});
+    b.chunks.push_back({{9, {4, 5}, 2, true}, {}});
     auto b2 = round_trip(sys, b);
     REQUIRE(b2.chunks.size() == 1);
-    CHECK(b2.chunks[0].seq == 9);
-    CHECK(b2.chunks[0].tokens == std::vector<msg::token_id>{4, 5});
-    CHECK(b2.chunks[0].pos0 == 2);
-    CHECK(b2.chunks[0].want_logits);
+    CHECK(b2.chunks[0].part.seq == 9);
+    CHECK(b2.chunks[0].part.tokens == std::vector<msg::token_id>{4, 5});
+    CHECK(b2.chunks[0].part.pos0 == 2);
+    CHECK(b2.chunks[0].part.want_logits);
     CHECK(b2.release == std::vector<std::uint64_t>{8});
 
     msg::step_result s;
@@ -184,7 +184,7 @@ TEST_CASE("a typed request carries our messages and our errors") {
                         return msg::to_caf_error(errc::invalid_argument, "empty step");
                     msg::step_result r;
                     r.step = b.step;
-                    r.samples.push_back({b.chunks[0].seq, 7, -1.0f, {}, {}});
+                    r.samples.push_back({b.chunks[0].part.seq, 7, -1.0f, {}, {}});
                     return r;
                 },
                 [](msg::info_atom) { return msg::executor_info{}; },
@@ -195,7 +195,7 @@ TEST_CASE("a typed request carries our messages and our errors") {
     caf::scoped_actor self{sys};
     msg::step_batch b;
     b.step = 5;
-    b.chunks.push_back({1, {3}, 0, true, {}});
+    b.chunks.push_back({{1, {3}, 0, true}, {}});
     self->request(exec, std::chrono::seconds(5), msg::step_atom_v, b)
         .receive([](const msg::step_result& r) { CHECK(r.step == 5); },
                  [](const caf::error& err) { FAIL(caf::to_string(err)); });

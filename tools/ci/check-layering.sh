@@ -26,7 +26,7 @@ caf_or_net='<(caf/|boost/beast|boost/asio)'
 # Rooms and dependencies not listed here are allowed on purpose:
 #   model -> kernels, common          the model is built on the kernels
 #   model/ sub-rooms: gguf <- tokenizer <- engine; sampling stands alone; engine -> all three
-#   messages -> model, common, CAF    model value types only, as the map allows (no file needs it yet)
+#   messages -> model, common, CAF    model value types only (sampling_params, seq_chunk), as the map allows
 #   actors -> messages, model, kernels, common, CAF
 #   http -> messages, common, CAF, Beast/Asio (http bridges asio threads to actors)
 rules=(
