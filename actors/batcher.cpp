@@ -5,6 +5,7 @@
 #include "model/tokenizer/tokenizer_stream.hpp"
 
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include <optional>
@@ -49,7 +50,8 @@ struct live_request {
 struct batcher_state {
     explicit batcher_state() = default;
     std::unique_ptr<sched::policy> policy;
-    batcher_options opt;
+    msg::batcher_order opt;
+    std::shared_ptr<const model::tokenizer> tokenizer;
     msg::executor_actor executor;
     std::unordered_map<msg::request_id, live_request> live;
     std::unordered_map<caf::actor_addr, msg::request_id> by_sink;
@@ -148,8 +150,9 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     for (const auto& s : r.samples)
         samples.push_back({s.seq, s.token, s.logprob});
     auto out = st.policy->update_from_output(plan, samples, now);
-    if (st.opt.on_step && !plan.chunks.empty())
-        st.opt.on_step(static_cast<std::uint32_t>(plan.chunks.size()), r.step_us);
+    if (st.opt.step_observer && !plan.chunks.empty())
+        caf::anon_send(st.opt.step_observer, msg::step_atom_v,
+                       static_cast<std::uint32_t>(plan.chunks.size()), r.step_us);
     for (const auto& ev : out.tokens) {
         auto it = st.live.find(ev.id);
         if (it == st.live.end())
@@ -165,10 +168,10 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         te.top_logprobs = smp.top_logprobs;
         if (ev.index == 0)
             te.prompt_tokens = static_cast<std::uint32_t>(lr.req.prompt.size());
-        if (lr.req.token_pieces && st.opt.tokenizer) {
-            te.piece = piece_of(*st.opt.tokenizer, ev.token);
+        if (lr.req.token_pieces && st.tokenizer) {
+            te.piece = piece_of(*st.tokenizer, ev.token);
             for (auto t : te.top_tokens)
-                te.top_pieces.push_back(piece_of(*st.opt.tokenizer, t));
+                te.top_pieces.push_back(piece_of(*st.tokenizer, t));
         }
         te.text = lr.push(ev.token);
         ++lr.n_generated;
@@ -211,7 +214,8 @@ void kick(batcher_pointer self) {
     }
     st.in_flight = true;
     ++st.steps;
-    self->request(st.executor, st.opt.step_timeout, msg::step_atom_v, std::move(batch))
+    self->request(st.executor, std::chrono::milliseconds(st.opt.step_timeout_ms), msg::step_atom_v,
+                  std::move(batch))
         .then(
             [self, plan](const msg::step_result& r) {
                 self->state.in_flight = false;
@@ -227,11 +231,13 @@ void kick(batcher_pointer self) {
             });
 }
 
-msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, batcher_options opt,
-                                             msg::executor_actor executor) {
+msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_order order,
+                                             msg::executor_actor executor,
+                                             std::shared_ptr<const model::tokenizer> tokenizer) {
     auto& init = self->state;
-    init.policy = std::make_unique<sched::policy>(opt.policy);
-    init.opt = std::move(opt);
+    init.policy = std::make_unique<sched::policy>(order.policy);
+    init.opt = std::move(order);
+    init.tokenizer = std::move(tokenizer);
     init.executor = std::move(executor);
     self->set_down_handler([self](caf::down_msg& dm) {
         // A sink died (the HTTP session is gone): cancel its request wherever it is.
@@ -269,8 +275,8 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, batcher_optio
             st.by_sink[sink.address()] = id;
             live_request lr;
             lr.sink = std::move(sink);
-            if (st.opt.tokenizer)
-                lr.text.emplace(*st.opt.tokenizer);
+            if (st.tokenizer)
+                lr.text.emplace(*st.tokenizer);
             if (!req.stop.empty()) {
                 // http/ refuses empty stop strings; drop any a direct caller sends.
                 std::vector<std::string> stops;
@@ -316,9 +322,10 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, batcher_optio
 
 } // namespace
 
-msg::batcher_actor spawn_batcher(caf::actor_system& sys, batcher_options opt,
-                                 msg::executor_actor executor) {
-    return sys.spawn(batcher_fn, std::move(opt), std::move(executor));
+msg::batcher_actor spawn_batcher(caf::actor_system& sys, msg::batcher_order order,
+                                 msg::executor_actor executor,
+                                 std::shared_ptr<const model::tokenizer> tokenizer) {
+    return sys.spawn(batcher_fn, std::move(order), std::move(executor), std::move(tokenizer));
 }
 
 } // namespace bitnet::actors

@@ -1,6 +1,11 @@
 #include "actors/executor.hpp"
 
+#include "actors/engine_kinds.hpp"
 #include "messages/errors.hpp"
+#include "model/engine/device_choice.hpp"
+#include "model/engine/model_config.hpp"
+#include "model/gguf/ggml_type.hpp"
+#include "model/sampling/sampler.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <caf/actor_system.hpp>
@@ -16,66 +21,7 @@
 
 namespace bitnet::actors {
 
-device_choice choose_device(std::string_view requested, bool built, int devices) {
-    if (requested == "cpu")
-        return {"cpu", "requested cpu"};
-    if (!built)
-        return {"cpu", requested == "cuda" ? "cuda requested but this build has no CUDA kernels"
-                                           : "built without CUDA"};
-    if (devices <= 0)
-        return {"cpu", requested == "cuda" ? "cuda requested but no CUDA device is present"
-                                           : "no CUDA device present"};
-    return {"cuda:0", "CUDA device 0 of " + std::to_string(devices)};
-}
-
-bool cuda_built() noexcept {
-#ifdef BITNET_WITH_CUDA
-    return true;
-#else
-    return false;
-#endif
-}
-
-int cuda_device_count() noexcept {
-    // The CUDA kernels' runtime query lands with kernels/cuda; until then no build has CUDA.
-    return 0;
-}
-
 namespace {
-
-/// GGUF general.file_type as the weight format's name (llama.cpp's LLAMA_FTYPE values).
-std::string format_name(std::uint32_t file_type) {
-    switch (file_type) {
-    case 0:
-        return "f32";
-    case 1:
-        return "f16";
-    case 7:
-        return "q8_0";
-    case 32:
-        return "bf16";
-    case 36:
-        return "tq1_0";
-    case 37:
-        return "tq2_0";
-    case 38:
-        return "tl1";
-    case 39:
-        return "tl2";
-    case 40:
-        return "i2_s";
-    default:
-        return "ftype " + std::to_string(file_type);
-    }
-}
-
-/// Weights of the hyper-parameters: token embeddings plus each layer's projections (norms are
-/// noise at this scale; an untied output matrix is not visible here).
-std::uint64_t parameter_count(const model::model_config& c) {
-    const std::uint64_t e = c.n_embd, q = c.n_embd_q(), kv = c.n_embd_kv(), ff = c.n_ff;
-    const std::uint64_t per_layer = e * q + 2 * e * kv + q * e + 3 * e * ff;
-    return static_cast<std::uint64_t>(c.n_vocab) * e + c.n_layer * per_layer;
-}
 
 /// What the executor keeps per live sequence: its sampler (RNG state continues across steps)
 /// and its tokens so far (prompt and generated, for the repetition penalty).
@@ -97,8 +43,8 @@ model::sampler make_sampler(const model::sampling_params& s) {
 
 struct executor_state {
     std::unique_ptr<model::engine> engine;
-    executor_options opt;
-    device_choice device;
+    msg::executor_order order;
+    model::device_choice device;
     std::unordered_map<std::uint64_t, seq_state> seqs;
     static inline const char* name = "executor";
 };
@@ -293,23 +239,21 @@ msg::warmup_report run_warmup(executor_state& st, std::uint32_t n_tokens) {
     return out;
 }
 
-msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_options opt) {
+msg::executor_actor::behavior_type executor_fn(executor_pointer self, msg::executor_order order) {
     // Once this executor is gone (engine, KV pool and repacked weights freed on its thread),
     // hand the freed heap pages of every malloc arena back to the OS: a server that loads and
     // unloads versions keeps a flat RSS instead of one retained arena per past thread.
     self->attach_functor([] { ::malloc_trim(0); });
     auto& init = self->state;
-    init.device = choose_device(opt.device, cuda_built(), cuda_device_count());
-    init.opt = std::move(opt);
-    auto loaded = init.opt.make_engine ? init.opt.make_engine()
-                                       : result<std::unique_ptr<model::engine>>(
-                                             error{errc::invalid_argument, "no engine factory"});
-    if (loaded && *loaded)
+    init.device =
+        model::choose_device(order.device, model::cuda_built(), model::cuda_device_count());
+    init.order = std::move(order);
+    auto loaded = make_engine(init.order);
+    if (loaded)
         init.engine = std::move(*loaded);
     else
         // The behaviour below is never run: the actor ends with the load error as its reason.
-        self->quit(msg::to_caf_error(loaded ? error{errc::internal, "engine factory returned null"}
-                                            : loaded.error()));
+        self->quit(msg::to_caf_error(loaded.error()));
     return {
         [self](msg::step_atom, const msg::step_batch& batch) -> caf::result<msg::step_result> {
             // An exception would kill the actor and every sequence with it: turn it into an
@@ -334,10 +278,10 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_o
             info.n_vocab = st.engine->config().n_vocab;
             info.kv_block_tokens = st.engine->kv_block_tokens();
             info.kv_blocks_total = st.engine->kv_blocks_total();
-            info.eog_ids = st.opt.eog_ids;
+            info.eog_ids = st.order.eog_ids;
             const auto& cfg = st.engine->config();
-            info.format = format_name(cfg.file_type);
-            info.parameters = parameter_count(cfg);
+            info.format = model::file_type_name(cfg.file_type);
+            info.parameters = model::parameter_count(cfg);
             info.weight_bytes = st.engine->weight_bytes();
             info.kv_pool_bytes = st.engine->kv_pool_bytes();
             if (info.eog_ids.empty()) {
@@ -360,8 +304,8 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, executor_o
 
 } // namespace
 
-msg::executor_actor spawn_executor(caf::actor_system& sys, executor_options opt) {
-    return sys.spawn<caf::detached>(executor_fn, std::move(opt));
+msg::executor_actor spawn_executor(caf::actor_system& sys, msg::executor_order order) {
+    return sys.spawn<caf::detached>(executor_fn, std::move(order));
 }
 
 } // namespace bitnet::actors

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "common/error.hpp"
+#include "messages/batch_policy.hpp"
 #include "messages/ids.hpp"
 #include "model/engine/batch.hpp"
 
@@ -42,17 +43,7 @@ enum class finish_reason : std::uint8_t {
 };
 [[nodiscard]] const char* to_string(finish_reason r) noexcept;
 
-struct policy_config {
-    std::uint32_t max_batch_tokens = 512;
-    std::uint32_t max_batch_seqs = 32;
-    std::uint32_t kv_block_tokens = 16;
-    std::uint32_t kv_blocks_total = 1024;
-    std::uint32_t n_ctx = 4096; ///< the model's context window
-    /// Weighted-fair admission: per round, `weights[p]` admissions from priority p before lower
-    /// levels wait (a level with nothing waiting yields its turn).
-    std::array<std::uint32_t, n_priorities> weights{4, 2, 1};
-    std::vector<token_id> eog_ids; ///< the model's end-of-generation tokens
-};
+using policy_config = msg::batch_policy;
 
 /// What the front end asks for, already tokenized and validated.
 struct seq_request {

@@ -43,9 +43,9 @@ struct model_spec {
     std::string alias;
     std::string version = "1"; ///< used when the load order names none and there is no file
     std::string path;          ///< the model file: hashed and verified before the executor loads it
-    executor_options executor;
+    msg::executor_order executor; ///< its engine options' model_path is `path`
     /// Batching settings; n_ctx, KV block figures and EOG ids are filled from the executor.
-    batcher_options batcher;
+    msg::batcher_order batcher;
     /// The KV pool the engine will allocate: with the file size, the memory-budget estimate
     /// checked before the engine is loaded (its real figures are checked after).
     std::uint64_t kv_budget_bytes = 0;

@@ -68,21 +68,13 @@ check_model_file(const std::string& path, prepared& prep, const model::cancel_fl
     return std::make_shared<const model::regular_file>(std::move(*file));
 }
 
-/// The engine is read from the path again, on the executor's thread: it must still be the file
-/// that was hashed and verified, or the version's id and checks would describe another file.
-void bind_engine_to_file(model_spec& spec, std::shared_ptr<const model::regular_file> file) {
-    auto make = std::move(spec.executor.make_engine);
-    if (!make)
-        return;
-    spec.executor.make_engine = [make = std::move(make),
-                                 file =
-                                     std::move(file)]() -> result<std::unique_ptr<model::engine>> {
-        auto e = make();
-        if (!e)
-            return e;
-        BITNET_TRY(file->check_unchanged());
-        return e;
-    };
+/// The engine is read from the path again, by the executor: its order carries the identity of
+/// the file that was hashed and verified, which the executor checks after its load, or the
+/// version's id and checks would describe another file.
+void bind_order_to_file(model_spec& spec, const model::regular_file& file,
+                        const model::file_digest& digest) {
+    spec.executor.file = file.identity();
+    spec.executor.file_sha256 = digest.sha256_hex;
 }
 
 void spawn_loader(supervisor_pointer self, version_rec& v) {
@@ -131,7 +123,7 @@ void spawn_loader(supervisor_pointer self, version_rec& v) {
             if (file) {
                 if (auto same = file->check_unchanged(); !same)
                     return report("failed", same.error().message);
-                bind_engine_to_file(prep->spec, std::move(file));
+                bind_order_to_file(prep->spec, *file, prep->digest);
             }
             report("prepared");
         },
@@ -146,7 +138,7 @@ void on_warm(supervisor_pointer self, version_rec& v) {
     bo.policy.kv_block_tokens = v.info.kv_block_tokens;
     bo.policy.kv_blocks_total = v.info.kv_blocks_total;
     bo.policy.eog_ids = v.info.eog_ids;
-    v.batcher = spawn_batcher(self->system(), bo, v.executor);
+    v.batcher = spawn_batcher(self->system(), bo, v.executor, v.spec.text.tokenizer);
     self->monitor(v.batcher);
     v.text = spawn_text_actor(self->system(), v.spec.text, v.batcher);
     flip(self, v.serial);

@@ -3,6 +3,7 @@
 // under the same names (remoting checks typed interfaces by name).
 #pragma once
 
+#include "messages/orders.hpp"
 #include "messages/types.hpp"
 
 #include <caf/atom.hpp>
@@ -26,6 +27,8 @@ CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::operation_ticket))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::warmup_report))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::chat_message))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::text_prompt))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::executor_order))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::batcher_order))
 CAF_ADD_ATOM(bitnet, bitnet::msg, submit_atom, "submit")
 CAF_ADD_ATOM(bitnet, bitnet::msg, cancel_atom, "cancel")
 CAF_ADD_ATOM(bitnet, bitnet::msg, token_atom, "token")

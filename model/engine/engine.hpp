@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "model/engine/batch.hpp"
+#include "model/engine/engine_options.hpp"
 #include "model/engine/model_config.hpp"
 
 #include <cstdint>
@@ -18,16 +19,6 @@
 namespace bitnet::model {
 
 class tokenizer;
-
-struct engine_options {
-    std::string model_path;
-    int n_threads = 0;                            ///< 0 = number of cores
-    std::uint64_t kv_budget_bytes = 256ull << 20; ///< whole KV pool, all layers
-    std::uint32_t kv_block_tokens = 16;
-    std::uint32_t max_batch_tokens = 512; ///< upper bound of tokens in one step
-    bool q8_logits = false;               ///< opt-in int8 logits (documented accuracy loss)
-    std::string tl_kernel_config;         ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
-};
 
 class engine {
 public:

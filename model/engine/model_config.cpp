@@ -311,4 +311,10 @@ std::vector<std::string> verify_model(const gguf_file& f) {
     return v.list();
 }
 
+std::uint64_t parameter_count(const model_config& c) {
+    const std::uint64_t e = c.n_embd, q = c.n_embd_q(), kv = c.n_embd_kv(), ff = c.n_ff;
+    const std::uint64_t per_layer = e * q + 2 * e * kv + q * e + 3 * e * ff;
+    return static_cast<std::uint64_t>(c.n_vocab) * e + c.n_layer * per_layer;
+}
+
 } // namespace bitnet::model

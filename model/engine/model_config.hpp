@@ -97,4 +97,8 @@ bool is_embedding_type(ggml_type t) noexcept;
 /// "bitnet-b1.58" etc.
 const char* architecture_name(architecture a) noexcept;
 
+/// Weights of the hyper-parameters: token embeddings plus each layer's projections (norms are
+/// noise at this scale; an untied output matrix is not visible here).
+[[nodiscard]] std::uint64_t parameter_count(const model_config& c);
+
 } // namespace bitnet::model

@@ -1,9 +1,9 @@
 #include "model/engine/model_weights.hpp"
 
 #include "kernels/f16.hpp"
-#include "model/gguf/dequantize.hpp"
 #include "model/engine/ternary_weights.hpp"
 #include "model/engine/tl_layout.hpp"
+#include "model/gguf/dequantize.hpp"
 
 #include <cstring>
 #include <optional>

@@ -9,8 +9,8 @@
 #include "kernels/aligned_buffer.hpp"
 #include "kernels/q8_matmul.hpp"
 #include "kernels/ternary_matmul.hpp"
-#include "model/gguf/gguf_reader.hpp"
 #include "model/engine/model_config.hpp"
+#include "model/gguf/gguf_reader.hpp"
 
 #include <cstdint>
 #include <optional>

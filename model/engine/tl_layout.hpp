@@ -4,8 +4,8 @@
 #pragma once
 
 #include "common/error.hpp"
-#include "model/gguf/gguf_reader.hpp"
 #include "model/engine/ternary_weights.hpp"
+#include "model/gguf/gguf_reader.hpp"
 
 #include <cstdint>
 #include <string>

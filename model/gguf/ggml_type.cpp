@@ -113,4 +113,29 @@ result<std::uint64_t> ternary_scale_offset(ggml_type type, const tensor_shape& n
     }
 }
 
+std::string file_type_name(std::uint32_t file_type) {
+    switch (file_type) {
+    case 0:
+        return "f32";
+    case 1:
+        return "f16";
+    case 7:
+        return "q8_0";
+    case 32:
+        return "bf16";
+    case 36:
+        return "tq1_0";
+    case 37:
+        return "tq2_0";
+    case 38:
+        return "tl1";
+    case 39:
+        return "tl2";
+    case 40:
+        return "i2_s";
+    default:
+        return "ftype " + std::to_string(file_type);
+    }
+}
+
 } // namespace bitnet::model

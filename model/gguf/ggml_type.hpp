@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace bitnet::model {
@@ -59,5 +60,9 @@ result<std::uint64_t> tensor_nbytes(ggml_type type, const tensor_shape& ne);
 
 /// Byte offset, inside an I2_S / TL1 / TL2 tensor, of its f32 scale (spec §2.2, §2.6).
 result<std::uint64_t> ternary_scale_offset(ggml_type type, const tensor_shape& ne);
+
+/// GGUF `general.file_type` as the weight format's name (llama.cpp's LLAMA_FTYPE values and
+/// bitnet.cpp's TL1/TL2/I2_S), "ftype N" for others.
+[[nodiscard]] std::string file_type_name(std::uint32_t file_type);
 
 } // namespace bitnet::model

@@ -90,18 +90,17 @@ TEST_CASE("admission routes, refuses unknown models, caps the queue, drains") {
     test_config cfg;
     caf::actor_system sys{cfg};
     auto probe = std::make_shared<test::fake_engine_probe>();
-    actors::executor_options eo;
-    eo.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+    auto eo = test::fake_order([probe]() -> result<std::unique_ptr<model::engine>> {
         return std::make_unique<test::fake_engine>(64, 5ms, probe);
-    };
+    });
     auto exec = actors::spawn_executor(sys, eo);
-    actors::batcher_options bo;
+    msg::batcher_order bo;
     bo.model = "tiny";
     bo.policy.kv_block_tokens = 4;
     bo.policy.kv_blocks_total = 64;
     bo.policy.n_ctx = 64;
     bo.policy.max_batch_seqs = 1; // one at a time: the rest waits
-    auto batcher = actors::spawn_batcher(sys, bo, exec);
+    auto batcher = actors::spawn_batcher(sys, bo, exec, nullptr);
     actors::admission_options ao;
     ao.default_model = "tiny";
     ao.max_waiting_requests = 2;
@@ -157,17 +156,16 @@ TEST_CASE("admission refuses ids outside the vocabulary and prompts the context 
     test_config cfg;
     caf::actor_system sys{cfg};
     auto probe = std::make_shared<test::fake_engine_probe>();
-    actors::executor_options eo;
-    eo.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+    auto eo = test::fake_order([probe]() -> result<std::unique_ptr<model::engine>> {
         return std::make_unique<test::fake_engine>(64, 1ms, probe);
-    };
+    });
     auto exec = actors::spawn_executor(sys, eo);
-    actors::batcher_options bo;
+    msg::batcher_order bo;
     bo.model = "tiny";
     bo.policy.kv_block_tokens = 4;
     bo.policy.kv_blocks_total = 64;
     bo.policy.n_ctx = 64;
-    auto batcher = actors::spawn_batcher(sys, bo, exec);
+    auto batcher = actors::spawn_batcher(sys, bo, exec, nullptr);
     actors::admission_options ao;
     ao.default_model = "tiny";
     ao.max_waiting_prompt_tokens = 100; // below the longest prompt sent here

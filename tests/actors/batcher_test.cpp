@@ -37,21 +37,20 @@ struct rig {
 
     explicit rig(std::chrono::milliseconds step_delay = 0ms, std::uint32_t max_batch_seqs = 8,
                  bool with_text = false) {
-        actors::executor_options eo;
-        eo.make_engine = [p = probe, step_delay]() -> result<std::unique_ptr<model::engine>> {
-            return std::make_unique<test::fake_engine>(16, step_delay, p);
-        };
+        auto eo =
+            test::fake_order([p = probe, step_delay]() -> result<std::unique_ptr<model::engine>> {
+                return std::make_unique<test::fake_engine>(16, step_delay, p);
+            });
         exec = actors::spawn_executor(sys, eo);
-        actors::batcher_options bo;
+        msg::batcher_order bo;
         bo.model = "fake";
         bo.policy.kv_block_tokens = 4;
         bo.policy.kv_blocks_total = 16;
         bo.policy.n_ctx = 64;
         bo.policy.max_batch_seqs = max_batch_seqs;
         bo.policy.eog_ids = {test::fake_eot};
-        if (with_text)
-            bo.tokenizer = test::fake_tokenizer();
-        batcher = actors::spawn_batcher(sys, bo, exec);
+        batcher =
+            actors::spawn_batcher(sys, bo, exec, with_text ? test::fake_tokenizer() : nullptr);
     }
     ~rig() {
         caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);

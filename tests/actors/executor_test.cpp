@@ -5,6 +5,7 @@
 
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"
+#include "model/engine/device_choice.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -23,20 +24,20 @@ struct test_config : caf::actor_system_config {
 } // namespace
 
 TEST_CASE("device routing: CPU fallback with the reason, CUDA only when built and present") {
-    auto d = actors::choose_device("auto", false, 0);
+    auto d = model::choose_device("auto", false, 0);
     CHECK(d.device == "cpu");
     CHECK(d.reason == "built without CUDA");
-    d = actors::choose_device("cuda", false, 0);
+    d = model::choose_device("cuda", false, 0);
     CHECK(d.device == "cpu");
     CHECK(d.reason.find("no CUDA kernels") != std::string::npos);
-    d = actors::choose_device("auto", true, 0);
+    d = model::choose_device("auto", true, 0);
     CHECK(d.device == "cpu");
     CHECK(d.reason.find("no CUDA device") != std::string::npos);
-    CHECK(actors::choose_device("auto", true, 2).device == "cuda:0");
-    CHECK(actors::choose_device("cpu", true, 2).device == "cpu");
+    CHECK(model::choose_device("auto", true, 2).device == "cuda:0");
+    CHECK(model::choose_device("cpu", true, 2).device == "cpu");
     // This build: the decision actually taken.
-    auto here = actors::choose_device("auto", actors::cuda_built(), actors::cuda_device_count());
-    if (!actors::cuda_built())
+    auto here = model::choose_device("auto", model::cuda_built(), model::cuda_device_count());
+    if (!model::cuda_built())
         CHECK(here.reason == "built without CUDA");
 }
 
@@ -44,10 +45,9 @@ TEST_CASE("executor runs steps, samples greedily with logprobs, reports its devi
     test_config cfg;
     caf::actor_system sys{cfg};
     auto probe = std::make_shared<test::fake_engine_probe>();
-    actors::executor_options opt;
-    opt.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+    auto opt = test::fake_order([probe]() -> result<std::unique_ptr<model::engine>> {
         return std::make_unique<test::fake_engine>(16, std::chrono::milliseconds(0), probe);
-    };
+    });
     auto exec = actors::spawn_executor(sys, opt); // EOG ids: the engine tokenizer's
     caf::scoped_actor self{sys};
     self->request(exec, std::chrono::seconds(10), msg::info_atom_v)
@@ -113,10 +113,9 @@ TEST_CASE("executor runs steps, samples greedily with logprobs, reports its devi
 TEST_CASE("an executor whose engine fails to load exits with the load error") {
     test_config cfg;
     caf::actor_system sys{cfg};
-    actors::executor_options opt;
-    opt.make_engine = []() -> result<std::unique_ptr<model::engine>> {
+    auto opt = test::fake_order([]() -> result<std::unique_ptr<model::engine>> {
         return error{errc::bad_format, "m.gguf: bad magic"};
-    };
+    });
     caf::scoped_actor self{sys};
     auto exec = actors::spawn_executor(sys, opt);
     self->monitor(exec);
@@ -179,11 +178,10 @@ std::vector<msg::token_id> sample_run(caf::scoped_actor& self, const msg::execut
 TEST_CASE("seeded sampling gives a sequence the same tokens alone and inside a batch") {
     test_config cfg;
     caf::actor_system sys{cfg};
-    actors::executor_options opt;
     auto probe = std::make_shared<test::fake_engine_probe>();
-    opt.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+    auto opt = test::fake_order([probe]() -> result<std::unique_ptr<model::engine>> {
         return std::make_unique<test::fake_engine>(64, std::chrono::milliseconds(0), probe);
-    };
+    });
     auto exec = actors::spawn_executor(sys, opt);
     caf::scoped_actor self{sys};
     const auto alone = sample_run(self, exec, 1, 0, 12);
@@ -201,10 +199,9 @@ TEST_CASE("a chunk with an id outside the vocabulary fails alone; the batch's ot
     test_config cfg;
     caf::actor_system sys{cfg};
     auto probe = std::make_shared<test::fake_engine_probe>();
-    actors::executor_options opt;
-    opt.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+    auto opt = test::fake_order([probe]() -> result<std::unique_ptr<model::engine>> {
         return std::make_unique<test::fake_engine>(16, std::chrono::milliseconds(0), probe);
-    };
+    });
     auto exec = actors::spawn_executor(sys, opt);
     caf::scoped_actor self{sys};
     msg::sampling greedy;
@@ -251,4 +248,24 @@ TEST_CASE("a chunk with an id outside the vocabulary fails alone; the batch's ot
     CHECK(probe->live_seqs == 1);
     CHECK(probe->blocks_used == 1); // sequence 1: 3 tokens in one 4-token block
     self->send_exit(exec, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("an executor order naming an engine kind nobody registered ends with not_found") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    msg::executor_order order;
+    order.engine_kind = "no-such-kind";
+    caf::scoped_actor self{sys};
+    auto exec = actors::spawn_executor(sys, order);
+    self->monitor(exec);
+    bool got_down = false;
+    self->receive(
+        [&](const caf::down_msg& dm) {
+            got_down = true;
+            auto e = msg::from_caf_error(dm.reason);
+            CHECK(e.value() == errc::not_found);
+            CHECK(e.message.find("no-such-kind") != std::string::npos);
+        },
+        caf::after(std::chrono::seconds(10)) >> [] { FAIL("no down message"); });
+    CHECK(got_down);
 }

@@ -6,6 +6,7 @@
 // vocabulary is fake_vocab.hpp's.
 #pragma once
 
+#include "actors/engine_kinds.hpp"
 #include "actors/fake_vocab.hpp"
 #include "model/engine/engine.hpp"
 
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <string>
 #include <thread>
 
 namespace bitnet::test {
@@ -108,5 +110,17 @@ private:
     std::shared_ptr<fake_engine_probe> probe_;
     std::map<model::seq_id, std::uint32_t> cached_;
 };
+
+/// An executor order for a stand-in engine: `make` is registered under an engine kind of its own
+/// (a new one each call), which the order names; the order itself stays plain data.
+template <class Make>
+msg::executor_order fake_order(Make make) {
+    static std::atomic<int> n_kinds{0};
+    const auto kind = "test-fake-" + std::to_string(++n_kinds);
+    actors::register_engine_kind(kind, [make](const msg::executor_order&) { return make(); });
+    msg::executor_order o;
+    o.engine_kind = kind;
+    return o;
+}
 
 } // namespace bitnet::test

@@ -66,9 +66,9 @@ TEST_CASE("supervisor loads models, pushes routes, restarts a crashed child") {
     so.admission = adm;
     actors::model_spec spec;
     spec.alias = "tiny";
-    spec.executor.make_engine = [probe]() -> result<std::unique_ptr<model::engine>> {
+    spec.executor = test::fake_order([probe]() -> result<std::unique_ptr<model::engine>> {
         return std::make_unique<test::fake_engine>(32, 0ms, probe);
-    };
+    });
     so.models.push_back(spec);
     auto sup = actors::spawn_supervisor(sys, so);
     caf::scoped_actor self{sys};
@@ -122,10 +122,10 @@ TEST_CASE("a model that cannot load ends failed, with the reason, after bounded 
     actors::model_spec spec;
     spec.alias = "broken";
     auto attempts = std::make_shared<std::atomic<int>>(0);
-    spec.executor.make_engine = [attempts]() -> result<std::unique_ptr<model::engine>> {
+    spec.executor = test::fake_order([attempts]() -> result<std::unique_ptr<model::engine>> {
         ++*attempts;
         return error{errc::bad_format, "broken.gguf: bad magic"};
-    };
+    });
     so.models.push_back(spec);
     auto sup = actors::spawn_supervisor(sys, so);
     caf::scoped_actor self{sys};

@@ -71,11 +71,11 @@ struct live_server {
         so.admission = adm;
         actors::model_spec spec;
         spec.alias = "tiny";
-        spec.executor.make_engine = [p = probe, step]() -> result<std::unique_ptr<model::engine>> {
-            return std::make_unique<test::fake_engine>(64, step, p);
-        };
+        spec.executor =
+            test::fake_order([p = probe, step]() -> result<std::unique_ptr<model::engine>> {
+                return std::make_unique<test::fake_engine>(64, step, p);
+            });
         spec.batcher.policy.max_batch_seqs = max_batch_seqs;
-        spec.batcher.tokenizer = vocab;
         // The version's text side over the fake vocabulary (it has no byte tokens: only ids
         // decode, no text can be tokenized).
         spec.text.tokenizer = vocab;

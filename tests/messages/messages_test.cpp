@@ -206,3 +206,86 @@ TEST_CASE("a typed request carries our messages and our errors") {
                  });
     self->send_exit(exec, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE("executor and batcher orders are plain data: every field survives serialization") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+
+    msg::executor_order e;
+    e.alias = "bitnet";
+    e.engine_kind = "gguf";
+    e.engine.model_path = "models/m.gguf";
+    e.engine.n_threads = 3;
+    e.engine.kv_budget_bytes = 123ull << 20;
+    e.engine.kv_block_tokens = 32;
+    e.engine.max_batch_tokens = 1024;
+    e.engine.q8_logits = true;
+    e.engine.tl_kernel_config = "kernel_config.ini";
+    e.device = "cuda";
+    e.eog_ids = {2, 128009};
+    e.file_sha256 = std::string(64, 'a');
+    e.file = {1, 2, 3, -4, 5};
+    const auto e2 = round_trip(sys, e);
+    CHECK(e2.alias == e.alias);
+    CHECK(e2.engine_kind == e.engine_kind);
+    CHECK(e2.engine.model_path == e.engine.model_path);
+    CHECK(e2.engine.n_threads == 3);
+    CHECK(e2.engine.kv_budget_bytes == e.engine.kv_budget_bytes);
+    CHECK(e2.engine.kv_block_tokens == 32);
+    CHECK(e2.engine.max_batch_tokens == 1024);
+    CHECK(e2.engine.q8_logits);
+    CHECK(e2.engine.tl_kernel_config == e.engine.tl_kernel_config);
+    CHECK(e2.device == "cuda");
+    CHECK(e2.eog_ids == e.eog_ids);
+    CHECK(e2.file_sha256 == e.file_sha256);
+    CHECK(e2.file == e.file);
+
+    msg::batcher_order b;
+    b.model = "bitnet";
+    b.model_version = "abc123";
+    b.policy.max_batch_tokens = 256;
+    b.policy.max_batch_seqs = 12;
+    b.policy.kv_block_tokens = 8;
+    b.policy.kv_blocks_total = 77;
+    b.policy.n_ctx = 2048;
+    b.policy.weights = {9, 3, 1};
+    b.policy.eog_ids = {7};
+    b.default_timeout_ms = 5000;
+    b.step_timeout_ms = 700;
+    const auto b2 = round_trip(sys, b);
+    CHECK(b2.model == b.model);
+    CHECK(b2.model_version == b.model_version);
+    CHECK(b2.policy.max_batch_tokens == 256);
+    CHECK(b2.policy.max_batch_seqs == 12);
+    CHECK(b2.policy.kv_block_tokens == 8);
+    CHECK(b2.policy.kv_blocks_total == 77);
+    CHECK(b2.policy.n_ctx == 2048);
+    CHECK(b2.policy.weights == b.policy.weights);
+    CHECK(b2.policy.eog_ids == b.policy.eog_ids);
+    CHECK(b2.default_timeout_ms == 5000);
+    CHECK(b2.step_timeout_ms == 700);
+    CHECK_FALSE(b2.step_observer);
+}
+
+TEST_CASE("a step chunk carries the engine's chunk and the request's sampling settings whole") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    msg::step_chunk c;
+    c.part = {5, {1, 2, 3}, 9, false};
+    c.params = msg::api_sampling_defaults();
+    c.params.repeat_last_n = -1;
+    c.params.repetition_penalty = 1.3f;
+    c.n_sampled = 4;
+    const auto c2 = round_trip(sys, c);
+    CHECK(c2.part.seq == 5);
+    CHECK(c2.part.tokens == c.part.tokens);
+    CHECK(c2.part.pos0 == 9);
+    CHECK_FALSE(c2.part.want_logits);
+    CHECK(c2.params.temperature == c.params.temperature);
+    CHECK(c2.params.top_k == c.params.top_k);
+    CHECK(c2.params.top_p == c.params.top_p);
+    CHECK(c2.params.min_p == c.params.min_p);
+    CHECK(c2.params.repeat_last_n == -1);
+    CHECK(c2.params.repetition_penalty == 1.3f);
+    CHECK(c2.n_sampled == 4);
+}

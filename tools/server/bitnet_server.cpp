@@ -21,7 +21,9 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/atom.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -82,6 +84,160 @@ http::build_info build_info() {
     return b;
 }
 
+/// The step metrics' observer: batchers send it every step's sequence count and duration (their
+/// orders carry its handle, no callback).
+caf::actor spawn_step_metrics(caf::actor_system& sys, std::shared_ptr<http::metrics> metrics) {
+    // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise (UBSan).
+    return sys.spawn(
+        [metrics](caf::event_based_actor*, int /*unused*/) -> caf::behavior {
+            return {[metrics](msg::step_atom, std::uint32_t n_seqs, std::int64_t step_us) {
+                metrics->step(n_seqs, static_cast<double>(step_us) / 1e6);
+            }};
+        },
+        0);
+}
+
+/// A version's spec from a load order (start-up models and POST /v1/models/load alike): its
+/// text side read from the file, its executor and batcher orders from the configuration. Runs on
+/// the supervisor's loader thread: reading the tokenizer touches no weights.
+result<actors::model_spec> spec_for(const conf::server_config& c, const caf::actor& step_metrics,
+                                    const msg::load_order& order) {
+    auto text = server::read_model_text(order.path);
+    if (!text)
+        return error{text.error().value(),
+                     "no tokenizer in " + order.path + ": " + text.error().message};
+    if (!text->chat_known)
+        spdlog::warn("model '{}': chat template of {} not recognised; chat requests use the "
+                     "BitNet form",
+                     order.alias, order.path);
+    actors::model_spec spec;
+    spec.alias = order.alias;
+    spec.path = order.path;
+    spec.kv_budget_bytes = c.kv_budget_bytes;
+    auto& eo = spec.executor;
+    eo.alias = order.alias;
+    eo.device = order.device;
+    eo.engine.model_path = order.path;
+    eo.engine.n_threads = static_cast<int>(c.n_threads);
+    eo.engine.kv_budget_bytes = c.kv_budget_bytes;
+    eo.engine.kv_block_tokens = c.kv_block_tokens;
+    eo.engine.max_batch_tokens = c.max_batch_tokens;
+    spec.text = std::move(text->text);
+    auto& bo = spec.batcher;
+    bo.step_observer = step_metrics;
+    bo.policy.max_batch_tokens = c.max_batch_tokens;
+    bo.policy.max_batch_seqs = c.max_batch_seqs;
+    bo.policy.weights = {c.priority_weight_high, c.priority_weight_normal, c.priority_weight_low};
+    bo.default_timeout_ms = c.default_timeout_ms;
+    return spec;
+}
+
+actors::supervisor_options supervisor_options_for(const conf::server_config& cfg,
+                                                  msg::admission_actor admission,
+                                                  caf::actor step_metrics,
+                                                  std::shared_ptr<http::metrics> metrics) {
+    actors::supervisor_options so;
+    so.admission = std::move(admission);
+    so.memory_budget_bytes = cfg.memory_budget_bytes;
+    so.probation = std::chrono::seconds(cfg.probation_s);
+    so.drain_timeout = std::chrono::milliseconds(cfg.default_timeout_ms);
+    so.make_spec = [c = cfg, step_metrics](const msg::load_order& order) {
+        return spec_for(c, step_metrics, order);
+    };
+    so.on_serving = [](const std::string& alias, const actors::model_spec* serving) {
+        if (serving)
+            spdlog::info("model '{}': serving {}", alias, serving->path);
+        else
+            spdlog::info("model '{}': unloaded", alias);
+    };
+    so.on_swap = [metrics](const std::string& result) { metrics->swap(result); };
+    for (const auto& m : cfg.models) {
+        msg::load_order order;
+        order.alias = m.alias;
+        order.path = m.path;
+        so.initial.push_back(order);
+    }
+    if (so.initial.empty())
+        spdlog::warn("no models configured (set \"models\", BITNET_MODEL or --model): "
+                     "/health/ready stays 503 until POST /v1/models/load");
+    return so;
+}
+
+http::server_options http_options_for(const conf::server_config& cfg) {
+    http::server_options ho;
+    ho.address = cfg.listen_address;
+    ho.port = static_cast<std::uint16_t>(cfg.port);
+    ho.io_threads = cfg.io_threads;
+    ho.max_body_bytes = cfg.max_body_bytes;
+    ho.read_timeout = std::chrono::milliseconds(cfg.read_timeout_ms);
+    ho.write_timeout = std::chrono::milliseconds(cfg.write_timeout_ms);
+    ho.sse_ping = std::chrono::milliseconds(cfg.sse_ping_ms);
+    ho.sse_buffer_bytes = cfg.sse_buffer_bytes;
+    ho.api_keys = cfg.api_keys;
+    ho.admin_keys = cfg.admin_api_keys;
+    ho.admin_open = cfg.admin_open != 0;
+    ho.max_connections = cfg.max_connections;
+    ho.max_header_bytes = cfg.max_header_bytes;
+    if (ho.admin_keys.empty())
+        spdlog::log(ho.admin_open ? spdlog::level::warn : spdlog::level::info,
+                    ho.admin_open ? "admin_open: model management needs no key (local use only)"
+                                  : "no admin key configured: model management routes answer 403");
+    ho.default_model = cfg.default_entry() ? cfg.default_entry()->alias : std::string{};
+    ho.build = build_info();
+#ifdef BITNET_TEST_HOOKS
+    ho.test_hooks = cfg.test_hooks != 0;
+#else
+    if (cfg.test_hooks != 0)
+        spdlog::warn("test_hooks is set but this build has no test hooks: ignored");
+#endif
+    return ho;
+}
+
+/// SIGTERM/SIGINT: the drain, then the ordered stop (see the file comment). Returns the exit
+/// status; past the drain deadline it may end the process itself.
+int drain_and_stop(caf::actor_system& sys, const conf::server_config& cfg, http::server& srv,
+                   const std::vector<caf::actor>& actors, const msg::admission_actor& admission,
+                   int sig) {
+    const auto drain_deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg.drain_timeout_ms);
+    spdlog::info("signal {}: draining (up to {} ms)", sig, cfg.drain_timeout_ms);
+    caf::anon_send(admission, msg::drain_atom_v);
+    srv.begin_drain();
+    {
+        caf::scoped_actor self{sys};
+        while (std::chrono::steady_clock::now() < drain_deadline &&
+               (srv.active_requests() > 0 || in_flight(self, admission) > 0))
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // Past the deadline nothing is cut silently: what still runs is cancelled and answered
+    // (streams: an error event and finish_reason "cancelled"; plain requests: 503 draining),
+    // then the connections get a bounded moment to flush those last bytes.
+    if (const auto cut = srv.cut_all(); cut > 0)
+        spdlog::warn("drain timeout ({} ms) passed: cancelled {} request(s) still in progress",
+                     cfg.drain_timeout_ms, cut);
+    const auto flush_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (std::chrono::steady_clock::now() < flush_until && srv.open_connections() > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    srv.stop();
+    for (const auto& a : actors)
+        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+    if (!actors_done_by(sys, std::max(drain_deadline, std::chrono::steady_clock::now() +
+                                                          std::chrono::seconds(1)))) {
+        // The actor system's destructor would wait for them without a bound (a detached thread
+        // reading a huge model file, an engine still loading): past the drain deadline nothing
+        // is left that a client waits for, so the process ends without them.
+        spdlog::warn("{} actor(s) still running at the drain deadline (a model load in "
+                     "progress): exiting without waiting for them",
+                     sys.registry().running());
+        spdlog::info("stopped");
+        spdlog::shutdown();
+        std::fflush(nullptr);
+        std::_Exit(0);
+    }
+    spdlog::info("stopped");
+    return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -123,107 +279,20 @@ int main(int argc, char** argv) {
     auto admission = actors::spawn_admission(sys, ao);
 
     auto metrics = std::make_shared<http::metrics>();
-
-    actors::supervisor_options so;
-    so.admission = admission;
-    so.memory_budget_bytes = cfg->memory_budget_bytes;
-    so.probation = std::chrono::seconds(cfg->probation_s);
-    so.drain_timeout = std::chrono::milliseconds(cfg->default_timeout_ms);
-    // A version's spec from a load order (start-up models and POST /v1/models/load alike). Runs
-    // on the supervisor's loader thread: reading the tokenizer touches no weights.
-    so.make_spec = [c = *cfg, metrics](const msg::load_order& order) -> result<actors::model_spec> {
-        auto text = server::read_model_text(order.path);
-        if (!text)
-            return error{text.error().value(),
-                         "no tokenizer in " + order.path + ": " + text.error().message};
-        if (!text->chat_known)
-            spdlog::warn("model '{}': chat template of {} not recognised; chat requests use the "
-                         "BitNet form",
-                         order.alias, order.path);
-        actors::model_spec spec;
-        spec.alias = order.alias;
-        spec.path = order.path;
-        model::engine_options eo;
-        eo.model_path = order.path;
-        eo.n_threads = static_cast<int>(c.n_threads);
-        eo.kv_budget_bytes = c.kv_budget_bytes;
-        eo.kv_block_tokens = c.kv_block_tokens;
-        eo.max_batch_tokens = c.max_batch_tokens;
-        spec.kv_budget_bytes = c.kv_budget_bytes;
-        spec.executor.device = order.device;
-        spec.executor.make_engine = [eo, alias = order.alias]() {
-            spdlog::info("model '{}': loading {}", alias, eo.model_path);
-            auto e = model::engine::load(eo);
-            if (e)
-                spdlog::info("model '{}': loaded: {}", alias, (*e)->describe());
-            else
-                spdlog::error("model '{}': load failed: {}", alias, e.error().to_string());
-            return e;
-        };
-        spec.text = std::move(text->text);
-        spec.batcher.tokenizer = spec.text.tokenizer;
-        spec.batcher.on_step = [metrics](std::uint32_t n, std::int64_t us) {
-            metrics->step(n, static_cast<double>(us) / 1e6);
-        };
-        spec.batcher.policy.max_batch_tokens = c.max_batch_tokens;
-        spec.batcher.policy.max_batch_seqs = c.max_batch_seqs;
-        spec.batcher.policy.weights = {c.priority_weight_high, c.priority_weight_normal,
-                                       c.priority_weight_low};
-        spec.batcher.default_timeout_ms = c.default_timeout_ms;
-        return spec;
-    };
-    so.on_serving = [](const std::string& alias, const actors::model_spec* serving) {
-        if (serving)
-            spdlog::info("model '{}': serving {}", alias, serving->path);
-        else
-            spdlog::info("model '{}': unloaded", alias);
-    };
-    so.on_swap = [metrics](const std::string& result) { metrics->swap(result); };
-    for (const auto& m : cfg->models) {
-        msg::load_order order;
-        order.alias = m.alias;
-        order.path = m.path;
-        so.initial.push_back(order);
-    }
-    if (so.initial.empty())
-        spdlog::warn("no models configured (set \"models\", BITNET_MODEL or --model): "
-                     "/health/ready stays 503 until POST /v1/models/load");
-    auto supervisor = actors::spawn_supervisor(sys, so);
-
-    http::server_options ho;
-    ho.address = cfg->listen_address;
-    ho.port = static_cast<std::uint16_t>(cfg->port);
-    ho.io_threads = cfg->io_threads;
-    ho.max_body_bytes = cfg->max_body_bytes;
-    ho.read_timeout = std::chrono::milliseconds(cfg->read_timeout_ms);
-    ho.write_timeout = std::chrono::milliseconds(cfg->write_timeout_ms);
-    ho.sse_ping = std::chrono::milliseconds(cfg->sse_ping_ms);
-    ho.sse_buffer_bytes = cfg->sse_buffer_bytes;
-    ho.api_keys = cfg->api_keys;
-    ho.admin_keys = cfg->admin_api_keys;
-    ho.admin_open = cfg->admin_open != 0;
-    ho.max_connections = cfg->max_connections;
-    ho.max_header_bytes = cfg->max_header_bytes;
-    if (ho.admin_keys.empty())
-        spdlog::log(ho.admin_open ? spdlog::level::warn : spdlog::level::info,
-                    ho.admin_open ? "admin_open: model management needs no key (local use only)"
-                                  : "no admin key configured: model management routes answer 403");
-    ho.default_model = ao.default_model;
+    auto step_metrics = spawn_step_metrics(sys, metrics);
+    auto supervisor = actors::spawn_supervisor(
+        sys, supervisor_options_for(*cfg, admission, step_metrics, metrics));
+    auto ho = http_options_for(*cfg);
     ho.supervisor = supervisor;
     ho.shared_metrics = metrics;
-    ho.build = build_info();
-#ifdef BITNET_TEST_HOOKS
-    ho.test_hooks = cfg->test_hooks != 0;
-#else
-    if (cfg->test_hooks != 0)
-        spdlog::warn("test_hooks is set but this build has no test hooks: ignored");
-#endif
     http::server srv(sys, admission, ho);
+    const std::vector<caf::actor> stop_order{caf::actor_cast<caf::actor>(supervisor),
+                                             caf::actor_cast<caf::actor>(admission), step_metrics};
     auto port = srv.start();
     if (!port) {
         spdlog::error("{}", port.error().to_string());
-        caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
-        caf::anon_send_exit(admission, caf::exit_reason::user_shutdown);
+        for (const auto& a : stop_order)
+            caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
         return 1;
     }
     // The command-line contract's ready line (scripts wait for it).
@@ -231,42 +300,5 @@ int main(int argc, char** argv) {
 
     int sig = 0;
     sigwait(&sigs, &sig);
-    const auto drain_deadline =
-        std::chrono::steady_clock::now() + std::chrono::milliseconds(cfg->drain_timeout_ms);
-    spdlog::info("signal {}: draining (up to {} ms)", sig, cfg->drain_timeout_ms);
-    caf::anon_send(admission, msg::drain_atom_v);
-    srv.begin_drain();
-    {
-        caf::scoped_actor self{sys};
-        while (std::chrono::steady_clock::now() < drain_deadline &&
-               (srv.active_requests() > 0 || in_flight(self, admission) > 0))
-            std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    // Past the deadline nothing is cut silently: what still runs is cancelled and answered
-    // (streams: an error event and finish_reason "cancelled"; plain requests: 503 draining),
-    // then the connections get a bounded moment to flush those last bytes.
-    if (const auto cut = srv.cut_all(); cut > 0)
-        spdlog::warn("drain timeout ({} ms) passed: cancelled {} request(s) still in progress",
-                     cfg->drain_timeout_ms, cut);
-    const auto flush_until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (std::chrono::steady_clock::now() < flush_until && srv.open_connections() > 0)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    srv.stop();
-    caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(admission, caf::exit_reason::user_shutdown);
-    if (!actors_done_by(sys, std::max(drain_deadline, std::chrono::steady_clock::now() +
-                                                          std::chrono::seconds(1)))) {
-        // The actor system's destructor would wait for them without a bound (a detached thread
-        // reading a huge model file, an engine still loading): past the drain deadline nothing
-        // is left that a client waits for, so the process ends without them.
-        spdlog::warn("{} actor(s) still running at the drain deadline (a model load in "
-                     "progress): exiting without waiting for them",
-                     sys.registry().running());
-        spdlog::info("stopped");
-        spdlog::shutdown();
-        std::fflush(nullptr);
-        std::_Exit(0);
-    }
-    spdlog::info("stopped");
-    return 0;
+    return drain_and_stop(sys, *cfg, srv, stop_order, admission, sig);
 }

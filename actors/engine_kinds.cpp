@@ -1,0 +1,71 @@
+#include "actors/engine_kinds.hpp"
+
+#include "model/gguf/regular_file.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+#include <mutex>
+
+namespace bitnet::actors {
+namespace {
+
+/// The engine the order's file holds, refused unless the path still names the file the
+/// supervisor hashed and verified (its identity then is in the order): otherwise the version's
+/// id and checks would describe other bytes than the ones it runs.
+result<std::unique_ptr<model::engine>> load_gguf(const msg::executor_order& order) {
+    spdlog::info("model '{}': loading {}", order.alias, order.engine.model_path);
+    auto e = model::engine::load(order.engine);
+    if (!e) {
+        spdlog::error("model '{}': load failed: {}", order.alias, e.error().to_string());
+        return e;
+    }
+    if (order.file != model::file_identity{}) {
+        auto now = model::regular_file::open(order.engine.model_path);
+        if (!now)
+            return now.error();
+        if (now->identity() != order.file)
+            return error{errc::io_error, order.engine.model_path +
+                                             " changed while it was being loaded (it is not the "
+                                             "file that was hashed and verified)"};
+    }
+    spdlog::info("model '{}': loaded: {}", order.alias, (*e)->describe());
+    return e;
+}
+
+struct registry {
+    std::mutex mu;
+    std::map<std::string, engine_factory> kinds{{"gguf", load_gguf}};
+};
+
+registry& kinds() {
+    static registry r;
+    return r;
+}
+
+} // namespace
+
+void register_engine_kind(const std::string& kind, engine_factory make) {
+    auto& r = kinds();
+    std::lock_guard lock(r.mu);
+    r.kinds[kind] = std::move(make);
+}
+
+result<std::unique_ptr<model::engine>> make_engine(const msg::executor_order& order) {
+    engine_factory make;
+    {
+        auto& r = kinds();
+        std::lock_guard lock(r.mu);
+        auto it = r.kinds.find(order.engine_kind);
+        if (it == r.kinds.end())
+            return error{errc::not_found, "no engine kind '" + order.engine_kind +
+                                              "' in this process (known: gguf and registered)"};
+        make = it->second;
+    }
+    auto e = make(order);
+    if (e && !*e)
+        return error{errc::internal, "engine kind '" + order.engine_kind + "' built nothing"};
+    return e;
+}
+
+} // namespace bitnet::actors

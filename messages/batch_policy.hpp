@@ -1,0 +1,25 @@
+// A batcher's scheduling settings: a plain value with no CAF in the header, used by the policy
+// (actors/sched_policy.hpp) and carried in a batcher order (messages/orders.hpp).
+#pragma once
+
+#include "messages/ids.hpp"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace bitnet::msg {
+
+struct batch_policy {
+    std::uint32_t max_batch_tokens = 512;
+    std::uint32_t max_batch_seqs = 32;
+    std::uint32_t kv_block_tokens = 16;
+    std::uint32_t kv_blocks_total = 1024;
+    std::uint32_t n_ctx = 4096; ///< the model's context window
+    /// Weighted-fair admission: per round, `weights[p]` admissions from priority p before lower
+    /// levels wait (a level with nothing waiting yields its turn).
+    std::array<std::uint32_t, n_priorities> weights{4, 2, 1};
+    std::vector<token_id> eog_ids; ///< the model's end-of-generation tokens
+};
+
+} // namespace bitnet::msg

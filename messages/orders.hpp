@@ -1,0 +1,85 @@
+// The orders a supervisor spawns a model version's actors from: plain data (registered with CAF's
+// type ids and serializable, no closures), so that the same order can start an executor or a
+// batcher in this process or, later, on another node; where a version runs (local CPU, local GPU,
+// a remote node) is a value in its order, not code.
+#pragma once
+
+#include "messages/batch_policy.hpp"
+#include "model/engine/engine_options.hpp"
+#include "model/gguf/regular_file.hpp"
+
+#include <caf/actor.hpp>
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bitnet::msg {
+
+/// Everything an executor needs to build its engine.
+struct executor_order {
+    std::string alias; ///< the model alias, for logs
+    /// Which engine builds from `engine`: "gguf" (model::engine::load, the real one) or a kind
+    /// the process registered (actors/engine_kinds.hpp; tests register stand-in engines).
+    std::string engine_kind = "gguf";
+    model::engine_options engine; ///< engine.model_path is the model file
+    std::string device = "auto";  ///< "auto" | "cpu" | "cuda"
+    /// End-of-generation ids reported in executor_info for the batcher's policy; empty = the
+    /// engine tokenizer's eog_ids().
+    std::vector<token_id> eog_ids;
+    std::string file_sha256; ///< the SHA-256 the supervisor hashed the file to (listings)
+    /// The file's identity when it was hashed and verified: after its load the executor refuses
+    /// the engine unless the path still names that file, so the version's id and checks describe
+    /// the bytes it runs. All zero: not checked.
+    model::file_identity file;
+};
+
+/// Everything a batcher needs besides its executor and, in this process, its tokenizer (a
+/// pointer to the version's text side, handed beside the order: actors/batcher.hpp).
+struct batcher_order {
+    std::string model;         ///< alias, for completions and stats
+    std::string model_version; ///< reported in completions
+    batch_policy policy;
+    std::uint32_t default_timeout_ms = 120000;
+    std::int64_t step_timeout_ms = 60000; ///< a step slower than this is a failure
+    /// Sent (step_atom, std::uint32_t sequences, std::int64_t microseconds) after every step (the
+    /// server's step metrics); null = nobody.
+    caf::actor step_observer;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_policy& x) {
+    return f(caf::meta::type_name("batch_policy"), x.max_batch_tokens, x.max_batch_seqs,
+             x.kv_block_tokens, x.kv_blocks_total, x.n_ctx, x.weights, x.eog_ids);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, executor_order& x) {
+    return f(caf::meta::type_name("executor_order"), x.alias, x.engine_kind, x.engine, x.device,
+             x.eog_ids, x.file_sha256, x.file);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batcher_order& x) {
+    return f(caf::meta::type_name("batcher_order"), x.model, x.model_version, x.policy,
+             x.default_timeout_ms, x.step_timeout_ms, x.step_observer);
+}
+
+} // namespace bitnet::msg
+
+namespace bitnet::model {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, engine_options& x) {
+    return f(caf::meta::type_name("engine_options"), x.model_path, x.n_threads, x.kv_budget_bytes,
+             x.kv_block_tokens, x.max_batch_tokens, x.q8_logits, x.tl_kernel_config);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_identity& x) {
+    return f(caf::meta::type_name("file_identity"), x.device, x.inode, x.size, x.mtime_ns,
+             x.ctime_ns);
+}
+
+} // namespace bitnet::model
