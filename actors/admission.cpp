@@ -243,34 +243,72 @@ caf::result<msg::request_id> submit_text(admission_pointer self, const std::stri
     return rp;
 }
 
+/// An inference request at the door: refused (draining, unknown model, the checks of
+/// `refusal`), or handed to the alias's current version: token ids straight to its batcher, text
+/// and chat through its text actor first.
+caf::result<msg::request_id> submit(admission_pointer self, msg::generate_request& req,
+                                    msg::sink_actor& sink) {
+    auto& st = self->state;
+    if (st.draining)
+        return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
+    const auto alias = req.model.empty() ? st.opt.default_model : req.model;
+    const bool text = req.text.form != msg::prompt_form::ids;
+    auto it = st.models.find(alias);
+    if (it == st.models.end() && text)
+        return msg::to_caf_error({errc::not_found, "no model '" + alias + "'",
+                                  req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
+    if (it == st.models.end())
+        return msg::to_caf_error(errc::not_found,
+                                 "model '" + alias + "' is not loaded or not ready");
+    const auto& q = it->second;
+    if (text)
+        return submit_text(self, alias, q, std::move(req), std::move(sink));
+    if (auto no = refusal(self, alias, {q.batcher, q.limits, q.route}, req))
+        return std::move(*no);
+    req.model = alias;
+    return self->delegate(q.batcher, msg::submit_atom_v, std::move(req), std::move(sink));
+}
+
+/// The supervisor points `alias` at a version (a null batcher removes it). Answered once no
+/// request routed to the replaced version is still being tokenized.
+caf::result<bool> route(admission_pointer self, const std::string& alias,
+                        msg::batcher_actor batcher, msg::text_actor text,
+                        const msg::executor_info& info) {
+    auto& st = self->state;
+    std::uint64_t replaced = 0;
+    if (auto it = st.models.find(alias); it != st.models.end())
+        replaced = it->second.route;
+    if (!batcher) {
+        // The alias is being unloaded: new requests for it are refused from now on.
+        st.models.erase(alias);
+    } else {
+        auto& q = st.models[alias];
+        q.batcher = std::move(batcher);
+        q.text = std::move(text);
+        q.limits = limits_of(info);
+        q.route = st.next_route++;
+        q.polled_at = {};
+        if (!st.ticking) {
+            st.ticking = true;
+            self->send(self, msg::tick_atom_v);
+        }
+    }
+    // Requests routed to the replaced version and still being tokenized go to its batcher
+    // first: its drain starts from this answer.
+    if (replaced != 0 && st.tokenizing.count(replaced) > 0) {
+        auto rp = self->make_response_promise<bool>();
+        st.held_routes.emplace_back(replaced, rp);
+        return rp;
+    }
+    return true;
+}
+
 msg::admission_actor::behavior_type admission_fn(admission_pointer self, admission_options opt) {
     self->state.quota = key_quota(opt.key_quota);
     self->state.opt = std::move(opt);
     return {
-        [self](msg::submit_atom, msg::generate_request& req,
-               msg::sink_actor& sink) -> caf::result<msg::request_id> {
-            auto& st = self->state;
-            if (st.draining)
-                return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down",
-                                         5);
-            const auto alias = req.model.empty() ? st.opt.default_model : req.model;
-            const bool text = req.text.form != msg::prompt_form::ids;
-            auto it = st.models.find(alias);
-            if (it == st.models.end() && text)
-                return msg::to_caf_error(
-                    {errc::not_found, "no model '" + alias + "'",
-                     req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
-            if (it == st.models.end())
-                return msg::to_caf_error(errc::not_found,
-                                         "model '" + alias + "' is not loaded or not ready");
-            const auto& q = it->second;
-            if (text)
-                return submit_text(self, alias, q, std::move(req), std::move(sink));
-            if (auto no = refusal(self, alias, {q.batcher, q.limits, q.route}, req))
-                return std::move(*no);
-            req.model = alias;
-            return self->delegate(q.batcher, msg::submit_atom_v, std::move(req), std::move(sink));
-        },
+        [self](msg::submit_atom, msg::generate_request& req, msg::sink_actor& sink)
+            -> caf::result<msg::request_id> { return submit(self, req, sink); },
         [self](msg::cancel_atom, msg::request_id id) {
             // Request ids are unique across models; a batcher ignores ids it does not hold.
             for (auto& [alias, q] : self->state.models)
@@ -287,33 +325,7 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
         },
         [self](msg::route_atom, const std::string& alias, msg::batcher_actor batcher,
                msg::text_actor text, const msg::executor_info& info) -> caf::result<bool> {
-            auto& st = self->state;
-            std::uint64_t replaced = 0;
-            if (auto it = st.models.find(alias); it != st.models.end())
-                replaced = it->second.route;
-            if (!batcher) {
-                // The alias is being unloaded: new requests for it are refused from now on.
-                st.models.erase(alias);
-            } else {
-                auto& q = st.models[alias];
-                q.batcher = std::move(batcher);
-                q.text = std::move(text);
-                q.limits = limits_of(info);
-                q.route = st.next_route++;
-                q.polled_at = {};
-                if (!st.ticking) {
-                    st.ticking = true;
-                    self->send(self, msg::tick_atom_v);
-                }
-            }
-            // Requests routed to the replaced version and still being tokenized go to its batcher
-            // first: its drain starts from this answer.
-            if (replaced != 0 && st.tokenizing.count(replaced) > 0) {
-                auto rp = self->make_response_promise<bool>();
-                st.held_routes.emplace_back(replaced, rp);
-                return rp;
-            }
-            return true;
+            return route(self, alias, std::move(batcher), std::move(text), info);
         },
         [self](msg::tokenize_atom, const std::string& alias, std::string& text, bool add_bos,
                bool parse_special) -> caf::result<std::vector<msg::token_id>> {
