@@ -13,8 +13,6 @@
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
-#include <thread>
-
 using namespace bitnet;
 using namespace std::chrono_literals;
 
@@ -86,7 +84,7 @@ TEST_CASE("check_request: the context, the whole KV pool and the vocabulary, 0 =
     CHECK(actors::check_request(actors::request_limits{}, r));
 }
 
-TEST_CASE("admission routes, refuses unknown models, caps the queue, drains") {
+TEST_CASE("admission routes, refuses unknown models, drains") {
     test_config cfg;
     caf::actor_system sys{cfg};
     auto probe = std::make_shared<test::fake_engine_probe>();
@@ -128,18 +126,9 @@ TEST_CASE("admission routes, refuses unknown models, caps the queue, drains") {
     REQUIRE(std::holds_alternative<caf::error>(unknown));
     CHECK(msg::from_caf_error(std::get<caf::error>(unknown)).value() == errc::not_found);
 
-    // Fill the queue; within a few polls the cap refuses with queue_full and a Retry-After.
-    bool refused = false;
-    for (msg::request_id id = 10; id < 40 && !refused; ++id) {
-        auto r = submit(self, adm, make_req(id));
-        if (auto* e = std::get_if<caf::error>(&r)) {
-            CHECK(msg::from_caf_error(*e).value() == errc::queue_full);
-            CHECK(msg::retry_after_of(*e) >= 1);
-            refused = true;
-        }
-        std::this_thread::sleep_for(1ms);
-    }
-    CHECK(refused);
+    // The cap itself is tested message by message in admission_order_test.cpp; here, with a real
+    // batcher behind it, only that a queued request is accepted.
+    CHECK(std::holds_alternative<msg::request_id>(submit(self, adm, make_req(10))));
 
     self->send(adm, msg::drain_atom_v);
     CHECK(ready().second == "draining");

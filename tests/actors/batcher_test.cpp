@@ -232,6 +232,8 @@ TEST_CASE("when the sink dies its request is cancelled and the engine's KV is re
     caf::scoped_actor self{r.sys};
     self->request(r.batcher, 5s, msg::submit_atom_v, make_req(1, {1, 2, 3, 4, 5}, 50), sink)
         .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    // Bounded polling, not message order: the release lands in the engine on the executor's own
+    // (detached) thread, which no scheduler, the test coordinator included, can step.
     bool released = false;
     for (int i = 0; i < 200 && !released; ++i) {
         std::this_thread::sleep_for(5ms);
@@ -348,7 +350,8 @@ std::vector<transcript> run_together(rig& r, std::vector<msg::generate_request> 
     return out;
 }
 
-/// After a failure the pool must be whole again: the policy's and the engine's view agree.
+/// After a failure the pool must be whole again: the policy's and the engine's view agree. Polled
+/// (bounded): the engine's side changes on the executor's detached thread.
 bool kv_all_free(rig& r) {
     for (int i = 0; i < 200; ++i) {
         const auto s = r.stats();

@@ -27,6 +27,10 @@ struct test_config : caf::actor_system_config {
 };
 
 /// Asks for the route until it is ready (bounded); returns the batcher or the last error.
+// Polled (bounded), not driven: a version comes in through a detached loader thread (hashing
+// the file) and a detached executor (loading the engine), whose progress no scheduler can step;
+// what is about message order (admission, the text side at a flip) is tested on the test
+// coordinator or with held messages elsewhere (admission_order_test.cpp, text_actor_test.cpp).
 std::variant<msg::batcher_actor, bitnet::error>
 wait_route(caf::scoped_actor& self, const msg::supervisor_actor& sup, const std::string& alias,
            const msg::batcher_actor& not_this = {}) {
