@@ -243,6 +243,16 @@ caf::result<msg::request_id> submit_text(admission_pointer self, const std::stri
     return rp;
 }
 
+/// The text actor of the version `alias` serves, for /v1/tokenize and /v1/detokenize.
+result<msg::text_actor> text_side(admission_pointer self, const std::string& alias) {
+    auto it = self->state.models.find(alias);
+    if (it == self->state.models.end())
+        return error{errc::not_found, "no model '" + alias + "'"};
+    if (!it->second.text)
+        return error{errc::invalid_argument, "this server has no tokenizer loaded"};
+    return it->second.text;
+}
+
 /// An inference request at the door: refused (draining, unknown model, the checks of
 /// `refusal`), or handed to the alias's current version: token ids straight to its batcher, text
 /// and chat through its text actor first.
@@ -329,24 +339,18 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
         },
         [self](msg::tokenize_atom, const std::string& alias, std::string& text, bool add_bos,
                bool parse_special) -> caf::result<std::vector<msg::token_id>> {
-            auto it = self->state.models.find(alias);
-            if (it == self->state.models.end())
-                return msg::to_caf_error(errc::not_found, "no model '" + alias + "'");
-            if (!it->second.text)
-                return msg::to_caf_error(errc::invalid_argument,
-                                         "this server has no tokenizer loaded");
-            return self->delegate(it->second.text, msg::tokenize_atom_v, std::move(text), add_bos,
+            auto t = text_side(self, alias);
+            if (!t)
+                return msg::to_caf_error(t.error());
+            return self->delegate(*t, msg::tokenize_atom_v, std::move(text), add_bos,
                                   parse_special);
         },
         [self](msg::detokenize_atom, const std::string& alias,
                std::vector<msg::token_id>& ids) -> caf::result<std::string> {
-            auto it = self->state.models.find(alias);
-            if (it == self->state.models.end())
-                return msg::to_caf_error(errc::not_found, "no model '" + alias + "'");
-            if (!it->second.text)
-                return msg::to_caf_error(errc::invalid_argument,
-                                         "this server has no tokenizer loaded");
-            return self->delegate(it->second.text, msg::detokenize_atom_v, std::move(ids));
+            auto t = text_side(self, alias);
+            if (!t)
+                return msg::to_caf_error(t.error());
+            return self->delegate(*t, msg::detokenize_atom_v, std::move(ids));
         },
         [self](msg::tick_atom) {
             poll(self);

@@ -110,89 +110,28 @@ TEST_CASE("executor runs steps, samples greedily with logprobs, reports its devi
     self->send_exit(exec, caf::exit_reason::user_shutdown);
 }
 
+namespace {
+/// The error an executor that could not build its engine exits with (its down message).
+bitnet::error exit_error_of(caf::actor_system& sys, const msg::executor_order& order) {
+    caf::scoped_actor self{sys};
+    auto exec = actors::spawn_executor(sys, order);
+    self->monitor(exec);
+    bitnet::error out{errc::timeout, "no down message"};
+    self->receive([&](const caf::down_msg& dm) { out = msg::from_caf_error(dm.reason); },
+                  caf::after(std::chrono::seconds(10)) >> [] { FAIL("no down message"); });
+    return out;
+}
+} // namespace
+
 TEST_CASE("an executor whose engine fails to load exits with the load error") {
     test_config cfg;
     caf::actor_system sys{cfg};
     auto opt = test::fake_order([]() -> result<std::unique_ptr<model::engine>> {
         return error{errc::bad_format, "m.gguf: bad magic"};
     });
-    caf::scoped_actor self{sys};
-    auto exec = actors::spawn_executor(sys, opt);
-    self->monitor(exec);
-    bool got_down = false;
-    self->receive(
-        [&](const caf::down_msg& dm) {
-            got_down = true;
-            auto e = msg::from_caf_error(dm.reason);
-            CHECK(e.value() == errc::bad_format);
-            CHECK(e.message == "m.gguf: bad magic");
-        },
-        caf::after(std::chrono::seconds(10)) >> [] { FAIL("no down message"); });
-    CHECK(got_down);
-}
-
-namespace {
-/// Decodes `n` tokens of sequence `seq` (prompt {1}) with temperature sampling, feeding each
-/// sampled token back; `other` (when non-zero) runs beside it in every step with its own seed.
-std::vector<msg::token_id> sample_run(caf::scoped_actor& self, const msg::executor_actor& exec,
-                                      std::uint64_t seq, std::uint64_t other, int n) {
-    msg::sampling p;
-    p.temperature = 3.0f; // flat enough that every draw is a real choice
-    p.top_k = 0;
-    p.top_p = 1.0f;
-    p.min_p = 0.0f;
-    p.seed = 42;
-    msg::sampling q = p;
-    q.seed = 7;
-    std::vector<msg::token_id> out;
-    msg::token_id last = 1, last_other = 1;
-    for (int i = 0; i < n; ++i) {
-        msg::step_batch b;
-        b.step = static_cast<std::uint64_t>(i) + 1;
-        b.chunks.push_back({{seq, {last}, static_cast<std::uint32_t>(i), true}, p});
-        if (other != 0)
-            b.chunks.push_back({{other, {last_other}, static_cast<std::uint32_t>(i), true}, q});
-        self->request(exec, std::chrono::seconds(10), msg::step_atom_v, b)
-            .receive(
-                [&](const msg::step_result& r) {
-                    REQUIRE(r.samples.size() == b.chunks.size());
-                    last = r.samples[0].token;
-                    if (other != 0)
-                        last_other = r.samples[1].token;
-                },
-                [](const caf::error& e) { FAIL(caf::to_string(e)); });
-        out.push_back(last);
-    }
-    msg::step_batch rel;
-    rel.step = 1000;
-    rel.release = {seq};
-    if (other != 0)
-        rel.release.push_back(other);
-    self->request(exec, std::chrono::seconds(10), msg::step_atom_v, rel)
-        .receive([](const msg::step_result&) {},
-                 [](const caf::error& e) { FAIL(caf::to_string(e)); });
-    return out;
-}
-} // namespace
-
-TEST_CASE("seeded sampling gives a sequence the same tokens alone and inside a batch") {
-    test_config cfg;
-    caf::actor_system sys{cfg};
-    auto probe = std::make_shared<test::fake_engine_probe>();
-    auto opt = test::fake_order([probe]() -> result<std::unique_ptr<model::engine>> {
-        return std::make_unique<test::fake_engine>(64, std::chrono::milliseconds(0), probe);
-    });
-    auto exec = actors::spawn_executor(sys, opt);
-    caf::scoped_actor self{sys};
-    const auto alone = sample_run(self, exec, 1, 0, 12);
-    const auto batched = sample_run(self, exec, 2, 3, 12);
-    CHECK(alone == batched);
-    // Temperature 3 over 32 tokens: the draws are not simply the argmax chain 2, 3, 4...
-    std::vector<msg::token_id> chain;
-    for (int i = 0; i < 12; ++i)
-        chain.push_back(static_cast<msg::token_id>((i == 0 ? 2 : chain.back() + 1) % 32));
-    CHECK(alone != chain);
-    self->send_exit(exec, caf::exit_reason::user_shutdown);
+    const auto e = exit_error_of(sys, opt);
+    CHECK(e.value() == errc::bad_format);
+    CHECK(e.message == "m.gguf: bad magic");
 }
 
 TEST_CASE("a chunk with an id outside the vocabulary fails alone; the batch's others are sampled") {
@@ -255,17 +194,7 @@ TEST_CASE("an executor order naming an engine kind nobody registered ends with n
     caf::actor_system sys{cfg};
     msg::executor_order order;
     order.engine_kind = "no-such-kind";
-    caf::scoped_actor self{sys};
-    auto exec = actors::spawn_executor(sys, order);
-    self->monitor(exec);
-    bool got_down = false;
-    self->receive(
-        [&](const caf::down_msg& dm) {
-            got_down = true;
-            auto e = msg::from_caf_error(dm.reason);
-            CHECK(e.value() == errc::not_found);
-            CHECK(e.message.find("no-such-kind") != std::string::npos);
-        },
-        caf::after(std::chrono::seconds(10)) >> [] { FAIL("no down message"); });
-    CHECK(got_down);
+    const auto e = exit_error_of(sys, order);
+    CHECK(e.value() == errc::not_found);
+    CHECK(e.message.find("no-such-kind") != std::string::npos);
 }
