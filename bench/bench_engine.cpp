@@ -13,8 +13,8 @@
 //                [--kv-tokens 4096] [--repeats 5] [--workload 64x16x100 [--workload-only]]
 #include "kernels/parallel.hpp"
 #include "model/engine/engine.hpp"
-#include "model/gguf/gguf_reader.hpp"
 #include "model/engine/model_config.hpp"
+#include "model/gguf/gguf_reader.hpp"
 #include "model/sampling/sampler.hpp"
 
 #include <CLI/CLI.hpp>

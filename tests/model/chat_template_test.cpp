@@ -1,5 +1,5 @@
-// Chat templates (model/tokenizer/chat_template.hpp): the BitNet and Llama-3 forms, and recognising a GGUF's
-// Jinja template as one of them.
+// Chat templates (model/tokenizer/chat_template.hpp): the BitNet and Llama-3 forms, and recognising
+// a GGUF's Jinja template as one of them.
 #include "model/tokenizer/chat_template.hpp"
 
 #include <doctest/doctest.h>

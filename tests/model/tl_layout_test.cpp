@@ -3,8 +3,8 @@
 // kernel_config.ini parser and the parameter constraints.
 #include "model/engine/tl_layout.hpp"
 
-#include "model/gguf/gguf_reader.hpp"
 #include "model/engine/ternary_weights.hpp"
+#include "model/gguf/gguf_reader.hpp"
 #include "support/test_data.hpp"
 
 #include <doctest/doctest.h>

@@ -2,9 +2,9 @@
 // into an I2_S GGUF whose every tensor is checked against the floats it came from.
 #include "tools/model_import.hpp"
 
+#include "model/engine/model_config.hpp"
 #include "model/gguf/f16.hpp"
 #include "model/gguf/gguf_reader.hpp"
-#include "model/engine/model_config.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 #include "support/run_process.hpp"
 

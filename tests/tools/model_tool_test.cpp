@@ -1,7 +1,7 @@
 // bitnet-model make and bitnet-cli inspect/verify through their command-line contract.
+#include "model/engine/model_config.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/gguf/gguf_writer.hpp"
-#include "model/engine/model_config.hpp"
 #include "support/run_process.hpp"
 
 #include <doctest/doctest.h>
