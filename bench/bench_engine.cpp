@@ -8,9 +8,15 @@
 //     T greedy tokens each through model::sampler, prefill chunked within max_batch_tokens after
 //     the decodes, as the batcher plans): the baseline of the server's overhead figure
 //     (bench/loadgen.mjs runs the same through HTTP).
+//   - this machine's ceilings measured in the same run (read bandwidth, int8 MAC peak of the best
+//     instruction, fp32 FMA peak: ceilings.hpp) and every figure as a fraction of its ceiling;
+//   - with --json FILE, all of it as one JSON object (described in bench/README.md).
 // Each figure is the median of --repeats runs. Usage:
 //   bench_engine -m MODEL [--threads 2] [--decode 32] [--batch 8,32,64] [--prefill 512]
 //                [--kv-tokens 4096] [--repeats 5] [--workload 64x16x100 [--workload-only]]
+//                [--json FILE]
+#include "ceilings.hpp"
+#include "kernels/cpu_features.hpp"
 #include "kernels/parallel.hpp"
 #include "model/engine/engine.hpp"
 #include "model/engine/model_config.hpp"
@@ -25,6 +31,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -206,6 +213,100 @@ std::tuple<double, double, double> workload(model::engine& e, std::size_t n_seq,
 
 } // namespace
 
+/// Everything one run measured, for --json.
+struct figures {
+    std::string model, engine;
+    int threads = 0;
+    double single_tps = 0, prefill_tps = 0;
+    std::size_t prefill_tokens = 0;
+    std::vector<std::pair<std::size_t, double>> aggregate; ///< (sequences, tokens/s)
+    double peak_rss_mib = 0, bandwidth_gbs = 0, bytes_per_token = 0;
+    double ternary_macs_per_token = 0, logits_macs_per_token = 0;
+    bench::peak int8, fp32;
+};
+
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\')
+            out += '\\';
+        if (static_cast<unsigned char>(c) >= 0x20)
+            out += c;
+    }
+    return out + "\"";
+}
+
+/// The ceilings a run's figures are measured against (tokens/s), from its own measurements.
+struct token_ceilings {
+    double decode_roofline = 0; ///< read bandwidth / bytes read per decode token
+    double prefill_int8 = 0;    ///< int8 peak / ternary MACs per token
+    double aggregate = 0;       ///< ternary MACs at the int8 peak + logits at the FMA peak
+};
+
+token_ceilings ceilings_of(const figures& f) {
+    token_ceilings c;
+    c.decode_roofline = f.bandwidth_gbs * 1e9 / f.bytes_per_token;
+    c.prefill_int8 = f.int8.per_s / f.ternary_macs_per_token;
+    const double s_per_token =
+        f.ternary_macs_per_token / f.int8.per_s + 2 * f.logits_macs_per_token / f.fp32.per_s;
+    c.aggregate = 1.0 / s_per_token;
+    return c;
+}
+
+void write_json(const std::string& path, const figures& f) {
+    const auto c = ceilings_of(f);
+    std::string j = "{\n";
+    auto num = [&](const char* key, double v, bool last = false) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "  \"%s\": %.6g%s\n", key, v, last ? "" : ",");
+        j += buf;
+    };
+    auto str = [&](const char* key, const std::string& v) {
+        j += std::string("  \"") + key + "\": " + json_string(v) + ",\n";
+    };
+    str("cpu_model", bench::cpu_model());
+    str("cpu_flags", bench::cpu_simd_flags());
+    str("kernel_family", std::string(kernels::isa_name(kernels::best_isa())));
+    str("model", f.model);
+    str("engine", f.engine);
+    num("threads", f.threads);
+    num("ceiling_read_bandwidth_gbs", f.bandwidth_gbs);
+    str("ceiling_int8_instruction", f.int8.instruction);
+    num("ceiling_int8_gmacs", f.int8.per_s / 1e9);
+    str("ceiling_fp32_instruction", f.fp32.instruction);
+    num("ceiling_fp32_gflops", f.fp32.per_s / 1e9);
+    num("bytes_per_decode_token", f.bytes_per_token);
+    num("ternary_macs_per_token", f.ternary_macs_per_token);
+    num("logits_macs_per_token", f.logits_macs_per_token);
+    num("single_stream_tps", f.single_tps);
+    num("single_stream_roofline_tps", c.decode_roofline);
+    num("single_stream_fraction_of_roofline", f.single_tps / c.decode_roofline);
+    num("prefill_tokens", static_cast<double>(f.prefill_tokens));
+    num("prefill_tps", f.prefill_tps);
+    num("prefill_int8_ceiling_tps", c.prefill_int8);
+    num("prefill_fraction_of_int8_ceiling", f.prefill_tps / c.prefill_int8);
+    num("aggregate_ceiling_tps", c.aggregate);
+    j += "  \"aggregate\": [";
+    for (std::size_t i = 0; i < f.aggregate.size(); ++i) {
+        const auto [n, tps] = f.aggregate[i];
+        char buf[200];
+        std::snprintf(buf, sizeof buf,
+                      "%s{\"sequences\": %zu, \"tps\": %.6g, \"x_single_stream\": %.4g, "
+                      "\"fraction_of_ceiling\": %.4g}",
+                      i ? ", " : "", n, tps, tps / f.single_tps, tps / c.aggregate);
+        j += buf;
+    }
+    j += "],\n";
+    num("peak_rss_mib", f.peak_rss_mib, true);
+    j += "}\n";
+    if (FILE* out = std::fopen(path.c_str(), "w")) {
+        std::fputs(j.c_str(), out);
+        std::fclose(out);
+    } else {
+        std::fprintf(stderr, "cannot write %s\n", path.c_str());
+    }
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"bench_engine: decode, batched decode and prefill speed of one model"};
     std::string model_path;
@@ -228,7 +329,12 @@ int main(int argc, char** argv) {
     bool workload_only = false;
     app.add_option("--workload", workload_spec, "NxPxT: N sequences, P-token prompts, T tokens");
     app.add_flag("--workload-only", workload_only, "only the --workload figure");
+    std::string json_path;
+    app.add_option("--json", json_path, "write every figure, ceiling and fraction to FILE as JSON");
     CLI11_PARSE(app, argc, argv);
+    figures fig;
+    fig.model = model_path;
+    fig.threads = threads;
 
     model::engine_options opt;
     opt.model_path = model_path;
@@ -244,6 +350,9 @@ int main(int argc, char** argv) {
             return 1;
         }
         opt.kv_budget_bytes = std::uint64_t{kv_tokens} * 2 * c->n_layer * c->n_embd_kv() * 2;
+        const double embd = static_cast<double>(c->n_vocab) * c->n_embd;
+        fig.logits_macs_per_token = embd;
+        fig.ternary_macs_per_token = static_cast<double>(model::parameter_count(*c)) - embd;
     }
     const auto t_load = clock_type::now();
     auto loaded = model::engine::load(opt);
@@ -252,6 +361,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     model::engine& e = **loaded;
+    fig.engine = e.describe();
     std::printf("model: %s\nengine: %s\nload: %.2f s\n", model_path.c_str(), e.describe().c_str(),
                 seconds_since(t_load));
 
@@ -287,6 +397,7 @@ int main(int argc, char** argv) {
     for (int r = 0; r < repeats; ++r)
         single.push_back(decode_tokens_per_s(e, 1, decode_steps));
     const double tps1 = median(single);
+    fig.single_tps = tps1;
     std::printf("single-stream decode: %.2f tokens/s (min %.2f, max %.2f)\n", tps1,
                 *std::min_element(single.begin(), single.end()),
                 *std::max_element(single.begin(), single.end()));
@@ -296,23 +407,47 @@ int main(int argc, char** argv) {
             agg.push_back(decode_tokens_per_s(e, n, std::max<std::size_t>(8, decode_steps / 2)));
         std::printf("aggregate decode, %zu sequences: %.2f tokens/s (%.2fx single-stream)\n", n,
                     median(agg), median(agg) / tps1);
+        fig.aggregate.emplace_back(n, median(agg));
     }
     if (prefill > 0) {
         std::vector<double> pf;
         for (int r = 0; r < std::max(1, repeats / 2); ++r)
             pf.push_back(prefill_tokens_per_s(e, prefill));
         std::printf("prefill, %zu-token prompt: %.2f tokens/s\n", prefill, median(pf));
+        fig.prefill_tokens = prefill;
+        fig.prefill_tps = median(pf);
     }
     // Peak RSS before the bandwidth probe allocates its own gigabyte.
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     std::printf("peak RSS: %.1f MiB (KV budget %u tokens)\n",
                 static_cast<double>(ru.ru_maxrss) / 1024.0, kv_tokens);
+    fig.peak_rss_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
     const double bw = read_bandwidth(threads);
+    fig.bandwidth_gbs = bw;
+    fig.bytes_per_token = bytes_per_token;
     std::printf("read bandwidth (%d threads, streaming 1 GiB): %.2f GB/s\n", threads, bw);
     std::printf("bytes read per decode token: %.1f MB; roofline %.2f tokens/s; single-stream "
                 "fraction of roofline %.2f\n",
                 bytes_per_token / 1e6, bw * 1e9 / bytes_per_token,
                 tps1 * bytes_per_token / (bw * 1e9));
+    fig.int8 = bench::int8_mac_peak(threads);
+    fig.fp32 = bench::fp32_fma_peak(threads);
+    const auto c = ceilings_of(fig);
+    std::printf("int8 MAC peak (%s, %d threads): %.1f GMAC/s; ternary MACs per token %.3g: "
+                "prefill ceiling %.1f tokens/s\n",
+                fig.int8.instruction.c_str(), threads, fig.int8.per_s / 1e9,
+                fig.ternary_macs_per_token, c.prefill_int8);
+    std::printf("fp32 FMA peak (%s, %d threads): %.1f GFLOP/s; aggregate-decode ceiling (ternary "
+                "at the int8 peak + logits at the FMA peak) %.1f tokens/s\n",
+                fig.fp32.instruction.c_str(), threads, fig.fp32.per_s / 1e9, c.aggregate);
+    if (fig.prefill_tps > 0)
+        std::printf("prefill fraction of the int8 ceiling: %.2f\n",
+                    fig.prefill_tps / c.prefill_int8);
+    for (const auto& [n, tps] : fig.aggregate)
+        std::printf("aggregate decode, %zu sequences: fraction of its ceiling %.2f\n", n,
+                    tps / c.aggregate);
+    if (!json_path.empty())
+        write_json(json_path, fig);
     return 0;
 }
