@@ -1,7 +1,7 @@
 // `bitnet-cli inspect` and `bitnet-cli verify`.
 #include "commands.hpp"
-#include "model/gguf/gguf_reader.hpp"
 #include "model/engine/model_config.hpp"
+#include "model/gguf/gguf_reader.hpp"
 
 #include <cstdio>
 #include <iostream>
