@@ -108,23 +108,29 @@ void unpacked_tokens(const std::uint8_t* codes, const ternary_args& a, std::size
     const std::int8_t* q[T];
     for (std::size_t t = 0; t < T; ++t)
         q[t] = a.q + (t0 + t) * a.k;
-    __m512i acc[4][T];
-    for (auto& row : acc)
-        for (auto& v : row)
-            v = _mm512_setzero_si512();
-    for (std::size_t s = 0; s < steps; ++s) {
-        __m512i w[4];
-        for (int v = 0; v < 4; ++v)
-            w[v] = _mm512_load_si512(codes + s * 256 + 64 * v);
-        for (std::size_t t = 0; t < T; ++t) {
-            const __m512i x = broadcast4(q[t] + 4 * s);
-            for (int v = 0; v < 4; ++v)
-                acc[v][t] = _mm512_dpbusd_epi32(acc[v][t], w[v], x);
+    // The tile's 64 rows in two passes of 32 (2 × T accumulators, at most 12 of the 32 zmm):
+    // with all four row registers at once (4 × 6 = 24 accumulators) GCC 12 kept the accumulator
+    // array on the stack and the loop ran at the speed of its stores, not of vpdpbusd (perf
+    // annotate, bench/RESULTS.md). Each pass re-reads the activations, which stay in L1/L2.
+    for (int half = 0; half < 2; ++half) {
+        __m512i acc[2][T];
+        for (auto& row : acc)
+            for (auto& v : row)
+                v = _mm512_setzero_si512();
+        const std::uint8_t* c = codes + 128 * half;
+        for (std::size_t s = 0; s < steps; ++s) {
+            const __m512i w0 = _mm512_load_si512(c + s * 256);
+            const __m512i w1 = _mm512_load_si512(c + s * 256 + 64);
+            for (std::size_t t = 0; t < T; ++t) {
+                const __m512i x = broadcast4(q[t] + 4 * s);
+                acc[0][t] = _mm512_dpbusd_epi32(acc[0][t], w0, x);
+                acc[1][t] = _mm512_dpbusd_epi32(acc[1][t], w1, x);
+            }
         }
+        for (std::size_t t = 0; t < T; ++t)
+            for (std::uint32_t v = 0; v < 2; ++v)
+                store_rows(acc[v][t], a, t0 + t, row0 + 16 * (2 * half + v));
     }
-    for (std::size_t t = 0; t < T; ++t)
-        for (std::uint32_t v = 0; v < 4; ++v)
-            store_rows(acc[v][t], a, t0 + t, row0 + 16 * v);
 }
 
 // One code per byte, for each step the four registers of tile_tokens one after the other:
