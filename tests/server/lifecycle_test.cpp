@@ -138,7 +138,7 @@ TEST_CASE("5 hot-swaps under 32 concurrent streams: no failed or truncated reque
                 auto r = stream_once(
                     s.port(),
                     greedy("tiny", "client " + std::to_string(c) + " request " + std::to_string(i),
-                           24));
+                           96));
                 std::lock_guard lock(mu);
                 records.push_back(std::move(r));
             }
@@ -228,7 +228,10 @@ TEST_CASE("5 hot-swaps under 32 concurrent streams: no failed or truncated reque
             CHECK(r.version == flips.back().to);
         }
     }
-    CHECK(overlapping > 0); // the check above was not vacuous
+    // The check above was not vacuous: some stream was running when a flip was posted. Streams
+    // of 96 tokens keep that true however fast the engine decodes (with 24 tokens and the faster
+    // batched kernel, a loaded CI machine once saw no stream span a flip).
+    CHECK(overlapping > 0);
     CHECK(after > 0);
     CHECK(not_ready == 0);
     CHECK(probes > 0);
