@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 namespace bitnet::kernels {
 namespace {
@@ -35,11 +37,12 @@ constexpr std::uint8_t fix_code(std::uint8_t c) noexcept {
     return c == 3 ? 1 : c;
 }
 
-// The tiled layout of the SIMD families (kernels/cpu/ternary_matmul_*.cpp): tiles of `tile` rows,
+// The tiled layout every SIMD family reads (kernels/cpu/isa_kernels.hpp): tiles of `tile` rows,
 // the last one padded with zero codes; inside a tile, for each step s of 4 columns, `tile` bytes
 // whose byte j holds at bits 2v+1..2v the code of row (tile/4)·v + j/4, column 4s + j%4.
-void pack_tiled(const std::uint8_t* i2s, std::uint32_t rows, std::uint32_t cols, std::uint32_t tile,
+void pack_tiled(const std::uint8_t* i2s, std::uint32_t rows, std::uint32_t cols,
                 std::uint8_t* dst) {
+    constexpr std::uint32_t tile = cpu::simd_tile_rows;
     const std::size_t n_tiles = (rows + tile - 1) / tile;
     const std::size_t tile_bytes = static_cast<std::size_t>(tile) * cols / 4;
     const std::uint32_t quarter = tile / 4;
@@ -85,11 +88,16 @@ std::uint32_t ternary_tile_rows(isa family) noexcept {
     case isa::scalar:
         return 1;
     case isa::avx2:
-        return cpu::avx2_tile_rows;
     case isa::avx512_vnni:
-        return cpu::avx512_tile_rows;
+        return cpu::simd_tile_rows;
     }
     return 1;
+}
+
+bool ternary_runs_on(const packed_ternary& w, isa family) noexcept {
+    // Two layouts: I2_S for scalar, the shared tiles for every SIMD family.
+    const bool same_layout = (w.family == isa::scalar) == (family == isa::scalar);
+    return same_layout && isa_supported(family);
 }
 
 void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std::size_t ldx,
@@ -121,10 +129,10 @@ packed_ternary pack_ternary(const std::uint8_t* i2s_codes, std::uint32_t rows, s
     w.scale = scale;
     w.family = best_isa_up_to(family);
     if (w.family != isa::scalar) {
-        const std::uint32_t tile = ternary_tile_rows(w.family);
+        const std::uint32_t tile = cpu::simd_tile_rows;
         const std::size_t n_tiles = (rows + tile - 1) / tile;
         w.data = aligned_buffer(n_tiles * tile * cols / 4);
-        pack_tiled(i2s_codes, rows, cols, tile, w.data.data());
+        pack_tiled(i2s_codes, rows, cols, w.data.data());
         return w;
     }
     w.data = aligned_buffer(static_cast<std::size_t>(rows) * cols / 4);
@@ -195,18 +203,27 @@ void ternary_rows_avx512(const packed_ternary& w, const quantized_acts& acts, fl
 
 void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
                     int n_threads) {
+    ternary_matmul(w, acts, y, ldy, n_threads, w.family);
+}
+
+void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
+                    int n_threads, isa family) {
+    if (!ternary_runs_on(w, family))
+        throw std::invalid_argument("ternary_matmul: weights packed for " +
+                                    std::string(isa_name(w.family)) + " cannot run under " +
+                                    std::string(isa_name(family)) + " on this CPU");
     detail::ternary_rows_fn rows_fn = detail::ternary_rows_scalar;
     std::size_t grain = 16;
-    switch (w.family) {
+    switch (family) {
     case isa::scalar:
         break;
     case isa::avx2:
         rows_fn = detail::ternary_rows_avx2;
-        grain = cpu::avx2_tile_rows;
+        grain = cpu::simd_tile_rows;
         break;
     case isa::avx512_vnni:
         rows_fn = detail::ternary_rows_avx512;
-        grain = cpu::avx512_tile_rows;
+        grain = cpu::simd_tile_rows;
         break;
     }
     // Ranges are whole tiles (the last may be partial), so a thread never shares a tile.

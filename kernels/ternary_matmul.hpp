@@ -4,8 +4,9 @@
 //     y[t][m] = (Σ_k code[m][k] · q[t][k] − Σ_k q[t][k]) / act_scale[t] · w_scale,
 //
 // with code = w + 1 ∈ {0, 1, 2} and the integer sums exact in int32. Weights are repacked once at
-// load into the layout of the kernel family that will run them (`packed_ternary`); the scalar
-// family keeps bitnet.cpp's I2_S layout as is.
+// load (`packed_ternary`): the scalar family keeps bitnet.cpp's I2_S layout as is, and every SIMD
+// family reads one shared tiled layout, so weights packed for AVX-512 also run under AVX2 (the
+// caller may choose the family per call).
 #pragma once
 
 #include "kernels/aligned_buffer.hpp"
@@ -55,14 +56,16 @@ struct packed_ternary {
 /// at byte r·cols/4) into `family`'s layout. cols must be a multiple of 128 (the caller checks).
 /// A family the CPU lacks is lowered (best_isa_up_to); the result's `family` says which was used.
 /// Code 3 (never written by bitnet.cpp) is stored as 0, as bitnet.cpp reads it. The scalar layout
-/// is I2_S itself; the SIMD layouts are tiles of ternary_tile_rows(family) rows (the last padded
-/// with zeros), described in kernels/cpu/ternary_matmul_avx2.cpp and ternary_matmul_avx512.cpp.
-/// Packing uses one thread per core.
+/// is I2_S itself; every SIMD family gets the same bytes: tiles of 64 rows (the last padded with
+/// zeros), described in kernels/cpu/isa_kernels.hpp. Packing uses one thread per core.
 [[nodiscard]] packed_ternary pack_ternary(const std::uint8_t* i2s_codes, std::uint32_t rows,
                                           std::uint32_t cols, float scale, isa family = best_isa());
 
-/// Rows per weight tile of `family`'s layout (1 for scalar): 32 for AVX2, 64 for AVX-512.
+/// Rows per weight tile of `family`'s layout: 1 for scalar, 64 for every SIMD family.
 [[nodiscard]] std::uint32_t ternary_tile_rows(isa family) noexcept;
+
+/// True when `family` can run weights packed as `w` (same layout, CPU supports it).
+[[nodiscard]] bool ternary_runs_on(const packed_ternary& w, isa family) noexcept;
 
 /// y[t][m] for t < acts.n_rows and m < w.rows; row t of y starts at y + t·ldy. acts.k must equal
 /// w.cols. Rows of w are split over n_threads threads (0 = one per core) in whole tiles. Runs the
@@ -70,6 +73,11 @@ struct packed_ternary {
 /// Every family's y equals the scalar family's bit for bit.
 void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
                     int n_threads);
+
+/// As ternary_matmul, but with kernel family `family` (ternary_runs_on must hold; otherwise throws
+/// std::invalid_argument naming both families).
+void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
+                    int n_threads, isa family);
 
 namespace detail {
 /// One family's product over weight rows [row_begin, row_end) (bounds as given by the caller;

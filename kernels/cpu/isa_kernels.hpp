@@ -11,9 +11,11 @@
 
 namespace bitnet::kernels::cpu {
 
-/// Rows per tile of the tiled ternary layout of each family (see pack_ternary_tiled).
-inline constexpr std::uint32_t avx2_tile_rows = 32;
-inline constexpr std::uint32_t avx512_tile_rows = 64;
+/// Rows per tile of the one tiled ternary layout that every SIMD family reads (pack_tiled in
+/// kernels/ternary_matmul.cpp): for each step s of 4 columns a 64-byte chunk whose byte j holds, at
+/// bits 2v+1..2v, the code of row 16v + j/4, column 4s + j%4. One layout for all families, so a
+/// model packed once runs under any of them (the engine may pick a family per operation).
+inline constexpr std::uint32_t simd_tile_rows = 64;
 
 /// One call of a ternary product over weight rows [row_begin, row_end).
 struct ternary_args {
@@ -34,9 +36,9 @@ struct ternary_args {
     std::uint8_t* scratch = nullptr;
 };
 
-/// Scratch a ternary call may use: one tile of the widest family, a code per byte.
+/// Scratch a ternary call may use: one tile, a code per byte.
 constexpr std::size_t ternary_scratch_bytes(std::size_t k) noexcept {
-    return static_cast<std::size_t>(avx512_tile_rows) * k;
+    return static_cast<std::size_t>(simd_tile_rows) * k;
 }
 
 /// Quantizes one activation row as quantize_row_i8_s (spec §3.5), bit-identical to the scalar one.

@@ -1,13 +1,14 @@
 // The AVX2 family of the ternary product and of activation quantization. Compiled with AVX2, FMA
 // and F16C flags (kernels/CMakeLists.txt); only reached when CPUID reports them.
 //
-// Weight layout (pack_ternary_tiled with 32-row tiles): for each step s of 4 columns, a 32-byte
-// chunk whose byte j holds, at bits 2v+1..2v, the code of row 8v + j/4 and column 4s + j%4. One
-// chunk unpacks into four registers of 8 rows × 4 columns of u8 codes; vpmaddubsw against a
-// token's 4 activations (broadcast) gives per row two int16 sums of two products each, which are
-// accumulated in int16 and widened to int32 every 32 steps. Codes are at most 2 (pack maps code 3
-// to 1), so a pair sum lies in [−512, 508] and 32 of them cannot leave int16: the integer result
-// is exact, as the scalar twin's int32 sum.
+// Weight layout: the shared 64-row tiles (simd_tile_rows, kernels/cpu/isa_kernels.hpp), the same
+// bytes the AVX-512 family reads. For each step s of 4 columns the 64-byte chunk is read as two
+// 32-byte halves h; byte j of half h holds at bits 2v+1..2v the code of row 16v + 8h + j/4, so a
+// shift and a mask turn half h into register r = 2v + h: rows 8r..8r+7 × 4 columns of u8 codes.
+// vpmaddubsw against a token's 4 activations (broadcast) gives per row two int16 sums of two
+// products each, which are accumulated in int16 and widened to int32 every 32 steps. Codes are at
+// most 2 (pack maps code 3 to 1), so a pair sum lies in [−512, 508] and 32 of them cannot leave
+// int16: the integer result is exact, as the scalar twin's int32 sum.
 #include "kernels/cpu/isa_kernels.hpp"
 #include "kernels/cpu/x86_intrinsics.hpp"
 
@@ -16,7 +17,8 @@
 namespace bitnet::kernels::cpu {
 namespace {
 
-constexpr std::uint32_t tile = avx2_tile_rows;
+constexpr std::uint32_t tile = simd_tile_rows;
+constexpr std::size_t regs_per_tile = tile / 8; // 8 rows of int32 lanes per ymm
 // 4 row registers × 2 tokens of int16 accumulators, the packed chunk, one unpacked register, the
 // mask and two broadcasts: 13 of the 16 ymm registers. A third token would spill.
 constexpr std::size_t max_tokens = 2;
@@ -26,6 +28,20 @@ inline __m256i broadcast4(const std::int8_t* p) {
     std::int32_t v = 0;
     std::memcpy(&v, p, sizeof v);
     return _mm256_set1_epi32(v);
+}
+
+// An empty asm that claims to read and write `v` in a ymm register: GCC must then keep the value
+// in a register at this point and cannot hoist the next register's unpack above it, so the loop
+// works through the row registers one at a time instead of unpacking all of them first and
+// spilling accumulators (seen in the object code of the 8-register decode loop).
+inline void pin(__m256i& v) {
+    asm("" : "+x"(v));
+}
+
+// Register r = 2v + h of a step's chunk (rows 8r..8r+7): half h shifted by 2v and masked.
+inline __m256i unpack_reg(const std::uint8_t* chunk, std::size_t r, __m256i mask) {
+    const __m256i half = _mm256_load_si256(reinterpret_cast<const __m256i*>(chunk + 32 * (r % 2)));
+    return _mm256_and_si256(_mm256_srli_epi16(half, static_cast<int>(2 * (r / 2))), mask);
 }
 
 inline void store_rows(__m256i dot, const ternary_args& a, std::size_t t, std::uint32_t row0) {
@@ -46,50 +62,56 @@ inline void store_rows(__m256i dot, const ternary_args& a, std::size_t t, std::u
     _mm256_maskstore_ps(out, keep, v);
 }
 
-// One 32-row tile against tokens [t0, t0 + T).
-template <std::size_t T>
+// Registers [r0, r0 + R) of one 64-row tile (rows 8·r0 .. 8·(r0 + R) − 1) against tokens
+// [t0, t0 + T), unpacking each chunk as it is loaded. Decode (T = 1) takes all 8 registers in one
+// pass, so the tile streams from memory once; two tokens take two passes of 4 registers, the
+// second re-reading the tile from L1/L2.
+template <std::size_t T, std::size_t R>
 void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t t0,
-                 std::uint32_t row0) {
+                 std::uint32_t row0, std::size_t r0) {
     const __m256i mask = _mm256_set1_epi8(3);
     const __m256i ones = _mm256_set1_epi16(1);
     const std::size_t steps = a.k / 4; // a multiple of 32 since k % 128 == 0
     const std::int8_t* q[T];
     for (std::size_t t = 0; t < T; ++t)
         q[t] = a.q + (t0 + t) * a.k;
-    __m256i acc32[4][T];
+    __m256i acc32[R][T];
     for (auto& row : acc32)
         for (auto& v : row)
             v = _mm256_setzero_si256();
     for (std::size_t s0 = 0; s0 < steps; s0 += steps_per_widen) {
-        __m256i acc16[4][T];
+        __m256i acc16[R][T];
         for (auto& row : acc16)
             for (auto& v : row)
                 v = _mm256_setzero_si256();
         for (std::size_t s = s0; s < s0 + steps_per_widen; ++s) {
+            const std::uint8_t* chunk = w_tile + s * 64;
             // Decode streams the weights from memory: fetch 2 KiB ahead (the next tile follows).
             if constexpr (T == 1)
-                _mm_prefetch(reinterpret_cast<const char*>(w_tile + s * 32 + 2048), _MM_HINT_T0);
-            const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(w_tile + s * 32));
+                _mm_prefetch(reinterpret_cast<const char*>(chunk + 2048), _MM_HINT_T0);
             __m256i x[T];
             for (std::size_t t = 0; t < T; ++t)
                 x[t] = broadcast4(q[t] + 4 * s);
-            for (int v = 0; v < 4; ++v) {
-                const __m256i w = _mm256_and_si256(_mm256_srli_epi16(b, 2 * v), mask);
-                for (std::size_t t = 0; t < T; ++t)
-                    acc16[v][t] = _mm256_add_epi16(acc16[v][t], _mm256_maddubs_epi16(w, x[t]));
+            for (std::size_t i = 0; i < R; ++i) {
+                const __m256i w = unpack_reg(chunk, r0 + i, mask);
+                for (std::size_t t = 0; t < T; ++t) {
+                    acc16[i][t] = _mm256_add_epi16(acc16[i][t], _mm256_maddubs_epi16(w, x[t]));
+                    pin(acc16[i][t]);
+                }
             }
         }
-        for (int v = 0; v < 4; ++v)
+        for (std::size_t i = 0; i < R; ++i)
             for (std::size_t t = 0; t < T; ++t)
-                acc32[v][t] = _mm256_add_epi32(acc32[v][t], _mm256_madd_epi16(acc16[v][t], ones));
+                acc32[i][t] = _mm256_add_epi32(acc32[i][t], _mm256_madd_epi16(acc16[i][t], ones));
     }
     for (std::size_t t = 0; t < T; ++t)
-        for (std::uint32_t v = 0; v < 4; ++v)
-            store_rows(acc32[v][t], a, t0 + t, row0 + 8 * v);
+        for (std::size_t i = 0; i < R; ++i)
+            store_rows(acc32[i][t], a, t0 + t, row0 + static_cast<std::uint32_t>(8 * (r0 + i)));
 }
 
-// The same product from a tile unpacked beforehand (unpack_tile): no shifts or masks in the inner
-// loop, which matters once many token groups share the tile.
+// The same product from a tile unpacked beforehand (unpack_tile), one pass of 4 registers (32
+// rows): no shifts or masks in the inner loop, which matters once many token groups share the
+// tile.
 template <std::size_t T>
 void unpacked_tokens(const std::uint8_t* codes, const ternary_args& a, std::size_t t0,
                      std::uint32_t row0) {
@@ -127,22 +149,24 @@ void unpacked_tokens(const std::uint8_t* codes, const ternary_args& a, std::size
             store_rows(acc32[v][t], a, t0 + t, row0 + 8 * v);
 }
 
-// One code per byte, for each step the four registers of tile_tokens one after the other:
-// 32 · k bytes (80 KiB at k = 2560), read from L2.
+// One code per byte, as two passes of 32 rows: pass p holds, for each step, registers 4p..4p+3
+// one after the other (128 bytes), so unpacked_tokens reads each pass contiguously. 64 · k bytes
+// (160 KiB at k = 2560), read from L2.
 void unpack_tile(const std::uint8_t* w_tile, std::size_t k, std::uint8_t* codes) {
     const __m256i mask = _mm256_set1_epi8(3);
-    for (std::size_t s = 0; s < k / 4; ++s) {
-        const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(w_tile + s * 32));
-        for (int v = 0; v < 4; ++v)
-            _mm256_store_si256(reinterpret_cast<__m256i*>(codes + s * 128 + 32 * v),
-                               _mm256_and_si256(_mm256_srli_epi16(b, 2 * v), mask));
-    }
+    const std::size_t steps = k / 4;
+    for (std::size_t s = 0; s < steps; ++s)
+        for (std::size_t r = 0; r < regs_per_tile; ++r)
+            _mm256_store_si256(
+                reinterpret_cast<__m256i*>(codes + (r / 4) * steps * 128 + s * 128 + 32 * (r % 4)),
+                unpack_reg(w_tile + s * 64, r, mask));
 }
 
 } // namespace
 
 void ternary_rows_avx2(const ternary_args& a) {
     const std::size_t tile_bytes = static_cast<std::size_t>(tile) * a.k / 4;
+    const std::size_t pass_bytes = static_cast<std::size_t>(a.k) * 32;
     // Token blocks keep their activations (96 · k bytes) in L2 beside the unpacked tile.
     constexpr std::size_t token_block = 48 * max_tokens;
     for (std::size_t b0 = 0; b0 < a.n_tok; b0 += token_block) {
@@ -152,19 +176,26 @@ void ternary_rows_avx2(const ternary_args& a) {
         const bool unpack_first = b1 - b0 > max_tokens && a.scratch != nullptr;
         for (std::uint32_t row0 = a.row_begin; row0 < a.row_end; row0 += tile) {
             const std::uint8_t* w_tile = a.w + static_cast<std::size_t>(row0 / tile) * tile_bytes;
-            std::size_t t0 = b0;
             if (unpack_first) {
                 unpack_tile(w_tile, a.k, a.scratch);
-                for (; t0 + max_tokens <= b1; t0 += max_tokens)
-                    unpacked_tokens<max_tokens>(a.scratch, a, t0, row0);
-                if (t0 < b1)
-                    unpacked_tokens<1>(a.scratch, a, t0, row0);
+                for (std::uint32_t p = 0; p < 2 && row0 + 32 * p < a.row_end; ++p) {
+                    const std::uint8_t* codes = a.scratch + p * pass_bytes;
+                    std::size_t t0 = b0;
+                    for (; t0 + max_tokens <= b1; t0 += max_tokens)
+                        unpacked_tokens<max_tokens>(codes, a, t0, row0 + 32 * p);
+                    if (t0 < b1)
+                        unpacked_tokens<1>(codes, a, t0, row0 + 32 * p);
+                }
                 continue;
             }
-            for (; t0 + max_tokens <= b1; t0 += max_tokens)
-                tile_tokens<max_tokens>(w_tile, a, t0, row0);
+            std::size_t t0 = b0;
+            for (; t0 + max_tokens <= b1; t0 += max_tokens) {
+                tile_tokens<max_tokens, 4>(w_tile, a, t0, row0, 0);
+                if (row0 + 32 < a.row_end)
+                    tile_tokens<max_tokens, 4>(w_tile, a, t0, row0, 4);
+            }
             if (t0 < b1)
-                tile_tokens<1>(w_tile, a, t0, row0);
+                tile_tokens<1, regs_per_tile>(w_tile, a, t0, row0, 0);
         }
     }
 }

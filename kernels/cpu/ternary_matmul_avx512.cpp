@@ -1,8 +1,9 @@
 // The AVX-512 VNNI family of the ternary product and of activation quantization. Compiled with
 // AVX-512 F/BW/VL/VNNI flags (kernels/CMakeLists.txt); only reached when CPUID reports them.
 //
-// Weight layout (pack_ternary_tiled with 64-row tiles): for each step s of 4 columns, a 64-byte
-// chunk whose byte j holds, at bits 2v+1..2v, the code of row 16v + j/4 and column 4s + j%4. One
+// Weight layout: the shared 64-row tiles (simd_tile_rows, kernels/cpu/isa_kernels.hpp, the same
+// bytes the AVX2 family reads): for each step s of 4 columns, a 64-byte chunk whose byte j holds,
+// at bits 2v+1..2v, the code of row 16v + j/4 and column 4s + j%4. One
 // chunk therefore unpacks, with a shift and a mask, into four registers of 16 rows × 4 columns of
 // u8 codes: exactly the u8 operand of vpdpbusd, whose s8 operand is a token's 4 activations at
 // 4s..4s+3 broadcast to all 16 lanes. The 32-bit lanes of the accumulators are rows, so the
@@ -16,7 +17,7 @@
 namespace bitnet::kernels::cpu {
 namespace {
 
-constexpr std::uint32_t tile = avx512_tile_rows;
+constexpr std::uint32_t tile = simd_tile_rows;
 // 4 row registers × 6 tokens = 24 accumulators, plus 4 weight registers, the mask and a broadcast:
 // 30 of the 32 zmm registers, so nothing spills.
 constexpr std::size_t max_tokens = 6;

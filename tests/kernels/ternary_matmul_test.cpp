@@ -9,8 +9,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 using namespace bitnet;
@@ -293,6 +295,73 @@ TEST_CASE("a family the CPU lacks is lowered to one it has") {
         CHECK(got == isa::avx512_vnni);
     CHECK(best_isa_up_to(isa::scalar) == isa::scalar);
     CHECK(ternary_tile_rows(isa::scalar) == 1);
-    CHECK(ternary_tile_rows(isa::avx2) == 32);
+    CHECK(ternary_tile_rows(isa::avx2) == 64);
     CHECK(ternary_tile_rows(isa::avx512_vnni) == 64);
+}
+
+TEST_CASE("every SIMD family packs the same bytes") {
+    if (!isa_supported(isa::avx512_vnni) || !isa_supported(isa::avx2)) {
+        MESSAGE("skipping: needs both AVX2 and AVX-512 VNNI");
+        return;
+    }
+    for (const shape& s : shapes) {
+        CAPTURE(s.rows);
+        CAPTURE(s.cols);
+        const ternary_case c = random_ternary(s.rows, s.cols, s.rows + 3 * s.cols);
+        const packed_ternary a = pack_ternary(c.i2s.data(), s.rows, s.cols, 1.0f, isa::avx2);
+        const packed_ternary b = pack_ternary(c.i2s.data(), s.rows, s.cols, 1.0f, isa::avx512_vnni);
+        REQUIRE(a.data.size() == b.data.size());
+        CHECK(std::memcmp(a.data.data(), b.data.data(), a.data.size()) == 0);
+    }
+}
+
+TEST_CASE("ternary_runs_on: every SIMD family runs SIMD-packed weights, scalar only its own") {
+    const ternary_case c = random_ternary(70, 128, 4);
+    const packed_ternary scalar = pack_ternary(c.i2s.data(), 70, 128, 1.0f, isa::scalar);
+    CHECK(ternary_runs_on(scalar, isa::scalar));
+    CHECK_FALSE(ternary_runs_on(scalar, isa::avx2));
+    CHECK_FALSE(ternary_runs_on(scalar, isa::avx512_vnni));
+    for (const isa packed_for : test::simd_families) {
+        if (!test::family_runs_here(packed_for))
+            continue;
+        CAPTURE(isa_name(packed_for));
+        const packed_ternary w = pack_ternary(c.i2s.data(), 70, 128, 1.0f, packed_for);
+        CHECK_FALSE(ternary_runs_on(w, isa::scalar));
+        for (const isa run_as : test::simd_families)
+            CHECK(ternary_runs_on(w, run_as) == isa_supported(run_as));
+        const quantized_acts a = random_acts(2, 128, 1);
+        std::vector<float> y(2 * 70);
+        CHECK_THROWS_AS(ternary_matmul(w, a, y.data(), 70, 1, isa::scalar), std::invalid_argument);
+    }
+}
+
+TEST_CASE("every SIMD family runs weights packed for any SIMD family, equal to scalar") {
+    // Rows off the 64-row tile (and off the 32-row passes), every token count from 1 to 100 so
+    // each register tile, remainder and unpack-first block is reached, and K from one block up.
+    constexpr shape cross[] = {{100, 256, 0}, {37, 128, 0}, {130, 640, 0}};
+    for (const shape& s : cross) {
+        CAPTURE(s.rows);
+        CAPTURE(s.cols);
+        const ternary_case c = random_ternary(s.rows, s.cols, s.rows * 5 + s.cols);
+        const packed_ternary ref = pack_ternary(c.i2s.data(), s.rows, s.cols, 0.31f, isa::scalar);
+        for (const isa packed_for : test::simd_families) {
+            if (!test::family_runs_here(packed_for))
+                continue;
+            const packed_ternary w = pack_ternary(c.i2s.data(), s.rows, s.cols, 0.31f, packed_for);
+            for (const isa run_as : test::simd_families) {
+                if (!isa_supported(run_as))
+                    continue;
+                CAPTURE(isa_name(packed_for));
+                CAPTURE(isa_name(run_as));
+                for (std::size_t n_tok = 1; n_tok <= 100; ++n_tok) {
+                    CAPTURE(n_tok);
+                    const quantized_acts a =
+                        random_acts(n_tok, s.cols, static_cast<std::uint32_t>(n_tok * 31));
+                    std::vector<float> y(n_tok * s.rows, std::numeric_limits<float>::quiet_NaN());
+                    ternary_matmul(w, a, y.data(), s.rows, 2, run_as);
+                    CHECK(first_bit_difference(y, run(ref, a, 1)) == -1);
+                }
+            }
+        }
+    }
 }
