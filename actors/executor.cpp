@@ -284,6 +284,7 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, msg::execu
             info.parameters = model::parameter_count(cfg);
             info.weight_bytes = st.engine->weight_bytes();
             info.kv_pool_bytes = st.engine->kv_pool_bytes();
+            info.kernels = st.engine->kernel_choices();
             if (info.eog_ids.empty()) {
                 const auto eog = st.engine->vocab().eog_ids();
                 info.eog_ids.assign(eog.begin(), eog.end());

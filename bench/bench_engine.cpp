@@ -223,6 +223,7 @@ struct figures {
     double peak_rss_mib = 0, bandwidth_gbs = 0, bytes_per_token = 0;
     double ternary_macs_per_token = 0, logits_macs_per_token = 0;
     bench::peak int8, fp32;
+    std::vector<model::kernel_choice> kernels; ///< the family of each op, as chosen at load
 };
 
 std::string json_string(const std::string& s) {
@@ -267,6 +268,21 @@ void write_json(const std::string& path, const figures& f) {
     str("cpu_model", bench::cpu_model());
     str("cpu_flags", bench::cpu_simd_flags());
     str("kernel_family", std::string(kernels::isa_name(kernels::best_isa())));
+    j += "  \"kernels\": [";
+    for (std::size_t i = 0; i < f.kernels.size(); ++i) {
+        const auto& k = f.kernels[i];
+        j += std::string(i ? ", " : "") + "{\"op\": " + json_string(k.op) +
+             ", \"family\": " + json_string(k.family) + ", \"source\": " + json_string(k.source) +
+             ", \"timings_us\": {";
+        for (std::size_t t = 0; t < k.timings.size(); ++t) {
+            char buf[96];
+            std::snprintf(buf, sizeof buf, "%s%s: %.1f", t ? ", " : "",
+                          json_string(k.timings[t].family).c_str(), k.timings[t].micros);
+            j += buf;
+        }
+        j += "}}";
+    }
+    j += "],\n";
     str("model", f.model);
     str("engine", f.engine);
     num("threads", f.threads);
@@ -362,6 +378,7 @@ int main(int argc, char** argv) {
     }
     model::engine& e = **loaded;
     fig.engine = e.describe();
+    fig.kernels = e.kernel_choices();
     std::printf("model: %s\nengine: %s\nload: %.2f s\n", model_path.c_str(), e.describe().c_str(),
                 seconds_since(t_load));
 

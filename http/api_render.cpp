@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 
 #include <chrono>
+#include <cmath>
 
 namespace bitnet::http {
 
@@ -40,6 +41,23 @@ json::object stats_json(const msg::batcher_stats& x) {
             {"steps", x.steps},
             {"preemptions", x.preemptions},
             {"finished", x.finished}};
+}
+
+// The kernel family of each op and how it was chosen; times in whole nanoseconds (Boost.JSON
+// would print fractional microseconds in exponent form).
+json::array kernels_json(const std::vector<bitnet::model::kernel_choice>& choices) {
+    json::array out;
+    for (const auto& c : choices) {
+        json::object timings;
+        for (const auto& t : c.timings)
+            timings[t.family] = static_cast<std::int64_t>(std::llround(t.micros * 1000.0));
+        out.push_back({{"op", c.op},
+                       {"family", c.family},
+                       {"source", c.source},
+                       {"tokens", c.tokens},
+                       {"timings_ns", std::move(timings)}});
+    }
+    return out;
 }
 
 /// The OpenAI model entry plus the contract's extras.
@@ -365,6 +383,7 @@ std::string model_detail_body(const msg::model_status& m,
         o["engine"] = m.info.describe;
         o["weight_bytes"] = m.info.weight_bytes;
         o["kv_pool_bytes"] = m.info.kv_pool_bytes;
+        o["kernels"] = kernels_json(m.info.kernels);
     }
     o["restarts"] = m.restarts;
     o["failure"] = m.failure.empty() ? json::value(nullptr) : json::value(m.failure);

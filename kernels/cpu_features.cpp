@@ -86,6 +86,17 @@ isa best_isa() noexcept {
     return chosen;
 }
 
+bool isa_pinned() noexcept {
+    static const bool pinned = [] {
+        const char* env = std::getenv("BITNET_ISA");
+        if (env == nullptr)
+            return false;
+        const std::string_view want(env);
+        return want == "scalar" || want == "avx2" || want == "avx512_vnni";
+    }();
+    return pinned;
+}
+
 std::string_view isa_name(isa i) noexcept {
     switch (i) {
     case isa::scalar:

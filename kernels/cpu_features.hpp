@@ -24,6 +24,10 @@ struct cpu_features {
 /// what the CPU supports falls back to the best supported one.
 [[nodiscard]] isa best_isa() noexcept;
 
+/// True when BITNET_ISA names a family: then that family (or the best below it) runs every op,
+/// and nothing is chosen by measurement.
+[[nodiscard]] bool isa_pinned() noexcept;
+
 /// True when this CPU can run kernels of family `i`.
 [[nodiscard]] bool isa_supported(isa i) noexcept;
 

@@ -4,6 +4,7 @@
 
 #include "messages/ids.hpp"
 #include "model/engine/batch.hpp"
+#include "model/engine/kernel_choice.hpp"
 #include "model/sampling/sampling_params.hpp"
 
 #include <caf/meta/type_name.hpp>
@@ -43,6 +44,16 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, seq_chunk& x) {
     return f(caf::meta::type_name("seq_chunk"), x.seq, x.tokens, x.pos0, x.want_logits);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, family_timing& x) {
+    return f(caf::meta::type_name("family_timing"), x.family, x.micros);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kernel_choice& x) {
+    return f(caf::meta::type_name("kernel_choice"), x.op, x.family, x.source, x.tokens, x.timings);
 }
 
 } // namespace bitnet::model
@@ -239,13 +250,14 @@ struct executor_info {
     std::uint64_t parameters = 0; ///< from the hyper-parameters (embeddings and projections)
     std::uint64_t weight_bytes = 0;
     std::uint64_t kv_pool_bytes = 0;
+    std::vector<model::kernel_choice> kernels; ///< engine::kernel_choices()
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, executor_info& x) {
     return f(caf::meta::type_name("executor_info"), x.device, x.device_reason, x.describe,
              x.architecture, x.n_ctx, x.n_vocab, x.kv_block_tokens, x.kv_blocks_total, x.eog_ids,
-             x.format, x.parameters, x.weight_bytes, x.kv_pool_bytes);
+             x.format, x.parameters, x.weight_bytes, x.kv_pool_bytes, x.kernels);
 }
 
 /// An operator's order to load a model version (POST /v1/models/load): the supervisor loads it

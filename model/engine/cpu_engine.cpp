@@ -14,11 +14,12 @@
 namespace bitnet::model {
 
 cpu_engine::cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
-                       const engine_options& opt)
+                       kernel_plan plan, const engine_options& opt)
     : config_(std::move(config))
     , vocab_(std::move(vocab))
     , weights_(std::move(weights))
     , cache_(std::move(cache))
+    , plan_(std::move(plan))
     , opt_(opt)
     , n_threads_(kernels::resolve_threads(opt.n_threads))
     , rope_style_(config_.rope == rope_style::neox ? kernels::rope_style::neox
@@ -36,7 +37,7 @@ std::string cpu_engine::describe() const {
       << " repacked at load for the " << kernels::isa_name(family) << " ternary kernels; logits "
       << (weights_.logits_q8 ? "Q8 (opt-in, int8 rows)" : "F16") << "; " << n_threads_
       << " threads; KV " << cache_.n_blocks_total() << " blocks of " << cache_.block_tokens()
-      << " tokens (F16)";
+      << " tokens (F16); kernels: " << plan_.summary();
     return s.str();
 }
 
@@ -97,7 +98,7 @@ const kernels::rope_angles& cpu_engine::angles(std::uint32_t pos) {
 
 void cpu_engine::bitlinear(const projection& p, const kernels::quantized_acts& a, float* y,
                            std::size_t ldy) {
-    kernels::ternary_matmul(p.w, a, y, ldy, n_threads_);
+    kernels::ternary_matmul(p.w, a, y, ldy, n_threads_, plan_.ternary_for(a.n_rows));
     if (p.out_multiplier != 1.0f)
         for (std::size_t t = 0; t < a.n_rows; ++t)
             for (std::uint32_t m = 0; m < p.w.rows; ++m)
@@ -287,7 +288,8 @@ step_output cpu_engine::logits_for(std::span<const seq_chunk> batch) {
                                n_threads_);
         } else {
             kernels::f16_matmul(weights_.logits_f16, c.n_vocab, n_embd, normed.data(), rows.size(),
-                                n_embd, out.logits.data(), c.n_vocab, n_threads_);
+                                n_embd, out.logits.data(), c.n_vocab, n_threads_,
+                                plan_.logits_for(rows.size()));
         }
     }
     return out;

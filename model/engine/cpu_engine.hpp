@@ -16,6 +16,7 @@
 #include "kernels/rope.hpp"
 #include "kernels/ternary_matmul.hpp"
 #include "model/engine/engine.hpp"
+#include "model/engine/kernel_choice.hpp"
 #include "model/engine/kv_cache.hpp"
 #include "model/engine/model_weights.hpp"
 #include "model/tokenizer/tokenizer.hpp"
@@ -28,11 +29,14 @@ namespace bitnet::model {
 class cpu_engine final : public engine {
 public:
     cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
-               const engine_options& opt);
+               kernel_plan plan, const engine_options& opt);
 
     [[nodiscard]] const model_config& config() const noexcept override { return config_; }
     [[nodiscard]] const tokenizer& vocab() const noexcept override { return vocab_; }
     [[nodiscard]] std::string describe() const override;
+    [[nodiscard]] std::vector<kernel_choice> kernel_choices() const override {
+        return plan_.report();
+    }
     [[nodiscard]] std::uint64_t weight_bytes() const noexcept override;
     [[nodiscard]] std::uint64_t bytes_per_decode_token() const noexcept override {
         return weights_.projection_bytes + weights_.logits_bytes;
@@ -82,6 +86,7 @@ private:
     tokenizer vocab_;
     model_weights weights_;
     kv_cache cache_;
+    kernel_plan plan_;
     engine_options opt_;
     int n_threads_ = 1;
     kernels::rope_style rope_style_ = kernels::rope_style::neox;

@@ -2,6 +2,7 @@
 // the file and what is wrong, so an operator's load request fails with an actionable reason.
 #include "model/engine/engine.hpp"
 
+#include "kernels/parallel.hpp"
 #include "model/engine/cpu_engine.hpp"
 
 namespace bitnet::model {
@@ -50,10 +51,13 @@ result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
     auto cache = kv_cache::create(kv);
     if (!cache)
         return cache.error();
+    const int n_threads = kernels::resolve_threads(opt.n_threads);
+    auto plan = choose_kernels(*weights, *config, n_threads, opt.max_batch_tokens);
     // `file` and its image of the file's bytes go when this returns: the engine owns copies of
     // everything it reads, so a served file can change on disk without touching it.
     return std::unique_ptr<engine>(new cpu_engine(std::move(*config), std::move(*vocab),
-                                                  std::move(*weights), std::move(*cache), opt));
+                                                  std::move(*weights), std::move(*cache),
+                                                  std::move(plan), opt));
 }
 
 } // namespace bitnet::model

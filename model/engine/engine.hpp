@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "model/engine/batch.hpp"
 #include "model/engine/engine_options.hpp"
+#include "model/engine/kernel_choice.hpp"
 #include "model/engine/model_config.hpp"
 
 #include <cstdint>
@@ -30,6 +31,8 @@ public:
     [[nodiscard]] virtual const tokenizer& vocab() const noexcept = 0;
     /// Formats, kernel ISA, repacking done at load, thread count: for logs and /health.
     [[nodiscard]] virtual std::string describe() const = 0;
+    /// Which kernel family runs each op and how it was chosen (measured at load, or pinned).
+    [[nodiscard]] virtual std::vector<kernel_choice> kernel_choices() const { return {}; }
     /// Bytes of model weights resident (copied and repacked at load) and of the KV pool.
     [[nodiscard]] virtual std::uint64_t weight_bytes() const noexcept = 0;
     [[nodiscard]] virtual std::uint64_t kv_pool_bytes() const noexcept = 0;

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <mutex>
+#include <set>
+#include <string>
 
 using namespace bitnet;
 
@@ -99,6 +101,23 @@ TEST_CASE("native completion on a real model: greedy is deterministic, usage add
     CHECK(version.size() == 12);
     CHECK(info.at("file_sha256").as_string().subview().substr(0, 12) == version);
     CHECK(o.at("model_version").as_string() == version);
+    // The kernel family of every op, as the engine chose it at load.
+    const auto& kernels = info.at("kernels").as_array();
+    REQUIRE(kernels.size() == 5);
+    std::set<std::string> ops;
+    for (const auto& k : kernels) {
+        const auto& ko = k.as_object();
+        ops.insert(std::string(ko.at("op").as_string()));
+        const std::string family(ko.at("family").as_string());
+        CHECK((family == "avx2" || family == "avx512_vnni" || family == "scalar"));
+        const std::string source(ko.at("source").as_string());
+        CHECK(
+            (source == "measured" || source == "only family" || source == "pinned by BITNET_ISA"));
+        if (source == "measured")
+            CHECK(ko.at("timings_ns").as_object().contains(family));
+    }
+    CHECK(ops == std::set<std::string>{"ternary_gemv", "ternary_batched", "ternary_prefill",
+                                       "logits_gemv", "logits_batched"});
     CHECK(m.find(R"(bitnet_model_info{alias="tiny",device="cpu",format="i2_s",version=")" +
                  version + R"("} 1)") != std::string::npos);
 }

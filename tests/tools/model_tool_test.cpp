@@ -125,4 +125,14 @@ TEST_CASE("bitnet-cli inspect prints the architecture, hyper-parameters and tens
     CHECK(r.out.find("I2_S") != std::string::npos);
     CHECK(r.out.find("tokenizer: gpt2, pre-tokenizer (absent: DEFAULT), 8192 tokens") !=
           std::string::npos);
+    CHECK(r.out.find("kernels") == std::string::npos); // timing is opt-in
+
+    // --kernels loads the engine and prints the family each op runs, one line per op.
+    auto k = test::run_tool("bitnet-cli", "inspect --kernels --threads 1 " +
+                                              test::data_path("bitnetcpp/tiny-i2_s.gguf"));
+    REQUIRE(k.exit_code == 0);
+    CHECK(k.out.find("kernels (1 threads):") != std::string::npos);
+    for (const char* op :
+         {"ternary_gemv", "ternary_batched", "ternary_prefill", "logits_gemv", "logits_batched"})
+        CHECK_MESSAGE(k.out.find(std::string("\n  ") + op + " ") != std::string::npos, op);
 }

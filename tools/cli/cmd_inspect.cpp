@@ -1,5 +1,6 @@
 // `bitnet-cli inspect` and `bitnet-cli verify`.
 #include "commands.hpp"
+#include "model/engine/engine.hpp"
 #include "model/engine/model_config.hpp"
 #include "model/gguf/gguf_reader.hpp"
 
@@ -47,7 +48,33 @@ void print_tokenizer(const model::gguf_file& f) {
     std::cout << "\n";
 }
 
-int run_inspect(const std::string& path) {
+// Loads the engine (repacking every weight) and prints the family each op runs and the times that
+// chose it: the same choice a server makes when it loads this file on this machine.
+void print_kernel_choice(const std::string& path, int threads) {
+    model::engine_options opt;
+    opt.model_path = path;
+    opt.n_threads = threads;
+    opt.kv_budget_bytes = 64ull << 20; // a few blocks: only the weights matter here
+    opt.kv_block_tokens = 16;
+    auto e = model::engine::load(opt);
+    if (!e) {
+        std::cout << "kernels: not chosen (the engine did not load: " << e.error().message << ")\n";
+        return;
+    }
+    std::cout << "kernels (" << (threads > 0 ? std::to_string(threads) : std::string("all"))
+              << " threads):\n";
+    for (const auto& c : (*e)->kernel_choices()) {
+        std::printf("  %-16s %-12s %s", c.op.c_str(), c.family.c_str(), c.source.c_str());
+        if (!c.timings.empty()) {
+            std::printf(" timed on %u tokens:", c.tokens);
+            for (const auto& t : c.timings)
+                std::printf(" %s %.1f us", t.family.c_str(), t.micros);
+        }
+        std::printf("\n");
+    }
+}
+
+int run_inspect(const std::string& path, bool kernels, int threads) {
     auto f = model::gguf_file::open(path);
     if (!f) {
         std::cerr << "error: " << f.error().message << "\n";
@@ -89,6 +116,10 @@ int run_inspect(const std::string& path) {
     }
     std::cout << "total: " << params << " parameters, " << human_bytes(total)
               << " of tensor data\n";
+    if (kernels) {
+        std::cout.flush();
+        print_kernel_choice(path, threads);
+    }
     return 0;
 }
 
@@ -111,9 +142,19 @@ int run_verify(const std::string& path) {
 void add_inspect(CLI::App& app) {
     auto* cmd =
         app.add_subcommand("inspect", "print architecture, tensors and tokenizer of a GGUF");
-    auto path = std::make_shared<std::string>();
-    cmd->add_option("file", *path, "GGUF model file")->required();
-    cmd->callback([path] { throw CLI::RuntimeError(run_inspect(*path)); });
+    struct inspect_args {
+        std::string path;
+        bool kernels = false;
+        int threads = 0;
+    };
+    auto a = std::make_shared<inspect_args>();
+    cmd->add_option("file", a->path, "GGUF model file")->required();
+    cmd->add_flag("--kernels", a->kernels,
+                  "load the model and time every kernel family on its shapes: the family each op "
+                  "would run on this machine");
+    cmd->add_option("--threads", a->threads, "threads for --kernels (0 = one per core)")
+        ->check(CLI::Range(0, 1024));
+    cmd->callback([a] { throw CLI::RuntimeError(run_inspect(a->path, a->kernels, a->threads)); });
 }
 
 void add_verify(CLI::App& app) {
