@@ -289,3 +289,27 @@ TEST_CASE("a step chunk carries the engine's chunk and the request's sampling se
     CHECK(c2.params.repetition_penalty == 1.3f);
     CHECK(c2.n_sampled == 4);
 }
+
+TEST_CASE("an executor's info carries the kernel choice of every op whole") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    msg::executor_info i;
+    i.device = "cpu";
+    model::kernel_choice k;
+    k.op = "ternary_prefill";
+    k.family = "avx2";
+    k.source = "measured";
+    k.tokens = 128;
+    k.timings = {{"avx2", 812.5}, {"avx512_vnni", 990.25}};
+    i.kernels = {k, model::kernel_choice{}};
+    const auto i2 = round_trip(sys, i);
+    REQUIRE(i2.kernels.size() == 2);
+    CHECK(i2.kernels[0].op == "ternary_prefill");
+    CHECK(i2.kernels[0].family == "avx2");
+    CHECK(i2.kernels[0].source == "measured");
+    CHECK(i2.kernels[0].tokens == 128);
+    REQUIRE(i2.kernels[0].timings.size() == 2);
+    CHECK(i2.kernels[0].timings[1].family == "avx512_vnni");
+    CHECK(i2.kernels[0].timings[1].micros == 990.25);
+    CHECK(i2.kernels[1].op.empty());
+}
