@@ -4,6 +4,7 @@
 // thread counts, so decode figures can be quoted as a fraction of the roofline.
 // Figures go to bench/RESULTS.md ("Kernels"). BITNET_ISA does not matter here: every family this
 // CPU runs is registered by name.
+#include "ceilings.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/f16.hpp"
 #include "kernels/f16_matmul.hpp"
@@ -212,6 +213,18 @@ void bm_read_bandwidth(benchmark::State& state) {
                             static_cast<std::int64_t>(n_bytes));
 }
 
+// The int8 ceiling beside the kernels, on one thread and in CPU time like the kernel rates quoted
+// in bench/RESULTS.md, so a kernel's GMAC/s can be given as a fraction of it in the same run
+// (bench_engine measures the same loops in wall time over all threads).
+void bm_int8_peak(benchmark::State& state, std::int64_t (*loop)(std::int64_t),
+                  double macs_per_iter) {
+    constexpr std::int64_t iters = 1 << 16;
+    for (auto _ : state)
+        benchmark::DoNotOptimize(loop(iters));
+    state.counters["GMAC/s"] = benchmark::Counter(macs_per_iter * iters * 1e-9,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_all() {
     std::vector<isa> families = {isa::scalar};
     for (const isa f : {isa::avx2, isa::avx512_vnni})
@@ -224,6 +237,13 @@ void register_all() {
         ->ArgName("threads")
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+
+    if (isa_supported(isa::avx512_vnni))
+        benchmark::RegisterBenchmark("int8_peak/vpdpbusd_zmm", bm_int8_peak,
+                                     bitnet::bench::detail::vnni_zmm_loop, 12.0 * 64);
+    if (isa_supported(isa::avx2))
+        benchmark::RegisterBenchmark("int8_peak/vpmaddubsw_ymm", bm_int8_peak,
+                                     bitnet::bench::detail::maddubs_ymm_loop, 8.0 * 4 * 32);
 
     for (const isa f : families) {
         const std::string fam(isa_name(f));

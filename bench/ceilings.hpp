@@ -7,6 +7,7 @@
 // throughput peaks of the execution units and no kernel can beat them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace bitnet::bench {
@@ -19,6 +20,18 @@ struct peak {
 /// Every int8 candidate this CPU runs, timed; the best first.
 [[nodiscard]] peak int8_mac_peak(int n_threads);
 [[nodiscard]] peak fp32_fma_peak(int n_threads);
+
+namespace detail {
+/// The register-only loops behind the peaks (ceilings_avx2.cpp, ceilings_avx512.cpp), for
+/// bench_kernels, which times them on one thread beside the kernels: `iters` iterations of 12
+/// independent vpdpbusd (zmm: 768 MACs an iteration; ymm: 384), or of 8 vpmaddubsw ymm with their
+/// adds (1024 MACs), or of 12 FMAs.
+std::int64_t vnni_zmm_loop(std::int64_t iters);
+std::int64_t vnni_ymm_loop(std::int64_t iters);
+std::int64_t maddubs_ymm_loop(std::int64_t iters);
+double fma_zmm_loop(std::int64_t iters);
+double fma_ymm_loop(std::int64_t iters);
+} // namespace detail
 
 /// "model name" of /proc/cpuinfo, and the SIMD flags our kernels care about.
 [[nodiscard]] std::string cpu_model();
