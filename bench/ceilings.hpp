@@ -7,6 +7,7 @@
 // throughput peaks of the execution units and no kernel can beat them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -31,6 +32,11 @@ std::int64_t vnni_ymm_loop(std::int64_t iters);
 std::int64_t maddubs_ymm_loop(std::int64_t iters);
 double fma_zmm_loop(std::int64_t iters);
 double fma_ymm_loop(std::int64_t iters);
+
+/// bench_kernels' 1.6-bit decode GEMV (ternary5_avx512.cpp): integer dots of the rows of 80-row
+/// tiles [tile_begin, tile_end) of weights packed 5 codes a byte, against one token's q.
+void gemv5_tiles_avx512(const std::uint8_t* w, std::size_t k, const std::int8_t* q,
+                        std::int32_t* dots, std::size_t tile_begin, std::size_t tile_end);
 } // namespace detail
 
 /// "model name" of /proc/cpuinfo, and the SIMD flags our kernels care about.
