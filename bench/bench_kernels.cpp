@@ -4,6 +4,7 @@
 // thread counts, so decode figures can be quoted as a fraction of the roofline.
 // Figures go to bench/RESULTS.md ("Kernels"). BITNET_ISA does not matter here: every family this
 // CPU runs is registered by name.
+#include "ceilings.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/f16.hpp"
 #include "kernels/f16_matmul.hpp"
@@ -132,6 +133,132 @@ void bm_ternary_decode_stack(benchmark::State& state, isa family) {
     }
     state.counters["weight_GB/s"] =
         benchmark::Counter(weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["weight_MB"] = weight_bytes * 1e-6;
+}
+
+// --- 1.6-bit packing (5 codes a byte, base 3): a measurement for memory-bound decode -----------
+// Codes 0..2 of an I2_S matrix, one per byte, row-major (spec §2.2's block order undone).
+std::vector<std::uint8_t> i2s_codes(const std::vector<std::uint8_t>& i2s, std::uint32_t rows,
+                                    std::uint32_t cols) {
+    std::vector<std::uint8_t> c(static_cast<std::size_t>(rows) * cols);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t k = 0; k < cols; ++k) {
+            const std::uint8_t byte = i2s[r * cols / 4 + 32 * (k / 128) + k % 32];
+            c[r * cols + k] = static_cast<std::uint8_t>((byte >> (6 - 2 * (k % 128 / 32))) & 3);
+        }
+    return c;
+}
+
+constexpr std::uint32_t tile5_rows = 80;
+
+// The layout of bench/ternary5_avx512.cpp: 80-row tiles (the last padded with code 1, a zero
+// weight), a 64-byte chunk per 4 columns, byte j = ceil(256 · v / 243) for the base-3 number v
+// whose digit i (most significant first) is the code of row 16i + j/4, column 4s + j%4.
+aligned_buffer pack5(const std::vector<std::uint8_t>& codes, std::uint32_t rows,
+                     std::uint32_t cols) {
+    const std::size_t n_tiles = (rows + tile5_rows - 1) / tile5_rows;
+    const std::size_t steps = cols / 4;
+    aligned_buffer out(n_tiles * steps * 64);
+    std::uint8_t* dst = out.data();
+    for (std::size_t ti = 0; ti < n_tiles; ++ti)
+        for (std::size_t s = 0; s < steps; ++s)
+            for (std::size_t j = 0; j < 64; ++j) {
+                unsigned v = 0;
+                for (std::size_t i = 0; i < 5; ++i) {
+                    const std::size_t r = ti * tile5_rows + 16 * i + j / 4;
+                    v = 3 * v + (r < rows ? codes[r * cols + 4 * s + j % 4] : 1u);
+                }
+                *dst++ = static_cast<std::uint8_t>((v * 256 + 242) / 243);
+            }
+    return out;
+}
+
+struct packed5 {
+    std::uint32_t rows = 0;
+    std::uint32_t cols = 0;
+    aligned_buffer data;
+    [[nodiscard]] std::size_t n_tiles() const { return (rows + tile5_rows - 1) / tile5_rows; }
+};
+
+// The GEMV over all tiles of w, split over threads as ternary_matmul splits its rows.
+void gemv5(const packed5& w, const std::int8_t* q, std::int32_t* dots, int n_threads) {
+    parallel_ranges(w.n_tiles(), 1, n_threads, [&](std::size_t begin, std::size_t end) {
+        bitnet::bench::detail::gemv5_tiles_avx512(w.data.data(), w.cols, q, dots, begin, end);
+    });
+}
+
+// Decode through the 30-layer stack packed 5 codes a byte, the counterpart of
+// ternary_decode_30_layers (same shapes, layer-major order, weights far beyond the caches).
+// Before timing, every distinct shape's integer dots are checked against a plain loop over the
+// codes, so the figure is for a GEMV that computes the right thing.
+void bm_ternary5_decode_stack(benchmark::State& state) {
+    const auto n_threads = static_cast<int>(state.range(0));
+    constexpr int n_layers = 30;
+    const matrix_shape layer[] = {shapes[0], shapes[1], shapes[1], shapes[0],
+                                  shapes[2], shapes[2], shapes[3]};
+    const std::vector<float> x = random_floats(6912, 7);
+    quantized_acts narrow;
+    quantized_acts wide;
+    quantize_activations(x.data(), 1, 2560, 2560, narrow);
+    quantize_activations(x.data(), 1, 6912, 6912, wide);
+    std::vector<packed5> stack;
+    double weight_bytes = 0;
+    std::vector<std::int32_t> dots(6912 + tile5_rows);
+    for (const matrix_shape& s : layer) {
+        const std::vector<std::uint8_t> codes =
+            i2s_codes(random_i2s(static_cast<std::size_t>(s.rows) * s.cols / 4, s.rows + s.cols),
+                      s.rows, s.cols);
+        packed5 proto{s.rows, s.cols, pack5(codes, s.rows, s.cols)};
+        const std::int8_t* q = (s.cols == 2560 ? narrow : wide).q.data();
+        gemv5(proto, q, dots.data(), n_threads);
+        for (std::size_t r = 0; r < s.rows; ++r) {
+            std::int32_t want = 0;
+            for (std::size_t k = 0; k < s.cols; ++k)
+                want += codes[r * s.cols + k] * q[k];
+            if (dots[r] != want) {
+                state.SkipWithError("5-per-byte GEMV disagrees with the plain loop");
+                return;
+            }
+        }
+        for (int l = 0; l < n_layers; ++l) {
+            packed5 w{proto.rows, proto.cols, aligned_buffer(proto.data.size())};
+            std::memcpy(w.data.data(), proto.data.data(), proto.data.size());
+            stack.push_back(std::move(w));
+        }
+        weight_bytes += static_cast<double>(proto.data.size()) * n_layers;
+    }
+    for (auto _ : state) {
+        for (int l = 0; l < n_layers; ++l)
+            for (std::size_t m = 0; m < 7; ++m) {
+                const packed5& w = stack[m * n_layers + static_cast<std::size_t>(l)];
+                gemv5(w, (w.cols == 2560 ? narrow : wide).q.data(), dots.data(), n_threads);
+            }
+        benchmark::DoNotOptimize(dots.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["weight_GB/s"] =
+        benchmark::Counter(weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["weight_MB"] = weight_bytes * 1e-6;
+}
+
+// One matrix at M = 1, packed 5 codes a byte, re-read from cache every iteration: the unpack's own
+// speed, to set against the memory bandwidth it would have to keep up with.
+void bm_ternary5_matrix(benchmark::State& state, matrix_shape s) {
+    const auto n_threads = static_cast<int>(state.range(0));
+    const std::vector<std::uint8_t> codes = i2s_codes(
+        random_i2s(static_cast<std::size_t>(s.rows) * s.cols / 4, s.rows), s.rows, s.cols);
+    const packed5 w{s.rows, s.cols, pack5(codes, s.rows, s.cols)};
+    const std::vector<float> x = random_floats(s.cols, 7);
+    quantized_acts acts;
+    quantize_activations(x.data(), 1, s.cols, s.cols, acts);
+    std::vector<std::int32_t> dots(w.n_tiles() * tile5_rows);
+    for (auto _ : state) {
+        gemv5(w, acts.q.data(), dots.data(), n_threads);
+        benchmark::DoNotOptimize(dots.data());
+        benchmark::ClobberMemory();
+    }
+    state.counters["weight_GB/s"] = benchmark::Counter(
+        static_cast<double>(w.data.size()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The embedding is shared by every f16 benchmark (657 MB): built once.
@@ -212,6 +339,18 @@ void bm_read_bandwidth(benchmark::State& state) {
                             static_cast<std::int64_t>(n_bytes));
 }
 
+// The int8 ceiling beside the kernels, on one thread and in CPU time like the kernel rates quoted
+// in bench/RESULTS.md, so a kernel's GMAC/s can be given as a fraction of it in the same run
+// (bench_engine measures the same loops in wall time over all threads).
+void bm_int8_peak(benchmark::State& state, std::int64_t (*loop)(std::int64_t),
+                  double macs_per_iter) {
+    constexpr std::int64_t iters = 1 << 16;
+    for (auto _ : state)
+        benchmark::DoNotOptimize(loop(iters));
+    state.counters["GMAC/s"] = benchmark::Counter(macs_per_iter * iters * 1e-9,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void register_all() {
     std::vector<isa> families = {isa::scalar};
     for (const isa f : {isa::avx2, isa::avx512_vnni})
@@ -224,6 +363,29 @@ void register_all() {
         ->ArgName("threads")
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+
+    if (isa_supported(isa::avx512_vnni))
+        benchmark::RegisterBenchmark("int8_peak/vpdpbusd_zmm", bm_int8_peak,
+                                     bitnet::bench::detail::vnni_zmm_loop, 12.0 * 64);
+    if (isa_supported(isa::avx2))
+        benchmark::RegisterBenchmark("int8_peak/vpmaddubsw_ymm", bm_int8_peak,
+                                     bitnet::bench::detail::maddubs_ymm_loop, 8.0 * 4 * 32);
+
+    if (isa_supported(isa::avx512_vnni))
+        benchmark::RegisterBenchmark("ternary5_decode_30_layers/avx512", bm_ternary5_decode_stack)
+            ->Arg(1)
+            ->Arg(2)
+            ->ArgName("threads")
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+    if (isa_supported(isa::avx512_vnni))
+        for (const matrix_shape& s : {shapes[0], shapes[2]})
+            benchmark::RegisterBenchmark((std::string("ternary5/avx512/") + s.name).c_str(),
+                                         bm_ternary5_matrix, s)
+                ->Arg(1)
+                ->ArgName("threads")
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond);
 
     for (const isa f : families) {
         const std::string fam(isa_name(f));

@@ -13,14 +13,6 @@
 #include <vector>
 
 namespace bitnet::bench {
-namespace detail {
-std::int64_t vnni_zmm_loop(std::int64_t iters);
-std::int64_t vnni_ymm_loop(std::int64_t iters);
-double fma_zmm_loop(std::int64_t iters);
-std::int64_t maddubs_ymm_loop(std::int64_t iters);
-double fma_ymm_loop(std::int64_t iters);
-} // namespace detail
-
 namespace {
 
 /// Best of 3 wall times of `loop(iters)` run on n_threads threads at once; returns the rate of

@@ -34,8 +34,9 @@ inline __m256i broadcast4(const std::int8_t* p) {
 // in a register at this point and cannot hoist the next register's unpack above it, so the loop
 // works through the row registers one at a time instead of unpacking all of them first and
 // spilling accumulators (seen in the object code of the 8-register decode loop).
-inline void pin(__m256i& v) {
+inline __m256i pinned(__m256i v) {
     asm("" : "+x"(v));
+    return v;
 }
 
 // Register r = 2v + h of a step's chunk (rows 8r..8r+7): half h shifted by 2v and masked.
@@ -95,8 +96,8 @@ void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t 
             for (std::size_t i = 0; i < R; ++i) {
                 const __m256i w = unpack_reg(chunk, r0 + i, mask);
                 for (std::size_t t = 0; t < T; ++t) {
-                    acc16[i][t] = _mm256_add_epi16(acc16[i][t], _mm256_maddubs_epi16(w, x[t]));
-                    pin(acc16[i][t]);
+                    acc16[i][t] =
+                        pinned(_mm256_add_epi16(acc16[i][t], _mm256_maddubs_epi16(w, x[t])));
                 }
             }
         }

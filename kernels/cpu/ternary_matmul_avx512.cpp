@@ -18,9 +18,16 @@ namespace bitnet::kernels::cpu {
 namespace {
 
 constexpr std::uint32_t tile = simd_tile_rows;
-// 4 row registers × 6 tokens = 24 accumulators, plus 4 weight registers, the mask and a broadcast:
-// 30 of the 32 zmm registers, so nothing spills.
+// Tokens per register tile: 4 row registers × 6 tokens = 24 accumulators (see tile_tokens).
 constexpr std::size_t max_tokens = 6;
+
+// An empty asm that claims to read and write `v` in a vector register: GCC must keep the
+// accumulator in a register at this point, which stops it from rotating the accumulators through
+// register copies (or the stack) from one step to the next (seen in the object code).
+inline __m512i pinned(__m512i v) {
+    asm("" : "+v"(v));
+    return v;
+}
 
 inline __m512i broadcast4(const std::int8_t* p) {
     std::int32_t v = 0;
@@ -45,8 +52,48 @@ inline void store_rows(__m512i dot, const ternary_args& a, std::size_t t, std::u
         _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << valid) - 1u), v);
 }
 
-// One 64-row tile against tokens [t0, t0 + T), unpacking each chunk as it is loaded: the decode
-// path, and the path for a token count that fits one register tile.
+// Decode: one token against one 64-row tile. One token gives only four dependent chains per
+// chunk, too few to cover vpdpbusd's latency, so two accumulator sets alternate over even and odd
+// steps. The prefetch 2 KiB ahead (the next tile follows this one) cut the CPU time of a
+// memory-bound 30-layer decode by about a sixth.
+void decode_tile(const std::uint8_t* w_tile, const ternary_args& a, std::size_t t0,
+                 std::uint32_t row0) {
+    const __m512i mask = _mm512_set1_epi8(3);
+    const std::size_t steps = a.k / 4;
+    const std::int8_t* q = a.q + t0 * a.k;
+    __m512i even[4];
+    __m512i odd[4];
+    for (int v = 0; v < 4; ++v) {
+        even[v] = _mm512_setzero_si512();
+        odd[v] = _mm512_setzero_si512();
+    }
+    for (std::size_t s = 0; s < steps; s += 2) {
+        _mm_prefetch(reinterpret_cast<const char*>(w_tile + s * 64 + 2048), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w_tile + s * 64 + 2048 + 64), _MM_HINT_T0);
+        const __m512i b0 = _mm512_load_si512(w_tile + s * 64);
+        const __m512i b1 = _mm512_load_si512(w_tile + s * 64 + 64);
+        const __m512i x0 = broadcast4(q + 4 * s);
+        const __m512i x1 = broadcast4(q + 4 * s + 4);
+        for (int v = 0; v < 4; ++v) {
+            const __m512i w0 = _mm512_and_si512(_mm512_srli_epi16(b0, 2 * v), mask);
+            const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(b1, 2 * v), mask);
+            even[v] = pinned(_mm512_dpbusd_epi32(even[v], w0, x0));
+            odd[v] = pinned(_mm512_dpbusd_epi32(odd[v], w1, x1));
+        }
+    }
+    for (std::uint32_t v = 0; v < 4; ++v)
+        store_rows(_mm512_add_epi32(even[v], odd[v]), a, t0, row0 + 16 * v);
+}
+
+// Tokens [t0, t0 + T) against one 64-row tile, straight from its packed bytes: each 64-byte
+// chunk is unpacked (three shifts, four masks) into the four row registers, which then feed
+// 4 × T vpdpbusd. At T = 6 that is 24 accumulators, 4 code registers, the mask and a broadcast:
+// 30 of the 32 zmm. The accumulators are four named arrays, not one acc[4][T], and every update
+// goes through pinned(): with a 4 × 6 array GCC 12 kept the accumulators on the stack, and
+// with 2 × 6 it still rotated them through register copies each step (object code,
+// bench/RESULTS.md). Reading the packed tile (16 · k bytes, 40 KiB at k = 2560) instead of a tile
+// unpacked to a byte per code (64 · k bytes, which lived in L2 and had to be written first) was
+// faster at every token count measured: the shifts and masks run beside vpdpbusd.
 template <std::size_t T>
 void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t t0,
                  std::uint32_t row0) {
@@ -55,135 +102,60 @@ void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t 
     const std::int8_t* q[T];
     for (std::size_t t = 0; t < T; ++t)
         q[t] = a.q + (t0 + t) * a.k;
-    __m512i acc[4][T];
-    for (auto& row : acc)
-        for (auto& v : row)
-            v = _mm512_setzero_si512();
-    if constexpr (T == 1) {
-        // Decode: one token gives only four dependent chains per chunk, too few to cover
-        // vpdpbusd's latency, so alternate two accumulator sets over even and odd steps. The
-        // prefetch 2 KiB ahead (the next tile follows this one) cut the CPU time of a
-        // memory-bound 30-layer decode by about a sixth.
-        __m512i odd[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(),
-                          _mm512_setzero_si512()};
-        for (std::size_t s = 0; s < steps; s += 2) {
-            _mm_prefetch(reinterpret_cast<const char*>(w_tile + s * 64 + 2048), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(w_tile + s * 64 + 2048 + 64), _MM_HINT_T0);
-            const __m512i b0 = _mm512_load_si512(w_tile + s * 64);
-            const __m512i b1 = _mm512_load_si512(w_tile + s * 64 + 64);
-            const __m512i x0 = broadcast4(q[0] + 4 * s);
-            const __m512i x1 = broadcast4(q[0] + 4 * s + 4);
-            for (int v = 0; v < 4; ++v) {
-                const __m512i w0 = _mm512_and_si512(_mm512_srli_epi16(b0, 2 * v), mask);
-                const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(b1, 2 * v), mask);
-                acc[v][0] = _mm512_dpbusd_epi32(acc[v][0], w0, x0);
-                odd[v] = _mm512_dpbusd_epi32(odd[v], w1, x1);
-            }
-        }
-        for (int v = 0; v < 4; ++v)
-            acc[v][0] = _mm512_add_epi32(acc[v][0], odd[v]);
-    } else {
-        for (std::size_t s = 0; s < steps; ++s) {
-            const __m512i b = _mm512_load_si512(w_tile + s * 64);
-            __m512i w[4];
-            for (int v = 0; v < 4; ++v)
-                w[v] = _mm512_and_si512(_mm512_srli_epi16(b, 2 * v), mask);
-            for (std::size_t t = 0; t < T; ++t) {
-                const __m512i x = broadcast4(q[t] + 4 * s);
-                for (int v = 0; v < 4; ++v)
-                    acc[v][t] = _mm512_dpbusd_epi32(acc[v][t], w[v], x);
-            }
-        }
+    __m512i r0[T];
+    __m512i r1[T];
+    __m512i r2[T];
+    __m512i r3[T];
+    for (std::size_t t = 0; t < T; ++t) {
+        r0[t] = _mm512_setzero_si512();
+        r1[t] = _mm512_setzero_si512();
+        r2[t] = _mm512_setzero_si512();
+        r3[t] = _mm512_setzero_si512();
     }
-    for (std::size_t t = 0; t < T; ++t)
-        for (std::uint32_t v = 0; v < 4; ++v)
-            store_rows(acc[v][t], a, t0 + t, row0 + 16 * v);
-}
-
-// The same product from a tile unpacked beforehand (unpack_tile): the inner loop is only loads,
-// broadcasts and vpdpbusd, which matters once many token groups share the tile.
-template <std::size_t T>
-void unpacked_tokens(const std::uint8_t* codes, const ternary_args& a, std::size_t t0,
-                     std::uint32_t row0) {
-    const std::size_t steps = a.k / 4;
-    const std::int8_t* q[T];
-    for (std::size_t t = 0; t < T; ++t)
-        q[t] = a.q + (t0 + t) * a.k;
-    // The tile's 64 rows in two passes of 32 (2 × T accumulators, at most 12 of the 32 zmm):
-    // with all four row registers at once (4 × 6 = 24 accumulators) GCC 12 kept the accumulator
-    // array on the stack and the loop ran at the speed of its stores, not of vpdpbusd (perf
-    // annotate, bench/RESULTS.md). Each pass re-reads the activations, which stay in L1/L2.
-    for (int half = 0; half < 2; ++half) {
-        __m512i acc[2][T];
-        for (auto& row : acc)
-            for (auto& v : row)
-                v = _mm512_setzero_si512();
-        const std::uint8_t* c = codes + 128 * half;
-        for (std::size_t s = 0; s < steps; ++s) {
-            const __m512i w0 = _mm512_load_si512(c + s * 256);
-            const __m512i w1 = _mm512_load_si512(c + s * 256 + 64);
-            for (std::size_t t = 0; t < T; ++t) {
-                const __m512i x = broadcast4(q[t] + 4 * s);
-                acc[0][t] = _mm512_dpbusd_epi32(acc[0][t], w0, x);
-                acc[1][t] = _mm512_dpbusd_epi32(acc[1][t], w1, x);
-            }
-        }
-        for (std::size_t t = 0; t < T; ++t)
-            for (std::uint32_t v = 0; v < 2; ++v)
-                store_rows(acc[v][t], a, t0 + t, row0 + 16 * (2 * half + v));
-    }
-}
-
-// One code per byte, for each step the four registers of tile_tokens one after the other:
-// 64 · k bytes (160 KiB at k = 2560, 432 KiB at 6912), which stay in L2 while read.
-void unpack_tile(const std::uint8_t* w_tile, std::size_t k, std::uint8_t* codes) {
-    const __m512i mask = _mm512_set1_epi8(3);
-    for (std::size_t s = 0; s < k / 4; ++s) {
+    for (std::size_t s = 0; s < steps; ++s) {
         const __m512i b = _mm512_load_si512(w_tile + s * 64);
-        for (int v = 0; v < 4; ++v)
-            _mm512_store_si512(codes + s * 256 + 64 * v,
-                               _mm512_and_si512(_mm512_srli_epi16(b, 2 * v), mask));
+        const __m512i w0 = _mm512_and_si512(b, mask);
+        const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(b, 2), mask);
+        const __m512i w2 = _mm512_and_si512(_mm512_srli_epi16(b, 4), mask);
+        const __m512i w3 = _mm512_and_si512(_mm512_srli_epi16(b, 6), mask);
+        for (std::size_t t = 0; t < T; ++t) {
+            const __m512i x = broadcast4(q[t] + 4 * s);
+            r0[t] = pinned(_mm512_dpbusd_epi32(r0[t], w0, x));
+            r1[t] = pinned(_mm512_dpbusd_epi32(r1[t], w1, x));
+            r2[t] = pinned(_mm512_dpbusd_epi32(r2[t], w2, x));
+            r3[t] = pinned(_mm512_dpbusd_epi32(r3[t], w3, x));
+        }
+    }
+    for (std::size_t t = 0; t < T; ++t) {
+        store_rows(r0[t], a, t0 + t, row0);
+        store_rows(r1[t], a, t0 + t, row0 + 16);
+        store_rows(r2[t], a, t0 + t, row0 + 32);
+        store_rows(r3[t], a, t0 + t, row0 + 48);
     }
 }
 
 using tile_fn = void (*)(const std::uint8_t*, const ternary_args&, std::size_t, std::uint32_t);
-constexpr tile_fn tile_fns[max_tokens + 1] = {nullptr,        tile_tokens<1>, tile_tokens<2>,
+constexpr tile_fn tile_fns[max_tokens + 1] = {nullptr,        decode_tile,    tile_tokens<2>,
                                               tile_tokens<3>, tile_tokens<4>, tile_tokens<5>,
                                               tile_tokens<6>};
-constexpr tile_fn unpacked_fns[max_tokens + 1] = {nullptr,
-                                                  unpacked_tokens<1>,
-                                                  unpacked_tokens<2>,
-                                                  unpacked_tokens<3>,
-                                                  unpacked_tokens<4>,
-                                                  unpacked_tokens<5>,
-                                                  unpacked_tokens<6>};
 
 } // namespace
 
 void ternary_rows_avx512(const ternary_args& a) {
     const std::size_t tile_bytes = static_cast<std::size_t>(tile) * a.k / 4;
     // Tokens are taken in blocks whose activations (96 · k bytes, 240 KiB at k = 2560) stay in L2
-    // beside the unpacked tile; every tile is re-read once per block.
+    // while every tile of the range is read once per block (from L2 or memory), and each tile
+    // stays in L1/L2 while the block's token groups read it.
     constexpr std::size_t token_block = 16 * max_tokens;
     for (std::size_t b0 = 0; b0 < a.n_tok; b0 += token_block) {
         const std::size_t b1 = b0 + token_block < a.n_tok ? b0 + token_block : a.n_tok;
-        // With more than one token group the tile is unpacked once into the caller's scratch and
-        // every group reads plain codes; with one group the unpack is folded into the product.
-        const bool unpack_first = b1 - b0 > max_tokens && a.scratch != nullptr;
         for (std::uint32_t row0 = a.row_begin; row0 < a.row_end; row0 += tile) {
             const std::uint8_t* w_tile = a.w + static_cast<std::size_t>(row0 / tile) * tile_bytes;
-            const std::uint8_t* src = w_tile;
-            const tile_fn* fns = tile_fns;
-            if (unpack_first) {
-                unpack_tile(w_tile, a.k, a.scratch);
-                src = a.scratch;
-                fns = unpacked_fns;
-            }
             std::size_t t0 = b0;
             for (; t0 + max_tokens <= b1; t0 += max_tokens)
-                fns[max_tokens](src, a, t0, row0);
+                tile_fns[max_tokens](w_tile, a, t0, row0);
             if (t0 < b1)
-                fns[b1 - t0](src, a, t0, row0);
+                tile_fns[b1 - t0](w_tile, a, t0, row0);
         }
     }
 }
