@@ -25,26 +25,32 @@ namespace bitnet::kernels {
 /// Values per Q8_0 block (ggml's QK8_0).
 inline constexpr std::size_t q8_0_block = 32;
 
-/// A matrix [rows][cols] in Q8_0 blocks. The values and the scales are the bytes of GGUF's Q8_0
-/// blocks, stored apart (a row's values contiguous, its scales in a second array) so the kernels'
-/// 64-byte loads of values stay aligned: still 34 bytes per 32 values.
+/// A matrix [rows][cols] in Q8_0 blocks: the values and scales of GGUF's Q8_0 blocks (34 bytes per
+/// 32 values), rearranged for the kernels. Scales are kept apart, F16 [rows][cols / 32] in block
+/// order. A row's values come in groups of 16 blocks (512 values; the last group of a row holds
+/// the G = cols / 32 mod 16 blocks left, if any): a group is 8 vectors of G 4-byte words, word l of
+/// vector v being values 4v..4v+3 of the group's block l. So one 64-byte load holds the same four
+/// values of 16 blocks, and vpdpbusd sums each block's products into a lane of its own.
 struct packed_q8_0 {
     std::uint32_t rows = 0;
     std::uint32_t cols = 0; ///< a multiple of q8_0_block
     isa family = isa::scalar;
-    aligned_buffer values; ///< int8 [rows][cols]
+    aligned_buffer values; ///< int8 [rows][cols], each row as q8_0_value_offset says
     aligned_buffer scales; ///< F16 bits [rows][cols / 32]
 
     /// What one product reads of the matrix: values and scales.
     [[nodiscard]] std::uint64_t bytes() const noexcept { return values.size() + scales.size(); }
 };
 
+/// Where value k of a row lies among the row's cols bytes of packed_q8_0::values.
+[[nodiscard]] std::size_t q8_0_value_offset(std::size_t k, std::size_t cols) noexcept;
+
 /// Activations of n_rows tokens in Q8_0 blocks. The scales stay floats: they are never stored, so
 /// rounding them to F16 as ggml does would only lose accuracy.
 struct q8_0_acts {
     std::size_t n_rows = 0;
     std::size_t k = 0;
-    std::vector<std::int8_t> q; ///< [n_rows][k]
+    std::vector<std::int8_t> q; ///< [n_rows][k], in natural order
     std::vector<float> scale;   ///< [n_rows][k / 32]
 };
 
@@ -63,16 +69,17 @@ void quantize_q8_0(const float* x, std::size_t n_rows, std::size_t k, std::size_
 /// Lanes of the fixed summation order of every q8_0_matmul family.
 inline constexpr std::size_t q8_0_dot_lanes = 16;
 
+/// Blocks per group of the packed layout (one block per lane).
+inline constexpr std::size_t q8_0_group_blocks = q8_0_dot_lanes;
+
 /// y[t][m] for t < acts.n_rows and m < w.rows (row t of y at y + t·ldy); acts.k must equal w.cols.
 /// Rows are split over n_threads threads (0 = one per core).
 ///
-/// The sum is defined, for every family, over chunks of 64 values (two blocks; the last chunk is
-/// one block when cols / 32 is odd). In chunk c, lane l < 16 holds the exact integer sum of the
-/// four products at k = 64c + 4l + j, j < 4, which lie in block b = 2c + l / 8; it is added as
-/// acc[l] = fma(float(lane), s_b, acc[l]) with s_b = float(d_w[b]) · d_a[b] rounded to float,
-/// chunks in increasing c (lanes with no values in a short last chunk are left as they are). Then
-/// the lanes are folded by halves, lane i += lane i + w for w = 8, 4, 2, 1. That is one 16-lane
-/// AVX-512 register per chunk or two 8-lane AVX2 registers, so every family gives the same bits.
+/// The sum is defined, for every family, as 16 partial sums: block b's exact integer dot product
+/// (Σ over its 32 values of w8 · q) is added to lane b mod 16 as acc = fma(float(dot), s_b, acc)
+/// with s_b = float(d_w[b]) · d_a[b] rounded to float, blocks in increasing b; then the lanes are
+/// folded by halves, lane i += lane i + w for w = 8, 4, 2, 1. That is one 16-lane AVX-512 register
+/// or two 8-lane AVX2 registers per (row, token), so every family gives the same bits.
 void q8_0_matmul(const packed_q8_0& w, const q8_0_acts& acts, float* y, std::size_t ldy,
                  int n_threads);
 

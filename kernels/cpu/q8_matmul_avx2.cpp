@@ -1,13 +1,15 @@
 // AVX2 family of the Q8_0 logits product (kernels/q8_matmul.hpp). The 16 lanes of the defined
-// order are two ymm accumulators per (row, token): one for the first block of every 64-value
-// chunk (lanes 0-7), one for the second (lanes 8-15). A block's products are ggml's sign trick:
-// vpmaddubsw of |w| (unsigned) with q carrying w's sign, whose pair sums (at most 2 · 127 · 127)
-// cannot saturate, then vpmaddwd with ones, so lane l sums the four products at 4l..4l+3 exactly.
+// order are two ymm registers per (row, token): lanes 0-7 take the first 32 bytes of each of a
+// group's vectors (blocks 0-7 of the group), lanes 8-15 the second 32. Products are ggml's sign
+// trick: vpmaddubsw of |w| (unsigned) with q carrying w's sign, whose pair sums (at most
+// 2 · 127 · 127) cannot saturate, then vpmaddwd with ones into the block's int32 lane.
 #include "kernels/cpu/q8_kernels.hpp"
 #include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {
+
+constexpr std::size_t group_values = 512;
 
 // lane i += lane i + w for w = 8 (the two registers), 4, 2, 1: the scalar twin's fold.
 inline float fold16(__m256 lo, __m256 hi) {
@@ -18,64 +20,90 @@ inline float fold16(__m256 lo, __m256 hi) {
     return _mm_cvtss_f32(s4);
 }
 
-inline __m256i load32(const std::int8_t* p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+// All-ones in the n <= 8 low 32-bit lanes.
+inline __m256i lane_mask(std::size_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-// One block of row m against tokens [t0, t0 + T), added into acc[t].
-template <std::size_t T>
-inline void add_block(const q8_0_args& a, const std::int8_t* w, const std::uint16_t* ws,
-                      std::size_t t0, std::size_t k, __m256* acc) {
-    const std::size_t nb = a.k / 32;
-    const std::size_t b = k / 32;
-    const __m256i ones = _mm256_set1_epi16(1);
-    const __m256i wv = load32(w + k);
-    const __m256i aw = _mm256_sign_epi8(wv, wv); // |w|
-    const __m256 sw = _mm256_set1_ps(_cvtsh_ss(ws[b]));
-    for (std::size_t t = 0; t < T; ++t) {
-        const __m256i xv = load32(a.q + (t0 + t) * a.k + k);
-        const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv, wv));
-        const __m256i dot = _mm256_madd_epi16(p16, ones);
-        const __m256 s = _mm256_mul_ps(sw, _mm256_set1_ps(a.q_scale[(t0 + t) * nb + b]));
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), s, acc[t]);
-    }
+// n <= 8 words, zeros past them. vpmaskmovd is slow on some CPUs: full halves (all of a row's but
+// the last group's) take a plain load.
+inline __m256i load_words(const void* p, std::size_t n, __m256i mask) {
+    if (n == 8)
+        return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+    return _mm256_maskload_epi32(static_cast<const int*>(p), mask);
 }
 
+// n <= 8 F16 scales as floats, zeros past them.
+inline __m256 scales8(const std::uint16_t* p, std::size_t n) {
+    if (n == 8)
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    std::uint16_t tmp[8] = {};
+    for (std::size_t i = 0; i < n; ++i)
+        tmp[i] = p[i];
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp)));
+}
+
+// Row m against tokens [t0, t0 + T).
 template <std::size_t T>
 void row_tokens(const q8_0_args& a, std::size_t m, std::size_t t0) {
-    __m256 lo[T];
-    __m256 hi[T];
-    for (std::size_t t = 0; t < T; ++t) {
-        lo[t] = _mm256_setzero_ps();
-        hi[t] = _mm256_setzero_ps();
-    }
+    const std::size_t nb = a.k / 32;
+    const std::size_t ng = (nb + 15) / 16;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[2][T];
+    for (auto& half : acc)
+        for (auto& v : half)
+            v = _mm256_setzero_ps();
     const std::int8_t* w = a.w + m * a.k;
-    const std::uint16_t* ws = a.w_scale + m * (a.k / 32);
-    std::size_t k = 0;
-    for (; k + 64 <= a.k; k += 64) {
-        if constexpr (T == 1)
-            _mm_prefetch(reinterpret_cast<const char*>(w + k + 512), _MM_HINT_T0);
-        add_block<T>(a, w, ws, t0, k, lo);
-        add_block<T>(a, w, ws, t0, k + 32, hi);
+    const std::uint16_t* ws = a.w_scale + m * nb;
+    for (std::size_t g = 0; g < ng; ++g) {
+        const std::size_t blocks = nb - 16 * g < 16 ? nb - 16 * g : 16;
+        const std::size_t base = g * group_values;
+        const std::size_t stride = 4 * blocks;
+        for (std::size_t h = 0; h < 2; ++h) {
+            if (8 * h >= blocks)
+                break;
+            const std::size_t n = blocks - 8 * h < 8 ? blocks - 8 * h : 8;
+            const __m256i mask = lane_mask(n);
+            __m256i dot[T];
+            for (std::size_t t = 0; t < T; ++t)
+                dot[t] = _mm256_setzero_si256();
+            for (std::size_t v = 0; v < 8; ++v) {
+                const std::size_t at = base + stride * v + 32 * h;
+                const __m256i wv = load_words(w + at, n, mask);
+                const __m256i aw = _mm256_sign_epi8(wv, wv); // |w|
+                for (std::size_t t = 0; t < T; ++t) {
+                    const __m256i xv = load_words(a.q + (t0 + t) * a.k + at, n, mask);
+                    const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv, wv));
+                    dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p16, ones));
+                }
+            }
+            const std::size_t b = 16 * g + 8 * h;
+            const __m256 sw = scales8(ws + b, n);
+            for (std::size_t t = 0; t < T; ++t) {
+                const float* xs = a.q_scale + (t0 + t) * nb + b;
+                const __m256 sa = n == 8 ? _mm256_loadu_ps(xs) : _mm256_maskload_ps(xs, mask);
+                const __m256 next =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(sw, sa), acc[h][t]);
+                // Lanes past the group's blocks keep their sums, as in the scalar twin.
+                acc[h][t] =
+                    n == 8 ? next : _mm256_blendv_ps(acc[h][t], next, _mm256_castsi256_ps(mask));
+            }
+        }
     }
-    if (k < a.k)
-        add_block<T>(a, w, ws, t0, k, lo); // a one-block last chunk: lanes 0-7 only
     for (std::size_t t = 0; t < T; ++t)
-        a.y[(t0 + t) * a.ldy + m] = fold16(lo[t], hi[t]);
+        a.y[(t0 + t) * a.ldy + m] = fold16(acc[0][t], acc[1][t]);
 }
 
 } // namespace
 
 void q8_0_rows_avx2(const q8_0_args& a) {
-    // One row against up to four tokens: 8 accumulators of the 16 registers.
+    // One row against up to three tokens: 6 float and 3 int accumulators of the 16 registers.
     for (std::size_t m = a.row_begin; m < a.row_end; ++m) {
         std::size_t t = 0;
-        for (; t + 4 <= a.n_tok; t += 4)
-            row_tokens<4>(a, m, t);
-        switch (a.n_tok - t) {
-        case 3:
+        for (; t + 3 <= a.n_tok; t += 3)
             row_tokens<3>(a, m, t);
-            break;
+        switch (a.n_tok - t) {
         case 2:
             row_tokens<2>(a, m, t);
             break;

@@ -6,6 +6,7 @@
 #include "kernel_test_util.hpp"
 #include "kernels/f16.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace bitnet;
@@ -21,7 +22,29 @@ std::vector<std::uint16_t> random_f16(std::size_t n, std::uint32_t seed) {
     return h;
 }
 
+// Value k of row m of w, wherever the packed layout keeps it.
+int value(const kernels::packed_q8_0& w, std::size_t m, std::size_t k) {
+    return w.values.as<std::int8_t>()[m * w.cols + kernels::q8_0_value_offset(k, w.cols)];
+}
+
 } // namespace
+
+TEST_CASE("q8_0 logits: the packed layout puts every value of a row in a place of its own") {
+    for (std::size_t cols : {32u, 96u, 512u, 544u, 1024u, 2560u, 2592u}) {
+        CAPTURE(cols);
+        std::vector<int> seen(cols, 0);
+        for (std::size_t k = 0; k < cols; ++k) {
+            const std::size_t at = kernels::q8_0_value_offset(k, cols);
+            REQUIRE(at < cols);
+            ++seen[at];
+        }
+        CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(cols));
+    }
+    // Word l of vector v of a full group is values 4v..4v+3 of block l.
+    CHECK(kernels::q8_0_value_offset(32 * 5 + 4 * 3 + 1, 2560) == 64 * 3 + 4 * 5 + 1);
+    // In a last group of 2 blocks (cols 576 = 18 blocks), vectors are 8 bytes apart.
+    CHECK(kernels::q8_0_value_offset(512 + 32 + 4 * 7 + 2, 576) == 512 + 8 * 7 + 4 + 2);
+}
 
 TEST_CASE("q8_0 logits: weight blocks are ggml's Q8_0 (scale absmax/127 in F16, round half away)") {
     const std::uint32_t rows = 2, cols = 64;
@@ -37,15 +60,14 @@ TEST_CASE("q8_0 logits: weight blocks are ggml's Q8_0 (scale absmax/127 in F16, 
         h[cols + k] = 0;
     const auto w = kernels::pack_q8_0(h.data(), rows, cols, kernels::isa::scalar);
     CHECK(w.bytes() == rows * cols + rows * (cols / 32) * 2);
-    const auto* q = w.values.as<std::int8_t>();
     const auto* d = w.scales.as<std::uint16_t>();
     CHECK(kernels::f16_to_f32(d[0]) == 1.0f);
-    CHECK(q[0] == -127);
-    CHECK(q[1] == 3); // half away from zero, not to even
-    CHECK(q[2] == -3);
+    CHECK(value(w, 0, 0) == -127);
+    CHECK(value(w, 0, 1) == 3); // half away from zero, not to even
+    CHECK(value(w, 0, 2) == -3);
     CHECK(d[1 * 2 + 1] == 0);
     for (std::uint32_t k = 32; k < 64; ++k)
-        CHECK(q[cols + k] == 0);
+        CHECK(value(w, 1, k) == 0);
     // Every other block against the reference formula, written out here.
     for (std::uint32_t m = 0; m < rows; ++m)
         for (std::uint32_t b = 0; b < cols / 32; ++b) {
@@ -58,7 +80,7 @@ TEST_CASE("q8_0 logits: weight blocks are ggml's Q8_0 (scale absmax/127 in F16, 
             CHECK(d[m * 2 + b] == kernels::f32_to_f16(dd));
             for (std::uint32_t j = 0; j < 32; ++j) {
                 const float x = kernels::f16_to_f32(h[m * cols + b * 32 + j]);
-                CHECK(q[m * cols + b * 32 + j] == static_cast<int>(std::round(x * (1.0f / dd))));
+                CHECK(value(w, m, b * 32 + j) == static_cast<int>(std::round(x * (1.0f / dd))));
             }
         }
 }
@@ -83,8 +105,10 @@ TEST_CASE("q8_0 logits: activation blocks keep their float scale and their extre
 
 TEST_CASE("q8_0 logits: every family equals the scalar twin; the scalar follows the formula") {
     std::uint32_t seed = 10;
-    for (std::uint32_t rows : {1u, 3u, 4u, 5u, 65u, 130u}) {
-        for (std::uint32_t cols : {32u, 64u, 96u, 256u, 2560u}) {
+    // cols: one block, partial groups of 2, 3 and 8 blocks, one full group, five full groups, and
+    // full groups followed by a partial one; rows around the 4- and 8-row blocks.
+    for (std::uint32_t rows : {1u, 3u, 4u, 5u, 9u, 13u, 65u, 130u}) {
+        for (std::uint32_t cols : {32u, 64u, 96u, 256u, 512u, 2560u, 2656u}) {
             for (std::size_t n_tok :
                  {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5}, std::size_t{9}}) {
                 CAPTURE(rows);
@@ -102,7 +126,6 @@ TEST_CASE("q8_0 logits: every family equals the scalar twin; the scalar follows 
 
                 // The block formula in double: the scalar twin's float sum is within a few
                 // float roundings of it (16 lanes of at most cols/64 + 1 fused steps).
-                const auto* q8 = ws.values.as<std::int8_t>();
                 const auto* d = ws.scales.as<std::uint16_t>();
                 const std::size_t nb = cols / 32;
                 bool formula = true;
@@ -113,7 +136,7 @@ TEST_CASE("q8_0 logits: every family equals the scalar twin; the scalar follows 
                         for (std::size_t b = 0; b < nb; ++b) {
                             std::int64_t dot = 0;
                             for (std::size_t j = 0; j < 32; ++j)
-                                dot += q8[m * cols + b * 32 + j] * acts.q[t * cols + b * 32 + j];
+                                dot += value(ws, m, b * 32 + j) * acts.q[t * cols + b * 32 + j];
                             const double s =
                                 static_cast<double>(kernels::f16_to_f32(d[m * nb + b])) *
                                 acts.scale[t * nb + b];
