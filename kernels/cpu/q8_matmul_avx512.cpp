@@ -6,6 +6,7 @@
 // over each block is taken back out: in batches it is computed once per row block into the
 // scratch, where each (row, token) lane starts, and shared by every token; in decode it is summed
 // beside the product, in the same pass over the row.
+#include "kernels/cpu/lane_fold_avx512.hpp"
 #include "kernels/cpu/q8_kernels.hpp"
 #include "kernels/cpu/x86_intrinsics.hpp"
 
@@ -13,18 +14,6 @@ namespace bitnet::kernels::cpu {
 namespace {
 
 constexpr std::size_t group_values = 512;
-
-// lane i += lane i + w for w = 8, 4, 2, 1: the order of the scalar twin's fold.
-inline float fold16(__m512 v) {
-    const __m256 lo = _mm512_castps512_ps256(v);
-    // A shuffle rather than an extract: GCC 12's extract intrinsics trip -Wmaybe-uninitialized.
-    const __m256 hi = _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xee));
-    const __m256 s8 = _mm256_add_ps(lo, hi);
-    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
-    return _mm_cvtss_f32(s4);
-}
 
 // Group g of a row: where it starts, the stride of its 8 vectors, and its lanes. Every group but
 // a row's last is full (16 blocks, 64-byte vectors); the kernels take full groups through plain
@@ -70,7 +59,11 @@ struct group_view {
     }
 };
 
-const __m512i c128 = _mm512_set1_epi8(static_cast<char>(0x80));
+// 128 in every byte, the unsigned operand that sums a block's weights. A function, not a global:
+// a global's initializer would run at start-up, on CPUs without AVX-512 too.
+inline __m512i c128() {
+    return _mm512_set1_epi8(static_cast<char>(0x80));
+}
 
 // Calls fn(group_view<true>, g) for the full groups of a row and fn(group_view<false>, g) for a
 // short last one.
@@ -92,7 +85,7 @@ void corrections(const q8_0_args& a, std::size_t m0, std::size_t n_rows) {
         for_each_group(nb, [&](const auto& gv, std::size_t g) {
             __m512i sum = _mm512_setzero_si512();
             for (std::size_t v = 0; v < 8; ++v)
-                sum = _mm512_dpbusd_epi32(sum, c128, gv.words(w, v));
+                sum = _mm512_dpbusd_epi32(sum, c128(), gv.words(w, v));
             _mm512_storeu_si512(a.scratch + (r * ng + g) * 16,
                                 _mm512_sub_epi32(_mm512_setzero_si512(), sum));
         });
@@ -176,7 +169,7 @@ void decode_block(const q8_0_args& a, std::size_t m0) {
             for (std::size_t r = 0; r < R; ++r) {
                 const __m512i wv = gv.words(w[r], v);
                 dot[r] = _mm512_dpbusd_epi32(dot[r], xv, wv);
-                corr[r] = _mm512_dpbusd_epi32(corr[r], c128, wv);
+                corr[r] = _mm512_dpbusd_epi32(corr[r], c128(), wv);
             }
         }
         const __m512 sa = gv.floats(a.q_scale + 16 * g);
