@@ -10,27 +10,26 @@
 namespace bitnet::kernels {
 namespace {
 
-// std::roundf (half away from zero, as ggml's reference rounds) without a libm call per value:
-// without SSE4.1 the compiler cannot inline roundf, and packing calls this 328 M times. |v| is at
-// most 127 plus rounding for finite blocks; anything else (NaN, inf from a broken file) saturates
-// instead of reaching an undefined float-to-int conversion.
-float round_half_away(float v) {
-    if (!(std::fabs(v) <= 127.0f))
-        return v > 0.0f ? 127.0f : (v < 0.0f ? -127.0f : 0.0f);
-    const int i = static_cast<int>(v);            // toward zero
-    const float frac = v - static_cast<float>(i); // exact
-    return static_cast<float>(frac >= 0.5f ? i + 1 : (frac <= -0.5f ? i - 1 : i));
-}
-
-// One block of 32 floats as ggml's quantize_row_q8_0_ref: returns d (not yet rounded to F16).
+// One block of 32 floats as ggml's quantize_row_q8_0_ref: returns d (not yet rounded to F16) and
+// writes roundf(x · (1 / d)). roundf (half away from zero) is spelled out as truncation plus a
+// compare, which the compiler vectorizes, where a libm call per value would dominate loading (328 M
+// values on the 2B-4T shape). Values are clamped to ±127 first (|x · id| <= 127 for finite blocks;
+// NaN becomes 0), so the conversion to int is always defined.
 float quantize_block(const float* x, std::int8_t* q) {
     float amax = 0.0f;
     for (std::size_t j = 0; j < q8_0_block; ++j)
         amax = std::max(amax, std::fabs(x[j])); // ggml's MAX; std::fmax is a libm call
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    for (std::size_t j = 0; j < q8_0_block; ++j)
-        q[j] = static_cast<std::int8_t>(round_half_away(x[j] * id));
+    for (std::size_t j = 0; j < q8_0_block; ++j) {
+        float v = x[j] * id;
+        v = v > 127.0f ? 127.0f : v;
+        v = v < -127.0f ? -127.0f : v;
+        v = v == v ? v : 0.0f;
+        const int i = static_cast<int>(v);            // toward zero
+        const float frac = v - static_cast<float>(i); // exact
+        q[j] = static_cast<std::int8_t>(i + (frac >= 0.5f ? 1 : 0) - (frac <= -0.5f ? 1 : 0));
+    }
     return d;
 }
 
@@ -86,6 +85,9 @@ packed_q8_0 pack_q8_0(const std::uint16_t* f16, std::uint32_t rows, std::uint32_
     w.scales = aligned_buffer(std::size_t{rows} * nb * sizeof(std::uint16_t));
     auto* values = w.values.as<std::int8_t>();
     auto* scales = w.scales.as<std::uint16_t>();
+    std::vector<std::uint32_t> offset(cols);
+    for (std::size_t k = 0; k < cols; ++k)
+        offset[k] = static_cast<std::uint32_t>(q8_0_value_offset(k, cols));
     parallel_ranges(rows, 256, resolve_threads(0), [&](std::size_t begin, std::size_t end) {
         float x[q8_0_block];
         std::int8_t q[q8_0_block];
@@ -96,7 +98,7 @@ packed_q8_0 pack_q8_0(const std::uint16_t* f16, std::uint32_t rows, std::uint32_
                     x[j] = f16_to_f32(f16[m * cols + k0 + j]);
                 scales[m * nb + b] = f32_to_f16(quantize_block(x, q));
                 for (std::size_t j = 0; j < q8_0_block; ++j)
-                    values[m * cols + q8_0_value_offset(k0 + j, cols)] = q[j];
+                    values[m * cols + offset[k0 + j]] = q[j];
             }
     });
     return w;
