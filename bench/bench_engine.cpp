@@ -340,7 +340,7 @@ int main(int argc, char** argv) {
     app.add_option("--kv-tokens", kv_tokens, "KV budget in tokens (all sequences)");
     app.add_option("--repeats", repeats);
     bool q8_logits = false;
-    app.add_flag("--q8-logits", q8_logits, "the opt-in int8 logits");
+    app.add_flag("--q8-logits", q8_logits, "the opt-in Q8_0 block logits");
     std::string workload_spec;
     bool workload_only = false;
     app.add_option("--workload", workload_spec, "NxPxT: N sequences, P-token prompts, T tokens");

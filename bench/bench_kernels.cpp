@@ -1,14 +1,15 @@
 // CPU kernel throughput on the BitNet-b1.58-2B-4T shapes (spec §4.1): the ternary product per
 // kernel family at decode (M = 1, weight GB/s) and batched (M tokens, GMAC/s), the tied-logits F16
-// product, activation quantization, and the machine's streaming read bandwidth with the same
-// thread counts, so decode figures can be quoted as a fraction of the roofline.
-// Figures go to bench/RESULTS.md ("Kernels"). BITNET_ISA does not matter here: every family this
-// CPU runs is registered by name.
+// product in F16 and in Q8_0 blocks, activation quantization, and the machine's streaming read
+// bandwidth with the same thread counts, so decode figures can be quoted as a fraction of the
+// roofline. Figures go to bench/RESULTS.md ("Kernels"). BITNET_ISA does not matter here: every
+// family this CPU runs is registered by name.
 #include "ceilings.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/f16.hpp"
 #include "kernels/f16_matmul.hpp"
 #include "kernels/parallel.hpp"
+#include "kernels/q8_matmul.hpp"
 #include "kernels/ternary_matmul.hpp"
 
 #include <benchmark/benchmark.h>
@@ -18,6 +19,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -296,6 +298,36 @@ void bm_f16_logits(benchmark::State& state, isa family) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The same product with the embedding in Q8_0 blocks (engine_options::q8_logits), activations
+// quantized to Q8_0 inside the timed loop as the engine does. weight_GB/s counts values and scales.
+void bm_q8_0_logits(benchmark::State& state, isa family) {
+    const auto n_tok = static_cast<std::size_t>(state.range(0));
+    const auto n_threads = static_cast<int>(state.range(1));
+    static const packed_q8_0 w = pack_q8_0(embedding().data(), vocab, n_embd, isa::scalar);
+    packed_q8_0 view; // the same bytes, run by `family`
+    view.rows = w.rows;
+    view.cols = w.cols;
+    view.family = family;
+    view.values = aligned_buffer(w.values.size());
+    view.scales = aligned_buffer(w.scales.size());
+    std::memcpy(view.values.data(), w.values.data(), w.values.size());
+    std::memcpy(view.scales.data(), w.scales.data(), w.scales.size());
+    const std::vector<float> x = random_floats(n_tok * n_embd, 5);
+    std::vector<float> y(n_tok * vocab);
+    q8_0_acts acts;
+    for (auto _ : state) {
+        quantize_q8_0(x.data(), n_tok, n_embd, n_embd, acts);
+        q8_0_matmul(view, acts, y.data(), vocab, n_threads);
+        benchmark::DoNotOptimize(y.data());
+        benchmark::ClobberMemory();
+    }
+    const double weight_bytes = static_cast<double>(view.bytes());
+    state.counters["weight_GB/s"] =
+        benchmark::Counter(weight_bytes * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void bm_quantize(benchmark::State& state, isa family) {
     const auto n_tok = static_cast<std::size_t>(state.range(0));
     const std::vector<float> x = random_floats(n_tok * n_embd, 9);
@@ -415,14 +447,19 @@ void register_all() {
                 ->ArgNames({"M", "threads"})
                 ->UseRealTime()
                 ->Unit(benchmark::kMillisecond);
-        // The scalar twin calls libm's fma per element: M = 8 would take seconds per call.
-        benchmark::RegisterBenchmark(("f16_logits/" + fam).c_str(), bm_f16_logits, f)
-            ->ArgsProduct({f == isa::scalar ? std::vector<std::int64_t>{1}
-                                            : std::vector<std::int64_t>{1, 8, 32},
-                           {1, 2}})
-            ->ArgNames({"M", "threads"})
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+        // The logits product in F16 and in Q8_0 blocks, side by side. The scalar twins (libm's
+        // fma per element or per block) only at M = 1: M = 8 would take seconds per call.
+        const std::vector<std::int64_t> logits_m =
+            f == isa::scalar ? std::vector<std::int64_t>{1} : std::vector<std::int64_t>{1, 8, 32};
+        using logits_fn = void (*)(benchmark::State&, isa);
+        for (const auto& [name, fn] :
+             {std::pair<const char*, logits_fn>{"f16_logits/", bm_f16_logits},
+              std::pair<const char*, logits_fn>{"q8_0_logits/", bm_q8_0_logits}})
+            benchmark::RegisterBenchmark((name + fam).c_str(), fn, f)
+                ->ArgsProduct({logits_m, {1, 2}})
+                ->ArgNames({"M", "threads"})
+                ->UseRealTime()
+                ->Unit(benchmark::kMillisecond);
         benchmark::RegisterBenchmark(("quantize/" + fam).c_str(), bm_quantize, f)
             ->Arg(1)
             ->Arg(64)

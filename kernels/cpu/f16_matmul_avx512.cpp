@@ -3,22 +3,11 @@
 // from F16 once per 16 columns and reused for T tokens, and the rows stay in L1 while the next
 // token group passes over them, so the weight is streamed from memory once per call.
 #include "kernels/cpu/isa_kernels.hpp"
+#include "kernels/cpu/lane_fold_avx512.hpp"
 #include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {
-
-// lane i += lane i + w for w = 8, 4, 2, 1: the order of the scalar twin's fold.
-inline float fold16(__m512 v) {
-    const __m256 lo = _mm512_castps512_ps256(v);
-    // A shuffle rather than an extract: GCC 12's extract intrinsics trip -Wmaybe-uninitialized.
-    const __m256 hi = _mm512_castps512_ps256(_mm512_shuffle_f32x4(v, v, 0xee));
-    const __m256 s8 = _mm256_add_ps(lo, hi);
-    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
-    return _mm_cvtss_f32(s4);
-}
 
 // Rows [m0, m0 + R) against tokens [t0, t0 + T). R × T ≤ 16 accumulators.
 template <std::size_t R, std::size_t T>

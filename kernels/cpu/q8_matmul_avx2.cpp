@@ -1,50 +1,109 @@
-// AVX2 family of the int8 logits product: bytes widened to int16 and multiplied pairwise into
-// int32 (vpmaddwd, exact; vpmaddubsw would saturate), one row against up to 4 tokens at a time.
+// AVX2 family of the Q8_0 logits product (kernels/q8_matmul.hpp). The 16 lanes of the defined
+// order are two ymm registers per (row, token): lanes 0-7 take the first 32 bytes of each of a
+// group's vectors (blocks 0-7 of the group), lanes 8-15 the second 32. Products are ggml's sign
+// trick: vpmaddubsw of |w| (unsigned) with q carrying w's sign, whose pair sums (at most
+// 2 · 127 · 127) cannot saturate, then vpmaddwd with ones into the block's int32 lane.
 #include "kernels/cpu/q8_kernels.hpp"
 #include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {
 
-__m256i widen16(const std::int8_t* p) {
-    return _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+constexpr std::size_t group_values = 512;
+
+// lane i += lane i + w for w = 8 (the two registers), 4, 2, 1: the scalar twin's fold.
+inline float fold16(__m256 lo, __m256 hi) {
+    const __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    s4 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    s4 = _mm_add_ss(s4, _mm_shuffle_ps(s4, s4, 1));
+    return _mm_cvtss_f32(s4);
 }
 
-std::int32_t hsum(__m256i v) {
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
-    return _mm_cvtsi128_si32(s);
+// All-ones in the n <= 8 low 32-bit lanes.
+inline __m256i lane_mask(std::size_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// n <= 8 words, zeros past them. vpmaskmovd is slow on some CPUs: full halves (all of a row's but
+// the last group's) take a plain load.
+inline __m256i load_words(const void* p, std::size_t n, __m256i mask) {
+    if (n == 8)
+        return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+    return _mm256_maskload_epi32(static_cast<const int*>(p), mask);
+}
+
+// n <= 8 F16 scales as floats, zeros past them.
+inline __m256 scales8(const std::uint16_t* p, std::size_t n) {
+    if (n == 8)
+        return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    std::uint16_t tmp[8] = {};
+    for (std::size_t i = 0; i < n; ++i)
+        tmp[i] = p[i];
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp)));
+}
+
+// Row m against tokens [t0, t0 + T).
 template <std::size_t T>
-void row_tokens(const q8_args& a, std::size_t m, std::size_t t0) {
-    __m256i acc[T];
-    for (std::size_t t = 0; t < T; ++t)
-        acc[t] = _mm256_setzero_si256();
+void row_tokens(const q8_0_args& a, std::size_t m, std::size_t t0) {
+    const std::size_t nb = a.k / 32;
+    const std::size_t ng = (nb + 15) / 16;
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[2][T];
+    for (auto& half : acc)
+        for (auto& v : half)
+            v = _mm256_setzero_ps();
     const std::int8_t* w = a.w + m * a.k;
-    for (std::size_t i = 0; i < a.k; i += 16) {
-        const __m256i wv = widen16(w + i);
-        for (std::size_t t = 0; t < T; ++t)
-            acc[t] =
-                _mm256_add_epi32(acc[t], _mm256_madd_epi16(wv, widen16(a.q + (t0 + t) * a.k + i)));
+    const std::uint16_t* ws = a.w_scale + m * nb;
+    for (std::size_t g = 0; g < ng; ++g) {
+        const std::size_t blocks = nb - 16 * g < 16 ? nb - 16 * g : 16;
+        const std::size_t base = g * group_values;
+        const std::size_t stride = 4 * blocks;
+        for (std::size_t h = 0; h < 2; ++h) {
+            if (8 * h >= blocks)
+                break;
+            const std::size_t n = blocks - 8 * h < 8 ? blocks - 8 * h : 8;
+            const __m256i mask = lane_mask(n);
+            __m256i dot[T];
+            for (std::size_t t = 0; t < T; ++t)
+                dot[t] = _mm256_setzero_si256();
+            for (std::size_t v = 0; v < 8; ++v) {
+                const std::size_t at = base + stride * v + 32 * h;
+                const __m256i wv = load_words(w + at, n, mask);
+                const __m256i aw = _mm256_sign_epi8(wv, wv); // |w|
+                for (std::size_t t = 0; t < T; ++t) {
+                    const __m256i xv = load_words(a.q + (t0 + t) * a.k + at, n, mask);
+                    const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv, wv));
+                    dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p16, ones));
+                }
+            }
+            const std::size_t b = 16 * g + 8 * h;
+            const __m256 sw = scales8(ws + b, n);
+            for (std::size_t t = 0; t < T; ++t) {
+                const float* xs = a.q_scale + (t0 + t) * nb + b;
+                const __m256 sa = n == 8 ? _mm256_loadu_ps(xs) : _mm256_maskload_ps(xs, mask);
+                const __m256 next =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(sw, sa), acc[h][t]);
+                // Lanes past the group's blocks keep their sums, as in the scalar twin.
+                acc[h][t] =
+                    n == 8 ? next : _mm256_blendv_ps(acc[h][t], next, _mm256_castsi256_ps(mask));
+            }
+        }
     }
-    const std::size_t n_rows = a.row_end - a.row_begin;
     for (std::size_t t = 0; t < T; ++t)
-        a.dots[(t0 + t) * n_rows + (m - a.row_begin)] = hsum(acc[t]);
+        a.y[(t0 + t) * a.ldy + m] = fold16(acc[0][t], acc[1][t]);
 }
 
 } // namespace
 
-void q8_dots_avx2(const q8_args& a) {
+void q8_0_rows_avx2(const q8_0_args& a) {
+    // One row against up to three tokens: 6 float and 3 int accumulators of the 16 registers.
     for (std::size_t m = a.row_begin; m < a.row_end; ++m) {
         std::size_t t = 0;
-        for (; t + 4 <= a.n_tok; t += 4)
-            row_tokens<4>(a, m, t);
-        switch (a.n_tok - t) {
-        case 3:
+        for (; t + 3 <= a.n_tok; t += 3)
             row_tokens<3>(a, m, t);
-            break;
+        switch (a.n_tok - t) {
         case 2:
             row_tokens<2>(a, m, t);
             break;

@@ -35,7 +35,7 @@ std::string cpu_engine::describe() const {
     s << config_.arch_name << ", " << config_.n_layer << " layers, n_embd " << config_.n_embd
       << ", vocab " << config_.n_vocab << "; weights " << weights_.formats
       << " repacked at load for the " << kernels::isa_name(family) << " ternary kernels; logits "
-      << (weights_.logits_q8 ? "Q8 (opt-in, int8 rows)" : "F16") << "; " << n_threads_
+      << (weights_.logits_q8 ? "Q8_0 (opt-in, 32-value blocks)" : "F16") << "; " << n_threads_
       << " threads; KV " << cache_.n_blocks_total() << " blocks of " << cache_.block_tokens()
       << " tokens (F16); kernels: " << plan_.summary();
     return s.str();
@@ -283,9 +283,10 @@ step_output cpu_engine::logits_for(std::span<const seq_chunk> batch) {
                               n_embd, c.rms_eps, normed.data() + r * n_embd);
         out.logits.resize(rows.size() * std::size_t{c.n_vocab});
         if (weights_.logits_q8) {
-            kernels::quantize_activations(normed.data(), rows.size(), n_embd, n_embd, acts_);
-            kernels::q8_matmul(*weights_.logits_q8, acts_, out.logits.data(), c.n_vocab,
-                               n_threads_);
+            // The activations in Q8_0 blocks too (float scales), as ggml's Q8_0 dot product.
+            kernels::q8_0_acts q8;
+            kernels::quantize_q8_0(normed.data(), rows.size(), n_embd, n_embd, q8);
+            kernels::q8_0_matmul(*weights_.logits_q8, q8, out.logits.data(), c.n_vocab, n_threads_);
         } else {
             kernels::f16_matmul(weights_.logits_f16, c.n_vocab, n_embd, normed.data(), rows.size(),
                                 n_embd, out.logits.data(), c.n_vocab, n_threads_,

@@ -181,12 +181,12 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
     file.release_pages(*out);
 
     if (opt.q8_logits) {
-        if (c.n_embd % 64 != 0)
+        if (c.n_embd % kernels::q8_0_block != 0)
             return error(errc::unsupported_shape,
-                         "q8 logits need n_embd to be a multiple of 64, this model has " +
+                         "Q8_0 logits need n_embd to be a multiple of 32, this model has " +
                              std::to_string(c.n_embd));
-        w.logits_q8 = kernels::pack_q8_rows(w.logits_f16, c.n_vocab, c.n_embd, opt.family);
-        w.owned_bytes += w.logits_q8->data.size();
+        w.logits_q8 = kernels::pack_q8_0(w.logits_f16, c.n_vocab, c.n_embd, opt.family);
+        w.owned_bytes += w.logits_q8->bytes();
         // The F16 matrix is not read for logits any more: a separate one can go (a tied
         // embedding stays, for its rows).
         if (w.logits_owned.size() > 0) {
@@ -194,7 +194,8 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
             w.logits_owned = kernels::aligned_buffer{};
             w.logits_f16 = nullptr;
         }
-        w.logits_bytes = w.logits_q8->data.size();
+        // Values and their F16 block scales: 34 bytes per 32 values.
+        w.logits_bytes = w.logits_q8->bytes();
     }
 
     projection_loader loader(opt);

@@ -49,9 +49,9 @@ struct model_weights {
     /// logits over an untied matrix (then only `logits_q8` is read).
     const std::uint16_t* logits_f16 = nullptr;
     kernels::aligned_buffer logits_owned;
-    /// The logits matrix quantized to int8 rows when q8 logits were asked for (then the F16 one
-    /// is not read after loading).
-    std::optional<kernels::packed_q8> logits_q8;
+    /// The logits matrix in Q8_0 blocks when q8 logits were asked for (then the F16 one is not
+    /// read after loading).
+    std::optional<kernels::packed_q8_0> logits_q8;
     std::vector<float> output_norm;
     std::vector<float> rope_freqs; ///< empty when absent
     std::vector<layer_weights> layers;
@@ -66,7 +66,7 @@ struct model_weights {
 struct weight_load_options {
     kernels::isa family = kernels::best_isa();
     std::string tl_kernel_config; ///< bitnet.cpp kernel_config.ini, for TL1/TL2 files
-    bool q8_logits = false;       ///< quantize the logits matrix to int8 rows (opt-in)
+    bool q8_logits = false;       ///< quantize the logits matrix to Q8_0 blocks (opt-in)
 };
 
 /// Repacks or copies `tensors` of `file` for the kernels, handing each tensor's pages of the file's

@@ -172,20 +172,33 @@ TEST_CASE("engine: TL1 and TL2 files give the F32 twin's greedy output") {
     }
 }
 
-TEST_CASE("engine: opt-in Q8 logits stay close to the F16 logits (measured loss)") {
+// The goal for Q8_0 logits is max |diff| <= 0.02 against the F16 logits, and the same top-1
+// wherever F16's top-1/top-2 margin is at least 0.05. The second is met and asserted. The first is
+// missed, and what is asserted instead is the loss measured when the kernel was written, so that
+// any worse quantization fails here (the per-row int8 option it replaced measured 0.137). Where
+// the loss comes from (bench/RESULTS.md, "Q8_0 block logits"): the Q8_0 weights alone, with
+// F16-rounded activations, give 0.070 on this model (logits with a standard deviation of 2.45, so
+// the 32-value int8 rounding itself), the Q8_0 activations alone 0.075, both 0.0945.
+TEST_CASE("engine: opt-in Q8_0 logits stay close to the F16 logits (measured loss)") {
     const greedy_reference ref = load_greedy_reference();
     auto f16 = load_engine(data_path("bitnetcpp/tiny-i2_s.gguf"));
     model::engine_options opt;
     opt.model_path = data_path("bitnetcpp/tiny-i2_s.gguf");
     opt.q8_logits = true;
     auto q8 = model::engine::load(opt).value();
-    CHECK(q8->describe().find("Q8") != std::string::npos);
-    CHECK(q8->bytes_per_decode_token() < f16->bytes_per_decode_token());
+    CHECK(q8->describe().find("Q8_0") != std::string::npos);
+    // The logits bytes per decode token: 34 per 32 values (int8 values and an F16 scale per
+    // block) instead of F16's 64, everything else the same.
+    const std::uint64_t n_logits = std::uint64_t{f16->config().n_vocab} * f16->config().n_embd;
+    CHECK(f16->bytes_per_decode_token() - q8->bytes_per_decode_token() ==
+          n_logits * 2 - n_logits / 32 * 34);
     const std::uint32_t n_vocab = f16->config().n_vocab;
     model::seq_chunk c{1, ref.prompt, 0, true};
     double max_diff = 0.0;
+    double sum_sq = 0.0;
     int same_top = 0;
     int confident = 0;
+    const int steps = static_cast<int>(ref.greedy.size()) + 1;
     for (std::size_t i = 0; i <= ref.greedy.size(); ++i) {
         auto a = f16->step(std::span<const model::seq_chunk>(&c, 1));
         auto b = q8->step(std::span<const model::seq_chunk>(&c, 1));
@@ -194,12 +207,14 @@ TEST_CASE("engine: opt-in Q8 logits stay close to the F16 logits (measured loss)
         const auto ra = a->row(0, n_vocab);
         const auto rb = b->row(0, n_vocab);
         max_diff = std::max(max_diff, max_abs_diff(ra, rb));
+        for (std::size_t v = 0; v < ra.size(); ++v)
+            sum_sq += static_cast<double>(ra[v] - rb[v]) * (ra[v] - rb[v]);
         const auto [top_a, margin_a] = argmax_margin(ra);
         const auto [top_b, margin_b] = argmax_margin(rb);
         (void)margin_b;
         same_top += top_a == top_b;
-        // Where F16's own margin is clear, Q8 must pick the same token.
-        if (margin_a >= 0.25f) {
+        // Where F16's own top-1/top-2 margin is at least 0.05, Q8_0 must pick the same token.
+        if (margin_a >= 0.05f) {
             ++confident;
             CHECK(top_a == top_b);
         }
@@ -208,9 +223,11 @@ TEST_CASE("engine: opt-in Q8 logits stay close to the F16 logits (measured loss)
         c.pos0 += static_cast<std::uint32_t>(c.tokens.size());
         c.tokens = {ref.greedy[i]};
     }
-    MESSAGE("Q8 vs F16 logits over 65 teacher-forced steps: max |diff| "
-            << max_diff << ", same top-1 at " << same_top << " of 65 (" << confident
-            << " with an F16 margin >= 0.25)");
-    CHECK(max_diff < 0.25);
-    CHECK(same_top >= 60);
+    const double rms = std::sqrt(sum_sq / (static_cast<double>(steps) * n_vocab));
+    MESSAGE("Q8_0 vs F16 logits over " << steps << " teacher-forced steps: max |diff| " << max_diff
+                                       << ", rms diff " << rms << ", same top-1 at " << same_top
+                                       << " of " << steps << " (" << confident
+                                       << " with an F16 margin >= 0.05)");
+    CHECK(confident >= steps / 2); // the margin check above is not vacuous
+    CHECK(max_diff <= 0.1);        // measured 0.0945; the goal is 0.02 (see above)
 }
