@@ -30,6 +30,7 @@ policy::policy(policy_config cfg)
     // A zero would make a step that can never hold anything; the config loader rejects these,
     // clamp here so the policy's own invariants do not depend on it.
     cfg_.max_batch_tokens = std::max(cfg_.max_batch_tokens, 1u);
+    cfg_.decoding_batch_tokens = std::clamp(cfg_.decoding_batch_tokens, 1u, cfg_.max_batch_tokens);
     cfg_.max_batch_seqs = std::max(cfg_.max_batch_seqs, 1u);
     cfg_.kv_block_tokens = std::max(cfg_.kv_block_tokens, 1u);
     for (auto& w : cfg_.weights)
@@ -99,6 +100,7 @@ std::uint32_t policy::plan_chunk(request_id id, sequence& s, std::uint32_t max_t
     if (capacity <= s.n_cached)
         return 0;
     n = static_cast<std::uint32_t>(std::min<std::uint64_t>(n, capacity - s.n_cached));
+    n = prompt_safe_chunk(s, n);
     if (n == 0)
         return 0;
     const std::uint32_t need = blocks_for(s.n_cached + n) - s.n_blocks;
@@ -115,6 +117,21 @@ std::uint32_t policy::plan_chunk(request_id id, sequence& s, std::uint32_t max_t
     // Counted as computed now, so a plan prepared while this one runs continues after it.
     s.n_cached += n;
     return n;
+}
+
+std::uint32_t policy::prompt_safe_chunk(const sequence& s, std::uint32_t n) const noexcept {
+    // The engine rounds attention probabilities to F16 only in a chunk of exactly one token (as
+    // bitnet.cpp does in decode), so a prompt position computed in a 1-token chunk gives other
+    // bits than the same prompt prefilled whole, and greedy output could depend on how the
+    // scheduler happened to split it. Chunks of 2 or more tokens give the unsplit bits.
+    const auto remaining = static_cast<std::uint32_t>(s.tokens.size()) - s.n_cached;
+    if (s.n_cached >= s.n_prompt || s.n_prompt == 1 || cfg_.max_batch_tokens == 1)
+        return n; // a decode position (or no other way to make progress)
+    // Leave no lone prompt token for the next chunk.
+    if (n < remaining && remaining - n == 1 && s.n_cached + n < s.n_prompt)
+        --n;
+    // Nor take one now.
+    return n == 1 && remaining > 1 ? 0 : n;
 }
 
 void policy::preempt(request_id id, step_plan& plan, std::uint32_t& budget,
@@ -180,7 +197,16 @@ step_plan policy::schedule(clock::time_point now) {
         }
     }
 
-    // 2. Prefills already under way continue, as large as the remaining budget allows.
+    // While streams decode, prompts get only what is left of decoding_batch_tokens, so the step
+    // every running stream waits on stays short (prompts take the whole max_batch_tokens only
+    // when nobody waits on the step).
+    if (plan.n_tokens > 0)
+        budget = std::min(budget, cfg_.decoding_batch_tokens > plan.n_tokens
+                                      ? cfg_.decoding_batch_tokens - plan.n_tokens
+                                      : 0u);
+
+    // 2. Prefills already under way continue, oldest first, as large as the budget allows: the
+    //    oldest prompt finishes before a newer one starts (first come, first served).
     for (std::size_t i = 0; i < running_.size() && budget > 0 && seqs_left > 0; ++i) {
         const auto id = running_[i];
         auto& s = seqs_.at(id);

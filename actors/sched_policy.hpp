@@ -3,7 +3,9 @@
 //   plan = schedule(now) -> executor runs plan -> update_from_output(plan, samples, now).
 // One idea covers prefill and decode: every sequence has `tokens` (prompt + generated) of which
 // `n_cached` are in the KV cache; a step gives it a chunk of tokens[n_cached, ...). A decode is a
-// chunk of one token; a long prompt is split into chunks so running decodes are never stalled.
+// chunk of one token; prompts are split into chunks under a per-step token budget while streams
+// decode (decoding_batch_tokens), so a running stream waits only for a short step, never for
+// whole prompts.
 // The policy mirrors the engine's KV block accounting and never plans a step whose blocks are not
 // free; when running sequences cannot all grow, the newest is preempted (KV released, re-queued
 // at the head of its priority to be recomputed), as vLLM does.
@@ -129,9 +131,11 @@ public:
     [[nodiscard]] result<void> add(seq_request req, clock::time_point now);
 
     /// Plans the next step: expires deadlines, then one token per running decode sequence, then
-    /// continuing prefill chunks, then new admissions by weighted priority, all within
-    /// max_batch_tokens, max_batch_seqs and the free KV blocks. Sequences that ended here
-    /// (deadline) are returned by take_finished().
+    /// continuing prefill chunks (oldest first), then new admissions by weighted priority, all
+    /// within max_batch_seqs and the free KV blocks, and within max_batch_tokens, or
+    /// decoding_batch_tokens when the step carries a decode (decodes themselves are never cut by
+    /// it). No prompt position is planned in a 1-token chunk unless the prompt is one token.
+    /// Sequences that ended here (deadline) are returned by take_finished().
     [[nodiscard]] step_plan schedule(clock::time_point now);
 
     /// Applies the executor's samples for `plan`: appends tokens, applies EOG / stop ids /
@@ -179,6 +183,10 @@ private:
              std::vector<finished_seq>& out);
     /// Releases a running sequence's KV and puts it back at the head of its priority's queue.
     void preempt(request_id id, step_plan& plan, std::uint32_t& budget, std::uint32_t& seqs_left);
+    /// `n` shrunk so that no prompt position is computed in a chunk of exactly one token (the
+    /// engine computes those differently), unless the prompt is one token; may be 0.
+    [[nodiscard]] std::uint32_t prompt_safe_chunk(const sequence& s,
+                                                  std::uint32_t n) const noexcept;
     /// Tries to give `s` a chunk of up to `max_tokens`, allocating its blocks; 0 if none fit.
     std::uint32_t plan_chunk(request_id id, sequence& s, std::uint32_t max_tokens, step_plan& plan);
     /// The priority level whose turn it is to admit, or -1 when nothing waits.

@@ -49,6 +49,8 @@ std::span<const field> fields() {
         {"kv_block_tokens", &server_config::kv_block_tokens, 1, 4096, "tokens per KV block"},
         {"max_batch_tokens", &server_config::max_batch_tokens, 1, 1u << 20,
          "tokens in one step (decode + prefill chunks)"},
+        {"decoding_batch_tokens", &server_config::decoding_batch_tokens, 2, 1u << 20,
+         "tokens in a step while streams decode (decodes first, then prefill chunks)"},
         {"max_batch_seqs", &server_config::max_batch_seqs, 1, 4096, "sequences in one step"},
         {"max_waiting_requests", &server_config::max_waiting_requests, 1, 1u << 24,
          "queued requests before 503 queue_full"},

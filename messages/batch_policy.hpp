@@ -11,7 +11,14 @@
 namespace bitnet::msg {
 
 struct batch_policy {
+    /// The engine's hard cap on tokens in one step, and the step's budget when nothing decodes.
     std::uint32_t max_batch_tokens = 512;
+    /// Tokens in a step that carries decodes: every running decode, then prefill chunks until
+    /// the step holds this many tokens (never more than max_batch_tokens). It bounds how long a
+    /// running stream waits for its next token while other prompts prefill: on the 2B-4T shape
+    /// on 2 cores a prompt token costs ~6 ms, so 512 would stall every stream ~3 s per step.
+    /// When the decodes alone reach it, prompts wait for running streams to end (they all do).
+    std::uint32_t decoding_batch_tokens = 128;
     std::uint32_t max_batch_seqs = 32;
     std::uint32_t kv_block_tokens = 16;
     std::uint32_t kv_blocks_total = 1024;

@@ -43,6 +43,7 @@ TEST_CASE("the shipped config file holds exactly the struct's defaults") {
     CHECK(r->listen_address == d.listen_address);
     CHECK(r->kv_budget_bytes == d.kv_budget_bytes);
     CHECK(r->max_batch_tokens == d.max_batch_tokens);
+    CHECK(r->decoding_batch_tokens == d.decoding_batch_tokens);
     CHECK(r->max_batch_seqs == d.max_batch_seqs);
     CHECK(r->max_waiting_requests == d.max_waiting_requests);
     CHECK(r->max_waiting_prompt_tokens == d.max_waiting_prompt_tokens);
@@ -132,6 +133,27 @@ TEST_CASE("every validation error names the key and where the value came from") 
 
     msg = error_of({.file = dir.file("missing.json")});
     CHECK(msg.find("missing.json") != std::string::npos);
+}
+
+TEST_CASE("decoding_batch_tokens: file, environment and flag, at least 2 tokens") {
+    bitnet::test::scratch_dir dir;
+    auto file = write_json(dir, R"({"decoding_batch_tokens": 64})");
+    auto r = load_config({.file = file});
+    REQUIRE(r.has_value());
+    CHECK(r->decoding_batch_tokens == 64);
+    r = load_config({.file = file, .env = fake_env({{"BITNET_DECODING_BATCH_TOKENS", "96"}})});
+    REQUIRE(r.has_value());
+    CHECK(r->decoding_batch_tokens == 96);
+    r = load_config({.file = file,
+                     .env = fake_env({{"BITNET_DECODING_BATCH_TOKENS", "96"}}),
+                     .args = {"--decoding-batch-tokens", "200"}});
+    REQUIRE(r.has_value());
+    CHECK(r->decoding_batch_tokens == 200);
+    CHECK(bitnet::conf::to_json(*r).find("\"decoding_batch_tokens\":200") != std::string::npos);
+    // One token could hold no prefill chunk (prompt tokens go two or more at a time).
+    auto msg = error_of({.args = {"--decoding-batch-tokens", "1"}});
+    CHECK(msg.find("'decoding_batch_tokens'") != std::string::npos);
+    CHECK(msg.find("2..") != std::string::npos);
 }
 
 TEST_CASE("cross-key validation") {
