@@ -383,18 +383,18 @@ void bm_int8_peak(benchmark::State& state, std::int64_t (*loop)(std::int64_t),
                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The memory-bound figures: 1 and 2 threads, wall time, milliseconds.
+void on_1_and_2_threads(benchmark::internal::Benchmark* b) {
+    b->Arg(1)->Arg(2)->ArgName("threads")->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
 void register_all() {
     std::vector<isa> families = {isa::scalar};
     for (const isa f : {isa::avx2, isa::avx512_vnni})
         if (isa_supported(f))
             families.push_back(f);
 
-    benchmark::RegisterBenchmark("read_bandwidth", bm_read_bandwidth)
-        ->Arg(1)
-        ->Arg(2)
-        ->ArgName("threads")
-        ->UseRealTime()
-        ->Unit(benchmark::kMillisecond);
+    on_1_and_2_threads(benchmark::RegisterBenchmark("read_bandwidth", bm_read_bandwidth));
 
     if (isa_supported(isa::avx512_vnni))
         benchmark::RegisterBenchmark("int8_peak/vpdpbusd_zmm", bm_int8_peak,
@@ -404,12 +404,8 @@ void register_all() {
                                      bitnet::bench::detail::maddubs_ymm_loop, 8.0 * 4 * 32);
 
     if (isa_supported(isa::avx512_vnni))
-        benchmark::RegisterBenchmark("ternary5_decode_30_layers/avx512", bm_ternary5_decode_stack)
-            ->Arg(1)
-            ->Arg(2)
-            ->ArgName("threads")
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+        on_1_and_2_threads(benchmark::RegisterBenchmark("ternary5_decode_30_layers/avx512",
+                                                        bm_ternary5_decode_stack));
     if (isa_supported(isa::avx512_vnni))
         for (const matrix_shape& s : {shapes[0], shapes[2]})
             benchmark::RegisterBenchmark((std::string("ternary5/avx512/") + s.name).c_str(),
@@ -421,13 +417,8 @@ void register_all() {
 
     for (const isa f : families) {
         const std::string fam(isa_name(f));
-        benchmark::RegisterBenchmark(("ternary_decode_30_layers/" + fam).c_str(),
-                                     bm_ternary_decode_stack, f)
-            ->Arg(1)
-            ->Arg(2)
-            ->ArgName("threads")
-            ->UseRealTime()
-            ->Unit(benchmark::kMillisecond);
+        on_1_and_2_threads(benchmark::RegisterBenchmark(("ternary_decode_30_layers/" + fam).c_str(),
+                                                        bm_ternary_decode_stack, f));
         // Decode: every layer shape at M = 1.
         for (const matrix_shape& s : shapes)
             benchmark::RegisterBenchmark(("ternary/" + fam + "/" + s.name).c_str(), bm_ternary, f,

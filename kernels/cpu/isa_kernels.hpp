@@ -32,7 +32,8 @@ struct ternary_args {
     std::uint32_t row_begin = 0; ///< a multiple of the tile
     std::uint32_t row_end = 0;
     /// Null, or ternary_scratch_bytes(k) bytes, 64-byte aligned, owned by the calling thread: room
-    /// for one tile unpacked to a code per byte, which batched calls reuse across token groups.
+    /// for one tile unpacked to a code per byte, which the AVX2 family's batched calls reuse
+    /// across token groups (the AVX-512 family reads the packed tile directly).
     std::uint8_t* scratch = nullptr;
 };
 

@@ -77,8 +77,8 @@ void decode_tile(const std::uint8_t* w_tile, const ternary_args& a, std::size_t 
         for (int v = 0; v < 4; ++v) {
             const __m512i w0 = _mm512_and_si512(_mm512_srli_epi16(b0, 2 * v), mask);
             const __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(b1, 2 * v), mask);
-            even[v] = pinned(_mm512_dpbusd_epi32(even[v], w0, x0));
-            odd[v] = pinned(_mm512_dpbusd_epi32(odd[v], w1, x1));
+            even[v] = _mm512_dpbusd_epi32(even[v], w0, x0);
+            odd[v] = _mm512_dpbusd_epi32(odd[v], w1, x1);
         }
     }
     for (std::uint32_t v = 0; v < 4; ++v)
