@@ -249,7 +249,8 @@ void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
     kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
     bitlinear(L.w_gate, acts_, gate_.data(), n_ff);
     bitlinear(L.w_up, acts_, up_.data(), n_ff);
-    kernels::gated_activation(activation_, gate_.data(), up_.data(), T * n_ff, gate_.data());
+    kernels::gated_activation(activation_, gate_.data(), up_.data(), T * n_ff, gate_.data(),
+                              n_threads_);
     if (c.has_sub_norms)
         kernels::rms_norm(gate_.data(), L.ffn_sub_norm.data(), T, n_ff, n_ff, c.rms_eps,
                           gate_.data());
