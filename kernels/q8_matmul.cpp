@@ -119,10 +119,16 @@ void quantize_q8_0(const float* x, std::size_t n_rows, std::size_t k, std::size_
 
 void q8_0_matmul(const packed_q8_0& w, const q8_0_acts& acts, float* y, std::size_t ldy,
                  int n_threads) {
+    q8_0_matmul(w, acts, y, ldy, n_threads, w.family);
+}
+
+void q8_0_matmul(const packed_q8_0& w, const q8_0_acts& acts, float* y, std::size_t ldy,
+                 int n_threads, isa family) {
+    family = best_isa_up_to(family);
     // The activations in the weights' layout, made once per call; the VNNI family multiplies
     // unsigned by signed bytes and takes them as q + 128 (a sign-bit flip).
     const std::size_t k = w.cols;
-    const std::uint8_t flip = w.family == isa::avx512_vnni ? 0x80u : 0x00u;
+    const std::uint8_t flip = family == isa::avx512_vnni ? 0x80u : 0x00u;
     std::vector<std::uint8_t> q(acts.n_rows * k);
     for (std::size_t i = 0; i < k; ++i) {
         const std::size_t at = q8_0_value_offset(i, k);
@@ -130,9 +136,9 @@ void q8_0_matmul(const packed_q8_0& w, const q8_0_acts& acts, float* y, std::siz
             q[t * k + at] = static_cast<std::uint8_t>(acts.q[t * k + i]) ^ flip;
     }
     void (*rows_fn)(const cpu::q8_0_args&) = q8_0_rows_scalar;
-    if (w.family == isa::avx2)
+    if (family == isa::avx2)
         rows_fn = cpu::q8_0_rows_avx2;
-    else if (w.family == isa::avx512_vnni)
+    else if (family == isa::avx512_vnni)
         rows_fn = cpu::q8_0_rows_avx512;
     parallel_ranges(
         w.rows, 64, resolve_threads(n_threads), [&](std::size_t begin, std::size_t end) {

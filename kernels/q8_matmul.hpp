@@ -83,4 +83,9 @@ inline constexpr std::size_t q8_0_group_blocks = q8_0_dot_lanes;
 void q8_0_matmul(const packed_q8_0& w, const q8_0_acts& acts, float* y, std::size_t ldy,
                  int n_threads);
 
+/// As q8_0_matmul, with kernel family `family` instead of the one the weights were packed for
+/// (the layout is the same for every family; a family the CPU lacks is lowered).
+void q8_0_matmul(const packed_q8_0& w, const q8_0_acts& acts, float* y, std::size_t ldy,
+                 int n_threads, isa family);
+
 } // namespace bitnet::kernels

@@ -13,7 +13,7 @@ struct engine_options {
     std::uint64_t kv_budget_bytes = 256ull << 20; ///< whole KV pool, all layers
     std::uint32_t kv_block_tokens = 16;
     std::uint32_t max_batch_tokens = 512; ///< upper bound of tokens in one step
-    bool q8_logits = false;               ///< opt-in int8 logits (documented accuracy loss)
+    bool q8_logits = false;               ///< opt-in Q8_0 block logits (documented accuracy loss)
     std::string tl_kernel_config;         ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
 };
 

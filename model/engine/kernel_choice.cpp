@@ -2,13 +2,16 @@
 
 #include "kernels/f16.hpp"
 #include "kernels/f16_matmul.hpp"
+#include "kernels/q8_matmul.hpp"
 #include "kernels/ternary_matmul.hpp"
 #include "model/engine/model_config.hpp"
 #include "model/engine/model_weights.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 
 namespace bitnet::model {
@@ -87,16 +90,46 @@ struct logits_probe {
     int n_threads;
     std::vector<float> x;
     std::vector<float> y;
+    kernels::q8_0_acts q8;
 
+    // The product the engine runs: F16, or Q8_0 with the activations' quantization included
+    // (the engine quantizes them in every logits step).
     double run(std::uint32_t n_rows, isa family) {
         if (x.size() != n_rows * n_embd)
             x = random_rows(n_rows * n_embd, 11);
         y.resize(n_rows * rows);
         return seconds_of([&] {
+            if (w.logits_q8) {
+                kernels::q8_0_matmul(first_rows(*w.logits_q8), quantized(n_rows), y.data(), rows,
+                                     n_threads, family);
+                return;
+            }
             kernels::f16_matmul(w.logits_f16, rows, n_embd, x.data(), n_rows, n_embd, y.data(),
                                 rows, n_threads, family);
         });
     }
+
+    const kernels::q8_0_acts& quantized(std::uint32_t n_rows) {
+        kernels::quantize_q8_0(x.data(), n_rows, n_embd, n_embd, q8);
+        return q8;
+    }
+
+    // The matrix with only its first `rows` rows: a view sharing the stored bytes would need the
+    // kernel to take row bounds, so the probe times whole matrices of `rows` rows instead.
+    const kernels::packed_q8_0& first_rows(const kernels::packed_q8_0& m) {
+        if (!head || head->rows != rows) {
+            head = kernels::packed_q8_0{};
+            head->rows = static_cast<std::uint32_t>(rows);
+            head->cols = m.cols;
+            head->family = m.family;
+            head->values = kernels::aligned_buffer(rows * m.cols);
+            std::memcpy(head->values.data(), m.values.data(), rows * m.cols);
+            head->scales = kernels::aligned_buffer(rows * (m.cols / kernels::q8_0_block) * 2);
+            std::memcpy(head->scales.data(), m.scales.data(), head->scales.size());
+        }
+        return *head;
+    }
+    std::optional<kernels::packed_q8_0> head;
 };
 
 } // namespace
@@ -215,18 +248,18 @@ kernel_plan choose_kernels(const model_weights& w, const model_config& c, int n_
         plan.set(op, chosen, std::move(choice));
     }
 
-    // The logits: every family of the F16 product reads the same matrix; the int8 logits have
-    // one layout per packing and run the family they were packed for.
+    // The logits: every family of the F16 product, and of the Q8_0 one, reads the same layout.
     std::vector<isa> logits_candidates;
-    if (w.logits_f16 != nullptr && !w.logits_q8) {
+    if (w.logits_f16 != nullptr || w.logits_q8) {
         for (isa f : simd_families)
             if (kernels::isa_supported(f))
                 logits_candidates.push_back(f);
     }
     if (logits_candidates.empty())
-        logits_candidates.push_back(w.logits_q8 ? w.logits_q8->family : kernels::best_isa());
-    logits_probe lp{w,         c.n_embd, std::min<std::size_t>(c.n_vocab, logits_rows_timed),
-                    n_threads, {},       {}};
+        logits_candidates.push_back(packed);
+    logits_probe lp{w,         c.n_embd,    std::min<std::size_t>(c.n_vocab, logits_rows_timed),
+                    n_threads, {},          {},
+                    {},        std::nullopt};
     const std::array<std::pair<kernel_op, std::uint32_t>, 2> logits_ops{
         {{kernel_op::logits_gemv, 1u}, {kernel_op::logits_batched, logits_batched_rows}}};
     for (const auto& [op, rows] : logits_ops) {

@@ -120,3 +120,20 @@ TEST_CASE("kernel choice: a loaded engine reports a measured family per op that 
     }
     CHECK(e->describe().find("kernels: ternary_gemv") != std::string::npos);
 }
+
+TEST_CASE("kernel choice: the Q8_0 logits are timed in every family too, and run the chosen one") {
+    if (kernels::isa_pinned() || !kernels::isa_supported(isa::avx512_vnni))
+        return; // one family: nothing to choose between
+    model::engine_options opt;
+    opt.model_path = data_path("bitnetcpp/tiny-i2_s.gguf");
+    opt.q8_logits = true;
+    auto e = model::engine::load(opt).value();
+    CHECK(e->describe().find("Q8_0") != std::string::npos);
+    for (const auto& c : e->kernel_choices()) {
+        if (c.op.rfind("logits", 0) != 0)
+            continue;
+        CAPTURE(c.op);
+        CHECK(c.source == "measured");
+        CHECK(c.timings.size() == 2);
+    }
+}
