@@ -291,3 +291,17 @@ TEST_CASE("--print-config prints the effective configuration and exits 0") {
     CHECK(bad.exit_code == 2);
     CHECK(bad.err.find("port") != std::string::npos);
 }
+
+TEST_CASE("--q8-logits 1 serves with Q8_0 block logits, says so, and still generates") {
+    test::server_process s({"--q8-logits", "1"});
+    const auto info = test::parse_object(s.get("/v1/models/tiny").body);
+    CHECK(std::string(info.at("engine").as_string()).find("logits Q8_0") != std::string::npos);
+    auto a = s.post("/v1/inference", greedy("Hello, world", 8));
+    REQUIRE_MESSAGE(a.status == 200, a.body);
+    CHECK(test::parse_object(a.body).at("usage").as_object().at("completion_tokens").as_int64() >
+          0);
+    // Off by default.
+    test::server_process plain;
+    const auto f16 = test::parse_object(plain.get("/v1/models/tiny").body);
+    CHECK(std::string(f16.at("engine").as_string()).find("logits F16") != std::string::npos);
+}

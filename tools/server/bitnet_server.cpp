@@ -122,6 +122,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c, const caf::act
     eo.engine.kv_budget_bytes = c.kv_budget_bytes;
     eo.engine.kv_block_tokens = c.kv_block_tokens;
     eo.engine.max_batch_tokens = c.max_batch_tokens;
+    eo.engine.q8_logits = c.q8_logits != 0;
     spec.text = std::move(text->text);
     auto& bo = spec.batcher;
     bo.step_observer = step_metrics;
