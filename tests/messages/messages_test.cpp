@@ -244,6 +244,7 @@ TEST_CASE("executor and batcher orders are plain data: every field survives seri
     b.model = "bitnet";
     b.model_version = "abc123";
     b.policy.max_batch_tokens = 256;
+    b.policy.decoding_batch_tokens = 99;
     b.policy.max_batch_seqs = 12;
     b.policy.kv_block_tokens = 8;
     b.policy.kv_blocks_total = 77;
@@ -256,6 +257,7 @@ TEST_CASE("executor and batcher orders are plain data: every field survives seri
     CHECK(b2.model == b.model);
     CHECK(b2.model_version == b.model_version);
     CHECK(b2.policy.max_batch_tokens == 256);
+    CHECK(b2.policy.decoding_batch_tokens == 99);
     CHECK(b2.policy.max_batch_seqs == 12);
     CHECK(b2.policy.kv_block_tokens == 8);
     CHECK(b2.policy.kv_blocks_total == 77);
