@@ -81,6 +81,9 @@ void f16_rows_avx512(const f16_args& a) {
     // and 4 rows × 4 tokens is 16 accumulators, half the register file.
     constexpr std::size_t rows_per_block = 4;
     std::size_t m = a.row_begin;
+    if (a.n_tok == 1)
+        for (; m + 8 <= a.row_end; m += 8)
+            block<8, 1>(a, m, 0);
     for (; m + rows_per_block <= a.row_end; m += rows_per_block)
         rows_all_tokens<rows_per_block>(a, m);
     for (; m < a.row_end; ++m)

@@ -41,12 +41,31 @@ struct shape {
     std::size_t n_tok;
 };
 
-// Columns on and off multiples of 16 and 8, rows around the 4- and 2-row blocks, token counts
+// Columns on and off multiples of 16 and 8, rows around the 8-, 4- and 2-row blocks, token counts
 // around the token groups (4 for AVX-512, 3 for AVX2), and batches of 12 to 33 tokens.
 constexpr shape shapes[] = {
-    {1, 16, 1},     {3, 7, 2},      {4, 2560, 1}, {5, 37, 3},     {67, 100, 4},  {130, 2560, 8},
-    {9, 256, 5},    {66, 24, 9},    {2, 1, 1},    {129, 640, 7},  {64, 2576, 2}, {7, 33, 16},
-    {70, 1000, 23}, {13, 2576, 33}, {8, 15, 12},  {131, 160, 32}, {4, 2560, 17},
+    {1, 16, 1},
+    {3, 7, 2},
+    {4, 2560, 1},
+    {5, 37, 3},
+    {67, 100, 4},
+    {130, 2560, 8},
+    {9, 256, 5},
+    {66, 24, 9},
+    {2, 1, 1},
+    {129, 640, 7},
+    {64, 2576, 2},
+    {7, 33, 16},
+    {70, 1000, 23},
+    {13, 2576, 33},
+    {8, 15, 12},
+    {131, 160, 32},
+    {4, 2560, 17},
+    // One token (decode) around the 8-row decode blocks of AVX-512.
+    {8, 100, 1},
+    {13, 2576, 1},
+    {67, 37, 1},
+    {130, 160, 1},
 };
 
 } // namespace
