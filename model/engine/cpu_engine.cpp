@@ -285,10 +285,9 @@ step_output cpu_engine::logits_for(std::span<const seq_chunk> batch) {
         out.logits.resize(rows.size() * std::size_t{c.n_vocab});
         if (weights_.logits_q8) {
             // The activations in Q8_0 blocks too (float scales), as ggml's Q8_0 dot product.
-            kernels::q8_0_acts q8;
-            kernels::quantize_q8_0(normed.data(), rows.size(), n_embd, n_embd, q8);
-            kernels::q8_0_matmul(*weights_.logits_q8, q8, out.logits.data(), c.n_vocab, n_threads_,
-                                 plan_.logits_for(rows.size()));
+            kernels::quantize_q8_0(normed.data(), rows.size(), n_embd, n_embd, logits_acts_);
+            kernels::q8_0_matmul(*weights_.logits_q8, logits_acts_, out.logits.data(), c.n_vocab,
+                                 n_threads_, plan_.logits_for(rows.size()));
         } else {
             kernels::f16_matmul(weights_.logits_f16, c.n_vocab, n_embd, normed.data(), rows.size(),
                                 n_embd, out.logits.data(), c.n_vocab, n_threads_,

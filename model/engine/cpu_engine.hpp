@@ -13,6 +13,7 @@
 
 #include "kernels/activation.hpp"
 #include "kernels/attention.hpp"
+#include "kernels/q8_matmul.hpp"
 #include "kernels/rope.hpp"
 #include "kernels/ternary_matmul.hpp"
 #include "model/engine/engine.hpp"
@@ -103,6 +104,7 @@ private:
     std::vector<float> gate_; ///< [T][n_ff]
     std::vector<float> up_;   ///< [T][n_ff]
     kernels::quantized_acts acts_;
+    kernels::q8_0_acts logits_acts_; ///< the logits rows in Q8_0 blocks (Q8_0 logits only)
     std::vector<kernels::attention_scratch> attn_scratch_; ///< one per thread
     std::vector<kernels::rope_angles> rope_cache_;         ///< by position, built on demand
 };

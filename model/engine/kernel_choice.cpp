@@ -36,14 +36,6 @@ double seconds_of(const std::function<void()>& f) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// The candidate a choice names (the first when it names none).
-isa family_named(std::span<const isa> candidates, const std::string& name) {
-    for (isa f : candidates)
-        if (kernels::isa_name(f) == name)
-            return f;
-    return candidates.front();
-}
-
 std::vector<float> random_rows(std::size_t n, std::uint32_t seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> d(0.0f, 1.0f);
@@ -150,16 +142,18 @@ std::string_view kernel_op_name(kernel_op op) noexcept {
     return "unknown";
 }
 
-kernel_choice pick_fastest(kernel_op op, std::span<const isa> candidates, std::uint32_t tokens,
-                           const timed_run& run, int repeats) {
-    kernel_choice c;
+timed_choice pick_fastest(kernel_op op, std::span<const isa> candidates, std::uint32_t tokens,
+                          const timed_run& run, int repeats) {
+    timed_choice out;
+    kernel_choice& c = out.report;
     c.op = std::string(kernel_op_name(op));
     if (candidates.empty())
-        return c;
+        return out;
+    out.family = candidates.front();
+    c.family = std::string(kernels::isa_name(out.family));
     if (candidates.size() == 1) {
-        c.family = std::string(kernels::isa_name(candidates.front()));
         c.source = "only family";
-        return c;
+        return out;
     }
     std::vector<double> best(candidates.size(), std::numeric_limits<double>::infinity());
     for (isa f : candidates)
@@ -169,12 +163,13 @@ kernel_choice pick_fastest(kernel_op op, std::span<const isa> candidates, std::u
             best[i] = std::min(best[i], run(candidates[i]));
     const auto win =
         static_cast<std::size_t>(std::min_element(best.begin(), best.end()) - best.begin());
-    c.family = std::string(kernels::isa_name(candidates[win]));
+    out.family = candidates[win];
+    c.family = std::string(kernels::isa_name(out.family));
     c.source = "measured";
     c.tokens = tokens;
     for (std::size_t i = 0; i < candidates.size(); ++i)
         c.timings.push_back({std::string(kernels::isa_name(candidates[i])), best[i] * 1e6});
-    return c;
+    return out;
 }
 
 kernel_plan kernel_plan::uniform(isa family, std::string_view source) {
@@ -244,8 +239,7 @@ kernel_plan choose_kernels(const model_weights& w, const model_config& c, int n_
     for (const auto& [op, tokens] : ternary_ops) {
         auto choice = pick_fastest(op, ternary_candidates, tokens,
                                    [&](isa f) { return tp.run(op, tokens, f); });
-        const isa chosen = family_named(ternary_candidates, choice.family);
-        plan.set(op, chosen, std::move(choice));
+        plan.set(op, choice.family, std::move(choice.report));
     }
 
     // The logits: every family of the F16 product, and of the Q8_0 one, reads the same layout.
@@ -265,8 +259,7 @@ kernel_plan choose_kernels(const model_weights& w, const model_config& c, int n_
     for (const auto& [op, rows] : logits_ops) {
         auto choice =
             pick_fastest(op, logits_candidates, rows, [&](isa f) { return lp.run(rows, f); });
-        const isa chosen = family_named(logits_candidates, choice.family);
-        plan.set(op, chosen, std::move(choice));
+        plan.set(op, choice.family, std::move(choice.report));
     }
     return plan;
 }

@@ -56,12 +56,18 @@ struct kernel_choice {
 /// One run of an op with a family, returning its wall time in seconds.
 using timed_run = std::function<double(kernels::isa)>;
 
+/// The family that won and the report of how (its name is `report.family`).
+struct timed_choice {
+    kernels::isa family = kernels::isa::scalar;
+    kernel_choice report;
+};
+
 /// Runs every candidate once to warm up, then `repeats` rounds in turn (A B A B, so a slow
 /// moment of a shared machine hits them alike) and keeps each one's best time. The fastest wins;
 /// a tie goes to the earlier candidate. One candidate is not timed.
-[[nodiscard]] kernel_choice pick_fastest(kernel_op op, std::span<const kernels::isa> candidates,
-                                         std::uint32_t tokens, const timed_run& run,
-                                         int repeats = 3);
+[[nodiscard]] timed_choice pick_fastest(kernel_op op, std::span<const kernels::isa> candidates,
+                                        std::uint32_t tokens, const timed_run& run,
+                                        int repeats = 3);
 
 /// The family of every op, and the report of how each was chosen.
 class kernel_plan {

@@ -25,8 +25,10 @@ TEST_CASE("kernel choice: the fastest family wins, timed in alternation after a 
                 const double warm = calls.size() <= 2 ? 10.0 : 0.0;
                 return warm + (fast ? 1.0 : 2.0) + 0.01 * static_cast<double>(calls.size());
             };
-            const auto c =
+            const auto won =
                 model::pick_fastest(model::kernel_op::ternary_prefill, families, 128, run, 3);
+            CHECK(won.family == (avx2_faster ? isa::avx2 : isa::avx512_vnni));
+            const auto& c = won.report;
             CHECK(c.op == "ternary_prefill");
             CHECK(c.source == "measured");
             CHECK(c.family == (avx2_faster ? "avx2" : "avx512_vnni"));
@@ -44,17 +46,18 @@ TEST_CASE("kernel choice: the fastest family wins, timed in alternation after a 
         }
     }
     SUBCASE("a tie goes to the earlier candidate") {
-        const auto c = model::pick_fastest(model::kernel_op::logits_gemv, families, 1,
-                                           [](isa) { return 1.0; });
+        const auto c = model::pick_fastest(model::kernel_op::logits_gemv, families, 1, [](isa) {
+                           return 1.0;
+                       }).report;
         CHECK(c.family == "avx2");
     }
     SUBCASE("one candidate is not timed") {
         int calls = 0;
         const std::array<isa, 1> one{isa::avx2};
         const auto c = model::pick_fastest(model::kernel_op::ternary_gemv, one, 1, [&](isa) {
-            ++calls;
-            return 1.0;
-        });
+                           ++calls;
+                           return 1.0;
+                       }).report;
         CHECK(calls == 0);
         CHECK(c.family == "avx2");
         CHECK(c.source == "only family");
