@@ -1,9 +1,11 @@
 #include "actors/admission.hpp"
 
+#include "actors/stream_relay.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
@@ -82,10 +84,12 @@ struct model_queue {
     msg::text_actor text;    ///< the same version's text side
     request_limits limits;   ///< of the version `batcher` serves
     std::uint64_t route = 0; ///< serial of the route now in place (a new one at every flip)
+    msg::executor_info info; ///< of the version `batcher` serves
     msg::batcher_stats last; ///< as last polled
     std::uint32_t admitted_since = 0; ///< requests delegated since that poll
     std::uint64_t prompt_tokens_since = 0;
-    double drain_per_s = 0.0; ///< finished requests per second, smoothed
+    std::uint64_t work_since = 0; ///< their prompt tokens plus max_tokens
+    double drain_per_s = 0.0;     ///< finished requests per second, smoothed
     clock::time_point polled_at{};
 };
 
@@ -97,8 +101,19 @@ struct version_route {
     std::uint64_t route = 0;
 };
 
+/// A replica of another node, as its last heartbeat described it, plus what this node sent it
+/// since (so a burst of requests spreads before the next heartbeat tells).
+struct remote_replica {
+    msg::replica_view view;
+    std::uint32_t admitted_since = 0;
+    std::uint64_t work_since = 0;
+};
+
 struct admission_state {
     admission_options opt;
+    msg::relay_actor relay;
+    /// Other nodes' replicas by alias (only nodes that are up).
+    std::map<std::string, std::vector<remote_replica>> remote;
     key_quota quota{{}};
     std::map<std::string, model_queue> models;
     std::uint64_t next_route = 1;
@@ -137,6 +152,7 @@ void poll(admission_pointer self) {
                     mq.polled_at = now;
                     mq.admitted_since = 0;
                     mq.prompt_tokens_since = 0;
+                    mq.work_since = 0;
                 },
                 [](const caf::error&) {
                     // A batcher that does not answer keeps its last figures; the supervisor
@@ -186,8 +202,123 @@ std::optional<caf::error> refusal(admission_pointer self, const std::string& ali
     if (it != st.models.end()) {
         ++it->second.admitted_since;
         it->second.prompt_tokens_since += req.prompt.size();
+        it->second.work_since += req.prompt.size() + req.max_tokens;
     }
     return std::nullopt;
+}
+
+/// The work a replica holds: what it last reported plus what was sent to it since.
+std::uint64_t load_of(const model_queue& q) {
+    return q.last.outstanding_tokens + q.work_since;
+}
+std::uint64_t load_of(const remote_replica& r) {
+    return r.view.outstanding_tokens + r.work_since;
+}
+
+/// The least loaded replica of `alias` on another node, of `version` unless it is empty.
+remote_replica* least_loaded_remote(admission_state& st, const std::string& alias,
+                                    const std::string& version = {}) {
+    auto it = st.remote.find(alias);
+    if (it == st.remote.end())
+        return nullptr;
+    remote_replica* best = nullptr;
+    for (auto& r : it->second)
+        if ((version.empty() || r.view.version == version) &&
+            (!best || load_of(r) < load_of(*best)))
+            best = &r;
+    return best;
+}
+
+/// This node's replica of `alias` as the cluster sees it.
+msg::replica_view local_view(const admission_state& st, const std::string& alias,
+                             const model_queue& q) {
+    msg::replica_view v;
+    v.node = st.opt.node_name;
+    v.alias = alias;
+    v.version = q.last.model_version;
+    v.batcher = caf::actor_cast<caf::actor>(q.batcher);
+    v.text = caf::actor_cast<caf::actor>(q.text);
+    v.info = q.info;
+    v.outstanding_tokens = load_of(q);
+    v.running = q.last.running;
+    v.waiting = q.last.waiting[0] + q.last.waiting[1] + q.last.waiting[2] + q.admitted_since;
+    return v;
+}
+
+/// The alias a request without one means: the configured default, else the one alias the
+/// cluster serves when there is exactly one (a routing node has no model of its own).
+std::string default_alias(const admission_state& st) {
+    if (!st.opt.default_model.empty())
+        return st.opt.default_model;
+    std::vector<std::string> known;
+    for (const auto& [alias, q] : st.models)
+        known.push_back(alias);
+    for (const auto& [alias, rs] : st.remote)
+        if (!rs.empty() && std::find(known.begin(), known.end(), alias) == known.end())
+            known.push_back(alias);
+    return known.size() == 1 ? known.front() : std::string{};
+}
+
+/// Why a request for another node's replica `r` is refused, or nothing (then it is counted).
+std::optional<caf::error> remote_refusal(admission_pointer self, remote_replica& r,
+                                         const msg::generate_request& req) {
+    auto& st = self->state;
+    if (auto valid = check_request(limits_of(r.view.info), req); !valid)
+        return msg::to_caf_error(valid.error());
+    if (st.draining)
+        return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
+    const std::uint64_t waiting = r.view.waiting + r.admitted_since;
+    if (waiting >= st.opt.max_waiting_requests)
+        return msg::to_caf_error(errc::queue_full,
+                                 "queue full: " + std::to_string(waiting) +
+                                     " requests waiting at the least loaded replica (node '" +
+                                     r.view.node + "', cap " +
+                                     std::to_string(st.opt.max_waiting_requests) + ")",
+                                 1);
+    if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
+        return msg::to_caf_error(errc::quota_exceeded,
+                                 "quota exceeded: this key may send " +
+                                     std::to_string(st.quota.limits().requests_per_minute) +
+                                     " requests per minute (bursts of " +
+                                     std::to_string(st.quota.limits().burst) + ")",
+                                 wait_s);
+    ++r.admitted_since;
+    r.work_since += req.prompt.size() + req.max_tokens;
+    return std::nullopt;
+}
+
+/// A request for another node's replica: tokenized there when it came as text (the same file
+/// tokenizes the same on every node), then checked and handed to this node's stream relay.
+caf::result<msg::request_id> submit_remote(admission_pointer self, remote_replica& r,
+                                           msg::generate_request req, msg::sink_actor sink) {
+    req.model = r.view.alias;
+    if (req.text.form == msg::prompt_form::ids) {
+        if (auto no = remote_refusal(self, r, req))
+            return std::move(*no);
+        return self->delegate(self->state.relay, msg::submit_atom_v, std::move(req),
+                              std::move(sink), r.view);
+    }
+    auto prompt = std::move(req.text);
+    req.text = {};
+    auto rp = self->make_response_promise<msg::request_id>();
+    auto view = r.view;
+    self->request(caf::actor_cast<msg::text_actor>(view.text), std::chrono::seconds(60),
+                  msg::encode_atom_v, std::move(prompt))
+        .then(
+            [self, rp, view, req = std::move(req),
+             sink = std::move(sink)](std::vector<msg::token_id>& ids) mutable {
+                req.prompt = std::move(ids);
+                // The replica as it is now (a heartbeat may have refreshed it meanwhile).
+                auto* now = least_loaded_remote(self->state, view.alias, view.version);
+                remote_replica fallback{view};
+                if (auto no = remote_refusal(self, now ? *now : fallback, req))
+                    rp.deliver(std::move(*no));
+                else
+                    rp.delegate(self->state.relay, msg::submit_atom_v, std::move(req),
+                                std::move(sink), now ? now->view : view);
+            },
+            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+    return rp;
 }
 
 /// A request routed to `route` was handed over (to its batcher, or answered with an error): once
@@ -246,8 +377,12 @@ caf::result<msg::request_id> submit_text(admission_pointer self, const std::stri
 /// The text actor of the version `alias` serves, for /v1/tokenize and /v1/detokenize.
 result<msg::text_actor> text_side(admission_pointer self, const std::string& alias) {
     auto it = self->state.models.find(alias);
-    if (it == self->state.models.end())
+    if (it == self->state.models.end()) {
+        // Served only by other nodes: their text side (the same file tokenizes the same).
+        if (auto* r = least_loaded_remote(self->state, alias); r && r->view.text)
+            return caf::actor_cast<msg::text_actor>(r->view.text);
         return error{errc::not_found, "no model '" + alias + "'"};
+    }
     if (!it->second.text)
         return error{errc::invalid_argument, "this server has no tokenizer loaded"};
     return it->second.text;
@@ -261,9 +396,13 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
     auto& st = self->state;
     if (st.draining)
         return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
-    const auto alias = req.model.empty() ? st.opt.default_model : req.model;
+    const auto alias = req.model.empty() ? default_alias(st) : req.model;
     const bool text = req.text.form != msg::prompt_form::ids;
     auto it = st.models.find(alias);
+    // Another node's replica when it holds less work than this node's (or this node has none).
+    if (auto* r = least_loaded_remote(st, alias);
+        r && (it == st.models.end() || load_of(*r) < load_of(it->second)))
+        return submit_remote(self, *r, std::move(req), std::move(sink));
     if (it == st.models.end() && text)
         return msg::to_caf_error({errc::not_found, "no model '" + alias + "'",
                                   req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
@@ -296,6 +435,7 @@ caf::result<bool> route(admission_pointer self, const std::string& alias,
         q.batcher = std::move(batcher);
         q.text = std::move(text);
         q.limits = limits_of(info);
+        q.info = info;
         q.route = st.next_route++;
         q.polled_at = {};
         if (!st.ticking) {
@@ -313,9 +453,38 @@ caf::result<bool> route(admission_pointer self, const std::string& alias,
     return true;
 }
 
+/// A stream's new replica after its node was lost: the same version, the least loaded, here or
+/// on a node that is up.
+caf::result<msg::replica_view> place(admission_pointer self, const std::string& alias,
+                                     const std::string& version) {
+    auto& st = self->state;
+    auto* r = least_loaded_remote(st, alias, version);
+    auto it = st.models.find(alias);
+    const bool local_fits = it != st.models.end() && it->second.last.model_version == version;
+    if (local_fits && (!r || load_of(it->second) <= load_of(*r))) {
+        it->second.work_since += 1; // the next request sees it as busier
+        return local_view(st, alias, it->second);
+    }
+    if (r) {
+        ++r->admitted_since;
+        return r->view;
+    }
+    return msg::to_caf_error(
+        errc::replica_lost,
+        "no replica of model '" + alias + "' version " + version + " is up in the cluster", 5);
+}
+
 msg::admission_actor::behavior_type admission_fn(admission_pointer self, admission_options opt) {
     self->state.quota = key_quota(opt.key_quota);
     self->state.opt = std::move(opt);
+    relay_options ro;
+    ro.node_name = self->state.opt.node_name;
+    ro.admission = self;
+    ro.on_migrated = self->state.opt.on_migrated;
+    ro.on_batch = self->state.opt.on_relay_batch;
+    self->state.relay = spawn_stream_relay(self->system(), std::move(ro));
+    // The relay lives as long as its admission (and no longer).
+    self->link_to(self->state.relay);
     return {
         [self](msg::submit_atom, msg::generate_request& req, msg::sink_actor& sink)
             -> caf::result<msg::request_id> { return submit(self, req, sink); },
@@ -323,14 +492,18 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             // Request ids are unique across models; a batcher ignores ids it does not hold.
             for (auto& [alias, q] : self->state.models)
                 self->send(q.batcher, msg::cancel_atom_v, id);
+            self->send(self->state.relay, msg::cancel_atom_v, id);
         },
         [self](msg::drain_atom) { self->state.draining = true; },
         [self](msg::ready_atom) -> std::tuple<bool, std::string> {
             const auto& st = self->state;
             if (st.draining)
                 return {false, "draining"};
-            if (!st.models.count(st.opt.default_model))
-                return {false, "default model '" + st.opt.default_model + "' is not ready"};
+            const auto alias = default_alias(st);
+            if (st.models.count(alias) == 0 && least_loaded_remote(self->state, alias) == nullptr)
+                return {false, st.opt.default_model.empty() && alias.empty()
+                                   ? std::string("no model is served")
+                                   : "default model '" + alias + "' is not ready"};
             return {true, "ready"};
         },
         [self](msg::route_atom, const std::string& alias, msg::batcher_actor batcher,
@@ -361,6 +534,26 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             for (const auto& [alias, q] : self->state.models)
                 out.push_back(q.last);
             return out;
+        },
+        [self](msg::replicas_atom) {
+            std::vector<msg::replica_view> out;
+            for (const auto& [alias, q] : self->state.models)
+                out.push_back(local_view(self->state, alias, q));
+            return out;
+        },
+        [self](msg::cluster_atom, std::vector<msg::replica_view>& views) {
+            auto& st = self->state;
+            st.remote.clear();
+            for (auto& v : views)
+                if (v.node != st.opt.node_name && v.batcher)
+                    st.remote[v.alias].push_back({std::move(v), 0, 0});
+        },
+        [self](msg::place_atom, const std::string& alias, const std::string& version)
+            -> caf::result<msg::replica_view> { return place(self, alias, version); },
+        [self](msg::down_atom, const std::string& node) {
+            for (auto& [alias, rs] : self->state.remote)
+                std::erase_if(rs, [&](const remote_replica& r) { return r.view.node == node; });
+            self->send(self->state.relay, msg::down_atom_v, node);
         },
     };
 }

@@ -12,6 +12,11 @@
 // through admission too.
 // Queue depths come from polling each batcher's stats every `poll_interval` plus what was
 // admitted since, so the caps hold without a round trip per request.
+// In a cluster the replicas of other nodes join the choice (the cluster actor sends them with the
+// load their heartbeats carried): a request goes to the replica of its alias with the least
+// outstanding work (tokens to prefill and to generate), here or there. One placed on another node
+// goes through this node's stream relay (actors/stream_relay.hpp, spawned and owned here), which
+// carries its stream on to another replica if that node is lost.
 #pragma once
 
 #include "actors/key_quota.hpp"
@@ -20,6 +25,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace caf {
@@ -34,6 +40,12 @@ struct admission_options {
     std::uint64_t max_waiting_prompt_tokens = 262144;
     std::chrono::milliseconds poll_interval{20};
     quota_limits key_quota; ///< per API key (requests without one share a bucket); 0 = off
+    /// This node's name in a cluster (replica views, logs); empty on a single node.
+    std::string node_name;
+    /// The stream relay's metrics hooks (actors/stream_relay.hpp): a stream moved to another
+    /// replica; a step's batch of stream output arrived from a peer (its bytes).
+    std::function<void()> on_migrated;
+    std::function<void(const std::string& peer, std::uint64_t bytes)> on_relay_batch;
 };
 
 [[nodiscard]] msg::admission_actor spawn_admission(caf::actor_system& sys, admission_options opt);

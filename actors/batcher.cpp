@@ -59,6 +59,9 @@ struct batcher_state {
     bool tick_pending = false;
     std::uint64_t steps = 0;
     std::uint64_t finished = 0;
+    /// Output for requests placed here by another node's relay, gathered over one pass of the
+    /// mailbox and sent as one stream_batch per relay (flush()).
+    std::vector<std::pair<caf::actor, msg::stream_batch>> outbox;
     static inline const char* name = "batcher";
 };
 
@@ -68,6 +71,46 @@ std::int64_t us_between(clock::time_point a, clock::time_point b) {
     if (a == clock::time_point{} || b == clock::time_point{} || b < a)
         return 0;
     return std::chrono::duration_cast<std::chrono::microseconds>(b - a).count();
+}
+
+/// The batch bound for `relay`, opened on first use.
+msg::stream_batch& batch_for(batcher_state& st, const caf::actor& relay) {
+    for (auto& [r, b] : st.outbox)
+        if (r == relay)
+            return b;
+    return st.outbox.emplace_back(relay, msg::stream_batch{}).second;
+}
+
+/// A request's events go to its sink, or into its relay's batch when another node placed it.
+void emit_token(batcher_pointer self, const live_request& lr, msg::token_event ev) {
+    if (lr.req.relay)
+        batch_for(self->state, lr.req.relay).tokens.push_back(std::move(ev));
+    else
+        self->send(lr.sink, msg::token_atom_v, std::move(ev));
+}
+
+void emit_done(batcher_pointer self, const live_request& lr, msg::completion c) {
+    if (lr.req.relay)
+        batch_for(self->state, lr.req.relay).done.push_back(std::move(c));
+    else
+        emit_done(self, lr, std::move(c));
+}
+
+void emit_fail(batcher_pointer self, const live_request& lr, msg::request_id id, caf::error e) {
+    if (lr.req.relay)
+        batch_for(self->state, lr.req.relay).failed.push_back({id, std::move(e)});
+    else
+        self->send(lr.sink, msg::fail_atom_v, id, std::move(e));
+}
+
+/// Sends every relay its batch: one message per relay per pass, however many tokens.
+void flush(batcher_pointer self) {
+    auto& st = self->state;
+    for (auto& [relay, batch] : st.outbox)
+        if (!batch.empty())
+            self->send(caf::actor_cast<msg::relay_actor>(relay), msg::stream_atom_v,
+                       std::move(batch));
+    st.outbox.clear();
 }
 
 /// Reports an ended sequence to its sink and forgets the request.
@@ -80,14 +123,14 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
     ++st.finished;
     if (f.reason == sched::finish_reason::deadline && f.never_scheduled) {
         // Never started: the HTTP layer answers 504 rather than an empty completion.
-        self->send(lr.sink, msg::fail_atom_v, f.id,
-                   msg::to_caf_error(errc::timeout, "the deadline passed while the request "
-                                                    "was queued"));
+        emit_fail(self, lr, f.id,
+                  msg::to_caf_error(errc::timeout, "the deadline passed while the request "
+                                                   "was queued"));
     } else if (f.reason == sched::finish_reason::error) {
-        self->send(lr.sink, msg::fail_atom_v, f.id,
-                   lr.failure ? msg::to_caf_error(*lr.failure)
-                              : msg::to_caf_error(errc::internal,
-                                                  "the model step failed for this request"));
+        emit_fail(self, lr, f.id,
+                  lr.failure ? msg::to_caf_error(*lr.failure)
+                             : msg::to_caf_error(errc::internal,
+                                                 "the model step failed for this request"));
     } else {
         if (auto tail = lr.flush(); !tail.empty()) {
             msg::token_event ev;
@@ -95,7 +138,7 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
             ev.index = f.n_generated;
             ev.token = -1; // text only: the held-back end of the output
             ev.text = std::move(tail);
-            self->send(lr.sink, msg::token_atom_v, std::move(ev));
+            emit_token(self, lr, std::move(ev));
         }
         msg::completion c;
         c.id = f.id;
@@ -110,7 +153,7 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
         c.ttft_us = us_between(lr.received, t.first_token);
         c.decode_us = us_between(t.first_token, t.finished);
         c.total_us = us_between(lr.received, t.finished);
-        self->send(lr.sink, msg::done_atom_v, std::move(c));
+        emit_done(self, lr, std::move(c));
     }
     st.by_sink.erase(lr.sink.address());
     st.live.erase(it);
@@ -176,7 +219,7 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         te.text = lr.push(ev.token);
         ++lr.n_generated;
         const bool stop_hit = lr.stopped();
-        self->send(lr.sink, msg::token_atom_v, std::move(te));
+        emit_token(self, lr, std::move(te));
         if (stop_hit)
             (void)st.policy->finish(ev.id, sched::finish_reason::stop, now);
     }
@@ -184,7 +227,7 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     report_all(self, st.policy->take_finished());
 }
 
-void kick(batcher_pointer self) {
+void kick_step(batcher_pointer self) {
     auto& st = self->state;
     if (st.in_flight)
         return;
@@ -229,6 +272,13 @@ void kick(batcher_pointer self) {
                 report_all(self, self->state.policy->take_finished());
                 kick(self);
             });
+}
+
+/// Plans and sends the next step when none is in flight. Every handler ends here, so this is
+/// also where the relays' batches of the handler's output go out.
+void kick(batcher_pointer self) {
+    kick_step(self);
+    flush(self);
 }
 
 msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_order order,
@@ -315,6 +365,8 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.steps = st.steps;
             out.preemptions = ps.preemptions;
             out.finished = st.finished;
+            out.model_version = st.opt.model_version;
+            out.outstanding_tokens = ps.outstanding_tokens;
             return out;
         },
     };

@@ -355,6 +355,12 @@ policy_stats policy::stats() const {
     st.kv_blocks_total = cfg_.kv_blocks_total;
     st.kv_blocks_used = cfg_.kv_blocks_total - kv_blocks_free_;
     st.preemptions = preemptions_;
+    for (const auto& [id, s] : seqs_) {
+        const std::uint64_t to_prefill = s.tokens.size() - s.n_cached;
+        const std::uint64_t to_generate =
+            s.req.max_tokens > s.n_generated ? s.req.max_tokens - s.n_generated : 0;
+        st.outstanding_tokens += to_prefill + to_generate;
+    }
     return st;
 }
 

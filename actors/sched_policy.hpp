@@ -120,6 +120,9 @@ struct policy_stats {
     std::uint32_t kv_blocks_used = 0;
     std::uint32_t kv_blocks_total = 0;
     std::uint64_t preemptions = 0;
+    /// Tokens still to prefill plus tokens still to generate (to max_tokens), over every
+    /// unfinished sequence: the load a router compares replicas by.
+    std::uint64_t outstanding_tokens = 0;
 };
 
 class policy {

@@ -39,6 +39,8 @@ const char* errc_name(errc e) noexcept {
         return "internal";
     case errc::quota_exceeded:
         return "quota_exceeded";
+    case errc::replica_lost:
+        return "replica_lost";
     }
     return "unknown";
 }

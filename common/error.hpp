@@ -29,6 +29,7 @@ enum class errc {
     timeout = 13,          ///< a deadline passed
     internal = 14,         ///< a bug: an invariant did not hold
     quota_exceeded = 15,   ///< admission refused: the API key's request quota is used up
+    replica_lost = 16,     ///< every replica of the model that ran the request is gone (cluster)
 };
 
 const std::error_category& bitnet_category() noexcept;

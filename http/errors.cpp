@@ -59,6 +59,16 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                "this API key's request quota is used up; retry after the Retry-After delay",
                retry_after_s == 0 ? 1 : retry_after_s};
         break;
+    case errc::replica_lost:
+        // A cluster lost every replica that could carry the request on: another may join soon.
+        out = {503,
+               "overloaded",
+               "replica_lost",
+               out.message,
+               out.param,
+               "no replica of this model is up in the cluster; retry after the Retry-After delay",
+               retry_after_s == 0 ? 5 : retry_after_s};
+        break;
     case errc::kv_exhausted:
         out = {503,
                "overloaded",

@@ -70,6 +70,10 @@ void register_messages(caf::actor_system_config& cfg) {
     cfg.add_message_type<executor_actor>("bitnet::msg::executor_actor");
     cfg.add_message_type<batcher_actor>("bitnet::msg::batcher_actor");
     cfg.add_message_type<text_actor>("bitnet::msg::text_actor");
+    cfg.add_message_type<supervisor_actor>("bitnet::msg::supervisor_actor");
+    cfg.add_message_type<cluster_actor>("bitnet::msg::cluster_actor");
+    cfg.add_message_type<relay_actor>("bitnet::msg::relay_actor");
+    cfg.add_message_type<std::vector<replica_view>>("std::vector<bitnet::msg::replica_view>");
     cfg.add_message_type<std::vector<token_id>>("std::vector<bitnet::msg::token_id>");
     cfg.add_message_type<std::vector<batcher_stats>>("std::vector<bitnet::msg::batcher_stats>");
     cfg.add_message_type<std::vector<model_status>>("std::vector<bitnet::msg::model_status>");

@@ -54,21 +54,29 @@ using text_actor = caf::typed_actor<
     caf::replies_to<tokenize_atom, std::string, bool, bool>::with<std::vector<token_id>>,
     caf::replies_to<detokenize_atom, std::vector<token_id>>::with<std::string>>;
 
-/// Front door: caps, priorities, readiness, draining. `submit` errors: invalid_argument (a
-/// prompt or stop token id outside the vocabulary), prompt_too_long (no room left in the context
-/// or the KV pool), queue_full (cap hit or draining; the message says which), not_found (unknown
-/// model), timeout (deadline passed while queued). `ready` answers readiness and, when not
-/// ready, why. `route(alias, batcher, text, info)` is sent by the supervisor when a model becomes
-/// ready or is swapped (a null batcher removes the alias); `text` is the same version's text actor
-/// and `info` its executor_info, whose vocabulary, context and KV pool admission checks every
-/// request against (a bad id or an over-long prompt is a 400 at the door, never a failed step or a
-/// 503 to retry). A text or chat prompt is tokenized by the text actor of the version the request
-/// was routed to on arrival, and runs on that version's batcher even if the alias flips meanwhile.
-/// Admission answers a route once the new route is in place and no request routed to the old one
-/// is still being tokenized, so every request it handed to the old version is already in that
-/// batcher's mailbox by then (the old version's drain starts from that answer). `tokenize` and
-/// `detokenize` (alias first) go to the serving version's text actor (not_found for an unknown
-/// alias). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
+/// Front door: caps, priorities, readiness, draining. In a cluster (actors/cluster_node.hpp) it
+/// also sees every other node's replicas: `cluster(replicas)` replaces them (the cluster actor
+/// sends the replicas of the nodes that are up at every change), and a request goes to the
+/// replica of its alias with the least outstanding work, here or on another node; a request
+/// placed on another node runs through this node's stream relay. `replicas` answers this node's
+/// own replicas with their load (for the heartbeat); `down(node)` drops a lost node's replicas
+/// and has the relay move its streams; `place(alias, version)` picks the replica a lost stream
+/// continues on: the same version, on a node that is up (replica_lost when none). `submit` errors:
+/// invalid_argument (a prompt or stop token id outside the vocabulary), prompt_too_long (no room
+/// left in the context or the KV pool), queue_full (cap hit or draining; the message says which),
+/// not_found (unknown model), timeout (deadline passed while queued). `ready` answers readiness
+/// and, when not ready, why. `route(alias, batcher, text, info)` is sent by the supervisor when a
+/// model becomes ready or is swapped (a null batcher removes the alias); `text` is the same
+/// version's text actor and `info` its executor_info, whose vocabulary, context and KV pool
+/// admission checks every request against (a bad id or an over-long prompt is a 400 at the door,
+/// never a failed step or a 503 to retry). A text or chat prompt is tokenized by the text actor of
+/// the version the request was routed to on arrival, and runs on that version's batcher even if the
+/// alias flips meanwhile. Admission answers a route once the new route is in place and no request
+/// routed to the old one is still being tokenized, so every request it handed to the old version is
+/// already in that batcher's mailbox by then (the old version's drain starts from that answer).
+/// `tokenize` and `detokenize` (alias first) go to the serving version's text actor (not_found for
+/// an unknown alias). `tick` is admission's own timer (queue-depth polling for caps and
+/// Retry-After).
 using admission_actor = caf::typed_actor<
     caf::replies_to<submit_atom, generate_request, sink_actor>::with<request_id>,
     caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
@@ -77,7 +85,10 @@ using admission_actor = caf::typed_actor<
     caf::replies_to<tokenize_atom, std::string, std::string, bool,
                     bool>::with<std::vector<token_id>>,
     caf::replies_to<detokenize_atom, std::string, std::vector<token_id>>::with<std::string>,
-    caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>>;
+    caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>,
+    caf::replies_to<replicas_atom>::with<std::vector<replica_view>>,
+    caf::reacts_to<cluster_atom, std::vector<replica_view>>, caf::reacts_to<down_atom, std::string>,
+    caf::replies_to<place_atom, std::string, std::string>::with<replica_view>>;
 
 /// Owns model versions and their batcher/executor pairs (ARCHITECTURE.md §2, hot-swap): answers
 /// routing lookups, lists every alias (versions, operations) for /v1/models and /health, and runs
@@ -96,5 +107,28 @@ using supervisor_actor =
                      caf::reacts_to<crash_atom, std::string>,
                      caf::reacts_to<stage_atom, std::uint64_t, std::string, std::string>,
                      caf::reacts_to<tick_atom>>;
+
+/// The stream relay of a node (actors/stream_relay.hpp): the requests this node's admission placed
+/// on another node's replica. `submit(req, sink, replica)` places one there (answering as the
+/// batcher does); `stream(batch)` is a batcher's step output for them, handed to each request's
+/// sink; `down(node)` moves the streams running on a lost node to another replica of the same
+/// version (or ends them with replica_lost); `cancel(id)` follows a request wherever it runs.
+using relay_actor = caf::typed_actor<
+    caf::replies_to<submit_atom, generate_request, sink_actor, replica_view>::with<request_id>,
+    caf::reacts_to<stream_atom, stream_batch>, caf::reacts_to<down_atom, std::string>,
+    caf::reacts_to<cancel_atom, request_id>>;
+
+/// One per node (actors/cluster_node.hpp): membership, heartbeats, failure detection and the
+/// rolling model operations. Peers call `join(report) -> report` when they connect and send
+/// `heartbeat(report)` every cluster_heartbeat_ms; `members` answers GET /v1/cluster; `roll`
+/// starts a rolling operation over the nodes that serve an alias (answered at once with a
+/// ticket, like the supervisor's operations); `ready(address)` starts it once it listens at
+/// `address` (what peers are told to dial); `tick` is its timer.
+using cluster_actor =
+    caf::typed_actor<caf::replies_to<join_atom, node_report>::with<node_report>,
+                     caf::reacts_to<heartbeat_atom, node_report>,
+                     caf::replies_to<members_atom>::with<cluster_view>,
+                     caf::replies_to<roll_atom, roll_order>::with<operation_ticket>,
+                     caf::reacts_to<ready_atom, std::string>, caf::reacts_to<tick_atom>>;
 
 } // namespace bitnet::msg

@@ -3,6 +3,7 @@
 // under the same names (remoting checks typed interfaces by name).
 #pragma once
 
+#include "messages/cluster.hpp"
 #include "messages/orders.hpp"
 #include "messages/types.hpp"
 
@@ -29,6 +30,16 @@ CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::chat_message))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::text_prompt))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::executor_order))
 CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::batcher_order))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::member_address))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::replica_view))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::node_report))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::stream_failure))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::stream_batch))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::node_model))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::node_status))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::roll_status))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::cluster_view))
+CAF_ADD_TYPE_ID(bitnet, (bitnet::msg::roll_order))
 CAF_ADD_ATOM(bitnet, bitnet::msg, submit_atom, "submit")
 CAF_ADD_ATOM(bitnet, bitnet::msg, cancel_atom, "cancel")
 CAF_ADD_ATOM(bitnet, bitnet::msg, token_atom, "token")
@@ -51,4 +62,13 @@ CAF_ADD_ATOM(bitnet, bitnet::msg, crash_atom, "crash")
 CAF_ADD_ATOM(bitnet, bitnet::msg, encode_atom, "encode")
 CAF_ADD_ATOM(bitnet, bitnet::msg, tokenize_atom, "tokenize")
 CAF_ADD_ATOM(bitnet, bitnet::msg, detokenize_atom, "detokenize")
+CAF_ADD_ATOM(bitnet, bitnet::msg, replicas_atom, "replicas")
+CAF_ADD_ATOM(bitnet, bitnet::msg, cluster_atom, "cluster")
+CAF_ADD_ATOM(bitnet, bitnet::msg, place_atom, "place")
+CAF_ADD_ATOM(bitnet, bitnet::msg, stream_atom, "stream")
+CAF_ADD_ATOM(bitnet, bitnet::msg, down_atom, "down")
+CAF_ADD_ATOM(bitnet, bitnet::msg, join_atom, "join")
+CAF_ADD_ATOM(bitnet, bitnet::msg, heartbeat_atom, "heartbeat")
+CAF_ADD_ATOM(bitnet, bitnet::msg, members_atom, "members")
+CAF_ADD_ATOM(bitnet, bitnet::msg, roll_atom, "roll")
 CAF_END_TYPE_ID_BLOCK(bitnet)

@@ -1,0 +1,76 @@
+// The cluster actor's state, shared by its two halves: membership (cluster_node.cpp) and the
+// rolling model operations (cluster_rolls.cpp). Internal to actors/.
+#pragma once
+
+#include "actors/cluster_node.hpp"
+
+#include <caf/typed_event_based_actor.hpp>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace bitnet::actors::cluster {
+
+using clock = std::chrono::steady_clock;
+
+enum class health { up, suspect, down };
+[[nodiscard]] const char* to_string(health h) noexcept;
+
+/// A peer as this node knows it.
+struct member {
+    std::string name;
+    std::string address;
+    std::uint64_t incarnation = 0;
+    msg::cluster_actor peer; ///< null while no link is up
+    msg::node_report last;   ///< its latest report
+    clock::time_point last_seen{};
+    health state = health::down;
+    bool ever_up = false;
+    bool dialing = false;
+    clock::time_point next_dial{};
+};
+
+/// One rolling operation in progress (or ended: kept for GET /v1/cluster).
+struct roll {
+    msg::roll_status status;
+    msg::roll_order order;
+    std::size_t next = 0;             ///< the node being rolled, an index into status.nodes
+    std::string op_id;                ///< that node's supervisor operation, once it answered
+    bool asked = false;               ///< the node's supervisor has the order
+    bool polling = false;             ///< a models query is on its way
+    std::string sha;                  ///< the first node's file SHA-256 (load)
+    std::vector<std::string> flipped; ///< nodes whose serving version this roll changed
+};
+
+struct state {
+    cluster_options opt;
+    std::string address; ///< advertised to peers; empty until ready
+    std::uint64_t incarnation = 0;
+    std::map<std::string, member> members;                   ///< by name, this node excluded
+    std::map<std::string, clock::time_point> seed_next_dial; ///< --join addresses
+    std::map<std::string, bool> seed_dialing;
+    std::vector<msg::replica_view> own_replicas;
+    std::vector<msg::node_model> own_models;
+    clock::time_point last_tick{};
+    bool refreshing = false;
+    std::vector<roll> rolls;
+    std::uint64_t next_roll = 1;
+    static inline const char* name = "cluster";
+};
+
+using pointer = msg::cluster_actor::stateful_pointer<state>;
+
+/// The supervisor of node `name` (this node's own included); null when unknown.
+[[nodiscard]] msg::supervisor_actor supervisor_of(pointer self, const std::string& name);
+
+/// Starts a rolling operation (answers at once).
+[[nodiscard]] msg::operation_ticket start_roll(pointer self, msg::roll_order order);
+/// Moves the running rolls on (every tick).
+void advance_rolls(pointer self);
+
+[[nodiscard]] std::int64_t unix_ms();
+
+} // namespace bitnet::actors::cluster

@@ -1,0 +1,408 @@
+#include "actors/cluster_internal.hpp"
+#include "actors/wire_size.hpp"
+#include "messages/errors.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/io/middleman_actor.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/sec.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <random>
+
+namespace bitnet::actors {
+
+bool parse_peer_address(const std::string& text, peer_address& out) {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
+        return false;
+    auto host = text.substr(0, colon);
+    if (host.front() == '[') {
+        if (host.back() != ']' || host.size() < 3)
+            return false;
+        host = host.substr(1, host.size() - 2);
+    }
+    unsigned port = 0;
+    for (char c : text.substr(colon + 1)) {
+        if (c < '0' || c > '9')
+            return false;
+        port = port * 10 + static_cast<unsigned>(c - '0');
+        if (port > 65535)
+            return false;
+    }
+    out.host = std::move(host);
+    out.port = static_cast<std::uint16_t>(port);
+    return true;
+}
+
+namespace cluster {
+
+const char* to_string(health h) noexcept {
+    switch (h) {
+    case health::up:
+        return "up";
+    case health::suspect:
+        return "suspect";
+    case health::down:
+        return "down";
+    }
+    return "down";
+}
+
+std::int64_t unix_ms() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+msg::supervisor_actor supervisor_of(pointer self, const std::string& name) {
+    if (name == self->state.opt.node_name)
+        return self->state.opt.supervisor;
+    auto it = self->state.members.find(name);
+    if (it == self->state.members.end() || it->second.state == health::down)
+        return {};
+    return caf::actor_cast<msg::supervisor_actor>(it->second.last.supervisor);
+}
+
+namespace {
+
+msg::node_report own_report(pointer self) {
+    auto& st = self->state;
+    msg::node_report r;
+    r.name = st.opt.node_name;
+    r.address = st.address;
+    r.incarnation = st.incarnation;
+    r.supervisor = caf::actor_cast<caf::actor>(st.opt.supervisor);
+    r.replicas = st.own_replicas;
+    r.models = st.own_models;
+    r.members.push_back({st.opt.node_name, st.address});
+    for (const auto& [name, m] : st.members)
+        if (!m.address.empty())
+            r.members.push_back({name, m.address});
+    return r;
+}
+
+/// Tells admission which replicas it may route to: those of the nodes that are up.
+void push_replicas(pointer self) {
+    std::vector<msg::replica_view> views;
+    for (const auto& [name, m] : self->state.members)
+        if (m.state == health::up)
+            views.insert(views.end(), m.last.replicas.begin(), m.last.replicas.end());
+    self->send(self->state.opt.admission, msg::cluster_atom_v, std::move(views));
+}
+
+void mark_down(pointer self, member& m, const std::string& why) {
+    if (m.state == health::down)
+        return;
+    m.state = health::down;
+    spdlog::warn("cluster: node '{}' ({}) is down: {}", m.name, m.address, why);
+    push_replicas(self);
+    // Admission drops its replicas and has the relay move the streams that ran there.
+    self->send(self->state.opt.admission, msg::down_atom_v, m.name);
+}
+
+void count_link(pointer self, const std::string& peer, const char* direction,
+                const msg::node_report& r) {
+    if (self->state.opt.on_link)
+        self->state.opt.on_link(peer, direction, wire_size(self->system(), r));
+}
+
+/// A report from `peer` (a join, a join's answer or a heartbeat): it is alive, and it may name
+/// members this node has not heard of.
+void on_report(pointer self, const msg::node_report& r, const msg::cluster_actor& peer) {
+    auto& st = self->state;
+    if (r.name == st.opt.node_name) {
+        if (r.incarnation != st.incarnation)
+            spdlog::error("cluster: another node at {} calls itself '{}': ignored (node names "
+                          "must be unique)",
+                          r.address, r.name);
+        return;
+    }
+    count_link(self, r.name, "in", r);
+    auto& m = st.members[r.name];
+    m.name = r.name;
+    const bool restarted = m.incarnation != 0 && m.incarnation != r.incarnation;
+    if (peer && m.peer != peer) {
+        if (m.peer)
+            self->demonitor(m.peer.address());
+        m.peer = peer;
+        self->monitor(peer);
+    }
+    if (restarted && m.state != health::down)
+        mark_down(self, m, "it restarted (a new incarnation)");
+    m.incarnation = r.incarnation;
+    m.address = r.address;
+    m.last = r;
+    m.last_seen = clock::now();
+    if (m.state != health::up) {
+        spdlog::info("cluster: node '{}' ({}) is up{}", m.name, m.address,
+                     m.ever_up ? " again" : "");
+        m.state = health::up;
+        m.ever_up = true;
+        push_replicas(self);
+    }
+    for (const auto& ma : r.members)
+        if (ma.name != st.opt.node_name && st.members.count(ma.name) == 0) {
+            auto& nm = st.members[ma.name];
+            nm.name = ma.name;
+            nm.address = ma.address;
+        }
+}
+
+/// The middleman actor that dials: CAF's OpenSSL one with TLS, the plain one otherwise.
+caf::io::middleman_actor dialer(pointer self) {
+    auto& sys = self->system();
+    return self->state.opt.tls ? sys.openssl_manager().actor_handle()
+                               : sys.middleman().actor_handle();
+}
+
+/// Dials `address`, then joins through the actor published there. `on_end(ok)` runs when the
+/// attempt is over.
+void dial(pointer self, const std::string& address, std::function<void(bool)> on_end) {
+    peer_address pa;
+    if (!parse_peer_address(address, pa)) {
+        spdlog::error("cluster: '{}' is not a HOST:PORT address", address);
+        return on_end(false);
+    }
+    self->request(dialer(self), std::chrono::seconds(5), caf::connect_atom::value, pa.host, pa.port)
+        .then(
+            [self, address, on_end](caf::node_id&, caf::strong_actor_ptr& p,
+                                    std::set<std::string>&) {
+                auto peer = caf::actor_cast<msg::cluster_actor>(p);
+                if (!peer) {
+                    spdlog::warn("cluster: nothing is published at {}", address);
+                    return on_end(false);
+                }
+                auto report = own_report(self);
+                self->request(peer, std::chrono::seconds(5), msg::join_atom_v, report)
+                    .then(
+                        [self, peer, on_end](msg::node_report& r) {
+                            on_report(self, r, peer);
+                            on_end(true);
+                        },
+                        [address, on_end](caf::error& e) {
+                            spdlog::warn("cluster: join through {} failed: {}", address,
+                                         caf::to_string(e));
+                            on_end(false);
+                        });
+            },
+            [self, address, on_end](caf::error& e) {
+                const bool handshake = e == caf::sec::disconnect_during_handshake;
+                spdlog::log(handshake ? spdlog::level::err : spdlog::level::debug,
+                            "cluster: cannot reach {}: {}{}", address, caf::to_string(e),
+                            handshake ? " (the TLS handshake failed: the peer's certificate is "
+                                        "not signed by this cluster's CA, or this node's is "
+                                        "not by its)"
+                                      : "");
+                on_end(false);
+            });
+}
+
+/// Dials the --join addresses and the members without a link, each at most once a second.
+void dial_missing(pointer self) {
+    auto& st = self->state;
+    const auto now = clock::now();
+    for (auto& [addr, next] : st.seed_next_dial) {
+        if (addr == st.address || st.seed_dialing[addr] || now < next)
+            continue;
+        const bool linked = std::any_of(st.members.begin(), st.members.end(), [&](const auto& kv) {
+            return kv.second.address == addr && kv.second.peer && kv.second.state != health::down;
+        });
+        if (linked)
+            continue;
+        st.seed_dialing[addr] = true;
+        next = now + std::chrono::seconds(1);
+        dial(self, addr, [self, a = addr](bool) { self->state.seed_dialing[a] = false; });
+    }
+    for (auto& [name, m] : st.members) {
+        if (m.peer || m.dialing || m.address.empty() || now < m.next_dial)
+            continue;
+        m.dialing = true;
+        m.next_dial = now + std::chrono::seconds(1);
+        dial(self, m.address, [self, n = name](bool) {
+            if (auto it = self->state.members.find(n); it != self->state.members.end())
+                it->second.dialing = false;
+        });
+    }
+}
+
+/// Suspect after half the failure timeout without a heartbeat, down after all of it.
+void judge(pointer self) {
+    auto& st = self->state;
+    const auto now = clock::now();
+    if (st.last_tick != clock::time_point{} && now - st.last_tick > st.opt.failure_timeout / 2) {
+        // This node itself was not running (paused, or starved): the silence was its own.
+        spdlog::warn(
+            "cluster: this node did not run for {} ms; listening again before judging "
+            "its peers",
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - st.last_tick).count());
+        for (auto& [name, m] : st.members)
+            if (m.state != health::down)
+                m.last_seen = now;
+        return;
+    }
+    for (auto& [name, m] : st.members) {
+        if (m.state == health::down)
+            continue;
+        const auto silent = now - m.last_seen;
+        if (silent > st.opt.failure_timeout) {
+            mark_down(
+                self, m,
+                "no heartbeat for " +
+                    std::to_string(
+                        std::chrono::duration_cast<std::chrono::milliseconds>(silent).count()) +
+                    " ms");
+        } else if (silent > st.opt.failure_timeout / 2 && m.state == health::up) {
+            m.state = health::suspect;
+            spdlog::warn("cluster: node '{}' is suspect (no heartbeat for {} ms)", name,
+                         std::chrono::duration_cast<std::chrono::milliseconds>(silent).count());
+            push_replicas(self);
+        }
+    }
+}
+
+void report_counts(pointer self) {
+    if (!self->state.opt.on_nodes)
+        return;
+    std::uint32_t up = 1, suspect = 0, down = 0; // this node is up
+    for (const auto& [name, m] : self->state.members)
+        (m.state == health::up ? up : m.state == health::suspect ? suspect : down) += 1;
+    self->state.opt.on_nodes(up, suspect, down);
+}
+
+/// Asks admission and the supervisor what this node serves, then sends every linked peer the
+/// report. One refresh at a time.
+void refresh_and_beat(pointer self) {
+    auto& st = self->state;
+    if (st.refreshing)
+        return;
+    st.refreshing = true;
+    const auto budget = std::max(st.opt.heartbeat * 2, std::chrono::milliseconds(500));
+    self->request(st.opt.admission, budget, msg::replicas_atom_v)
+        .then(
+            [self, budget](std::vector<msg::replica_view>& replicas) {
+                self->state.own_replicas = std::move(replicas);
+                self->request(self->state.opt.supervisor, budget, msg::models_atom_v)
+                    .then(
+                        [self](std::vector<msg::model_status>& models) {
+                            auto& s = self->state;
+                            s.own_models.clear();
+                            for (const auto& ms : models)
+                                s.own_models.push_back({ms.alias, ms.version, ms.state});
+                            s.refreshing = false;
+                            if (!s.opt.clustered || s.address.empty())
+                                return;
+                            const auto report = own_report(self);
+                            for (auto& [name, m] : s.members)
+                                if (m.peer) {
+                                    self->send(m.peer, msg::heartbeat_atom_v, report);
+                                    count_link(self, name, "out", report);
+                                }
+                        },
+                        [self](caf::error&) { self->state.refreshing = false; });
+            },
+            [self](caf::error&) { self->state.refreshing = false; });
+}
+
+msg::cluster_view view(pointer self) {
+    auto& st = self->state;
+    msg::cluster_view v;
+    v.self = st.opt.node_name;
+    v.clustered = st.opt.clustered;
+    auto sum = [](const std::vector<msg::replica_view>& rs, msg::node_status& n) {
+        for (const auto& r : rs) {
+            n.running += r.running;
+            n.waiting += r.waiting;
+        }
+    };
+    msg::node_status me;
+    me.name = st.opt.node_name;
+    me.address = st.address;
+    me.state = "up";
+    me.self = true;
+    me.models = st.own_models;
+    sum(st.own_replicas, me);
+    v.nodes.push_back(std::move(me));
+    const auto now = clock::now();
+    for (const auto& [name, m] : st.members) {
+        msg::node_status n;
+        n.name = name;
+        n.address = m.address;
+        n.state = to_string(m.state);
+        n.last_seen_ms =
+            m.ever_up
+                ? std::chrono::duration_cast<std::chrono::milliseconds>(now - m.last_seen).count()
+                : -1;
+        n.models = m.last.models;
+        sum(m.last.replicas, n);
+        v.nodes.push_back(std::move(n));
+    }
+    for (auto it = st.rolls.rbegin(); it != st.rolls.rend() && v.rolls.size() < 16; ++it)
+        v.rolls.push_back(it->status);
+    return v;
+}
+
+msg::cluster_actor::behavior_type cluster_fn(pointer self, cluster_options opt) {
+    auto& st = self->state;
+    st.opt = std::move(opt);
+    std::random_device rd;
+    st.incarnation = (std::uint64_t{rd()} << 32) ^ rd() ^
+                     static_cast<std::uint64_t>(clock::now().time_since_epoch().count());
+    for (const auto& a : st.opt.join)
+        st.seed_next_dial[a] = clock::time_point{};
+    self->set_down_handler([self](caf::down_msg& dm) {
+        for (auto& [name, m] : self->state.members)
+            if (m.peer && m.peer.address() == dm.source) {
+                m.peer = nullptr;
+                mark_down(self, m, "the link broke (" + caf::to_string(dm.reason) + ")");
+            }
+    });
+    return {
+        [self](msg::join_atom, msg::node_report& r) {
+            on_report(self, r, caf::actor_cast<msg::cluster_actor>(self->current_sender()));
+            auto out = own_report(self);
+            count_link(self, r.name, "out", out);
+            return out;
+        },
+        [self](msg::heartbeat_atom, msg::node_report& r) {
+            on_report(self, r, caf::actor_cast<msg::cluster_actor>(self->current_sender()));
+        },
+        [self](msg::members_atom) { return view(self); },
+        [self](msg::roll_atom, msg::roll_order& order) {
+            return start_roll(self, std::move(order));
+        },
+        [self](msg::ready_atom, std::string& address) {
+            auto& s = self->state;
+            s.address = std::move(address);
+            if (s.opt.clustered)
+                spdlog::info("cluster: node '{}' listens for peers at {}{}", s.opt.node_name,
+                             s.address, s.opt.tls ? " (TLS, mutual certificates)" : " (plain TCP)");
+            self->send(self, msg::tick_atom_v);
+        },
+        [self](msg::tick_atom) {
+            auto& s = self->state;
+            if (s.opt.clustered) {
+                judge(self);
+                dial_missing(self);
+                push_replicas(self);
+            }
+            s.last_tick = clock::now();
+            refresh_and_beat(self);
+            advance_rolls(self);
+            report_counts(self);
+            self->delayed_send(self, s.opt.heartbeat, msg::tick_atom_v);
+        },
+    };
+}
+
+} // namespace
+
+} // namespace cluster
+
+msg::cluster_actor spawn_cluster_node(caf::actor_system& sys, cluster_options opt) {
+    return sys.spawn(cluster::cluster_fn, std::move(opt));
+}
+
+} // namespace bitnet::actors

@@ -1,0 +1,60 @@
+// The cluster actor of one node: several bitnet-server processes made one server over CAF's
+// middleman (plain TCP for local tests, TLS with mutual certificates through CAF's OpenSSL module
+// otherwise).
+//   - Membership: a node publishes this actor on its cluster port and dials the addresses it was
+//     told to join; each side answers a join with its report, whose member list lets every node
+//     dial every other one (a full mesh: one link per pair). A node knows its peers by name; one
+//     that restarts under its name comes back with a new incarnation.
+//   - Heartbeats: every `heartbeat` each node sends every peer its report (its replicas with their
+//     load, its models, the members it knows). A peer is suspect after half the failure timeout
+//     without one and down after the whole of it (a hung process); a broken link makes it down at
+//     once (a crashed one). A node that was itself paused judges nobody on waking: it first
+//     listens again.
+//   - Routing state: at every tick admission gets the replicas of the nodes that are up; when a
+//     node goes down admission drops its replicas at once and its stream relay moves the streams
+//     that ran there (actors/stream_relay.hpp). A node that comes back is routed to again.
+//   - Rolling operations (actors/cluster_rolls.hpp): load, rollback and unload run node after node
+//     through each node's own supervisor; a failure stops the roll and undoes it.
+#pragma once
+
+#include "messages/interfaces.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace caf {
+class actor_system;
+}
+
+namespace bitnet::actors {
+
+struct cluster_options {
+    std::string node_name;
+    /// false: a node alone (no cluster port); it still answers `members` with itself.
+    bool clustered = false;
+    std::vector<std::string> join; ///< "host:port" of members to dial
+    bool tls = false;              ///< dial through CAF's OpenSSL module (mutual certificates)
+    std::chrono::milliseconds heartbeat{250};
+    std::chrono::milliseconds failure_timeout{3000};
+    msg::admission_actor admission;
+    msg::supervisor_actor supervisor;
+    /// Members by state after every tick (bitnet_cluster_nodes{state}), this node included.
+    std::function<void(std::uint32_t up, std::uint32_t suspect, std::uint32_t down)> on_nodes;
+    /// A heartbeat or join crossed the link to `peer` ("in" or "out"), with its size in bytes.
+    std::function<void(const std::string& peer, const char* direction, std::uint64_t bytes)>
+        on_link;
+};
+
+[[nodiscard]] msg::cluster_actor spawn_cluster_node(caf::actor_system& sys, cluster_options opt);
+
+/// "host:port" (an IPv6 host in brackets) split; nothing when it is not of that form.
+struct peer_address {
+    std::string host;
+    std::uint16_t port = 0;
+};
+[[nodiscard]] bool parse_peer_address(const std::string& text, peer_address& out);
+
+} // namespace bitnet::actors

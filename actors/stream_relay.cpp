@@ -1,0 +1,257 @@
+#include "actors/stream_relay.hpp"
+
+#include "actors/wire_size.hpp"
+#include "messages/errors.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <optional>
+#include <unordered_map>
+
+namespace bitnet::actors {
+
+namespace {
+
+/// One request placed on another node, and what it has delivered.
+struct relayed {
+    msg::sink_actor sink;
+    /// The request as the client's admission made it, without any resumed tail: its prompt is
+    /// the client's prompt.
+    msg::generate_request base;
+    /// Every generated token id the sink has received, in order (a resume's tail included).
+    std::vector<msg::token_id> delivered;
+    msg::replica_view where; ///< the replica it runs on now
+    std::optional<caf::typed_response_promise<msg::request_id>> answer; ///< until submitted
+    std::uint32_t moves = 0;
+};
+
+struct relay_state {
+    relay_options opt;
+    std::unordered_map<msg::request_id, relayed> live;
+    std::unordered_map<caf::actor_addr, msg::request_id> by_sink;
+    static inline const char* name = "stream_relay";
+};
+
+using relay_pointer = msg::relay_actor::stateful_pointer<relay_state>;
+
+void forget(relay_pointer self, msg::request_id id) {
+    auto& st = self->state;
+    auto it = st.live.find(id);
+    if (it == st.live.end())
+        return;
+    self->demonitor(it->second.sink.address());
+    st.by_sink.erase(it->second.sink.address());
+    st.live.erase(it);
+}
+
+/// Ends a request here: its sink hears `e` (or, before the submit was answered, the submitter).
+void fail(relay_pointer self, msg::request_id id, caf::error e) {
+    auto& st = self->state;
+    auto it = st.live.find(id);
+    if (it == st.live.end())
+        return;
+    if (it->second.answer)
+        it->second.answer->deliver(std::move(e));
+    else
+        self->send(it->second.sink, msg::fail_atom_v, id, std::move(e));
+    forget(self, id);
+}
+
+/// The request as it goes to a replica: the client's prompt plus what was delivered, marked as
+/// resumed, with this relay named so its output comes back here in per-step batches.
+msg::generate_request placed_request(relay_pointer self, const relayed& r) {
+    auto req = r.base;
+    req.prompt.insert(req.prompt.end(), r.delivered.begin(), r.delivered.end());
+    req.n_resumed = static_cast<std::uint32_t>(r.delivered.size());
+    req.relay = caf::actor_cast<caf::actor>(self);
+    return req;
+}
+
+void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& why);
+
+/// Sends the request to its replica. A replica that is gone before it answers (its version was
+/// drained, its node lost) is no answer: the request is placed again.
+void submit_to(relay_pointer self, msg::request_id id) {
+    auto& r = self->state.live.at(id);
+    auto batcher = caf::actor_cast<msg::batcher_actor>(r.where.batcher);
+    self->request(batcher, std::chrono::seconds(30), msg::submit_atom_v, placed_request(self, r),
+                  r.sink)
+        .then(
+            [self, id](msg::request_id) {
+                auto it = self->state.live.find(id);
+                if (it != self->state.live.end() && it->second.answer) {
+                    it->second.answer->deliver(id);
+                    it->second.answer.reset();
+                }
+            },
+            [self, id, batcher](caf::error& e) {
+                auto it = self->state.live.find(id);
+                if (it == self->state.live.end() ||
+                    caf::actor_cast<caf::actor>(batcher) != it->second.where.batcher)
+                    return; // moved meanwhile: this answer is stale
+                const auto err = msg::from_caf_error(e);
+                if (err.value() == errc::cancelled || err.value() == errc::timeout)
+                    return move_elsewhere(self, id,
+                                          "its replica did not take it (" + err.message + ")");
+                fail(self, id, std::move(e)); // the replica refused it: the client's answer
+            });
+}
+
+/// The stream goes on on another replica of the same version (or ends with replica_lost).
+void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& why) {
+    auto& st = self->state;
+    auto it = st.live.find(id);
+    if (it == st.live.end())
+        return;
+    auto& r = it->second;
+    if (r.delivered.size() >= r.base.max_tokens) {
+        // Everything was delivered but the end was lost with the node: end it here.
+        msg::completion c;
+        c.id = id;
+        c.finish_reason = "length";
+        c.model = r.where.alias;
+        c.model_version = r.where.version;
+        c.prompt_tokens = static_cast<std::uint32_t>(r.base.prompt.size());
+        c.completion_tokens = static_cast<std::uint32_t>(r.delivered.size());
+        self->send(r.sink, msg::done_atom_v, std::move(c));
+        return forget(self, id);
+    }
+    const auto old = r.where;
+    // The version that started the stream continues it: only it computes the same tokens.
+    self->request(st.opt.admission, std::chrono::seconds(10), msg::place_atom_v, old.alias,
+                  old.version)
+        .then(
+            [self, id, old, why](msg::replica_view& to) {
+                auto jt = self->state.live.find(id);
+                if (jt == self->state.live.end())
+                    return;
+                auto& rr = jt->second;
+                // The old placement may still be running (a hung node that wakes up): cancel it
+                // there, and drop whatever it still sends (stream_batch checks the sender).
+                self->send(caf::actor_cast<msg::batcher_actor>(old.batcher), msg::cancel_atom_v,
+                           id);
+                ++rr.moves;
+                spdlog::info("request req-{}: {}; the stream continues on node '{}' after {} "
+                             "token(s) (move {})",
+                             id, why, to.node, rr.delivered.size(), rr.moves);
+                rr.where = std::move(to);
+                if (self->state.opt.on_migrated)
+                    self->state.opt.on_migrated();
+                submit_to(self, id);
+            },
+            [self, id, old, why](caf::error& e) {
+                spdlog::warn("request req-{}: {}; no replica of '{}' version {} is left: {}", id,
+                             why, old.alias, old.version, caf::to_string(e));
+                fail(self, id,
+                     msg::to_caf_error(errc::replica_lost,
+                                       "the node running this request was lost and no replica "
+                                       "of model '" +
+                                           old.alias + "' version " + old.version +
+                                           " is left in the cluster",
+                                       5));
+            });
+}
+
+/// A batcher's step output: each event to its request's sink, unless it comes from a placement
+/// the request has left, or repeats a token already delivered.
+void on_batch(relay_pointer self, msg::stream_batch& b) {
+    auto& st = self->state;
+    const auto sender = caf::actor_cast<caf::actor>(self->current_sender());
+    std::string peer;
+    auto current = [&](msg::request_id id) -> relayed* {
+        auto it = st.live.find(id);
+        if (it == st.live.end() || it->second.where.batcher != sender)
+            return nullptr;
+        peer = it->second.where.node;
+        return &it->second;
+    };
+    for (auto& ev : b.tokens) {
+        auto* r = current(ev.id);
+        if (!r)
+            continue;
+        if (ev.token >= 0) {
+            if (ev.index < r->delivered.size())
+                continue; // delivered before the move
+            r->delivered.push_back(ev.token);
+        }
+        self->send(r->sink, msg::token_atom_v, std::move(ev));
+    }
+    for (auto& c : b.done) {
+        if (auto* r = current(c.id)) {
+            self->send(r->sink, msg::done_atom_v, std::move(c));
+            forget(self, c.id);
+        }
+    }
+    for (auto& f : b.failed) {
+        if (current(f.id))
+            fail(self, f.id, std::move(f.error));
+    }
+    if (st.opt.on_batch && !peer.empty())
+        st.opt.on_batch(peer, wire_size(self->system(), b));
+}
+
+msg::relay_actor::behavior_type relay_fn(relay_pointer self, relay_options opt) {
+    self->state.opt = std::move(opt);
+    self->set_down_handler([self](caf::down_msg& dm) {
+        // A sink died (its client is gone): the batcher cancels on its own (it monitors the
+        // sink too); nothing more is relayed for it.
+        auto it = self->state.by_sink.find(dm.source);
+        if (it != self->state.by_sink.end())
+            forget(self, it->second);
+    });
+    return {
+        [self](msg::submit_atom, msg::generate_request& req, msg::sink_actor& sink,
+               msg::replica_view& where) -> caf::result<msg::request_id> {
+            auto& st = self->state;
+            const auto id = req.id;
+            if (st.live.count(id) > 0)
+                return msg::to_caf_error(errc::invalid_argument,
+                                         "request id " + std::to_string(id) + " is already live");
+            relayed r;
+            r.sink = sink;
+            const auto n_base =
+                req.prompt.size() - std::min<std::size_t>(req.n_resumed, req.prompt.size());
+            r.delivered.assign(req.prompt.begin() + static_cast<std::ptrdiff_t>(n_base),
+                               req.prompt.end());
+            req.prompt.resize(n_base);
+            req.n_resumed = 0;
+            req.relay = nullptr;
+            r.base = std::move(req);
+            r.where = std::move(where);
+            auto rp = self->make_response_promise<msg::request_id>();
+            r.answer = rp;
+            self->monitor(sink);
+            st.by_sink[sink.address()] = id;
+            st.live.emplace(id, std::move(r));
+            submit_to(self, id);
+            return rp;
+        },
+        [self](msg::stream_atom, msg::stream_batch& b) { on_batch(self, b); },
+        [self](msg::down_atom, const std::string& node) {
+            std::vector<msg::request_id> lost;
+            for (const auto& [id, r] : self->state.live)
+                if (r.where.node == node)
+                    lost.push_back(id);
+            for (auto id : lost)
+                move_elsewhere(self, id, "node '" + node + "' was lost");
+        },
+        [self](msg::cancel_atom, msg::request_id id) {
+            auto it = self->state.live.find(id);
+            if (it == self->state.live.end())
+                return;
+            self->send(caf::actor_cast<msg::batcher_actor>(it->second.where.batcher),
+                       msg::cancel_atom_v, id);
+        },
+    };
+}
+
+} // namespace
+
+msg::relay_actor spawn_stream_relay(caf::actor_system& sys, relay_options opt) {
+    return sys.spawn(relay_fn, std::move(opt));
+}
+
+} // namespace bitnet::actors
