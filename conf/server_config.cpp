@@ -1,15 +1,21 @@
 #include "conf/server_config.hpp"
 
+#include "conf/host_port.hpp"
+
 #include <boost/json.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <span>
 #include <sstream>
+#include <system_error>
 #include <variant>
 
 namespace bitnet::conf {
@@ -96,6 +102,23 @@ std::span<const field> fields() {
         {"test_hooks", &server_config::test_hooks, 0, 1,
          "1 = the crash test hook (builds with test hooks only)"},
         {"log_level", &server_config::log_level, 0, 0, "trace|debug|info|warn|error|critical|off"},
+        {"node_name", &server_config::node_name, 0, 0,
+         "this node's name among its peers (empty = the host name)"},
+        {"cluster_listen", &server_config::cluster_listen, 0, 0,
+         "HOST:PORT of the peer listener (empty = no cluster; [::1]:PORT for IPv6)"},
+        {"cluster_join", &server_config::cluster_join, 0, 0,
+         "peers to join, HOST:PORT[,HOST:PORT...] (short form --join)"},
+        {"cluster_cert", &server_config::cluster_cert, 0, 0,
+         "PEM certificate of this node for peer TLS"},
+        {"cluster_key", &server_config::cluster_key, 0, 0, "PEM private key of cluster_cert"},
+        {"cluster_ca", &server_config::cluster_ca, 0, 0,
+         "PEM CA that signs every peer's certificate"},
+        {"cluster_insecure", &server_config::cluster_insecure, 0, 1,
+         "1 = plain TCP between peers, loopback only (the flag alone means 1)"},
+        {"cluster_failure_timeout_ms", &server_config::cluster_failure_timeout_ms, 300, 600000,
+         "a peer silent this long is declared failed"},
+        {"cluster_heartbeat_ms", &server_config::cluster_heartbeat_ms, 50, 10000,
+         "heartbeat interval between peers (< cluster_failure_timeout_ms / 2)"},
     };
     return table;
 }
@@ -110,6 +133,38 @@ const field* find_field(std::string_view key) {
 error bad(std::string_view key, std::string_view origin, const std::string& what) {
     return {errc::invalid_argument,
             "config key '" + std::string(key) + "' (from " + std::string(origin) + "): " + what};
+}
+
+/// The form a text key's value must have, checked as the value is set so the error names where
+/// it came from; an empty value means "unset" and always passes. Returns what is wrong, or "".
+std::string text_problem(std::string_view key, std::string_view value) {
+    if (value.empty())
+        return {};
+    if (key == "node_name")
+        return is_valid_node_name(value)
+                   ? std::string{}
+                   : "'" + std::string(value) + "' is not 1..64 letters, digits, '.', '_' or '-'";
+    if (key == "cluster_listen" || key == "cluster_join") {
+        auto hp = parse_host_port(value);
+        if (!hp)
+            return hp.error().message;
+        // A peer to connect to needs its real port; only a listener may ask for an ephemeral one.
+        if (key == "cluster_join" && hp->port == 0)
+            return "'" + std::string(value) + "' has port 0 (only a listener may use port 0)";
+    }
+    return {};
+}
+
+result<void> check_text(std::string_view key, std::string_view origin, std::string_view value) {
+    if (auto why = text_problem(key, value); !why.empty())
+        return bad(key, origin, why);
+    return {};
+}
+
+/// Keys whose flag may stand alone, meaning 1 (`--cluster-insecure`); a following "0" or "1"
+/// is still taken as the value.
+bool is_switch(std::string_view key) {
+    return key == "cluster_insecure";
 }
 
 result<std::uint64_t> check_range(const field& f, std::string_view origin, std::uint64_t v) {
@@ -174,11 +229,15 @@ result<void> set_from_text(server_config& cfg, const field& f, std::string_view 
             return {};
         }
         result<void> operator()(str_field m) const {
+            BITNET_TRY(check_text(f.key, origin, text));
             cfg.*m = std::string(text);
             return {};
         }
         result<void> operator()(list_field m) const {
-            cfg.*m = split_list(text);
+            auto items = split_list(text);
+            for (const auto& item : items)
+                BITNET_TRY(check_text(f.key, origin, item));
+            cfg.*m = std::move(items);
             return {};
         }
         result<void> operator()(models_field) const {
@@ -212,6 +271,7 @@ result<void> set_from_json(server_config& cfg, const field& f, std::string_view 
             if (!e.is_string())
                 return bad(f.key, origin,
                            "expected an array of strings, got " + json::serialize(e));
+            BITNET_TRY(check_text(f.key, origin, e.get_string()));
             out.emplace_back(e.get_string());
         }
         return out;
@@ -227,6 +287,7 @@ result<void> set_from_json(server_config& cfg, const field& f, std::string_view 
     } else if (auto* ms = std::get_if<str_field>(&f.target)) {
         if (!v.is_string())
             return bad(f.key, origin, "expected a string, got " + json::serialize(v));
+        BITNET_TRY(check_text(f.key, origin, v.get_string()));
         cfg.** ms = std::string(v.get_string());
     } else if (auto* ml = std::get_if<list_field>(&f.target)) {
         auto x = as_strings();
@@ -284,6 +345,7 @@ std::string canonical_flag(const std::string& name) {
         {"max_waiting", "max_waiting_requests"},
         {"api_key", "api_keys"},
         {"admin_key", "admin_api_keys"},
+        {"join", "cluster_join"},
     };
     for (const auto& [from, to] : aliases)
         if (name == from)
@@ -301,6 +363,90 @@ std::optional<std::string> config_flag(const std::vector<std::string>& args) {
             out = args[i].substr(9);
     }
     return out;
+}
+
+/// A cross-key validation error: names the key (the values may come from several layers).
+error fail(std::string_view key, const std::string& what) {
+    return {errc::invalid_argument, "config key '" + std::string(key) + "': " + what};
+}
+
+/// What is wrong with reading `path` as a file, or "" when it opens.
+std::string unreadable(const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        return "'" + path + "' is a directory, not a file";
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return "cannot read '" + path + "' (" + std::strerror(errno) + ")";
+    return {};
+}
+
+/// The cluster keys' rules that involve several keys or the file system. Peer links are either
+/// mutual TLS or explicitly plaintext on loopback, never plaintext by default.
+result<void> validate_cluster(const server_config& cfg) {
+    if (cfg.cluster_heartbeat_ms * 2ull >= cfg.cluster_failure_timeout_ms)
+        return fail("cluster_heartbeat_ms",
+                    std::to_string(cfg.cluster_heartbeat_ms) +
+                        " must be below half of cluster_failure_timeout_ms (" +
+                        std::to_string(cfg.cluster_failure_timeout_ms) +
+                        "): a peer must miss at least two heartbeats before it is declared failed");
+    const std::array<std::pair<std::string_view, const std::string*>, 3> tls{{
+        {"cluster_cert", &cfg.cluster_cert},
+        {"cluster_key", &cfg.cluster_key},
+        {"cluster_ca", &cfg.cluster_ca},
+    }};
+    const auto tls_set = static_cast<std::size_t>(
+        std::count_if(tls.begin(), tls.end(), [](const auto& t) { return !t.second->empty(); }));
+    if (cfg.cluster_listen.empty()) {
+        // Cluster settings without a listener would be silently ignored: say so instead.
+        if (!cfg.cluster_join.empty())
+            return fail("cluster_join", "needs cluster_listen (--cluster-listen HOST:PORT): a "
+                                        "node that joins peers must accept their links too");
+        if (cfg.cluster_insecure != 0)
+            return fail("cluster_insecure", "is set but cluster_listen is empty (no cluster)");
+        for (const auto& [key, value] : tls)
+            if (!value->empty())
+                return fail(key, "is set but cluster_listen is empty (no cluster)");
+        return {};
+    }
+    if (tls_set != 0 && tls_set != tls.size()) {
+        for (const auto& [key, value] : tls)
+            if (value->empty())
+                return fail(key, "is missing: peer TLS needs cluster_cert, cluster_key and "
+                                 "cluster_ca together (or none of them)");
+    }
+    const auto listen = parse_host_port(cfg.cluster_listen);
+    if (!listen)
+        return fail("cluster_listen", listen.error().message);
+    if (cfg.cluster_insecure != 0) {
+        if (tls_set != 0)
+            return fail("cluster_insecure", "and cluster_cert/cluster_key/cluster_ca are both "
+                                            "set: choose TLS (the files) or plain TCP "
+                                            "(--cluster-insecure), not both");
+        if (!is_loopback_host(listen->host))
+            return fail("cluster_insecure",
+                        "--cluster-insecure sends peer traffic in the clear: only allowed when "
+                        "--cluster-listen is a loopback address (cluster_listen is '" +
+                            cfg.cluster_listen + "')");
+        for (const auto& peer : cfg.cluster_join) {
+            const auto hp = parse_host_port(peer);
+            if (!hp || !is_loopback_host(hp->host))
+                return fail("cluster_join",
+                            "'" + peer +
+                                "' is not a loopback address: --cluster-insecure sends peer "
+                                "traffic in the clear, so every --join address must be loopback");
+        }
+        return {};
+    }
+    if (tls_set == 0)
+        return fail("cluster_listen",
+                    "peer links need TLS: set cluster_cert, cluster_key and cluster_ca "
+                    "(--cluster-cert/--cluster-key/--cluster-ca), or --cluster-insecure for a "
+                    "loopback-only test cluster");
+    for (const auto& [key, value] : tls)
+        if (auto why = unreadable(*value); !why.empty())
+            return fail(key, why);
+    return {};
 }
 
 } // namespace
@@ -346,9 +492,6 @@ result<void> apply_json(server_config& cfg, std::string_view json_text, std::str
 }
 
 result<void> validate(const server_config& cfg) {
-    auto fail = [](std::string_view key, const std::string& what) {
-        return error{errc::invalid_argument, "config key '" + std::string(key) + "': " + what};
-    };
     if (cfg.listen_address.empty())
         return fail("listen_address", "must not be empty");
     for (std::size_t i = 0; i < cfg.models.size(); ++i) {
@@ -379,7 +522,7 @@ result<void> validate(const server_config& cfg) {
     for (const auto& k : cfg.admin_api_keys)
         if (k.size() < 8)
             return fail("admin_api_keys", "keys must be at least 8 characters");
-    return {};
+    return validate_cluster(cfg);
 }
 
 result<server_config> load_config(const config_sources& src) {
@@ -414,6 +557,11 @@ result<server_config> load_config(const config_sources& src) {
         if (name == "print_config")
             continue; // an action of the executable, not a setting
         name = canonical_flag(name);
+        if (!value && is_switch(name)) {
+            const bool explicit_value =
+                i + 1 < src.args.size() && (src.args[i + 1] == "0" || src.args[i + 1] == "1");
+            value = explicit_value ? src.args[++i] : std::string("1");
+        }
         if (!value) {
             if (i + 1 >= src.args.size())
                 return error{errc::invalid_argument, "flag " + std::string(a) + " needs a value"};
@@ -479,7 +627,8 @@ std::string usage() {
         "                     [--api-key K] [--admin-key K] [--print-config] [flags]\n\n"
         "Short forms: --model = --models ([ALIAS=]PATH[,...]), --host = --listen-address,\n"
         "--threads = --n-threads, --max-seqs = --max-batch-seqs, --max-waiting =\n"
-        "--max-waiting-requests, --api-key = --api-keys, --admin-key = --admin-api-keys.\n"
+        "--max-waiting-requests, --api-key = --api-keys, --admin-key = --admin-api-keys,\n"
+        "--join = --cluster-join. --cluster-insecure alone means --cluster-insecure 1.\n"
         "--print-config prints the effective configuration as JSON and exits.\n\n"
         "Every flag also reads from its environment variable; precedence: file < environment < "
         "flags.\n\n";

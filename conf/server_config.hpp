@@ -80,6 +80,28 @@ struct server_config {
     std::uint32_t test_hooks = 0;
     std::string log_level = "info"; ///< trace|debug|info|warn|error|critical|off
 
+    // Cluster (peer links over CAF remoting). All off while cluster_listen is empty.
+    /// This node's name among its peers; empty = the host name, resolved at start-up (checked
+    /// with is_valid_node_name, conf/host_port.hpp).
+    std::string node_name;
+    /// "HOST:PORT" the peer listener binds (parse_host_port); empty = no cluster. Port 0 =
+    /// ephemeral (tests).
+    std::string cluster_listen;
+    /// Peers to join at start-up, "HOST:PORT" each (flag --join A,B; env comma-separated).
+    std::vector<std::string> cluster_join;
+    /// PEM files of mutual TLS between peers: this node's certificate and key, and the CA that
+    /// signs every peer's certificate. All three or none.
+    std::string cluster_cert;
+    std::string cluster_key;
+    std::string cluster_ca;
+    /// 1 = plain TCP between peers; refused unless cluster_listen and every join address are
+    /// loopback (local tests only).
+    std::uint32_t cluster_insecure = 0;
+    /// A peer silent this long is declared failed.
+    std::uint32_t cluster_failure_timeout_ms = 3000;
+    /// Interval of the heartbeats peers send each other; below half the failure timeout.
+    std::uint32_t cluster_heartbeat_ms = 250;
+
     /// The entry `default_model` names (or the first), or nullptr when no model is configured.
     [[nodiscard]] const model_entry* default_entry() const noexcept;
 };
@@ -104,8 +126,9 @@ struct config_sources {
 
 /// Defaults, then the file, then the environment, then flags; then cross-field validation.
 /// Flags also take the command-line contract's short forms (--host, --threads, --max-seqs,
-/// --max-waiting, --api-key, --admin-key, --alias NAME for the one model) and ignore
-/// --print-config (the executable's action).
+/// --max-waiting, --api-key, --admin-key, --alias NAME for the one model, --join for
+/// --cluster-join) and ignore --print-config (the executable's action). --cluster-insecure may
+/// stand alone (= 1).
 [[nodiscard]] result<server_config> load_config(const config_sources& src);
 
 /// Checks ranges that involve several keys (the per-key ranges are checked as values are set).

@@ -8,6 +8,8 @@
 #              as validators and TypeScript types), typescript, yaml
 #   Dockerfile dockerfile-utils lint (instructions, flags, stages); RUN steps only call deploy/
 #              scripts (which CI runs without Docker), non-root USER, HEALTHCHECK on /health/live
+#   certs      deploy/cluster/make-certs.sh into a temp dir: `openssl verify -CAfile` of every node
+#              certificate for server and client auth, SANs, idempotent re-run
 #   YAML       yamllint on every YAML file under deploy/ (Helm templates: after rendering)
 #   rules      promtool check rules + promtool test rules (every alert firing and quiet)
 #   metrics    dashboard JSON parses; every metric and label in dashboard and rules is in the
@@ -60,6 +62,10 @@ $py -c 'import yaml' 2>/dev/null || py=/usr/bin/python3
 step "Dockerfile"
 check "dockerfile-utils lint deploy/Dockerfile" "$ci/node_modules/.bin/dockerfile-utils" lint deploy/Dockerfile
 check "Dockerfile RUN steps are deploy/ scripts, non-root, health check" $py deploy/ci/check-dockerfile.py
+
+step "cluster certificates"
+check "make-certs.sh: CA + node pairs verify (server and client auth), idempotent" \
+    bash deploy/ci/check-make-certs.sh
 
 step "yamllint"
 check "yamllint deploy/" yamllint -s -c deploy/.yamllint deploy

@@ -3,6 +3,7 @@
 
 #include "support/test_data.hpp"
 
+#include <boost/json.hpp>
 #include <doctest/doctest.h>
 
 #include <map>
@@ -54,6 +55,26 @@ TEST_CASE("the shipped config file holds exactly the struct's defaults") {
     CHECK(r->drain_timeout_ms == d.drain_timeout_ms);
     CHECK(r->log_level == d.log_level);
     CHECK(r->models.empty());
+    CHECK(r->node_name == d.node_name);
+    CHECK(r->cluster_listen == d.cluster_listen);
+    CHECK(r->cluster_join == d.cluster_join);
+    CHECK(r->cluster_cert == d.cluster_cert);
+    CHECK(r->cluster_key == d.cluster_key);
+    CHECK(r->cluster_ca == d.cluster_ca);
+    CHECK(r->cluster_insecure == d.cluster_insecure);
+    CHECK(r->cluster_failure_timeout_ms == d.cluster_failure_timeout_ms);
+    CHECK(r->cluster_heartbeat_ms == d.cluster_heartbeat_ms);
+    // Every key the loader knows is in the file (to_json prints every key).
+    boost::json::object printed = boost::json::parse(bitnet::conf::to_json(d)).as_object();
+    const auto file =
+        bitnet::test::read_file(bitnet::test::data_path("../../conf/bitnet-server.json"));
+    boost::json::object shipped =
+        boost::json::parse(std::string(file.begin(), file.end())).as_object();
+    for (const auto& [key, value] : printed) {
+        INFO("key " << key);
+        REQUIRE(shipped.contains(key));
+        CHECK(shipped.at(key) == value);
+    }
 }
 
 TEST_CASE("precedence: file < environment < flags, key by key") {
