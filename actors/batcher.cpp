@@ -209,8 +209,10 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         te.logprob = ev.logprob;
         te.top_tokens = smp.top_tokens;
         te.top_logprobs = smp.top_logprobs;
-        if (ev.index == 0)
+        if (ev.index == 0) {
             te.prompt_tokens = static_cast<std::uint32_t>(lr.req.prompt.size());
+            te.model = st.opt.model;
+        }
         if (lr.req.token_pieces && st.tokenizer) {
             te.piece = piece_of(*st.tokenizer, ev.token);
             for (auto t : te.top_tokens)

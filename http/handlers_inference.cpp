@@ -149,6 +149,8 @@ void session::on_token(msg::token_event ev) {
         begin_stream(); // admission's answer is posted first; this is only a safety net
     const auto now = steady::now();
     const bool real_token = ev.token >= 0; // < 0: held-back text released at the end
+    if (call_->model.empty() && !ev.model.empty())
+        call_->model = ev.model; // routed without a model name: the alias that serves it
     if (real_token && call_->last_token != steady::time_point{})
         srv_.m.inter_token(std::chrono::duration<double>(now - call_->last_token).count());
     if (real_token) {

@@ -60,6 +60,58 @@ void session::ask_supervisor(const std::string& route, supervisor_ask ask) {
         [sup, ask, answer](caf::event_based_actor* a, int /*unused*/) { ask(a, sup, answer); }, 0);
 }
 
+void session::ask_cluster(const std::string& route, msg::roll_order order) {
+    auto cluster = srv_.opt.cluster;
+    auto ex = stream_.get_executor();
+    auto self = shared_from_this();
+    auto answer = [ex, self, route](msg::operation_ticket t) {
+        net::post(ex, [self, route, t = std::move(t)] {
+            self->safely("operation", [&] { self->ticket_reply(route, t); });
+        });
+    };
+    // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise.
+    srv_.sys.spawn(
+        [cluster, order, answer](caf::event_based_actor* a, int /*unused*/) {
+            a->request(cluster, std::chrono::seconds(30), msg::roll_atom_v, order)
+                .then([answer](msg::operation_ticket t) { answer(std::move(t)); },
+                      [answer, alias = order.load.alias](caf::error& e) {
+                          answer(unanswered(alias, e));
+                      });
+        },
+        0);
+}
+
+std::optional<std::vector<std::string>> session::nodes_field(const std::string& route,
+                                                             const boost::json::object& o) {
+    std::vector<std::string> out;
+    const auto* n = o.if_contains("nodes");
+    if (!n || n->is_null())
+        return out;
+    if (!n->is_array() || n->get_array().empty() || n->get_array().size() > 256) {
+        send_error(route, invalid_value("nodes", "nodes must be a non-empty array of node names"),
+                   "-");
+        return std::nullopt;
+    }
+    for (const auto& v : n->get_array()) {
+        if (!v.is_string() || !name_ok(v.get_string(), 64)) {
+            send_error(route,
+                       invalid_value("nodes", "each node name must be 1..64 characters of "
+                                              "letters, digits, '.', '_', '-'"),
+                       "-");
+            return std::nullopt;
+        }
+        out.emplace_back(v.get_string());
+    }
+    if (!srv_.opt.clustered) {
+        send_error(route,
+                   invalid_value("nodes", "this server is not part of a cluster: there are no "
+                                          "nodes to name (start it with --cluster-listen)"),
+                   "-");
+        return std::nullopt;
+    }
+    return out;
+}
+
 void session::ticket_reply(const std::string& route, const msg::operation_ticket& t) {
     if (t.refusal.empty())
         return send_json(route, 202, ticket_body(t));
@@ -118,6 +170,11 @@ void session::do_load(const std::string& body) {
                               "-");
         order.device = d->get_string();
     }
+    const auto nodes = nodes_field(route, *o);
+    if (!nodes)
+        return;
+    if (srv_.opt.clustered)
+        return ask_cluster(route, msg::roll_order{"load", order, *nodes});
     ask_supervisor(route, [order](caf::event_based_actor* a, msg::supervisor_actor sup,
                                   ticket_answer answer) {
         a->request(sup, std::chrono::seconds(30), msg::load_atom_v, order)
@@ -128,7 +185,8 @@ void session::do_load(const std::string& body) {
 
 /// POST /v1/models/{alias}/rollback, DELETE /v1/models/{alias}, and the test hook
 /// POST /v1/models/{alias}/crash.
-void session::do_model_op(const std::string& kind, const std::string& alias) {
+void session::do_model_op(const std::string& kind, const std::string& alias,
+                          const std::string& body) {
     const std::string route = kind == "unload"     ? "/v1/models/{alias}"
                               : kind == "rollback" ? "/v1/models/{alias}/rollback"
                                                    : "/v1/models/{alias}/crash";
@@ -138,6 +196,22 @@ void session::do_model_op(const std::string& kind, const std::string& alias) {
             caf::anon_send(sup, msg::crash_atom_v, alias);
         spdlog::warn("test hook: crash injected into the serving executor of '{}'", alias);
         return send_json(route, 202, alias_body(alias));
+    }
+    // An optional body: {"nodes": [...]} limits a rolling operation to those nodes.
+    std::vector<std::string> nodes;
+    if (body.find_first_not_of(" \t\r\n") != std::string::npos) {
+        auto o = body_object(route, body);
+        if (!o)
+            return;
+        auto n = nodes_field(route, *o);
+        if (!n)
+            return;
+        nodes = std::move(*n);
+    }
+    if (srv_.opt.clustered) {
+        msg::roll_order order{kind, {}, std::move(nodes)};
+        order.load.alias = alias;
+        return ask_cluster(route, std::move(order));
     }
     ask_supervisor(route, [kind, alias](caf::event_based_actor* a, msg::supervisor_actor sup,
                                         ticket_answer answer) {

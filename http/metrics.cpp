@@ -103,6 +103,29 @@ struct metrics::impl {
                                          .Register(*reg);
     pm::Family<pm::Gauge>& build =
         pm::BuildGauge().Name("bitnet_build_info").Help("build version").Register(*reg);
+    // The cluster (actors/cluster_node.hpp), each series labelled with the node that counts it.
+    pm::Family<pm::Gauge>& cluster_nodes =
+        pm::BuildGauge()
+            .Name("bitnet_cluster_nodes")
+            .Help("members of the cluster by state, as this node sees them (itself included)")
+            .Register(*reg);
+    pm::Family<pm::Counter>& migrated =
+        pm::BuildCounter()
+            .Name("bitnet_requests_migrated_total")
+            .Help("streams moved to another replica after the node running them was lost")
+            .Register(*reg);
+    pm::Family<pm::Counter>& link_messages =
+        pm::BuildCounter()
+            .Name("bitnet_cluster_link_messages_total")
+            .Help("cluster messages over the link to a peer, by direction and kind "
+                  "(heartbeat, stream)")
+            .Register(*reg);
+    pm::Family<pm::Counter>& link_bytes =
+        pm::BuildCounter()
+            .Name("bitnet_cluster_link_bytes_total")
+            .Help("serialized bytes of those messages")
+            .Register(*reg);
+    std::string node; ///< this node's name, the `node` label of the cluster series
     // vLLM-compatible aliases, so existing dashboards and autoscalers work unchanged.
     pm::Gauge& v_running = pm::BuildGauge()
                                .Name("vllm:num_requests_running")
@@ -265,6 +288,32 @@ void metrics::model_info(const std::vector<std::array<std::string, 4>>& served) 
         if (!now.count(labels))
             impl_->model_info.Remove(g);
     impl_->model_info_series = std::move(now);
+}
+
+void metrics::cluster_node(const std::string& node) {
+    impl_->node = node;
+    for (const char* s : {"up", "suspect", "down"})
+        impl_->cluster_nodes.Add({{"node", node}, {"state", s}}).Set(s[0] == 'u' ? 1 : 0);
+    impl_->migrated.Add({{"node", node}});
+}
+
+void metrics::cluster_nodes(std::uint32_t up, std::uint32_t suspect, std::uint32_t down) {
+    const auto& n = impl_->node;
+    impl_->cluster_nodes.Add({{"node", n}, {"state", "up"}}).Set(up);
+    impl_->cluster_nodes.Add({{"node", n}, {"state", "suspect"}}).Set(suspect);
+    impl_->cluster_nodes.Add({{"node", n}, {"state", "down"}}).Set(down);
+}
+
+void metrics::migrated() {
+    impl_->migrated.Add({{"node", impl_->node}}).Increment();
+}
+
+void metrics::link(const std::string& peer, const std::string& direction, const std::string& kind,
+                   std::uint64_t bytes) {
+    const std::map<std::string, std::string> labels{
+        {"node", impl_->node}, {"peer", peer}, {"direction", direction}, {"kind", kind}};
+    impl_->link_messages.Add(labels).Increment();
+    impl_->link_bytes.Add(labels).Increment(static_cast<double>(bytes));
 }
 
 void metrics::swap(const std::string& result) {

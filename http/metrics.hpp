@@ -47,6 +47,16 @@ public:
     /// bitnet_model_info{alias,version,format,device} = 1 for each served version (alias, version,
     /// format, device); versions no longer served leave the family.
     void model_info(const std::vector<std::array<std::string, 4>>& served);
+    /// The cluster's series (bitnet_cluster_nodes{node,state}, bitnet_requests_migrated_total
+    /// {node}, bitnet_cluster_link_{messages,bytes}_total{node,peer,direction,kind}) exist from
+    /// here on, labelled with this node's name.
+    void cluster_node(const std::string& node);
+    void cluster_nodes(std::uint32_t up, std::uint32_t suspect, std::uint32_t down);
+    void migrated();
+    /// One message of `kind` (heartbeat | stream) of `bytes` over the link to `peer`,
+    /// `direction` in | out.
+    void link(const std::string& peer, const std::string& direction, const std::string& kind,
+              std::uint64_t bytes);
     /// bitnet_model_swaps_total{result}: success | failed | rollback.
     void swap(const std::string& result);
     /// bitnet_build_info{version,git_sha} = 1 (the server sets it once; until then it is absent).

@@ -18,6 +18,7 @@ constexpr std::array k_routes{
     route{"POST", "/v1/tokenize", route_id::tokenize, role::user},
     route{"POST", "/v1/detokenize", route_id::detokenize, role::user},
     route{"GET", "/v1/stats", route_id::stats, role::user},
+    route{"GET", "/v1/cluster", route_id::cluster, role::user},
     route{"GET", "/v1/models", route_id::models, role::user},
     route{"GET", "/v1/models/{alias}", route_id::model, role::user},
     route{"POST", "/v1/models/load", route_id::model_load, role::admin},

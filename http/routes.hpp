@@ -23,6 +23,7 @@ enum class route_id {
     model_rollback,
     model_unload,
     model_crash,
+    cluster,
     inference,
     inference_stream,
     completions,

@@ -63,6 +63,14 @@ struct server_options {
     /// the server makes its own.
     std::shared_ptr<metrics> shared_metrics;
     build_info build;
+    /// The node's cluster actor (actors/cluster_node.hpp): GET /v1/cluster asks it, and in a
+    /// cluster (`clustered`) model management rolls across the nodes through it. Null: a single
+    /// node without one (GET /v1/cluster answers with this node alone).
+    msg::cluster_actor cluster;
+    bool clustered = false;
+    /// The first request id; a cluster node starts its ids at a prefix of its own, so ids are
+    /// unique across the nodes a request may pass through.
+    std::uint64_t first_request_id = 1;
     /// Serve the test hook POST /v1/models/{alias}/crash (admin): kills the alias's serving
     /// executor as a crash would. Only builds with test hooks turn it on (conf: test_hooks).
     bool test_hooks = false;

@@ -94,6 +94,7 @@ struct server::impl {
         , opt(std::move(o))
         , metrics_ptr(opt.shared_metrics ? opt.shared_metrics : std::make_shared<metrics>())
         , m(*metrics_ptr) {
+        next_id = opt.first_request_id;
         m.build_info(opt.build.version, opt.build.git_sha);
     }
 

@@ -194,7 +194,18 @@ private:
     void ask_supervisor(const std::string& route, supervisor_ask ask);
     void ticket_reply(const std::string& route, const msg::operation_ticket& t);
     void do_load(const std::string& body);
-    void do_model_op(const std::string& kind, const std::string& alias);
+    void do_model_op(const std::string& kind, const std::string& alias, const std::string& body);
+    /// In a cluster: `order` rolls across its nodes through the cluster actor; the roll's
+    /// ticket is the answer (progress in GET /v1/cluster).
+    void ask_cluster(const std::string& route, msg::roll_order order);
+    /// The optional "nodes" field (node names) of a model operation's body, or nullopt after the
+    /// 400 that says why not (not an array of names, or no cluster to name nodes of).
+    std::optional<std::vector<std::string>> nodes_field(const std::string& route,
+                                                        const boost::json::object& o);
+
+    // ---- cluster (handlers_cluster.cpp) ------------------------------------------------
+
+    void do_cluster();
 
     // ---- text (handlers_text.cpp) ------------------------------------------------------
 

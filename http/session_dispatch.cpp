@@ -119,11 +119,13 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
     case route_id::model_load:
         return do_load(req.body());
     case route_id::model_rollback:
-        return do_model_op("rollback", alias);
+        return do_model_op("rollback", alias, req.body());
     case route_id::model_crash:
-        return do_model_op("crash", alias);
+        return do_model_op("crash", alias, req.body());
     case route_id::model_unload:
-        return do_model_op("unload", alias);
+        return do_model_op("unload", alias, req.body());
+    case route_id::cluster:
+        return do_cluster();
     case route_id::tokenize:
         return do_tokenize(req.body());
     case route_id::detokenize:

@@ -141,12 +141,15 @@ struct token_event {
     std::vector<std::string> top_pieces;
     std::uint32_t prompt_tokens =
         0; ///< the prompt's length in tokens, on the first token (index 0)
+    /// The alias that serves the request, on the first token: a node that routes a request
+    /// without naming its model (its default is another node's) learns it here.
+    std::string model;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_event& x) {
     return f(caf::meta::type_name("token_event"), x.id, x.index, x.token, x.text, x.logprob,
-             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens);
+             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens, x.model);
 }
 
 /// The end of a request: why, how many tokens, and where the time went (microseconds).

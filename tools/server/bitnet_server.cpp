@@ -9,6 +9,7 @@
 // middle of reading a file) are not waited for: the process exits without them.
 #include "actors/admission.hpp"
 #include "actors/supervisor.hpp"
+#include "cluster_start.hpp"
 #include "conf/server_config.hpp"
 #include "http/metrics.hpp"
 #include "http/server.hpp"
@@ -40,6 +41,7 @@ namespace {
 struct system_config : caf::actor_system_config {
     explicit system_config(const conf::server_config& c) {
         msg::register_messages(*this);
+        server::load_remoting(*this, c);
         set("scheduler.max-threads", static_cast<int>(c.caf_threads));
         // Measured on 2 vCPUs: sharing halves request latency against stealing.
         set("scheduler.policy", caf::atom("sharing"));
@@ -269,6 +271,11 @@ int main(int argc, char** argv) {
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
+    const auto node = server::node_name_of(*cfg);
+    if (!node) {
+        std::fprintf(stderr, "bitnet-server: %s\n", node.error().to_string().c_str());
+        return 2;
+    }
     system_config caf_cfg(*cfg);
     caf::actor_system sys{caf_cfg};
     spdlog::info("actor system up ({} CAF threads)", cfg->caf_threads);
@@ -278,18 +285,38 @@ int main(int argc, char** argv) {
     ao.max_waiting_requests = cfg->max_waiting_requests;
     ao.max_waiting_prompt_tokens = cfg->max_waiting_prompt_tokens;
     ao.key_quota = {cfg->quota_requests_per_minute, cfg->quota_burst};
+    auto metrics = std::make_shared<http::metrics>();
+    if (server::clustered(*cfg)) {
+        ao.node_name = *node;
+        ao.on_migrated = [metrics] { metrics->migrated(); };
+        ao.on_relay_batch = [metrics](const std::string& peer, std::uint64_t bytes) {
+            metrics->link(peer, "in", "stream", bytes);
+        };
+    }
     auto admission = actors::spawn_admission(sys, ao);
 
-    auto metrics = std::make_shared<http::metrics>();
     auto step_metrics = spawn_step_metrics(sys, metrics);
     auto supervisor = actors::spawn_supervisor(
         sys, supervisor_options_for(*cfg, admission, step_metrics, metrics));
+    auto cluster = server::start_cluster(sys, *cfg, *node, admission, supervisor, metrics);
+    if (!cluster) {
+        spdlog::error("{}", cluster.error().to_string());
+        for (const caf::actor& a : {caf::actor_cast<caf::actor>(supervisor),
+                                    caf::actor_cast<caf::actor>(admission), step_metrics})
+            caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+        return 1;
+    }
     auto ho = http_options_for(*cfg);
     ho.supervisor = supervisor;
     ho.shared_metrics = metrics;
+    ho.cluster = *cluster;
+    ho.clustered = server::clustered(*cfg);
+    ho.first_request_id = server::first_request_id(*cfg);
     http::server srv(sys, admission, ho);
-    const std::vector<caf::actor> stop_order{caf::actor_cast<caf::actor>(supervisor),
-                                             caf::actor_cast<caf::actor>(admission), step_metrics};
+    // The cluster actor first: it stops its heartbeats, so peers see this node leave.
+    const std::vector<caf::actor> stop_order{
+        caf::actor_cast<caf::actor>(*cluster), caf::actor_cast<caf::actor>(supervisor),
+        caf::actor_cast<caf::actor>(admission), step_metrics};
     auto port = srv.start();
     if (!port) {
         spdlog::error("{}", port.error().to_string());

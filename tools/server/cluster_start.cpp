@@ -1,0 +1,103 @@
+#include "cluster_start.hpp"
+
+#include "actors/cluster_node.hpp"
+#include "conf/host_port.hpp"
+#include "http/metrics.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include <random>
+#include <unistd.h>
+
+namespace bitnet::server {
+
+bool clustered(const conf::server_config& cfg) {
+    return !cfg.cluster_listen.empty();
+}
+
+result<std::string> node_name_of(const conf::server_config& cfg) {
+    if (!cfg.node_name.empty())
+        return cfg.node_name;
+    char host[256] = {};
+    if (gethostname(host, sizeof host - 1) != 0 || !conf::is_valid_node_name(host))
+        return error{errc::invalid_argument,
+                     "the host name is not a valid node name: set node_name (--node-name) to 1..64 "
+                     "letters, digits, '.', '_', '-'"};
+    return std::string(host);
+}
+
+void load_remoting(caf::actor_system_config& sys_cfg, const conf::server_config& cfg) {
+    if (!clustered(cfg))
+        return;
+    sys_cfg.load<caf::io::middleman>();
+    if (cfg.cluster_insecure != 0)
+        return;
+    sys_cfg.load<caf::openssl::manager>();
+    // With these set CAF's OpenSSL module requires a peer certificate signed by the CA file on
+    // both sides of every link (mutual authentication).
+    sys_cfg.openssl_certificate = cfg.cluster_cert;
+    sys_cfg.openssl_key = cfg.cluster_key;
+    sys_cfg.openssl_cafile = cfg.cluster_ca;
+}
+
+std::uint64_t first_request_id(const conf::server_config& cfg) {
+    if (!clustered(cfg))
+        return 1;
+    std::random_device rd;
+    return (std::uint64_t{rd() & 0xffffffu} << 32) + 1;
+}
+
+result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::server_config& cfg,
+                                         const std::string& node, msg::admission_actor admission,
+                                         msg::supervisor_actor supervisor,
+                                         std::shared_ptr<http::metrics> metrics) {
+    actors::cluster_options co;
+    co.node_name = node;
+    co.clustered = clustered(cfg);
+    co.join = cfg.cluster_join;
+    co.tls = co.clustered && cfg.cluster_insecure == 0;
+    co.heartbeat = std::chrono::milliseconds(cfg.cluster_heartbeat_ms);
+    co.failure_timeout = std::chrono::milliseconds(cfg.cluster_failure_timeout_ms);
+    co.admission = std::move(admission);
+    co.supervisor = std::move(supervisor);
+    if (co.clustered) {
+        metrics->cluster_node(node);
+        co.on_nodes = [metrics](std::uint32_t up, std::uint32_t suspect, std::uint32_t down) {
+            metrics->cluster_nodes(up, suspect, down);
+        };
+        co.on_link = [metrics](const std::string& peer, const char* direction,
+                               std::uint64_t bytes) {
+            metrics->link(peer, direction, "heartbeat", bytes);
+        };
+    }
+    auto cluster = actors::spawn_cluster_node(sys, co);
+    std::string address;
+    if (co.clustered) {
+        auto hp = conf::parse_host_port(cfg.cluster_listen);
+        if (!hp)
+            return hp.error();
+        const char* bind_to = hp->host.empty() ? nullptr : hp->host.c_str();
+        auto port = co.tls ? caf::openssl::publish(cluster, hp->port, bind_to, true)
+                           : sys.middleman().publish(cluster, hp->port, bind_to, true);
+        if (!port) {
+            caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
+            return error{errc::io_error, "cannot listen for cluster peers on " +
+                                             cfg.cluster_listen + ": " +
+                                             caf::to_string(port.error())};
+        }
+        // Peers dial what the node tells them: a wildcard bind is reached by the node's name
+        // (a stable DNS name in a Kubernetes StatefulSet).
+        const bool wildcard = hp->host.empty() || hp->host == "0.0.0.0" || hp->host == "::";
+        address = conf::to_string({wildcard ? node : hp->host, *port});
+    }
+    caf::anon_send(cluster, msg::ready_atom_v, address);
+    return cluster;
+}
+
+} // namespace bitnet::server
