@@ -3,21 +3,52 @@
 
   check-server-config.py BIN_DIR RENDERED.yaml [RENDERED.yaml ...]
 
-For every Deployment in the rendered manifests: takes its bitnet-server container's plain `env`
-values (BITNET_*) and the `server.json` of the ConfigMap it mounts, runs
-`BIN_DIR/bitnet-server --config server.json --print-config` with that environment (the loader
-refuses unknown keys and out-of-range values, naming them), then checks the effective
-configuration against the Deployment: the port is the container's http port, the drain timeout
-fits the grace period (grace > preStop sleep + drain), a model is configured and it sits under the
-/models mount. Exit 0 when all agree; 1 with one line per problem.
+For every Deployment and StatefulSet in the rendered manifests: takes its bitnet-server
+container's `env` as the kubelet would resolve it (plain values with $(VAR) references to earlier
+entries expanded; fieldRef metadata.name / metadata.namespace as the first pod's name and
+"default"; secretKeyRef entries left out, they are optional) and the `server.json` of the
+ConfigMap it mounts, runs `BIN_DIR/bitnet-server --config server.json --print-config` with that
+environment (the loader refuses unknown keys and out-of-range values, naming them), then checks the
+effective configuration against the workload: the port is the container's http port, the drain
+timeout fits the grace period (grace > preStop sleep + drain), a model is configured and it sits
+under the /models mount. Files a value names under a mounted Secret (the cluster's TLS files) exist
+in a pod; here they are empty stand-ins at the same relative path, since the loader checks that
+they can be read. For a cluster (cluster_listen set): the node name is the pod's name and the peer
+listener binds every interface on the container's cluster port. Exit 0 when all agree; 1 with one
+line per problem.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 import yaml
+
+
+def pod_env(workload, container, stand_in_dir):
+    """The container's BITNET_* environment as the kubelet resolves it in the first pod."""
+    pod = workload["spec"]["template"]["spec"]
+    fields = {"metadata.name": f"{workload['metadata']['name']}-0", "metadata.namespace": "default"}
+    secret_mounts = [m["mountPath"].rstrip("/") + "/" for m in container.get("volumeMounts", [])
+                     if any(v["name"] == m["name"] and "secret" in v for v in pod.get("volumes", []))]
+    env = {}
+    for e in container.get("env", []):
+        if "value" in e:
+            # $(NAME) expands to an earlier entry; an unknown one stays as written (kubelet does so).
+            env[e["name"]] = re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                                    lambda m: env.get(m.group(1), m.group(0)), e["value"])
+        elif "fieldRef" in e.get("valueFrom", {}):
+            env[e["name"]] = fields[e["valueFrom"]["fieldRef"]["fieldPath"]]
+    for name, value in env.items():
+        for mount in secret_mounts:
+            if value.startswith(mount):
+                stand_in = os.path.join(stand_in_dir, value.lstrip("/"))
+                os.makedirs(os.path.dirname(stand_in), exist_ok=True)
+                open(stand_in, "w").close()
+                env[name] = stand_in
+    return {k: v for k, v in env.items() if k.startswith("BITNET_")}, fields["metadata.name"]
 
 
 def main():
@@ -28,11 +59,10 @@ def main():
     for path in sys.argv[2:]:
         docs = [d for d in yaml.safe_load_all(open(path, encoding="utf-8")) if d]
         configmaps = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ConfigMap"}
-        for dep in (d for d in docs if d["kind"] == "Deployment"):
-            label = f"{os.path.basename(path)}: Deployment {dep['metadata']['name']}"
+        for dep in (d for d in docs if d["kind"] in ("Deployment", "StatefulSet")):
+            label = f"{os.path.basename(path)}: {dep['kind']} {dep['metadata']['name']}"
             pod = dep["spec"]["template"]["spec"]
             c = next(x for x in pod["containers"] if x["name"] == "bitnet-server")
-            env = {e["name"]: e["value"] for e in c.get("env", []) if "value" in e}
             cm_name = next((v["configMap"]["name"] for v in pod.get("volumes", [])
                             if "configMap" in v), None)
             if cm_name not in configmaps:
@@ -42,8 +72,9 @@ def main():
                 cfg_path = os.path.join(tmp, "server.json")
                 with open(cfg_path, "w") as f:
                     f.write(configmaps[cm_name]["data"]["server.json"])
+                env, pod_name = pod_env(dep, c, os.path.join(tmp, "pod"))
                 run_env = {k: v for k, v in os.environ.items() if not k.startswith("BITNET_")}
-                run_env.update({k: v for k, v in env.items() if k.startswith("BITNET_")})
+                run_env.update(env)
                 r = subprocess.run([server, "--config", cfg_path, "--print-config"], env=run_env,
                                    capture_output=True, text=True, timeout=30)
             if r.returncode != 0:
@@ -66,11 +97,21 @@ def main():
             for m in eff["models"]:
                 if not m["path"].startswith("/models/"):
                     problems.append(f"{label}: model {m['path']} is not under the /models mount")
+            if eff["cluster_listen"]:
+                cport = next((p["containerPort"] for p in c["ports"] if p["name"] == "cluster"), None)
+                if eff["cluster_listen"] != f"0.0.0.0:{cport}":
+                    problems.append(f"{label}: cluster_listen {eff['cluster_listen']} is not 0.0.0.0:<cluster port {cport}>")
+                if eff["node_name"] != pod_name:
+                    problems.append(f"{label}: node_name {eff['node_name']!r} is not the pod's name {pod_name}")
+                if not eff["cluster_join"]:
+                    problems.append(f"{label}: a cluster node with nothing to join")
+            elif dep["kind"] == "StatefulSet":
+                problems.append(f"{label}: a StatefulSet without cluster_listen")
     for p in problems:
         print("FAIL " + p)
     if problems:
         sys.exit(1)
-    print(f"check-server-config: {checked} Deployments, configuration accepted by bitnet-server")
+    print(f"check-server-config: {checked} workloads, configuration accepted by bitnet-server")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that the Helm chart (default values) and the kustomize base render the same objects.
+"""Checks that the Helm chart and kustomize render the same objects: the default values against
+the base, cluster.enabled=true against overlays/cluster.
 
   compare-renderings.py KUSTOMIZE.yaml HELM.yaml
 
@@ -42,7 +43,7 @@ def load(path):
             if doc["kind"] == "ConfigMap":
                 body = {"data": {k: json.loads(v) if k.endswith(".json") else v
                                  for k, v in doc.get("data", {}).items()}}
-            if doc["kind"] == "Deployment":
+            if doc["kind"] in ("Deployment", "StatefulSet"):
                 for c in body["spec"]["template"]["spec"]["containers"]:
                     c.pop("image", None)
             body["labels"] = doc["metadata"].get("labels", {})
@@ -76,7 +77,7 @@ def main():
         print("FAIL " + p)
     if problems:
         return 1
-    print(f"compare-renderings: {len(k)} objects, Helm (default values) == kustomize base")
+    print(f"compare-renderings: {len(k)} objects, {sys.argv[2]} (Helm) == {sys.argv[1]} (kustomize)")
     return 0
 
 

@@ -2,11 +2,14 @@
 // package kubernetes-models ships them (5.1.0: a recent release, with resource.k8s.io/v1 of 1.34):
 //   1. schema: every object's apiVersion/kind must be a known built-in type, and the object must
 //      pass that type's JSON-schema validator (required fields, types, formats, enums);
-//   2. policy: a Deployment keeps the kit's operational contract (probes on the health endpoints,
-//      grace period above preStop sleep + drain timeout, the hardened securityContext);
+//   2. policy: a Deployment or StatefulSet keeps the kit's operational contract (probes on the
+//      health endpoints, grace period above preStop sleep + drain timeout, the hardened
+//      securityContext); a cluster StatefulSet also agrees with its headless Service, its TLS
+//      Secret mount and (when rendered) its cert-manager Certificate (clusterPolicy below);
 //   3. strict: the same objects are written as TypeScript object literals typed with the package's
 //      interfaces and type-checked with tsc, which rejects unknown fields (a misspelt
 //      `livenesProbe` passes the JSON schema, which allows additional properties, but not tsc).
+// Custom resources are validated the same way from their own kubernetes-models package (crdModels).
 // Usage: node validate-k8s.mjs LABEL=FILE.yaml ...   (multi-document YAML; exit 1 on any problem)
 import { readFileSync, writeFileSync, mkdtempSync, mkdirSync, rmSync } from "node:fs";
 import { execFileSync } from "node:child_process";
@@ -17,9 +20,14 @@ import { parseAllDocuments } from "yaml";
 const here = dirname(fileURLToPath(import.meta.url));
 let problems = 0;
 
+// API groups of custom resources the kit renders, and the package with their schemas and types.
+const crdModels = { "cert-manager.io": "@kubernetes-models/cert-manager" };
+
+const workloads = new Set(["Deployment", "StatefulSet"]);
+
 // The deployment contract of bitnet-serve pods (README, "Deploy").
 function policy(obj) {
-  if (obj.kind !== "Deployment") return [];
+  if (!workloads.has(obj.kind)) return [];
   const out = [];
   const pod = obj.spec.template.spec;
   const c = pod.containers.find((x) => x.name === "bitnet-server");
@@ -43,6 +51,90 @@ function policy(obj) {
   if (sc.readOnlyRootFilesystem !== true) out.push("readOnlyRootFilesystem must be true");
   if (!(sc.capabilities?.drop || []).includes("ALL")) out.push("capabilities must drop ALL");
   if (pod.securityContext?.runAsNonRoot !== true && sc.runAsNonRoot !== true) out.push("runAsNonRoot must be true");
+  if (obj.kind === "StatefulSet" && obj.spec.podManagementPolicy !== "Parallel") {
+    out.push("podManagementPolicy must be Parallel (pods load their models at the same time)");
+  }
+  return out;
+}
+
+const selects = (selector, labels) =>
+  Object.entries(selector || {}).every(([k, v]) => (labels || {})[k] === v);
+
+// A cluster StatefulSet against the other objects of its rendering (conf/README.md, "Cluster
+// keys"): stable peer addresses from a headless Service, the join list naming every pod, the
+// peer listener on the container's cluster port, TLS files from a read-only Secret mount, and the
+// Certificate (if rendered) issuing that Secret for both TLS roles. Returns [where, problem] pairs.
+function clusterPolicy(objs, label) {
+  const out = [];
+  for (const sts of objs.filter((o) => o.kind === "StatefulSet")) {
+    const where = `${label}: StatefulSet/${sts.metadata.name}`;
+    const bad = (msg) => out.push([where, msg]);
+    const pod = sts.spec.template.spec;
+    const podLabels = sts.spec.template.metadata?.labels;
+    const c = pod.containers.find((x) => x.name === "bitnet-server");
+    if (!c) continue;
+    const env = new Map((c.env || []).map((e, i) => [e.name, { ...e, index: i }]));
+    const value = (name) => env.get(name)?.value;
+    const port = (c.ports || []).find((p) => p.name === "cluster")?.containerPort;
+    if (!port) bad("the bitnet-server container needs a port named cluster");
+    const listen = value("BITNET_CLUSTER_LISTEN") || "";
+    if (listen !== `0.0.0.0:${port}`) bad(`BITNET_CLUSTER_LISTEN ${listen} != 0.0.0.0:<cluster port ${port}>`);
+    if (env.get("BITNET_NODE_NAME")?.valueFrom?.fieldRef?.fieldPath !== "metadata.name") {
+      bad("BITNET_NODE_NAME must come from the pod's metadata.name");
+    }
+    const ns = env.get("POD_NAMESPACE");
+    if (ns?.valueFrom?.fieldRef?.fieldPath !== "metadata.namespace") bad("POD_NAMESPACE must come from metadata.namespace");
+
+    const svc = objs.find((o) => o.kind === "Service" && o.metadata.name === sts.spec.serviceName);
+    if (!svc) {
+      bad(`serviceName ${sts.spec.serviceName} is not a rendered Service`);
+    } else {
+      if (svc.spec.clusterIP !== "None") bad(`Service ${svc.metadata.name} must be headless (clusterIP: None)`);
+      if (svc.spec.publishNotReadyAddresses !== true) bad(`Service ${svc.metadata.name} must publish not-ready addresses`);
+      if (!selects(svc.spec.selector, podLabels)) bad(`Service ${svc.metadata.name} does not select the pods`);
+      const sp = (svc.spec.ports || []).find((p) => p.targetPort === "cluster" || p.targetPort === port);
+      if (!sp || sp.port !== port) bad(`Service ${svc.metadata.name} must expose the cluster port ${port}`);
+    }
+    // Kubernetes expands $(POD_NAMESPACE) only when it is defined earlier in the list.
+    const join = env.get("BITNET_CLUSTER_JOIN");
+    if (join && ns && ns.index > join.index) bad("POD_NAMESPACE must come before BITNET_CLUSTER_JOIN");
+    const want = Array.from({ length: sts.spec.replicas ?? 1 }, (_, i) =>
+      `${sts.metadata.name}-${i}.${sts.spec.serviceName}.$(POD_NAMESPACE).svc.cluster.local:${port}`);
+    const got = (join?.value || "").split(",");
+    if (got.join(",") !== want.join(",")) bad(`BITNET_CLUSTER_JOIN must name every pod: ${want.join(",")}, got ${join?.value}`);
+
+    const http = objs.find((o) => o.kind === "Service" && o.spec.clusterIP !== "None" &&
+      selects(o.spec.selector, podLabels) && (o.spec.ports || []).some((p) => p.targetPort === "http"));
+    if (!http) bad("no Service sends HTTP to the pods");
+    if (!objs.some((o) => o.kind === "PodDisruptionBudget" && selects(o.spec.selector?.matchLabels, podLabels))) {
+      bad("no PodDisruptionBudget covers the pods");
+    }
+    if (objs.some((o) => o.kind === "Deployment" && selects(o.spec.selector?.matchLabels, podLabels))) {
+      bad("a Deployment selects the same pods");
+    }
+    if (objs.some((o) => o.kind === "HorizontalPodAutoscaler")) bad("an autoscaler would change replicas behind the join list");
+
+    const files = ["BITNET_CLUSTER_CERT", "BITNET_CLUSTER_KEY", "BITNET_CLUSTER_CA"].map(value);
+    const mount = (c.volumeMounts || []).find((m) => files[0]?.startsWith(`${m.mountPath}/`));
+    const vol = mount && (pod.volumes || []).find((v) => v.name === mount.name);
+    if (!vol?.secret) {
+      bad("the TLS files must come from a mounted Secret");
+      continue;
+    }
+    if (mount.readOnly !== true) bad("the TLS Secret must be mounted read-only");
+    const keys = ["tls.crt", "tls.key", "ca.crt"].map((k) => `${mount.mountPath}/${k}`);
+    if (files.join() !== keys.join()) bad(`TLS files ${files.join()} != ${keys.join()} (cert-manager's key names)`);
+    const cert = objs.find((o) => o.kind === "Certificate");
+    if (cert) {
+      if (cert.spec.secretName !== vol.secret.secretName) bad(`Certificate ${cert.metadata.name} writes ${cert.spec.secretName}, the pods mount ${vol.secret.secretName}`);
+      for (const u of ["server auth", "client auth"]) {
+        if (!(cert.spec.usages || []).includes(u)) bad(`Certificate ${cert.metadata.name} lacks usage ${u}`);
+      }
+      if (!(cert.spec.dnsNames || []).some((d) => d.startsWith(`*.${sts.spec.serviceName}.`))) {
+        bad(`Certificate ${cert.metadata.name} does not cover *.${sts.spec.serviceName}.*`);
+      }
+    }
+  }
   return out;
 }
 const typed = []; // [label, index, module, kind, object]
@@ -51,6 +143,7 @@ for (const arg of process.argv.slice(2)) {
   const eq = arg.indexOf("=");
   const [label, file] = eq > 0 ? [arg.slice(0, eq), arg.slice(eq + 1)] : [arg, arg];
   const docs = parseAllDocuments(readFileSync(file, "utf8"));
+  const objs = [];
   let count = 0;
   for (const doc of docs) {
     if (doc.errors.length) {
@@ -61,6 +154,7 @@ for (const arg of process.argv.slice(2)) {
     const obj = doc.toJS();
     if (obj === null || obj === undefined) continue;
     count++;
+    objs.push(obj);
     const where = `${label}: ${obj.kind ?? "?"}/${obj.metadata?.name ?? "?"}`;
     if (typeof obj.apiVersion !== "string" || typeof obj.kind !== "string") {
       console.log(`FAIL ${where}: no apiVersion/kind`);
@@ -68,7 +162,8 @@ for (const arg of process.argv.slice(2)) {
       continue;
     }
     // kubernetes-models lays its classes out as <group>/<version>/<Kind>, core types under v1/.
-    const mod = `kubernetes-models/${obj.apiVersion}/${obj.kind}`;
+    const pkg = crdModels[obj.apiVersion.split("/")[0]] ?? "kubernetes-models";
+    const mod = `${pkg}/${obj.apiVersion}/${obj.kind}`;
     let cls;
     try {
       cls = (await import(mod))[obj.kind];
@@ -92,6 +187,10 @@ for (const arg of process.argv.slice(2)) {
       problems++;
     }
     typed.push([where, typed.length, mod, obj.kind, obj]);
+  }
+  for (const [where, p] of clusterPolicy(objs, label)) {
+    console.log(`FAIL ${where}: ${p}`);
+    problems++;
   }
   console.log(`${label}: ${count} objects`);
 }

@@ -15,10 +15,14 @@
 #   metrics    dashboard JSON parses; every metric and label in dashboard and rules is in the
 #              contract (HTTP-API.md); dashboard PromQL parses (promtool); live scrape of a real
 #              bitnet-server when one is built (else of a stand-in, to test the check itself)
-#   config     every rendered ConfigMap + Deployment env through bitnet-server --print-config
-#   manifests  kustomize base + overlay and the Helm chart (several value sets) rendered, linted,
-#              validated against the Kubernetes schemas, strict on unknown fields, drain/probe/
-#              securityContext policy; Helm's default rendering equals the kustomize base
+#   config     every rendered ConfigMap + Deployment/StatefulSet env through bitnet-server
+#              --print-config (the cluster's TLS files as stand-ins, $(VAR) and fieldRefs resolved)
+#   manifests  kustomize base + overlays (hostpath, cluster) and the Helm chart (several value sets,
+#              cluster.enabled with and without cert-manager) rendered, linted, validated against
+#              the Kubernetes schemas (cert-manager's too), strict on unknown fields, drain/probe/
+#              securityContext policy, the cluster's StatefulSet vs its headless Service, join list,
+#              TLS Secret and Certificate; Helm's default rendering equals the kustomize base, and
+#              Helm with cluster.enabled=true equals the cluster overlay
 # Not validated here: an actual image build (no Docker engine; the RUN steps' scripts are run by
 # deploy/ci/check-docker-steps.sh and check-runtime-rootfs.sh), server-side admission (defaults, quotas, CRDs, the custom
 # metrics API), the Grafana dashboard in a running Grafana.
@@ -103,27 +107,43 @@ rm -rf "$out"
 mkdir -p "$out"
 "$kubectl" kustomize deploy/k8s >"$out/kustomize-base.yaml"
 "$kubectl" kustomize deploy/k8s/overlays/hostpath >"$out/kustomize-hostpath.yaml"
+"$kubectl" kustomize deploy/k8s/overlays/cluster >"$out/kustomize-cluster.yaml"
 chart=deploy/helm/bitnet-serve
 check "helm lint" "$helm" lint --strict --quiet "$chart"
+check "helm lint (cluster.enabled)" "$helm" lint --strict --quiet "$chart" --set cluster.enabled=true
 "$helm" template bitnet-serve "$chart" >"$out/helm-default.yaml"
 "$helm" template gpu "$chart" --set cuda.enabled=true --set autoscaling.enabled=false \
     --set model.persistence.type=hostPath --set apiKeys.create=true \
     --set-string 'apiKeys.apiKeys=key-a\,key-b' --set-string apiKeys.adminApiKey=admin >"$out/helm-cuda.yaml"
 "$helm" template existing "$chart" --set model.persistence.existingClaim=models \
     --set apiKeys.existingSecret=keys --set podDisruptionBudget.enabled=false >"$out/helm-existing.yaml"
+"$helm" template bitnet-serve "$chart" --set cluster.enabled=true >"$out/helm-cluster.yaml"
+"$helm" template peers "$chart" --set cluster.enabled=true --set cluster.replicas=5 \
+    --set cluster.port=7171 --set cluster.failureTimeoutMs=10000 --set cluster.certManager.enabled=true \
+    --set cluster.certManager.issuerRef.name=cluster-ca --set cluster.certManager.issuerRef.kind=ClusterIssuer \
+    --set model.persistence.type=hostPath >"$out/helm-cluster-certmanager.yaml"
+check "helm: cluster.enabled renders a StatefulSet and no Deployment or HPA" bash -c \
+    'grep -q "^kind: StatefulSet" "$0" && ! grep -Eq "^kind: (Deployment|HorizontalPodAutoscaler)" "$0"' \
+    "$out/helm-cluster.yaml"
+check "helm: cert-manager without an issuer is refused" bash -c \
+    '! "$0" template x "$1" --set cluster.enabled=true --set cluster.certManager.enabled=true >/dev/null 2>&1' \
+    "$helm" "$chart"
 check "helm: CUDA values select GPU nodes" \
     grep -q 'nvidia.com/gpu.present' "$out/helm-cuda.yaml"
 check "helm: CUDA values add the nvidia.com/gpu limit" grep -q 'nvidia.com/gpu: 1' "$out/helm-cuda.yaml"
 check "helm (default values) renders the same objects as kustomize" \
     $py deploy/ci/compare-renderings.py "$out/kustomize-base.yaml" "$out/helm-default.yaml"
+check "helm (cluster.enabled=true) renders the same objects as the cluster overlay" \
+    $py deploy/ci/compare-renderings.py "$out/kustomize-cluster.yaml" "$out/helm-cluster.yaml"
 check "yamllint rendered manifests" yamllint -s -c deploy/ci/yamllint-rendered.yaml "$out"
 
 step "server configuration (the server's own loader)"
 if [ -n "$bin_dir" ]; then
     check "rendered ConfigMaps and env accepted by $bin_dir/bitnet-server" \
         $py deploy/ci/check-server-config.py "$bin_dir" "$out/kustomize-base.yaml" \
-        "$out/kustomize-hostpath.yaml" "$out/helm-default.yaml" "$out/helm-cuda.yaml" \
-        "$out/helm-existing.yaml"
+        "$out/kustomize-hostpath.yaml" "$out/kustomize-cluster.yaml" "$out/helm-default.yaml" \
+        "$out/helm-cuda.yaml" "$out/helm-existing.yaml" "$out/helm-cluster.yaml" \
+        "$out/helm-cluster-certmanager.yaml"
 else
     echo "note no bitnet-server built: the configuration is not checked by the server's loader"
 fi
@@ -131,7 +151,17 @@ fi
 step "validate manifests (schemas, unknown fields, policy)"
 check "kubernetes schemas" node deploy/ci/validate-k8s.mjs \
     kustomize="$out/kustomize-base.yaml" kustomize-hostpath="$out/kustomize-hostpath.yaml" \
-    helm="$out/helm-default.yaml" helm-cuda="$out/helm-cuda.yaml" helm-existing="$out/helm-existing.yaml"
+    kustomize-cluster="$out/kustomize-cluster.yaml" helm="$out/helm-default.yaml" \
+    helm-cuda="$out/helm-cuda.yaml" helm-existing="$out/helm-existing.yaml" \
+    helm-cluster="$out/helm-cluster.yaml" helm-cluster-certmanager="$out/helm-cluster-certmanager.yaml"
+# The cluster checks must notice a broken cluster rather than pass vacuously: a join list that
+# misses a pod, and a peers Service that hides not-ready pods.
+sed -e 's/bitnet-serve-2\.bitnet-serve-peers/bitnet-serve-7.bitnet-serve-peers/' \
+    -e 's/publishNotReadyAddresses: true/publishNotReadyAddresses: false/' \
+    "$out/kustomize-cluster.yaml" >"$bad/cluster.yaml"
+check "validate-k8s rejects a cluster with a wrong join list and hidden not-ready peers" bash -c \
+    '! node "$0" broken="$1" >"$2" 2>&1 && grep -q "must name every pod" "$2" && grep -q "not-ready" "$2"' \
+    deploy/ci/validate-k8s.mjs "$bad/cluster.yaml" "$bad/out"
 
 step "done"
 echo "validate: $passed passed, $failed failed"

@@ -145,7 +145,7 @@ TEST_CASE("cluster keys layer file < environment < flags") {
     CHECK(tls_env->cluster_ca == tls.ca);
 }
 
-TEST_CASE("--cluster-insecure alone means 1; a following 0 or 1 is its value") {
+TEST_CASE("--cluster-insecure alone means 1, and a following 0 or 1 is its value") {
     auto alone = load_config({.args = {"--cluster-listen", "127.0.0.1:0", "--cluster-insecure"}});
     REQUIRE(alone.has_value());
     CHECK(alone->cluster_insecure == 1);

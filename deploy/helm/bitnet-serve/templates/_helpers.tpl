@@ -37,3 +37,11 @@ app.kubernetes.io/component: server
 {{- define "bitnet-serve.modelsClaim" -}}
 {{- if .Values.model.persistence.existingClaim }}{{ .Values.model.persistence.existingClaim }}{{ else }}{{ include "bitnet-serve.fullname" . }}-models{{ end }}
 {{- end }}
+
+{{- define "bitnet-serve.peersService" -}}
+{{ include "bitnet-serve.fullname" . | trunc 57 | trimSuffix "-" }}-peers
+{{- end }}
+
+{{- define "bitnet-serve.clusterTlsSecret" -}}
+{{- if .Values.cluster.tlsSecret }}{{ .Values.cluster.tlsSecret }}{{ else }}{{ include "bitnet-serve.fullname" . }}-cluster-tls{{ end }}
+{{- end }}
