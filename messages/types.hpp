@@ -43,7 +43,8 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, seq_chunk& x) {
-    return f(caf::meta::type_name("seq_chunk"), x.seq, x.tokens, x.pos0, x.want_logits);
+    return f(caf::meta::type_name("seq_chunk"), x.seq, x.tokens, x.pos0, x.want_logits,
+             x.decoded_from);
 }
 
 template <class Inspector>

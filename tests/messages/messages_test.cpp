@@ -70,13 +70,14 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     msg::step_batch b;
     b.step = 3;
     b.release = {8};
-    b.chunks.push_back({{9, {4, 5}, 2, true}, {}});
+    b.chunks.push_back({{9, {4, 5}, 2, true, 3}, {}});
     auto b2 = round_trip(sys, b);
     REQUIRE(b2.chunks.size() == 1);
     CHECK(b2.chunks[0].part.seq == 9);
     CHECK(b2.chunks[0].part.tokens == std::vector<msg::token_id>{4, 5});
     CHECK(b2.chunks[0].part.pos0 == 2);
     CHECK(b2.chunks[0].part.want_logits);
+    CHECK(b2.chunks[0].part.decoded_from == 3);
     CHECK(b2.release == std::vector<std::uint64_t>{8});
 
     msg::step_result s;
@@ -283,6 +284,7 @@ TEST_CASE("a step chunk carries the engine's chunk and the request's sampling se
     CHECK(c2.part.tokens == c.part.tokens);
     CHECK(c2.part.pos0 == 9);
     CHECK_FALSE(c2.part.want_logits);
+    CHECK(c2.part.decoded_from == model::seq_chunk::never_decoded); // the default survives too
     CHECK(c2.params.temperature == c.params.temperature);
     CHECK(c2.params.top_k == c.params.top_k);
     CHECK(c2.params.top_p == c.params.top_p);
