@@ -53,6 +53,7 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     r.prio = msg::priority::high;
     r.timeout_ms = 1500;
     r.t_received_us = 123456789;
+    r.n_resumed = 2;
     auto r2 = round_trip(sys, r);
     CHECK(r2.id == 42);
     CHECK(r2.model == "tiny");
@@ -66,6 +67,7 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     CHECK(r2.prio == msg::priority::high);
     CHECK(r2.timeout_ms == 1500);
     CHECK(r2.t_received_us == 123456789);
+    CHECK(r2.n_resumed == 2);
 
     msg::step_batch b;
     b.step = 3;
