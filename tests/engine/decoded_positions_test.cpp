@@ -6,6 +6,7 @@
 // seq_chunk::decoded_from marks those positions; these tests hold the engine to it on the real
 // tiny file bitnet.cpp wrote (random weights, greedy margins down to 0.003).
 #include "engine_fixture.hpp"
+#include "support/greedy_reference.hpp"
 
 #include <cstring>
 #include <random>
@@ -188,8 +189,10 @@ TEST_CASE("engine: a greedy recompute with decoded_from continues with the first
     constexpr std::size_t n_gen = 48;
     std::mt19937_64 rng(2027);
     std::size_t cases = 0, plain_diverged = 0;
-    for (int trial = 0; trial < 6; ++trial) {
-        const auto prompt = random_prompt(2 + rng() % 30, n_vocab, rng);
+    // bitnet.cpp's own reference prompt first, then random ones.
+    for (int trial = 0; trial < 7; ++trial) {
+        const auto prompt = trial == 0 ? load_greedy_reference().prompt
+                                       : random_prompt(2 + rng() % 30, n_vocab, rng);
         const auto n_prompt = static_cast<std::uint32_t>(prompt.size());
         const first_run run = decode_greedy(*e, 1, prompt, n_gen);
         for (std::size_t k : {std::size_t{1}, std::size_t{8}, std::size_t{24}}) {
