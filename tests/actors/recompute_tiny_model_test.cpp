@@ -7,33 +7,25 @@
 //    first run's tokens k.., indices from k, and text that continues the text already sent.
 // Both depend on seq_chunk::decoded_from: without it the recomputed positions are computed as a
 // prompt and, on this file, later tokens change (tests/engine/decoded_positions_test.cpp).
+#include "actors/actor_test_config.hpp"
 #include "actors/batcher.hpp"
+#include "actors/batcher_client.hpp"
 #include "actors/executor.hpp"
 #include "messages/errors.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 #include "support/test_data.hpp"
 
-#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
 #include <random>
-#include <thread>
 
 using namespace bitnet;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct test_config : caf::actor_system_config {
-    test_config() {
-        msg::register_messages(*this);
-        set("scheduler.max-threads", 2);
-    }
-};
 
 const std::string tiny_path = test::data_path("bitnetcpp/tiny-i2_s.gguf");
 
@@ -50,7 +42,7 @@ std::shared_ptr<const model::tokenizer> tiny_tokenizer() {
 /// A real executor (the "gguf" engine kind) and a batcher whose policy holds `kv_blocks` blocks
 /// of 4 tokens (the engine's pool is larger: the policy's budget is the pressure).
 struct tiny_rig {
-    test_config cfg;
+    test::actor_test_config cfg;
     caf::actor_system sys{cfg};
     msg::executor_actor exec;
     msg::batcher_actor batcher;
@@ -79,68 +71,31 @@ struct tiny_rig {
         caf::anon_send_exit(exec, caf::exit_reason::user_shutdown);
     }
 
-    msg::batcher_stats stats() {
-        caf::scoped_actor self{sys};
-        msg::batcher_stats out;
-        self->request(batcher, 5s, msg::stats_atom_v)
-            .receive([&](const msg::batcher_stats& s) { out = s; },
-                     [](const caf::error& e) { FAIL(caf::to_string(e)); });
-        return out;
-    }
+    msg::batcher_stats stats() { return test::batcher_stats_of(sys, batcher); }
 };
 
-struct transcript {
-    std::vector<msg::token_event> events; ///< including a text-only tail (token -1)
-    std::optional<msg::completion> done;
-    std::optional<bitnet::error> failed;
+using test::transcript;
 
-    [[nodiscard]] std::vector<msg::token_id> ids() const {
-        std::vector<msg::token_id> out;
-        for (const auto& e : events)
-            if (e.token >= 0)
-                out.push_back(e.token);
-        return out;
-    }
-    /// The text of the events with index >= from (the tail included).
-    [[nodiscard]] std::string text_from(std::uint32_t from) const {
-        std::string s;
-        for (const auto& e : events)
-            if (e.index >= from)
-                s += e.text;
-        return s;
-    }
-};
-
-/// Submits every request before collecting any (each from its own sink), so they share steps.
-std::vector<transcript> run_together(tiny_rig& r, const std::vector<msg::generate_request>& reqs) {
-    std::vector<std::unique_ptr<caf::scoped_actor>> sinks;
-    std::vector<transcript> out(reqs.size());
-    std::vector<bool> finished(reqs.size(), false);
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-        sinks.push_back(std::make_unique<caf::scoped_actor>(r.sys));
-        auto& self = *sinks.back();
-        self->request(r.batcher, 5s, msg::submit_atom_v, reqs[i],
-                      caf::actor_cast<msg::sink_actor>(self))
-            .receive([](msg::request_id) {},
-                     [&](const caf::error& e) {
-                         out[i].failed = msg::from_caf_error(e);
-                         finished[i] = true;
-                     });
-    }
-    for (std::size_t i = 0; i < reqs.size(); ++i)
-        for (int n = 0; n < 1000 && !finished[i]; ++n)
-            (*sinks[i])->receive(
-                [&](msg::token_atom, msg::token_event ev) { out[i].events.push_back(ev); },
-                [&](msg::done_atom, msg::completion c) {
-                    out[i].done = c;
-                    finished[i] = true;
-                },
-                [&](msg::fail_atom, msg::request_id, caf::error e) {
-                    out[i].failed = msg::from_caf_error(e);
-                    finished[i] = true;
-                },
-                caf::after(30s) >> [&] { finished[i] = true; });
+/// Token ids of the generated tokens (not the text-only tail).
+std::vector<msg::token_id> ids_of(const transcript& t) {
+    std::vector<msg::token_id> out;
+    for (const auto& e : t.tokens)
+        if (e.token >= 0)
+            out.push_back(e.token);
     return out;
+}
+
+/// The text of the events with index >= from (the tail included).
+std::string text_from(const transcript& t, std::uint32_t from) {
+    std::string s;
+    for (const auto& e : t.tokens)
+        if (e.index >= from)
+            s += e.text;
+    return s;
+}
+
+std::vector<transcript> run_together(tiny_rig& r, const std::vector<msg::generate_request>& reqs) {
+    return test::run_together(r.sys, r.batcher, reqs, std::chrono::seconds(30));
 }
 
 transcript run_one(tiny_rig& r, const msg::generate_request& req) {
@@ -183,7 +138,7 @@ TEST_CASE("tiny-i2_s: greedy and seeded generations are the same with and withou
     for (const auto& q : reqs) {
         auto t = run_one(r, q);
         REQUIRE(t.done);
-        alone.push_back(t.ids());
+        alone.push_back(ids_of(t));
     }
     CHECK(r.stats().preemptions == 0);
     for (auto& q : reqs)
@@ -194,7 +149,7 @@ TEST_CASE("tiny-i2_s: greedy and seeded generations are the same with and withou
         CAPTURE(k);
         REQUIRE(together[k].done);
         CHECK(together[k].done->completion_tokens == n_gen);
-        CHECK(together[k].ids() == alone[k]);
+        CHECK(ids_of(together[k]) == alone[k]);
     }
 }
 
@@ -217,13 +172,13 @@ TEST_CASE("tiny-i2_s: a stream resumed after k tokens continues with the first r
         };
         // A stop string that starts like the text at a few places but never matches: the
         // matcher holds text back there, so the cut points meet held-back text too.
-        const std::string text = first_of({}).text_from(0);
+        const std::string text = text_from(first_of({}), 0);
         REQUIRE(text.size() > 8);
         const std::vector<std::string> stops{text.substr(text.size() / 3, 2) + "\x01\x02",
                                              text.substr(text.size() / 2, 1) + "\x03"};
         const transcript first = first_of(stops);
-        REQUIRE(first.text_from(0) == text);
-        const auto ids = first.ids();
+        REQUIRE(text_from(first, 0) == text);
+        const auto ids = ids_of(first);
         for (std::uint32_t k = 1; k < n_gen; ++k) { // every cut point
             CAPTURE(k);
             auto q = make_req(next_id++, prompt, n_gen, temperature, 4242);
@@ -232,14 +187,14 @@ TEST_CASE("tiny-i2_s: a stream resumed after k tokens continues with the first r
             q.n_resumed = k;
             const transcript resumed = run_one(r, q);
             REQUIRE(resumed.done);
-            CHECK(resumed.ids() == std::vector<msg::token_id>(ids.begin() + k, ids.end()));
-            REQUIRE_FALSE(resumed.events.empty());
-            CHECK(resumed.events.front().index == k);
-            for (std::size_t i = 0; i < resumed.events.size(); ++i)
-                if (resumed.events[i].token >= 0)
-                    CHECK(resumed.events[i].index == k + i);
+            CHECK(ids_of(resumed) == std::vector<msg::token_id>(ids.begin() + k, ids.end()));
+            REQUIRE_FALSE(resumed.tokens.empty());
+            CHECK(resumed.tokens.front().index == k);
+            for (std::size_t i = 0; i < resumed.tokens.size(); ++i)
+                if (resumed.tokens[i].token >= 0)
+                    CHECK(resumed.tokens[i].index == k + i);
             // The text continues exactly where the text of tokens 0..k-1 stopped.
-            CHECK(resumed.text_from(0) == first.text_from(k));
+            CHECK(text_from(resumed, 0) == text_from(first, k));
             CHECK(resumed.done->completion_tokens == n_gen);
             CHECK(resumed.done->prompt_tokens == prompt.size());
             CHECK(resumed.done->finish_reason == "length");

@@ -8,7 +8,6 @@
 #include "engine_fixture.hpp"
 #include "support/greedy_reference.hpp"
 
-#include <cstring>
 #include <random>
 #include <string>
 
@@ -60,7 +59,7 @@ first_run decode_greedy(model::engine& e, model::seq_id seq,
     return run;
 }
 
-/// Computes prompt + first k generated tokens again, in chunks of the given sizes, with the
+/// Computes prompt + the first k generated tokens again, in chunks of the given sizes, with the
 /// given decoded_from; returns the logits after the last one. The sequence stays in the cache.
 std::vector<float> recompute(model::engine& e, model::seq_id seq,
                              const std::vector<std::int32_t>& prompt, const first_run& run,
@@ -68,40 +67,7 @@ std::vector<float> recompute(model::engine& e, model::seq_id seq,
                              std::uint32_t decoded_from) {
     std::vector<std::int32_t> all = prompt;
     all.insert(all.end(), run.tokens.begin(), run.tokens.begin() + static_cast<std::ptrdiff_t>(k));
-    std::uint32_t pos = 0;
-    std::vector<float> last;
-    for (std::size_t n : sizes) {
-        model::seq_chunk c{seq,
-                           {all.begin() + pos, all.begin() + pos + static_cast<std::ptrdiff_t>(n)},
-                           pos,
-                           pos + n == all.size(),
-                           decoded_from};
-        const auto out = step_one(e, c);
-        pos += static_cast<std::uint32_t>(n);
-        if (c.want_logits)
-            last.assign(out.logits.begin(), out.logits.end());
-    }
-    REQUIRE(pos == all.size());
-    return last;
-}
-
-/// Greedy tokens after a recompute that returned `logits` at length `pos0`, up to `n` in all.
-std::vector<std::int32_t> continue_greedy(model::engine& e, model::seq_id seq, std::uint32_t pos0,
-                                          std::vector<float> logits, std::size_t n) {
-    std::vector<std::int32_t> out;
-    for (std::size_t i = 0; i < n; ++i) {
-        out.push_back(argmax(logits));
-        if (i + 1 == n)
-            break;
-        const auto r = step_one(e, {seq, {out.back()}, pos0 + static_cast<std::uint32_t>(i), true});
-        logits.assign(r.logits.begin(), r.logits.end());
-    }
-    e.release(seq);
-    return out;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+    return prefill_in_chunks(e, seq, all, sizes, decoded_from);
 }
 
 /// Random chunk sizes adding up to n (> n_prompt), none a lone token among the first `n_prompt`
