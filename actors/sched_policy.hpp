@@ -8,7 +8,11 @@
 // whole prompts.
 // The policy mirrors the engine's KV block accounting and never plans a step whose blocks are not
 // free; when running sequences cannot all grow, the newest is preempted (KV released, re-queued
-// at the head of its priority to be recomputed), as vLLM does.
+// at the head of its priority to be recomputed), as vLLM does. A recompute gives the first run's
+// numbers: every chunk marks where generated positions start (seq_chunk::decoded_from), and the
+// engine computes those as the one-token decodes they first were.
+// A stream resumed elsewhere (seq_request::n_resumed) is the same case: its prompt ends with
+// tokens an earlier run generated.
 #pragma once
 
 #include "common/error.hpp"
