@@ -101,7 +101,7 @@ std::uint32_t decoded_from_for(std::size_t n_prompt) {
 } // namespace
 
 TEST_CASE("engine: positions >= decoded_from in a chunk give the bits of decoding them one at a "
-          "time; a plain chunk does not (tiny-i2_s)") {
+          "time, and a plain chunk does not (tiny-i2_s)") {
     auto e = load_engine(data_path("bitnetcpp/tiny-i2_s.gguf"));
     const std::uint32_t n_vocab = e->config().n_vocab;
     constexpr std::size_t n_gen = 16;
@@ -148,8 +148,8 @@ TEST_CASE("engine: positions >= decoded_from in a chunk give the bits of decodin
     CHECK(plain_differs > 0);
 }
 
-TEST_CASE("engine: a greedy recompute with decoded_from continues with the first run's tokens; "
-          "without it the tokens change on tiny-i2_s") {
+TEST_CASE("engine: a greedy recompute with decoded_from continues with the first run's tokens, "
+          "and without it the tokens change (tiny-i2_s)") {
     auto e = load_engine(data_path("bitnetcpp/tiny-i2_s.gguf"));
     const std::uint32_t n_vocab = e->config().n_vocab;
     constexpr std::size_t n_gen = 48;
