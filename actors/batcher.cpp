@@ -320,13 +320,8 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             sr.stop_token_ids = req.stop_token_ids;
             sr.prio = req.prio;
             sr.deadline = received + std::chrono::milliseconds(timeout);
-            if (auto added = st.policy->add(std::move(sr), received); !added)
-                return msg::to_caf_error(added.error());
-            const auto id = req.id;
-            self->monitor(sink);
-            st.by_sink[sink.address()] = id;
+            sr.n_resumed = req.n_resumed;
             live_request lr;
-            lr.sink = std::move(sink);
             if (st.tokenizer)
                 lr.text.emplace(*st.tokenizer);
             if (!req.stop.empty()) {
@@ -338,6 +333,26 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
                 if (auto m = model::stop_string_matcher::create(std::move(stops)))
                     lr.stops.emplace(std::move(*m));
             }
+            // A resumed stream: the client already has the text of its first n_resumed tokens.
+            // Pushing them again (text dropped) leaves the detokenizer and the stop-string
+            // matcher as the first run left them (a split character, text held back for a
+            // possible stop string), so the text goes on exactly where it stopped; the sampler
+            // resumes its draws from n_generated (step_chunk::n_sampled).
+            if (req.n_resumed > 0 && req.n_resumed < req.prompt.size()) {
+                for (auto it = req.prompt.end() - req.n_resumed; it != req.prompt.end(); ++it)
+                    (void)lr.push(*it);
+                if (lr.stopped())
+                    return msg::to_caf_error(bitnet::error{
+                        errc::invalid_argument, "the resumed tokens already contain a stop string",
+                        "n_resumed"});
+                lr.n_generated = req.n_resumed;
+            }
+            if (auto added = st.policy->add(std::move(sr), received); !added)
+                return msg::to_caf_error(added.error());
+            const auto id = req.id;
+            self->monitor(sink);
+            st.by_sink[sink.address()] = id;
+            lr.sink = std::move(sink);
             lr.received = received;
             lr.req = std::move(req);
             st.live.emplace(id, std::move(lr));

@@ -50,28 +50,38 @@ result<void> policy::add(seq_request req, clock::time_point now) {
     if (seqs_.count(req.id))
         return error{errc::invalid_argument,
                      "request id " + std::to_string(req.id) + " is already queued or running"};
-    const auto n_prompt = static_cast<std::uint32_t>(req.prompt.size());
-    if (n_prompt >= cfg_.n_ctx)
+    if (req.n_resumed >= req.prompt.size() || req.n_resumed >= req.max_tokens)
+        return error{errc::invalid_argument,
+                     "n_resumed (" + std::to_string(req.n_resumed) +
+                         " tokens already generated) must be less than the prompt's " +
+                         std::to_string(req.prompt.size()) + " tokens and max_tokens " +
+                         std::to_string(req.max_tokens),
+                     "n_resumed"};
+    // The whole prompt, resumed tokens included, is what the KV cache must hold before the next
+    // token, so the context checks count all of it.
+    const auto n_known = static_cast<std::uint32_t>(req.prompt.size());
+    if (n_known >= cfg_.n_ctx)
         return error{errc::prompt_too_long,
-                     "the prompt has " + std::to_string(n_prompt) +
+                     "the prompt has " + std::to_string(n_known) +
                          " tokens; the context window holds " + std::to_string(cfg_.n_ctx) +
                          " including at least one generated token",
                      "prompt"};
-    if (blocks_for(n_prompt + 1) > cfg_.kv_blocks_total)
+    if (blocks_for(n_known + 1) > cfg_.kv_blocks_total)
         return error{errc::prompt_too_long,
-                     "the prompt needs " + std::to_string(blocks_for(n_prompt + 1)) +
+                     "the prompt needs " + std::to_string(blocks_for(n_known + 1)) +
                          " KV blocks; the KV budget holds " + std::to_string(cfg_.kv_blocks_total),
                      "prompt"};
     sequence s;
     s.tokens = req.prompt;
-    s.n_prompt = n_prompt;
+    s.n_prompt = n_known - req.n_resumed;
+    s.n_generated = req.n_resumed;
     s.timings.queued = now;
     const auto prio = static_cast<std::size_t>(req.prio);
     const auto id = req.id;
     s.req = std::move(req);
     seqs_.emplace(id, std::move(s));
     waiting_[prio].push_back(id);
-    waiting_prompt_tokens_ += n_prompt;
+    waiting_prompt_tokens_ += n_known;
     return {};
 }
 
@@ -111,6 +121,11 @@ std::uint32_t policy::plan_chunk(request_id id, sequence& s, std::uint32_t max_t
     c.part.pos0 = s.n_cached;
     c.part.tokens.assign(s.tokens.begin() + s.n_cached, s.tokens.begin() + s.n_cached + n);
     c.part.want_logits = (n == remaining);
+    // Generated tokens were computed one at a time when they were sampled; a recompute (after a
+    // preemption, or of a resumed stream's tokens) computes them the same way, in any chunk, so
+    // it gives the same KV and the same next tokens. A one-token prompt was itself computed as
+    // a one-token chunk.
+    c.part.decoded_from = s.n_prompt == 1 ? 0 : s.n_prompt;
     c.epoch = s.epoch;
     plan.chunks.push_back(std::move(c));
     plan.n_tokens += n;
@@ -276,7 +291,7 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
 
         s.tokens.push_back(smp.token);
         const auto index = s.n_generated++;
-        if (index == 0)
+        if (s.timings.first_token == clock::time_point{}) // index n_resumed when resumed
             s.timings.first_token = now;
 
         if (eog_.count(smp.token)) {

@@ -18,11 +18,28 @@ using seq_id = std::uint64_t;
 /// One sequence's part of a step: `tokens` at positions pos0, pos0+1, ... Its KV cache must
 /// already hold positions [0, pos0), so pos0 equals the sequence's current length; the step
 /// appends the chunk's K/V after them. A chunk is never empty.
+///
+/// Decode semantics: bitnet.cpp computes a one-token step slightly differently from a prompt
+/// step (attention probabilities rounded to F16, spec §3.6), and near-ties turn that into other
+/// tokens. A chunk of exactly one token is computed as a decode. Positions at or after
+/// `decoded_from` are computed as a decode too, whatever the chunk's size: they were first
+/// computed one token at a time (generated tokens re-prefilled after a preemption, or a stream
+/// resumed elsewhere), and computing them again the same way gives the same KV and logits.
 struct seq_chunk {
+    /// `decoded_from` when no position of the chunk was decoded before (the usual prompt chunk).
+    static constexpr std::uint32_t never_decoded = std::numeric_limits<std::uint32_t>::max();
+
     seq_id seq = 0;
     std::vector<std::int32_t> tokens;
     std::uint32_t pos0 = 0;  ///< position of tokens[0]
     bool want_logits = true; ///< return the logits of the chunk's last token (for sampling)
+    /// First position computed with one-token (decode) semantics in a chunk of any size.
+    std::uint32_t decoded_from = never_decoded;
+
+    /// Whether position `pos` (in this chunk) is computed as a one-token decode step.
+    [[nodiscard]] bool decodes(std::uint32_t pos) const noexcept {
+        return tokens.size() == 1 || pos >= decoded_from;
+    }
 };
 
 /// Result of one step: a row of n_vocab floats for every chunk with want_logits, in chunk order.

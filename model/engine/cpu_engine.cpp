@@ -119,8 +119,10 @@ void cpu_engine::attention_layer(std::span<const seq_chunk> batch, std::uint32_t
         const kernels::paged_kv kv{view.k_blocks.data(), view.v_blocks.data(),
                                    cache_.block_tokens(), s.pos + 1};
         // bitnet.cpp rounds attention probabilities to F16 only in single-token steps (§3.6);
-        // deciding per chunk keeps a sequence's numbers independent of its batch-mates.
-        const bool single = batch[s.chunk].tokens.size() == 1;
+        // deciding per chunk (and per position, for positions first decoded one at a time: see
+        // seq_chunk::decoded_from) keeps a sequence's numbers independent of its batch-mates and
+        // of how a recompute is chunked.
+        const bool single = batch[s.chunk].decodes(s.pos);
         kernels::attention_one_token(q_.data() + t * n_q, shape, kv, single, attn_.data() + t * n_q,
                                      attn_scratch_[static_cast<std::size_t>(thread)]);
     });

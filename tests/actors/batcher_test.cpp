@@ -3,6 +3,8 @@
 // (KV freed in the engine within a step).
 #include "actors/batcher.hpp"
 
+#include "actors/actor_test_config.hpp"
+#include "actors/batcher_client.hpp"
 #include "actors/executor.hpp"
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"
@@ -21,15 +23,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct test_config : caf::actor_system_config {
-    test_config() {
-        msg::register_messages(*this);
-        set("scheduler.max-threads", 2);
-    }
-};
-
 struct rig {
-    test_config cfg;
+    test::actor_test_config cfg;
     caf::actor_system sys{cfg};
     std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
     msg::executor_actor exec;
@@ -57,14 +52,7 @@ struct rig {
         caf::anon_send_exit(exec, caf::exit_reason::user_shutdown);
     }
 
-    msg::batcher_stats stats() {
-        caf::scoped_actor self{sys};
-        msg::batcher_stats out;
-        self->request(batcher, 5s, msg::stats_atom_v)
-            .receive([&](const msg::batcher_stats& s) { out = s; },
-                     [](const caf::error& e) { FAIL(caf::to_string(e)); });
-        return out;
-    }
+    msg::batcher_stats stats() { return test::batcher_stats_of(sys, batcher); }
 };
 
 msg::generate_request make_req(msg::request_id id, std::vector<msg::token_id> prompt,
@@ -77,42 +65,11 @@ msg::generate_request make_req(msg::request_id id, std::vector<msg::token_id> pr
     return r;
 }
 
-/// Everything a sink received for one request.
-struct transcript {
-    std::vector<msg::token_event> tokens;
-    std::optional<msg::completion> done;
-    std::optional<bitnet::error> failed;
-    std::string text() const {
-        std::string s;
-        for (const auto& t : tokens)
-            s += t.text;
-        return s;
-    }
-};
+using test::transcript;
 
 /// Submits through a scoped actor acting as the sink and collects until done/fail.
 transcript run_one(rig& r, msg::generate_request req) {
-    caf::scoped_actor self{r.sys};
-    auto sink = caf::actor_cast<msg::sink_actor>(self);
-    transcript out;
-    self->request(r.batcher, 5s, msg::submit_atom_v, std::move(req), sink)
-        .receive([](msg::request_id) {},
-                 [&](const caf::error& e) { out.failed = msg::from_caf_error(e); });
-    if (out.failed)
-        return out;
-    bool finished = false;
-    for (int i = 0; i < 500 && !finished; ++i)
-        self->receive([&](msg::token_atom, msg::token_event ev) { out.tokens.push_back(ev); },
-                      [&](msg::done_atom, msg::completion c) {
-                          out.done = c;
-                          finished = true;
-                      },
-                      [&](msg::fail_atom, msg::request_id, caf::error e) {
-                          out.failed = msg::from_caf_error(e);
-                          finished = true;
-                      },
-                      caf::after(10s) >> [&] { finished = true; });
-    return out;
+    return test::run_together(r.sys, r.batcher, {std::move(req)}).front();
 }
 
 } // namespace
@@ -319,35 +276,8 @@ std::vector<msg::token_id> ids_of(const transcript& t) {
 }
 
 /// Submits every request before collecting any (each from its own sink), so they share steps.
-std::vector<transcript> run_together(rig& r, std::vector<msg::generate_request> reqs) {
-    std::vector<std::unique_ptr<caf::scoped_actor>> sinks;
-    std::vector<transcript> out(reqs.size());
-    std::vector<bool> finished(reqs.size(), false);
-    for (std::size_t i = 0; i < reqs.size(); ++i) {
-        sinks.push_back(std::make_unique<caf::scoped_actor>(r.sys));
-        auto& self = *sinks.back();
-        self->request(r.batcher, 5s, msg::submit_atom_v, reqs[i],
-                      caf::actor_cast<msg::sink_actor>(self))
-            .receive([](msg::request_id) {},
-                     [&](const caf::error& e) {
-                         out[i].failed = msg::from_caf_error(e);
-                         finished[i] = true;
-                     });
-    }
-    for (std::size_t i = 0; i < reqs.size(); ++i)
-        for (int n = 0; n < 500 && !finished[i]; ++n)
-            (*sinks[i])->receive(
-                [&](msg::token_atom, msg::token_event ev) { out[i].tokens.push_back(ev); },
-                [&](msg::done_atom, msg::completion c) {
-                    out[i].done = c;
-                    finished[i] = true;
-                },
-                [&](msg::fail_atom, msg::request_id, caf::error e) {
-                    out[i].failed = msg::from_caf_error(e);
-                    finished[i] = true;
-                },
-                caf::after(10s) >> [&] { finished[i] = true; });
-    return out;
+std::vector<transcript> run_together(rig& r, const std::vector<msg::generate_request>& reqs) {
+    return test::run_together(r.sys, r.batcher, reqs);
 }
 
 /// After a failure the pool must be whole again: the policy's and the engine's view agree. Polled

@@ -172,7 +172,7 @@ TEST_CASE("a chunk with an id outside the vocabulary fails alone; the batch's ot
     // A failure only the engine sees (sequence 3 poisoned): the pass is rerun apart, 1 goes on.
     probe->poison_seq = 3;
     b.step = 2;
-    b.chunks = {{1, {5}, 2, true, greedy}, {3, {11}, 1, true, greedy}};
+    b.chunks = {{{1, {5}, 2, true}, greedy}, {{3, {11}, 1, true}, greedy}};
     self->request(exec, std::chrono::seconds(10), msg::step_atom_v, b)
         .receive(
             [](const msg::step_result& r) {

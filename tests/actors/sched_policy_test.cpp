@@ -513,6 +513,7 @@ TEST_CASE("no prompt token is ever alone in a chunk (the engine computes those l
 
 TEST_CASE("randomised: every prompt position is in a chunk of 2+ tokens unless the prompt is 1") {
     std::mt19937 rng(1234);
+    std::uint64_t preemptions = 0;
     for (int round = 0; round < 20; ++round) {
         auto cfg = small_config();
         cfg.max_batch_tokens = 4 + rng() % 20;
@@ -523,19 +524,27 @@ TEST_CASE("randomised: every prompt position is in a chunk of 2+ tokens unless t
         CAPTURE(round);
         policy pol(cfg);
         fake_engine eng{cfg.kv_block_tokens, cfg.kv_blocks_total, {}};
-        std::map<request_id, std::size_t> n_prompt;
+        std::map<request_id, std::size_t> n_prompt; // the original prompt, resumed tokens apart
         std::size_t split_chunks = 0;
         request_id next = 1;
         for (int step = 0; step < 300; ++step) {
             if (next <= 40 && rng() % 2 == 0) {
                 const std::size_t n = 1 + rng() % 30;
-                if (pol.add(req(next, n, priority::normal, 1 + rng() % 8), t0))
-                    n_prompt[next] = n;
+                auto r = req(next, n, priority::normal, 1 + rng() % 8);
+                // Some are streams resumed elsewhere: their last tokens were generated before.
+                if (rng() % 3 == 0)
+                    r.n_resumed =
+                        static_cast<std::uint32_t>(rng() % std::min<std::size_t>(n, r.max_tokens));
+                if (pol.add(r, t0))
+                    n_prompt[next] = n - r.n_resumed;
                 ++next;
             }
             auto plan = pol.schedule(t0);
             for (const auto& c : plan.chunks) {
                 const auto np = n_prompt.at(c.part.seq);
+                // Generated positions (resumed, or recomputed after a preemption) are computed
+                // as they were first decoded; a one-token prompt was decoded too.
+                CHECK(c.part.decoded_from == (np == 1 ? 0 : np));
                 if (c.part.pos0 < np) {
                     CAPTURE(c.part.seq);
                     CAPTURE(c.part.pos0);
@@ -553,5 +562,78 @@ TEST_CASE("randomised: every prompt position is in a chunk of 2+ tokens unless t
         }
         CHECK_FALSE(pol.has_unfinished()); // the rule never deadlocks a prompt
         CHECK(split_chunks > 0);           // prompts were really split, not only run whole
+        preemptions += pol.stats().preemptions;
     }
+    CHECK(preemptions > 0); // recomputes were planned too
+}
+
+TEST_CASE("a resumed request continues where its first run stopped") {
+    auto cfg = small_config();
+    policy pol(cfg);
+    fake_engine eng{cfg.kv_block_tokens, cfg.kv_blocks_total, {}};
+    // 5 prompt tokens, then 3 the first run generated: an EOG id and a stop id among them (a
+    // stream that ended on them would not be resumed; they must not be checked again).
+    seq_request r;
+    r.id = 1;
+    r.prompt = {100, 101, 102, 103, 104, 2, 9, 50};
+    r.n_resumed = 3;
+    r.max_tokens = 5;
+    r.stop_token_ids = {9};
+    REQUIRE(pol.add(r, t0));
+    CHECK(pol.stats().waiting_prompt_tokens == 8);
+    auto plan = pol.schedule(t0);
+    REQUIRE(plan.chunks.size() == 1);
+    CHECK(plan.chunks[0].part.tokens == r.prompt);
+    CHECK(plan.chunks[0].part.decoded_from == 5);
+    CHECK(plan.chunks[0].part.want_logits);
+    std::vector<std::uint32_t> indices;
+    step_outcome out;
+    while (pol.has_unfinished()) {
+        out = pol.update_from_output(plan, eng.run(plan), t0);
+        for (const auto& t : out.tokens)
+            indices.push_back(t.index);
+        plan = pol.schedule(t0);
+        for (const auto& c : plan.chunks)
+            CHECK(c.part.decoded_from == 5);
+    }
+    // max_tokens counts the resumed tokens: 2 more, numbered on from 3.
+    CHECK(indices == std::vector<std::uint32_t>{3, 4});
+    REQUIRE(out.finished.size() == 1);
+    CHECK(out.finished[0].reason == finish_reason::length);
+    CHECK(out.finished[0].n_prompt == 5);
+    CHECK(out.finished[0].n_generated == 5);
+    CHECK(out.finished[0].timings.first_token != clock::time_point{});
+
+    // A one-token prompt was itself computed as a one-token chunk: every position is decoded.
+    seq_request one;
+    one.id = 2;
+    one.prompt = {100, 7, 7};
+    one.n_resumed = 2;
+    REQUIRE(pol.add(one, t0));
+    plan = pol.schedule(t0);
+    REQUIRE(plan.chunks.size() == 1);
+    CHECK(plan.chunks[0].part.tokens.size() == 3);
+    CHECK(plan.chunks[0].part.decoded_from == 0);
+}
+
+TEST_CASE("add refuses n_resumed that leaves no prompt or reaches max_tokens") {
+    policy pol(small_config());
+    seq_request r;
+    r.id = 1;
+    r.prompt = {100, 101, 102};
+    r.max_tokens = 8;
+    r.n_resumed = 3; // the whole prompt
+    auto all = pol.add(r, t0);
+    REQUIRE_FALSE(all);
+    CHECK(all.error().value() == bitnet::errc::invalid_argument);
+    CHECK(all.error().param == "n_resumed");
+    r.n_resumed = 2;
+    r.max_tokens = 2; // nothing left to generate
+    auto done = pol.add(r, t0);
+    REQUIRE_FALSE(done);
+    CHECK(done.error().value() == bitnet::errc::invalid_argument);
+    CHECK(done.error().message.find("max_tokens") != std::string::npos);
+    CHECK_FALSE(pol.has_unfinished());
+    r.max_tokens = 3;
+    CHECK(pol.add(r, t0));
 }

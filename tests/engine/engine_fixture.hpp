@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,54 @@ inline std::vector<std::int32_t> greedy_alone(model::engine& e, model::seq_id se
     }
     e.release(seq);
     return out;
+}
+
+/// Feeds `tokens` in chunks of the given sizes (positions >= decoded_from computed as decodes,
+/// seq_chunk::decoded_from) and returns the logits after the last token. The sequence stays in
+/// the cache.
+inline std::vector<float>
+prefill_in_chunks(model::engine& e, model::seq_id seq, const std::vector<std::int32_t>& tokens,
+                  const std::vector<std::size_t>& sizes,
+                  std::uint32_t decoded_from = model::seq_chunk::never_decoded) {
+    std::uint32_t pos = 0;
+    std::vector<float> last;
+    for (std::size_t n : sizes) {
+        model::seq_chunk c{seq,
+                           {tokens.begin() + pos, tokens.begin() + pos + static_cast<long>(n)},
+                           pos,
+                           pos + n == tokens.size(),
+                           decoded_from};
+        auto out = e.step(std::span<const model::seq_chunk>(&c, 1));
+        REQUIRE_MESSAGE(out, (out ? std::string() : out.error().to_string()));
+        pos += static_cast<std::uint32_t>(n);
+        if (c.want_logits)
+            last.assign(out->logits.begin(), out->logits.end());
+    }
+    REQUIRE(pos == tokens.size());
+    return last;
+}
+
+/// Greedy tokens continuing `seq` (holding pos0 tokens) from the logits after its last token,
+/// one token per step, `n` in all; releases the sequence.
+inline std::vector<std::int32_t> continue_greedy(model::engine& e, model::seq_id seq,
+                                                 std::uint32_t pos0, std::vector<float> logits,
+                                                 std::size_t n) {
+    std::vector<std::int32_t> out;
+    for (std::size_t i = 0; i < n; ++i) {
+        out.push_back(argmax(logits));
+        if (i + 1 == n)
+            break;
+        model::seq_chunk c{seq, {out.back()}, pos0 + static_cast<std::uint32_t>(i), true};
+        auto r = e.step(std::span<const model::seq_chunk>(&c, 1));
+        REQUIRE_MESSAGE(r, (r ? std::string() : r.error().to_string()));
+        logits.assign(r->logits.begin(), r->logits.end());
+    }
+    e.release(seq);
+    return out;
+}
+
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 } // namespace bitnet::test

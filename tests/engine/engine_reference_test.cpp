@@ -231,3 +231,43 @@ TEST_CASE("engine: opt-in Q8_0 logits stay close to the F16 logits (measured los
     CHECK(confident >= steps / 2); // the margin check above is not vacuous
     CHECK(max_diff <= 0.1);        // measured 0.0945; the goal is 0.02 (see above)
 }
+
+TEST_CASE("reference and engine: positions >= decoded_from in a multi-token step are computed as "
+          "decode steps (tiny-i2_s)") {
+    const std::string path = data_path("bitnetcpp/tiny-i2_s.gguf");
+    auto eng = load_engine(path);
+    auto file = model::gguf_file::open(path);
+    REQUIRE(file);
+    auto ref = load_reference_model(*file);
+    REQUIRE(ref);
+    const greedy_reference g = load_greedy_reference();
+    const std::uint32_t n_vocab = eng->config().n_vocab;
+    const auto n_prompt = static_cast<int>(g.prompt.size());
+    constexpr std::size_t n_decoded = 6;
+
+    // As first computed: the prompt, then bitnet.cpp's greedy tokens one step each.
+    reference_state first;
+    std::vector<float> want = reference_step(*ref, first, g.prompt, 0);
+    for (std::size_t i = 0; i < n_decoded; ++i)
+        want =
+            reference_step(*ref, first, std::span(&g.greedy[i], 1), n_prompt + static_cast<int>(i));
+
+    // Again in one step: the reference's positions are computed independently, so the marked
+    // step gives exactly the one-at-a-time logits, and the unmarked one does not.
+    std::vector<std::int32_t> all = g.prompt;
+    all.insert(all.end(), g.greedy.begin(), g.greedy.begin() + n_decoded);
+    reference_state marked_st, plain_st;
+    const auto marked = reference_step(*ref, marked_st, all, 0, n_prompt);
+    const auto plain = reference_step(*ref, plain_st, all, 0);
+    CHECK(std::memcmp(marked.data(), want.data(), want.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(plain.data(), want.data(), want.size() * sizeof(float)) != 0);
+
+    // The engine's marked step agrees with the reference's as closely as any step does.
+    model::seq_chunk c{1, all, 0, true, static_cast<std::uint32_t>(n_prompt)};
+    auto out = eng->step(std::span<const model::seq_chunk>(&c, 1));
+    REQUIRE(out);
+    const double diff = max_abs_diff(out->row(0, n_vocab), marked);
+    CAPTURE(diff);
+    CHECK(diff <= 2e-3 * max_abs(marked));
+    eng->release(1);
+}

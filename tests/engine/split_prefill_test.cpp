@@ -5,7 +5,6 @@
 // bitnet.cpp does), which is why the policy never plans one for a prompt position.
 #include "engine_fixture.hpp"
 
-#include <cstring>
 #include <random>
 #include <string>
 
@@ -13,43 +12,6 @@ using namespace bitnet;
 using namespace bitnet::test;
 
 namespace {
-
-/// Feeds `prompt` in chunks of the given sizes and returns the logits after its last token.
-std::vector<float> prefill_in_chunks(model::engine& e, model::seq_id seq,
-                                     const std::vector<std::int32_t>& prompt,
-                                     const std::vector<std::size_t>& sizes) {
-    std::uint32_t pos = 0;
-    std::vector<float> last;
-    for (std::size_t n : sizes) {
-        model::seq_chunk c{
-            seq, std::vector<std::int32_t>(prompt.begin() + pos, prompt.begin() + pos + n), pos,
-            pos + n == prompt.size()};
-        auto out = e.step(std::span<const model::seq_chunk>(&c, 1));
-        REQUIRE_MESSAGE(out, (out ? std::string() : out.error().to_string()));
-        pos += static_cast<std::uint32_t>(n);
-        if (c.want_logits)
-            last.assign(out->logits.begin(), out->logits.end());
-    }
-    REQUIRE(pos == prompt.size());
-    return last;
-}
-
-/// Greedy tokens continuing `seq` from the logits after its prompt, one token per step.
-std::vector<std::int32_t> continue_greedy(model::engine& e, model::seq_id seq, std::uint32_t pos0,
-                                          std::vector<float> logits, std::size_t n) {
-    std::vector<std::int32_t> out;
-    for (std::size_t i = 0; i < n; ++i) {
-        out.push_back(argmax(logits));
-        if (i + 1 == n)
-            break;
-        model::seq_chunk c{seq, {out.back()}, pos0 + static_cast<std::uint32_t>(i), true};
-        auto r = e.step(std::span<const model::seq_chunk>(&c, 1));
-        REQUIRE(r);
-        logits.assign(r->logits.begin(), r->logits.end());
-    }
-    e.release(seq);
-    return out;
-}
 
 /// Random sizes >= 2 that add up to n (n >= 2).
 std::vector<std::size_t> split_2_plus(std::size_t n, std::mt19937_64& rng) {
@@ -62,10 +24,6 @@ std::vector<std::size_t> split_2_plus(std::size_t n, std::mt19937_64& rng) {
         n -= k;
     }
     return sizes;
-}
-
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 } // namespace

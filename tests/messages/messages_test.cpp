@@ -53,6 +53,7 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     r.prio = msg::priority::high;
     r.timeout_ms = 1500;
     r.t_received_us = 123456789;
+    r.n_resumed = 2;
     auto r2 = round_trip(sys, r);
     CHECK(r2.id == 42);
     CHECK(r2.model == "tiny");
@@ -66,17 +67,19 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     CHECK(r2.prio == msg::priority::high);
     CHECK(r2.timeout_ms == 1500);
     CHECK(r2.t_received_us == 123456789);
+    CHECK(r2.n_resumed == 2);
 
     msg::step_batch b;
     b.step = 3;
     b.release = {8};
-    b.chunks.push_back({{9, {4, 5}, 2, true}, {}});
+    b.chunks.push_back({{9, {4, 5}, 2, true, 3}, {}});
     auto b2 = round_trip(sys, b);
     REQUIRE(b2.chunks.size() == 1);
     CHECK(b2.chunks[0].part.seq == 9);
     CHECK(b2.chunks[0].part.tokens == std::vector<msg::token_id>{4, 5});
     CHECK(b2.chunks[0].part.pos0 == 2);
     CHECK(b2.chunks[0].part.want_logits);
+    CHECK(b2.chunks[0].part.decoded_from == 3);
     CHECK(b2.release == std::vector<std::uint64_t>{8});
 
     msg::step_result s;
@@ -283,6 +286,7 @@ TEST_CASE("a step chunk carries the engine's chunk and the request's sampling se
     CHECK(c2.part.tokens == c.part.tokens);
     CHECK(c2.part.pos0 == 9);
     CHECK_FALSE(c2.part.want_logits);
+    CHECK(c2.part.decoded_from == model::seq_chunk::never_decoded); // the default survives too
     CHECK(c2.params.temperature == c.params.temperature);
     CHECK(c2.params.top_k == c.params.top_k);
     CHECK(c2.params.top_p == c.params.top_p);

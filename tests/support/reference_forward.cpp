@@ -384,7 +384,8 @@ std::vector<float> reference_rmsnorm(std::span<const float> x, std::span<const f
 // ----------------------------------------------------------------------- public: the step
 
 std::vector<float> reference_step(reference_model& m, reference_state& st,
-                                  std::span<const std::int32_t> tokens, int pos0) {
+                                  std::span<const std::int32_t> tokens, int pos0,
+                                  int decoded_from) {
     if (tokens.empty() || pos0 < 0 || static_cast<std::uint32_t>(pos0) != st.n_past)
         throw std::invalid_argument("reference_step: pos0 must equal the state's length");
     if (st.k.size() != m.n_layer) {
@@ -392,7 +393,6 @@ std::vector<float> reference_step(reference_model& m, reference_state& st,
         st.v.assign(m.n_layer, {});
     }
     const std::size_t n_tok = tokens.size();
-    const bool decode = n_tok == 1;
     const std::uint32_t n_embd = m.n_embd;
     const std::uint32_t hd = m.head_dim;
     const bool sub_norms = m.arch != reference_arch::llama;
@@ -427,7 +427,8 @@ std::vector<float> reference_step(reference_model& m, reference_state& st,
         }
         for (std::size_t t = 0; t < n_tok; ++t) {
             // 2.6–2.9: attention, sub-norm, output projection, residual.
-            std::vector<float> o = attend(m, st, l, q[t], pos0 + static_cast<int>(t), decode);
+            const int pos = pos0 + static_cast<int>(t);
+            std::vector<float> o = attend(m, st, l, q[t], pos, n_tok == 1 || pos >= decoded_from);
             if (sub_norms)
                 o = reference_rmsnorm(o, L.attn_sub_norm, m.rms_eps);
             const std::vector<float> proj = reference_bitlinear(L.wo, o);

@@ -12,6 +12,7 @@
 #include "model/gguf/gguf_reader.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -77,9 +78,11 @@ struct reference_state {
 /// Runs `tokens` at positions pos0, pos0+1, ... (pos0 must equal state.n_past), appends their
 /// K/V to `state` and returns the logits of the last token ([n_vocab]). A multi-token call is a
 /// prompt step (attention probabilities stay F32); a single-token call is a decode step (they are
-/// rounded to F16), as bitnet.cpp does (§3.6).
+/// rounded to F16), as bitnet.cpp does (§3.6). Positions >= `decoded_from` are computed as in a
+/// decode step whatever the call's size (model::seq_chunk::decoded_from).
 [[nodiscard]] std::vector<float> reference_step(reference_model& m, reference_state& state,
-                                                std::span<const std::int32_t> tokens, int pos0);
+                                                std::span<const std::int32_t> tokens, int pos0,
+                                                int decoded_from = std::numeric_limits<int>::max());
 
 // The building blocks, exposed so kernel tests can compare against them one by one.
 
