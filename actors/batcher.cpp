@@ -93,7 +93,7 @@ void emit_done(batcher_pointer self, const live_request& lr, msg::completion c) 
     if (lr.req.relay)
         batch_for(self->state, lr.req.relay).done.push_back(std::move(c));
     else
-        emit_done(self, lr, std::move(c));
+        self->send(lr.sink, msg::done_atom_v, std::move(c));
 }
 
 void emit_fail(batcher_pointer self, const live_request& lr, msg::request_id id, caf::error e) {
