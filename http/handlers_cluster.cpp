@@ -30,14 +30,10 @@ std::string cluster_body(const msg::cluster_view& v) {
     for (const auto& n : v.nodes) {
         json::array models;
         for (const auto& m : n.models)
-            models.push_back(json::object{{"alias", m.alias}, {"version", m.version},
-                                          {"state", m.state}});
-        json::object o{{"name", n.name},
-                       {"address", n.address},
-                       {"state", n.state},
-                       {"self", n.self},
-                       {"models", std::move(models)},
-                       {"running", n.running},
+            models.push_back(
+                json::object{{"alias", m.alias}, {"version", m.version}, {"state", m.state}});
+        json::object o{{"name", n.name},      {"address", n.address},        {"state", n.state},
+                       {"self", n.self},      {"models", std::move(models)}, {"running", n.running},
                        {"waiting", n.waiting}};
         if (n.last_seen_ms >= 0 && !n.self)
             o["last_heartbeat_ms"] = n.last_seen_ms;

@@ -120,11 +120,10 @@ struct metrics::impl {
             .Help("cluster messages over the link to a peer, by direction and kind "
                   "(heartbeat, stream)")
             .Register(*reg);
-    pm::Family<pm::Counter>& link_bytes =
-        pm::BuildCounter()
-            .Name("bitnet_cluster_link_bytes_total")
-            .Help("serialized bytes of those messages")
-            .Register(*reg);
+    pm::Family<pm::Counter>& link_bytes = pm::BuildCounter()
+                                              .Name("bitnet_cluster_link_bytes_total")
+                                              .Help("serialized bytes of those messages")
+                                              .Register(*reg);
     std::string node; ///< this node's name, the `node` label of the cluster series
     // vLLM-compatible aliases, so existing dashboards and autoscalers work unchanged.
     pm::Gauge& v_running = pm::BuildGauge()

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <random>
+
 #include <unistd.h>
 
 namespace bitnet::server {
