@@ -11,6 +11,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -114,6 +115,19 @@ struct admission_state {
     msg::relay_actor relay;
     /// Other nodes' replicas by alias (only nodes that are up).
     std::map<std::string, std::vector<remote_replica>> remote;
+    /// Every alias another node ever served: one with no replica left is a 503 to retry
+    /// (replica_lost), not an unknown model.
+    std::set<std::string> seen_remote;
+    /// Requests being tokenized by another node's text actor, by a serial of their own: when
+    /// that node is lost first, the request starts over here (routed to a replica that is up).
+    struct remote_encode {
+        std::string node;
+        msg::generate_request req;
+        msg::sink_actor sink;
+        caf::typed_response_promise<msg::request_id> rp;
+    };
+    std::map<std::uint64_t, remote_encode> encoding;
+    std::uint64_t next_encode = 1;
     key_quota quota{{}};
     std::map<std::string, model_queue> models;
     std::uint64_t next_route = 1;
@@ -253,8 +267,8 @@ std::string default_alias(const admission_state& st) {
     std::vector<std::string> known;
     for (const auto& [alias, q] : st.models)
         known.push_back(alias);
-    for (const auto& [alias, rs] : st.remote)
-        if (!rs.empty() && std::find(known.begin(), known.end(), alias) == known.end())
+    for (const auto& alias : st.seen_remote)
+        if (std::find(known.begin(), known.end(), alias) == known.end())
             known.push_back(alias);
     return known.size() == 1 ? known.front() : std::string{};
 }
@@ -298,15 +312,19 @@ caf::result<msg::request_id> submit_remote(admission_pointer self, remote_replic
         return self->delegate(self->state.relay, msg::submit_atom_v, std::move(req),
                               std::move(sink), r.view);
     }
-    auto prompt = std::move(req.text);
-    req.text = {};
+    auto prompt = req.text;
     auto rp = self->make_response_promise<msg::request_id>();
     auto view = r.view;
+    const auto serial = self->state.next_encode++;
+    self->state.encoding.emplace(serial, admission_state::remote_encode{view.node, req, sink, rp});
+    req.text = {};
     self->request(caf::actor_cast<msg::text_actor>(view.text), std::chrono::seconds(60),
                   msg::encode_atom_v, std::move(prompt))
         .then(
-            [self, rp, view, req = std::move(req),
+            [self, rp, view, serial, req = std::move(req),
              sink = std::move(sink)](std::vector<msg::token_id>& ids) mutable {
+                if (self->state.encoding.erase(serial) == 0)
+                    return; // its node was lost meanwhile: the request started over
                 req.prompt = std::move(ids);
                 // The replica as it is now (a heartbeat may have refreshed it meanwhile).
                 auto* now = least_loaded_remote(self->state, view.alias, view.version);
@@ -317,8 +335,40 @@ caf::result<msg::request_id> submit_remote(admission_pointer self, remote_replic
                     rp.delegate(self->state.relay, msg::submit_atom_v, std::move(req),
                                 std::move(sink), now ? now->view : view);
             },
-            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+            [self, rp, serial, view](caf::error& e) mutable {
+                auto it = self->state.encoding.find(serial);
+                if (it == self->state.encoding.end())
+                    return;
+                auto pending = std::move(it->second);
+                self->state.encoding.erase(it);
+                if (msg::from_caf_error(e).value() != errc::cancelled) {
+                    rp.deliver(std::move(e));
+                    return;
+                }
+                // Its text actor is gone (the node was lost, the link broke before the cluster
+                // said so): that replica is no place for new work; the request starts over.
+                for (auto& [alias, rs] : self->state.remote)
+                    std::erase_if(
+                        rs, [&](const remote_replica& x) { return x.view.text == view.text; });
+                rp.delegate(caf::actor_cast<msg::admission_actor>(self), msg::submit_atom_v,
+                            std::move(pending.req), std::move(pending.sink));
+            });
     return rp;
+}
+
+/// `node` is lost: the requests its text actor was tokenizing start over, routed again.
+void restart_encodes(admission_pointer self, const std::string& node) {
+    auto& enc = self->state.encoding;
+    for (auto it = enc.begin(); it != enc.end();) {
+        if (it->second.node != node) {
+            ++it;
+            continue;
+        }
+        auto e = std::move(it->second);
+        it = enc.erase(it);
+        e.rp.delegate(caf::actor_cast<msg::admission_actor>(self), msg::submit_atom_v,
+                      std::move(e.req), std::move(e.sink));
+    }
 }
 
 /// A request routed to `route` was handed over (to its batcher, or answered with an error): once
@@ -403,6 +453,11 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
     if (auto* r = least_loaded_remote(st, alias);
         r && (it == st.models.end() || load_of(*r) < load_of(it->second)))
         return submit_remote(self, *r, std::move(req), std::move(sink));
+    if (it == st.models.end() && st.seen_remote.count(alias) > 0)
+        return msg::to_caf_error(errc::replica_lost,
+                                 "no replica of model '" + alias +
+                                     "' is up in the cluster: the nodes that served it are down",
+                                 5);
     if (it == st.models.end() && text)
         return msg::to_caf_error({errc::not_found, "no model '" + alias + "'",
                                   req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
@@ -537,6 +592,9 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
         },
         [self](msg::replicas_atom) {
             std::vector<msg::replica_view> out;
+            // A draining node offers no replica: peers stop routing to it at the next heartbeat.
+            if (self->state.draining)
+                return out;
             for (const auto& [alias, q] : self->state.models)
                 out.push_back(local_view(self->state, alias, q));
             return out;
@@ -545,14 +603,17 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             auto& st = self->state;
             st.remote.clear();
             for (auto& v : views)
-                if (v.node != st.opt.node_name && v.batcher)
+                if (v.node != st.opt.node_name && v.batcher) {
+                    st.seen_remote.insert(v.alias);
                     st.remote[v.alias].push_back({std::move(v), 0, 0});
+                }
         },
         [self](msg::place_atom, const std::string& alias, const std::string& version)
             -> caf::result<msg::replica_view> { return place(self, alias, version); },
         [self](msg::down_atom, const std::string& node) {
             for (auto& [alias, rs] : self->state.remote)
                 std::erase_if(rs, [&](const remote_replica& r) { return r.view.node == node; });
+            restart_encodes(self, node);
             self->send(self->state.relay, msg::down_atom_v, node);
         },
     };

@@ -100,6 +100,10 @@ void submit_to(relay_pointer self, msg::request_id id) {
             });
 }
 
+/// Moves before a request gives up: a replica chosen just before its loss is known fails at
+/// once and is chosen again only until the cluster actor reports the loss (a few moves).
+constexpr std::uint32_t max_moves = 32;
+
 /// The stream goes on on another replica of the same version (or ends with replica_lost).
 void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& why) {
     auto& st = self->state;
@@ -120,6 +124,15 @@ void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& w
         return forget(self, id);
     }
     const auto old = r.where;
+    if (r.moves >= max_moves) {
+        spdlog::warn("request req-{}: {}; moved {} times already: ended", id, why, r.moves);
+        return fail(self, id,
+                    msg::to_caf_error(errc::replica_lost,
+                                      "the request was moved " + std::to_string(r.moves) +
+                                          " times between lost replicas of model '" + old.alias +
+                                          "'",
+                                      5));
+    }
     // The version that started the stream continues it: only it computes the same tokens.
     self->request(st.opt.admission, std::chrono::seconds(10), msg::place_atom_v, old.alias,
                   old.version)

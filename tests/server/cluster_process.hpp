@@ -35,7 +35,15 @@ public:
         , log_(std::move(log_path)) {
         start();
     }
-    ~cluster_node() { kill_now(); }
+    ~cluster_node() {
+        kill_now();
+        // BITNET_TEST_KEEP_LOGS=DIR keeps each node's log as DIR/NAME.log (to read a failure).
+        if (const char* keep = std::getenv("BITNET_TEST_KEEP_LOGS"); keep && *keep) {
+            std::error_code ec;
+            std::filesystem::copy_file(log_, std::string(keep) + "/" + name_ + ".log",
+                                       std::filesystem::copy_options::overwrite_existing, ec);
+        }
+    }
     cluster_node(const cluster_node&) = delete;
     cluster_node& operator=(const cluster_node&) = delete;
 

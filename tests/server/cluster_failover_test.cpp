@@ -1,0 +1,186 @@
+// A cluster on loopback losing nodes under load (actors/cluster_node.hpp, actors/stream_relay.hpp):
+// three real bitnet-server processes, a router without a model and two replicas of bitnet.cpp's
+// tiny file (greedy margins down to 0.003, so a stream resumed in any way but exactly diverges).
+// A replica killed (SIGKILL) or hung (SIGSTOP) in the middle of 32 streams: every stream completes
+// through the router, one id each, byte-identical to what a single node produces. A node that
+// comes back (SIGCONT, or a restart under its name) is up again and takes work. With no replica
+// left, streams end with replica_lost and new requests get 503 + Retry-After.
+#include "cluster_process.hpp"
+
+namespace bitnet::test {
+
+namespace {
+
+/// A counter of GET /v1/stats summed over the node's models; -1 when it does not answer.
+long stat_on(const cluster_node& n, const char* field) {
+    const auto r = n.get("/v1/stats");
+    if (r.status != 200)
+        return -1;
+    long sum = 0;
+    const auto v = boost::json::parse(r.body);
+    for (const auto& m : v.at("models").as_array())
+        sum += static_cast<long>(m.at(field).to_number<double>());
+    return sum;
+}
+
+/// Whether bursts of short streams through `router` come to be served by `node` too (its finished
+/// count grows), within a bounded number of bursts; every stream must succeed.
+bool serves_again(const cluster_node& router, const cluster_node& node) {
+    const auto before = stat_on(node, "finished");
+    return eventually([&] {
+        for (const auto& t :
+             run_streams(router.port(), 8, [](int i) { return stream_body(100 + i, 16); }))
+            if (!t.ok())
+                return false;
+        return stat_on(node, "finished") > before;
+    });
+}
+
+/// A router and two replicas; `extra` goes to every node. Ready when the router has sent work
+/// to both.
+struct three_nodes {
+    scratch_dir dir;
+    std::unique_ptr<cluster_node> a, b, r;
+
+    explicit three_nodes(const std::vector<std::string>& extra = {}) {
+        auto flags = [&](bool model, const std::string& join) {
+            std::vector<std::string> f{"--cluster-listen", "127.0.0.1:0", "--cluster-insecure",
+                                       "--threads", "1"};
+            if (model) {
+                f.emplace_back("--model");
+                f.push_back(bitnetcpp_tiny());
+                f.emplace_back("--alias");
+                f.emplace_back("tiny");
+            }
+            if (!join.empty()) {
+                f.emplace_back("--join");
+                f.push_back(join);
+            }
+            f.insert(f.end(), extra.begin(), extra.end());
+            return f;
+        };
+        a = std::make_unique<cluster_node>("a", flags(true, ""), "", dir.file("a.log"));
+        b = std::make_unique<cluster_node>("b", flags(true, a->cluster_address()), "",
+                                           dir.file("b.log"));
+        r = std::make_unique<cluster_node>("r", flags(false, a->cluster_address()), "",
+                                           dir.file("r.log"));
+        REQUIRE_MESSAGE(eventually([&] { return r->sees("a") == "up" && r->sees("b") == "up"; }),
+                        r->log());
+        REQUIRE_MESSAGE(eventually([&] { return r->get("/health/ready").status == 200; }),
+                        r->log());
+        REQUIRE_MESSAGE((serves_again(*r, *a) && serves_again(*r, *b)), r->log());
+    }
+};
+
+/// Starts `n` streams through the router; once both replicas run some, `fault` strikes; returns
+/// the transcripts.
+std::vector<stream_transcript> streams_with_fault(three_nodes& c, int n,
+                                                  const std::function<std::string(int)>& body,
+                                                  const std::function<void()>& fault) {
+    // Idle first (the stats are polled: a warm-up's streams may still show as running).
+    REQUIRE(eventually([&] { return running_on(*c.a) == 0 && running_on(*c.b) == 0; }));
+    std::vector<stream_transcript> out;
+    std::thread clients([&] { out = run_streams(c.r->port(), n, body); });
+    const bool both_busy = eventually([&] { return running_on(*c.a) > 0 && running_on(*c.b) > 0; });
+    if (both_busy)
+        fault();
+    clients.join();
+    const auto why = "the streams never ran on both replicas\n" + c.r->log();
+    REQUIRE_MESSAGE(both_busy, why);
+    return out;
+}
+
+/// What one node alone streams for the same bodies (the surviving replica, asked directly).
+void check_same_as_one_node(const std::vector<stream_transcript>& got, const cluster_node& alone,
+                            const std::function<std::string(int)>& body) {
+    const auto want = run_streams(alone.port(), static_cast<int>(got.size()), body);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        INFO("stream " << i << ": " << got[i].raw.substr(0, 400));
+        REQUIRE(want[i].ok());
+        CHECK(got[i].ok());
+        CHECK(got[i].finish_reason == want[i].finish_reason);
+        CHECK(got[i].text == want[i].text);
+    }
+}
+
+std::uint64_t migrated(const cluster_node& n) {
+    const auto m = n.get("/metrics").body;
+    const auto at = m.find("bitnet_requests_migrated_total{node=\"" + n.name() + "\"}");
+    if (at == std::string::npos)
+        return 0;
+    return std::stoull(m.substr(m.find(' ', at) + 1));
+}
+
+} // namespace
+
+TEST_CASE("cluster: a replica killed under 32 greedy streams: every stream completes through the "
+          "router byte-identical to one node's output") {
+    three_nodes c;
+    auto body = [](int i) { return stream_body(i, 400); };
+    auto got = streams_with_fault(c, 32, body, [&] { c.a->kill_now(); });
+    CHECK(eventually([&] { return c.r->sees("a") == "down"; }));
+    check_same_as_one_node(got, *c.b, body);
+    // The streams that ran on a moved: the router says so, in its log and its metrics.
+    CHECK(c.r->log().find("the stream continues on node 'b'") != std::string::npos);
+    CHECK(migrated(*c.r) > 0);
+}
+
+TEST_CASE("cluster: a replica killed under 32 seeded streams at temperature 0.8: the resumed "
+          "sampler gives one node's text") {
+    three_nodes c;
+    auto body = [](int i) { return stream_body(i, 400, 0.8, 1000 + i); };
+    auto got = streams_with_fault(c, 32, body, [&] { c.b->kill_now(); });
+    check_same_as_one_node(got, *c.a, body);
+    CHECK(migrated(*c.r) > 0);
+}
+
+TEST_CASE("cluster: a hung replica (SIGSTOP) is found by missed heartbeats and its streams "
+          "continue elsewhere and after SIGCONT it rejoins and serves again") {
+    three_nodes c({"--cluster-failure-timeout-ms", "1500", "--cluster-heartbeat-ms", "100"});
+    auto body = [](int i) { return stream_body(i, 400); };
+    auto got = streams_with_fault(c, 16, body, [&] { c.a->stop(); });
+    // The router could only learn of the hang from the silence (the link stays open).
+    CHECK(c.r->sees("a") == "down");
+    CHECK(c.r->log().find("is down: no heartbeat for") != std::string::npos);
+    check_same_as_one_node(got, *c.b, body);
+    c.a->cont();
+    REQUIRE_MESSAGE(eventually([&] { return c.r->sees("a") == "up"; }), c.r->log());
+    // Its moved sequences were cancelled there, not left running.
+    CHECK(eventually([&] { return running_on(*c.a) == 0; }));
+    // It takes work again: streams through the router reach it.
+    CHECK(serves_again(*c.r, *c.a));
+}
+
+TEST_CASE("cluster: a node restarted under its name rejoins and serves") {
+    three_nodes c;
+    c.b->kill_now();
+    REQUIRE(eventually([&] { return c.r->sees("b") == "down"; }));
+    c.b->start(); // the same flags: --join a, a new cluster port
+    REQUIRE_MESSAGE(eventually([&] { return c.r->sees("b") == "up" && c.a->sees("b") == "up"; }),
+                    c.r->log());
+    CHECK(c.r->log().find("node 'b' (" + c.b->cluster_address() + ") is up again") !=
+          std::string::npos);
+    CHECK(serves_again(*c.r, *c.b));
+}
+
+TEST_CASE("cluster: with no replica left streams end with replica_lost and new requests get 503 "
+          "with Retry-After") {
+    three_nodes c;
+    auto body = [](int i) { return stream_body(i, 2000); };
+    auto got = streams_with_fault(c, 8, body, [&] {
+        c.a->kill_now();
+        c.b->kill_now();
+    });
+    for (const auto& t : got) {
+        INFO(t.raw.substr(0, 400));
+        CHECK(t.status == 200);
+        CHECK(t.error == "\"replica_lost\"");
+    }
+    const auto after = c.r->post("/v1/completions", R"({"prompt":"hi","max_tokens":4})");
+    CHECK(after.status == 503);
+    CHECK(after.body.find("replica_lost") != std::string::npos);
+    CHECK(!after.retry_after.empty());
+    CHECK(c.r->get("/health/ready").status == 503);
+}
+
+} // namespace bitnet::test
