@@ -5,6 +5,7 @@
 
 #include "actors/actor_test_config.hpp"
 #include "actors/batcher_client.hpp"
+#include "actors/batcher_rig.hpp"
 #include "actors/executor.hpp"
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"
@@ -23,48 +24,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct rig {
-    test::actor_test_config cfg;
-    caf::actor_system sys{cfg};
-    std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
-    msg::executor_actor exec;
-    msg::batcher_actor batcher;
-
-    explicit rig(std::chrono::milliseconds step_delay = 0ms, std::uint32_t max_batch_seqs = 8,
-                 bool with_text = false) {
-        auto eo =
-            test::fake_order([p = probe, step_delay]() -> result<std::unique_ptr<model::engine>> {
-                return std::make_unique<test::fake_engine>(16, step_delay, p);
-            });
-        exec = actors::spawn_executor(sys, eo);
-        msg::batcher_order bo;
-        bo.model = "fake";
-        bo.policy.kv_block_tokens = 4;
-        bo.policy.kv_blocks_total = 16;
-        bo.policy.n_ctx = 64;
-        bo.policy.max_batch_seqs = max_batch_seqs;
-        bo.policy.eog_ids = {test::fake_eot};
-        batcher =
-            actors::spawn_batcher(sys, bo, exec, with_text ? test::fake_tokenizer() : nullptr);
-    }
-    ~rig() {
-        caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
-        caf::anon_send_exit(exec, caf::exit_reason::user_shutdown);
-    }
-
-    msg::batcher_stats stats() { return test::batcher_stats_of(sys, batcher); }
-};
-
-msg::generate_request make_req(msg::request_id id, std::vector<msg::token_id> prompt,
-                               std::uint32_t max_tokens) {
-    msg::generate_request r;
-    r.id = id;
-    r.prompt = std::move(prompt);
-    r.max_tokens = max_tokens;
-    r.params.temperature = 0.0f;
-    return r;
-}
-
+using test::make_req;
+using test::rig;
 using test::transcript;
 
 /// Submits through a scoped actor acting as the sink and collects until done/fail.
