@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include <optional>
 #include <unordered_map>
@@ -153,6 +154,12 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
         c.ttft_us = us_between(lr.received, t.first_token);
         c.decode_us = us_between(t.first_token, t.finished);
         c.total_us = us_between(lr.received, t.finished);
+        if (lr.req.relay)
+            // The node the client talks to logs the request; this line ties it to this replica.
+            spdlog::info("req-{} (placed here by another node) finish={} prompt_tokens={} "
+                         "completion_tokens={} resumed={}",
+                         f.id, c.finish_reason, c.prompt_tokens, c.completion_tokens,
+                         lr.req.n_resumed);
         emit_done(self, lr, std::move(c));
     }
     st.by_sink.erase(lr.sink.address());

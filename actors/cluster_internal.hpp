@@ -52,6 +52,9 @@ struct state {
     std::map<std::string, member> members;                   ///< by name, this node excluded
     std::map<std::string, clock::time_point> seed_next_dial; ///< --join addresses
     std::map<std::string, bool> seed_dialing;
+    /// The member a --join address turned out to be (this node's own name for itself): a seed
+    /// whose member is linked and not down is not dialed again.
+    std::map<std::string, std::string> seed_member;
     std::vector<msg::replica_view> own_replicas;
     std::vector<msg::node_model> own_models;
     clock::time_point last_tick{};

@@ -178,7 +178,8 @@ void dial(pointer self, const std::string& address, std::function<void(bool)> on
                 auto report = own_report(self);
                 self->request(peer, std::chrono::seconds(5), msg::join_atom_v, report)
                     .then(
-                        [self, peer, on_end](msg::node_report& r) {
+                        [self, peer, address, on_end](msg::node_report& r) {
+                            self->state.seed_member[address] = r.name;
                             on_report(self, r, peer);
                             on_end(true);
                         },
@@ -207,8 +208,14 @@ void dial_missing(pointer self) {
     for (auto& [addr, next] : st.seed_next_dial) {
         if (addr == st.address || st.seed_dialing[addr] || now < next)
             continue;
+        // A seed that turned out to be this node, or a member linked and not down.
+        const auto named = st.seed_member.find(addr);
+        if (named != st.seed_member.end() && named->second == st.opt.node_name)
+            continue;
         const bool linked = std::any_of(st.members.begin(), st.members.end(), [&](const auto& kv) {
-            return kv.second.address == addr && kv.second.peer && kv.second.state != health::down;
+            const bool is_seed = kv.second.address == addr ||
+                                 (named != st.seed_member.end() && named->second == kv.first);
+            return is_seed && kv.second.peer && kv.second.state != health::down;
         });
         if (linked)
             continue;

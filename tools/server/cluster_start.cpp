@@ -92,10 +92,19 @@ result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::ser
                                              cfg.cluster_listen + ": " +
                                              caf::to_string(port.error())};
         }
-        // Peers dial what the node tells them: a wildcard bind is reached by the node's name
-        // (a stable DNS name in a Kubernetes StatefulSet).
+        // Peers dial what the node tells them. A wildcard bind is reached by the node's own
+        // entry in the join list when it has one (a StatefulSet lists every pod's DNS name,
+        // "NAME.peers.ns.svc..."), else by its name.
         const bool wildcard = hp->host.empty() || hp->host == "0.0.0.0" || hp->host == "::";
-        address = conf::to_string({wildcard ? node : hp->host, *port});
+        std::string host = wildcard ? node : hp->host;
+        if (wildcard)
+            for (const auto& j : cfg.cluster_join)
+                if (auto jp = conf::parse_host_port(j);
+                    jp && (jp->host == node || jp->host.rfind(node + ".", 0) == 0)) {
+                    host = jp->host;
+                    break;
+                }
+        address = conf::to_string({host, *port});
     }
     caf::anon_send(cluster, msg::ready_atom_v, address);
     return cluster;

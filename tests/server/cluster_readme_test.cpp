@@ -1,0 +1,128 @@
+// The README's three-command cluster ("Scaling out") works as written: the lines of the block
+// after its `cluster-example` marker are run from the repository root (only the executable's path
+// is this build's), the router lists both replicas up, serves a completion through them, and
+// still serves one after a replica is killed.
+#include "cluster_process.hpp"
+
+#include <sstream>
+
+namespace bitnet::test {
+
+namespace {
+
+std::string repo_root() {
+    return std::filesystem::canonical(std::filesystem::path(BITNET_TEST_DATA_DIR) / ".." / "..")
+        .string();
+}
+
+/// The command lines of the README's cluster example.
+std::vector<std::string> readme_cluster_commands() {
+    const auto bytes = read_file(repo_root() + "/README.md");
+    const std::string text(bytes.begin(), bytes.end());
+    const auto marker = text.find("<!-- cluster-example");
+    REQUIRE(marker != std::string::npos);
+    const auto open = text.find("```sh\n", marker);
+    const auto close = text.find("```", open + 6);
+    REQUIRE((open != std::string::npos && close != std::string::npos));
+    std::vector<std::string> lines;
+    std::istringstream in(text.substr(open + 6, close - open - 6));
+    for (std::string line; std::getline(in, line);)
+        if (!line.empty())
+            lines.push_back(line);
+    return lines;
+}
+
+/// Runs one README line (`PROGRAM ARGS... &`) from the repository root, output to `log`.
+pid_t run_line(std::string line, const std::string& log) {
+    const std::string exe = "build/release/tools/bitnet-server";
+    REQUIRE(line.rfind(exe, 0) == 0);
+    line = server_binary() + line.substr(exe.size());
+    if (line.size() > 2 && line.substr(line.size() - 2) == " &")
+        line.resize(line.size() - 2);
+    std::vector<std::string> args;
+    std::istringstream in(line);
+    for (std::string a; in >> a;)
+        args.push_back(a);
+    const auto root = repo_root();
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const auto fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        if (::chdir(root.c_str()) != 0)
+            ::_exit(126);
+        std::vector<char*> argv;
+        for (auto& a : args)
+            argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+std::string state_of(std::uint16_t port, const std::string& node) {
+    const auto r = http_request(port, boost::beast::http::verb::get, "/v1/cluster");
+    if (r.status != 200)
+        return {};
+    const auto v = boost::json::parse(r.body);
+    for (const auto& n : v.at("nodes").as_array())
+        if (n.at("name").as_string() == node)
+            return std::string(n.at("state").as_string());
+    return {};
+}
+
+} // namespace
+
+TEST_CASE("cluster: the README's three commands start a cluster that serves through its router") {
+    const auto lines = readme_cluster_commands();
+    REQUIRE(lines.size() == 3);
+    scratch_dir dir;
+    std::vector<pid_t> pids;
+    for (std::size_t i = 0; i < lines.size(); ++i)
+        pids.push_back(run_line(lines[i], dir.file("node" + std::to_string(i) + ".log")));
+    struct reaper {
+        std::vector<pid_t>& p;
+        ~reaper() {
+            for (auto pid : p) {
+                ::kill(pid, SIGKILL);
+                ::waitpid(pid, nullptr, 0);
+            }
+        }
+    } reap{pids};
+    const std::uint16_t router = 8080;
+    auto logs = [&] {
+        std::string all;
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            const auto b = read_file(dir.file("node" + std::to_string(i) + ".log"));
+            all += std::string(b.begin(), b.end());
+        }
+        return all;
+    };
+    REQUIRE_MESSAGE(eventually([&] {
+                        return state_of(router, "a") == "up" && state_of(router, "b") == "up" &&
+                               http_request(router, boost::beast::http::verb::get,
+                                            "/health/ready")
+                                       .status == 200;
+                    }),
+                    logs());
+    const std::string body = R"({"prompt":"Never trust a","max_tokens":16,"temperature":0})";
+    const auto first = http_request(router, boost::beast::http::verb::post, "/v1/completions", body);
+    CHECK_MESSAGE(first.status == 200, first.body);
+    // A replica dies: the router still answers, from the other one.
+    ::kill(pids[0], SIGKILL);
+    REQUIRE(eventually([&] { return state_of(router, "a") == "down"; }));
+    const auto second =
+        http_request(router, boost::beast::http::verb::post, "/v1/completions", body);
+    CHECK_MESSAGE(second.status == 200, second.body);
+    // The same model and greedy: the same text from either replica.
+    const auto text = [](const std::string& b) {
+        return std::string(
+            boost::json::parse(b).at("choices").as_array().at(0).at("text").as_string());
+    };
+    if (first.status == 200 && second.status == 200)
+        CHECK(text(first.body) == text(second.body));
+}
+
+} // namespace bitnet::test
