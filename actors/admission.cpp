@@ -175,6 +175,19 @@ void poll(admission_pointer self) {
     }
 }
 
+/// The key's quota refuses `req` (429 with the seconds until it may send again), or nothing; a
+/// request it lets through is counted.
+std::optional<caf::error> quota_refusal(admission_state& st, const msg::generate_request& req) {
+    if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
+        return msg::to_caf_error(errc::quota_exceeded,
+                                 "quota exceeded: this key may send " +
+                                     std::to_string(st.quota.limits().requests_per_minute) +
+                                     " requests per minute (bursts of " +
+                                     std::to_string(st.quota.limits().burst) + ")",
+                                 wait_s);
+    return std::nullopt;
+}
+
 /// Why `req` (for `alias`, on version `v`) is refused, or nothing: the caller's errors first (no
 /// queue state makes them acceptable later), then draining, the queue caps, the key's quota. When
 /// nothing refuses it the request is counted as admitted to the alias's queue.
@@ -206,13 +219,8 @@ std::optional<caf::error> refusal(admission_pointer self, const std::string& ali
         }
     }
     // Counted only for requests the queue takes (a 503 does not use up the quota).
-    if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
-        return msg::to_caf_error(errc::quota_exceeded,
-                                 "quota exceeded: this key may send " +
-                                     std::to_string(st.quota.limits().requests_per_minute) +
-                                     " requests per minute (bursts of " +
-                                     std::to_string(st.quota.limits().burst) + ")",
-                                 wait_s);
+    if (auto no = quota_refusal(st, req))
+        return no;
     if (it != st.models.end()) {
         ++it->second.admitted_since;
         it->second.prompt_tokens_since += req.prompt.size();
@@ -289,13 +297,8 @@ std::optional<caf::error> remote_refusal(admission_pointer self, remote_replica&
                                      r.view.node + "', cap " +
                                      std::to_string(st.opt.max_waiting_requests) + ")",
                                  1);
-    if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
-        return msg::to_caf_error(errc::quota_exceeded,
-                                 "quota exceeded: this key may send " +
-                                     std::to_string(st.quota.limits().requests_per_minute) +
-                                     " requests per minute (bursts of " +
-                                     std::to_string(st.quota.limits().burst) + ")",
-                                 wait_s);
+    if (auto no = quota_refusal(st, req))
+        return no;
     ++r.admitted_since;
     r.work_since += req.prompt.size() + req.max_tokens;
     return std::nullopt;

@@ -35,6 +35,16 @@ bool name_ok(std::string_view s, std::size_t max) {
 
 } // namespace
 
+session::ticket_answer session::ticket_on_strand(const std::string& route) {
+    auto ex = stream_.get_executor();
+    auto self = shared_from_this();
+    return [ex, self, route](msg::operation_ticket t) {
+        net::post(ex, [self, route, t = std::move(t)] {
+            self->safely("operation", [&] { self->ticket_reply(route, t); });
+        });
+    };
+}
+
 /// Sends one management message to the supervisor from a helper actor and answers with its
 /// ticket on this connection's strand (no asio thread waits).
 void session::ask_supervisor(const std::string& route, supervisor_ask ask) {
@@ -48,13 +58,7 @@ void session::ask_supervisor(const std::string& route, supervisor_ask ask) {
         e.suggestion = "start bitnet-server with its supervisor";
         return send_error(route, e, "-");
     }
-    auto ex = stream_.get_executor();
-    auto self = shared_from_this();
-    auto answer = [ex, self, route](msg::operation_ticket t) {
-        net::post(ex, [self, route, t = std::move(t)] {
-            self->safely("operation", [&] { self->ticket_reply(route, t); });
-        });
-    };
+    auto answer = ticket_on_strand(route);
     // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise.
     srv_.sys.spawn(
         [sup, ask, answer](caf::event_based_actor* a, int /*unused*/) { ask(a, sup, answer); }, 0);
@@ -62,13 +66,7 @@ void session::ask_supervisor(const std::string& route, supervisor_ask ask) {
 
 void session::ask_cluster(const std::string& route, msg::roll_order order) {
     auto cluster = srv_.opt.cluster;
-    auto ex = stream_.get_executor();
-    auto self = shared_from_this();
-    auto answer = [ex, self, route](msg::operation_ticket t) {
-        net::post(ex, [self, route, t = std::move(t)] {
-            self->safely("operation", [&] { self->ticket_reply(route, t); });
-        });
-    };
+    auto answer = ticket_on_strand(route);
     // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise.
     srv_.sys.spawn(
         [cluster, order, answer](caf::event_based_actor* a, int /*unused*/) {

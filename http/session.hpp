@@ -192,6 +192,8 @@ private:
     using supervisor_ask =
         std::function<void(caf::event_based_actor*, msg::supervisor_actor, ticket_answer)>;
     void ask_supervisor(const std::string& route, supervisor_ask ask);
+    /// Answers an operation's ticket on this connection's strand (from any thread).
+    [[nodiscard]] ticket_answer ticket_on_strand(const std::string& route);
     void ticket_reply(const std::string& route, const msg::operation_ticket& t);
     void do_load(const std::string& body);
     void do_model_op(const std::string& kind, const std::string& alias, const std::string& body);

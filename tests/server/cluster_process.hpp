@@ -23,6 +23,49 @@ inline std::string bitnetcpp_tiny() {
     return data_path("bitnetcpp/tiny-i2_s.gguf");
 }
 
+/// Forks `args` (the program first) with stdout and stderr appended to `log`, in `workdir` when
+/// it is not empty; the child's pid.
+inline pid_t spawn_logged(std::vector<std::string> args, const std::string& log,
+                          const std::string& workdir) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        const auto fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        if (!workdir.empty() && ::chdir(workdir.c_str()) != 0)
+            ::_exit(126);
+        std::vector<char*> argv;
+        for (auto& a : args)
+            argv.push_back(a.data());
+        argv.push_back(nullptr);
+        ::execv(argv[0], argv.data());
+        ::_exit(127);
+    }
+    return pid;
+}
+
+/// The "nodes" GET /v1/cluster on `port` lists (empty when it does not answer).
+inline boost::json::array cluster_nodes_on(std::uint16_t port) {
+    const auto r = http_request(port, boost::beast::http::verb::get, "/v1/cluster");
+    if (r.status != 200)
+        return {};
+    boost::system::error_code ec;
+    const auto v = boost::json::parse(r.body, ec);
+    if (ec || !v.is_object() || !v.as_object().contains("nodes"))
+        return {};
+    return v.at("nodes").as_array();
+}
+
+/// The state ("up", "suspect", "down") the node on `port` gives `node`; "" when it does not
+/// list it (or does not answer).
+inline std::string state_seen(std::uint16_t port, const std::string& node) {
+    for (const auto& n : cluster_nodes_on(port))
+        if (n.at("name").as_string() == node)
+            return std::string(n.at("state").as_string());
+    return {};
+}
+
 /// One node: bitnet-server with `args` (the port flags are added: HTTP on an ephemeral port), in
 /// `workdir` (relative model paths resolve there).
 class cluster_node {
@@ -57,21 +100,7 @@ public:
             server_binary(), "--node-name", name_,         "--port", "0", "--io-threads", "1",
             "--admin-open",  "1",           "--log-level", "debug"};
         argv_s.insert(argv_s.end(), args_.begin(), args_.end());
-        pid_ = ::fork();
-        REQUIRE(pid_ >= 0);
-        if (pid_ == 0) {
-            const auto fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-            ::dup2(fd, 1);
-            ::dup2(fd, 2);
-            if (!workdir_.empty() && ::chdir(workdir_.c_str()) != 0)
-                ::_exit(126);
-            std::vector<char*> argv;
-            for (auto& a : argv_s)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
+        pid_ = spawn_logged(std::move(argv_s), log_, workdir_);
         reaped_ = false;
         const bool wants_cluster =
             std::find(args_.begin(), args_.end(), "--cluster-listen") != args_.end();
@@ -124,27 +153,12 @@ public:
     /// The state ("up", "suspect", "down") this node's GET /v1/cluster gives `node`; "" when it
     /// does not list it (or does not answer).
     [[nodiscard]] std::string sees(const std::string& node) const {
-        const auto r = get("/v1/cluster");
-        if (r.status != 200)
-            return {};
-        boost::system::error_code ec;
-        const auto v = boost::json::parse(r.body, ec);
-        if (ec || !v.is_object())
-            return {};
-        for (const auto& n : v.at("nodes").as_array())
-            if (n.at("name").as_string() == node)
-                return std::string(n.at("state").as_string());
-        return {};
+        return state_seen(port_, node);
     }
 
     /// The versions of `alias` GET /v1/cluster reports for `node`, as this node sees it.
     [[nodiscard]] std::string version_on(const std::string& node, const std::string& alias) const {
-        const auto r = get("/v1/cluster");
-        boost::system::error_code ec;
-        const auto v = boost::json::parse(r.body, ec);
-        if (ec || !v.is_object())
-            return {};
-        for (const auto& n : v.at("nodes").as_array())
+        for (const auto& n : cluster_nodes_on(port_))
             if (n.at("name").as_string() == node)
                 for (const auto& m : n.at("models").as_array())
                     if (m.at("alias").as_string() == alias && m.at("state").as_string() == "ready")

@@ -43,34 +43,7 @@ pid_t run_line(std::string line, const std::string& log) {
     std::istringstream in(line);
     for (std::string a; in >> a;)
         args.push_back(a);
-    const auto root = repo_root();
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-        const auto fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-        if (::chdir(root.c_str()) != 0)
-            ::_exit(126);
-        std::vector<char*> argv;
-        for (auto& a : args)
-            argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
-    }
-    return pid;
-}
-
-std::string state_of(std::uint16_t port, const std::string& node) {
-    const auto r = http_request(port, boost::beast::http::verb::get, "/v1/cluster");
-    if (r.status != 200)
-        return {};
-    const auto v = boost::json::parse(r.body);
-    for (const auto& n : v.at("nodes").as_array())
-        if (n.at("name").as_string() == node)
-            return std::string(n.at("state").as_string());
-    return {};
+    return spawn_logged(std::move(args), log, repo_root());
 }
 
 } // namespace
@@ -100,19 +73,20 @@ TEST_CASE("cluster: the README's three commands start a cluster that serves thro
         }
         return all;
     };
-    REQUIRE_MESSAGE(eventually([&] {
-                        return state_of(router, "a") == "up" && state_of(router, "b") == "up" &&
-                               http_request(router, boost::beast::http::verb::get,
-                                            "/health/ready")
-                                       .status == 200;
-                    }),
-                    logs());
+    REQUIRE_MESSAGE(
+        eventually([&] {
+            return state_seen(router, "a") == "up" && state_seen(router, "b") == "up" &&
+                   http_request(router, boost::beast::http::verb::get, "/health/ready").status ==
+                       200;
+        }),
+        logs());
     const std::string body = R"({"prompt":"Never trust a","max_tokens":16,"temperature":0})";
-    const auto first = http_request(router, boost::beast::http::verb::post, "/v1/completions", body);
+    const auto first =
+        http_request(router, boost::beast::http::verb::post, "/v1/completions", body);
     CHECK_MESSAGE(first.status == 200, first.body);
     // A replica dies: the router still answers, from the other one.
     ::kill(pids[0], SIGKILL);
-    REQUIRE(eventually([&] { return state_of(router, "a") == "down"; }));
+    REQUIRE(eventually([&] { return state_seen(router, "a") == "down"; }));
     const auto second =
         http_request(router, boost::beast::http::verb::post, "/v1/completions", body);
     CHECK_MESSAGE(second.status == 200, second.body);
