@@ -173,7 +173,7 @@ void poll_node(pointer self, std::size_t index) {
 msg::operation_ticket start_roll(pointer self, msg::roll_order order) {
     auto& st = self->state;
     const auto alias = order.load.alias;
-    const auto& kind = order.kind;
+    const auto kind = order.kind; // a copy: order is moved into the roll below
     if (kind != "load" && kind != "rollback" && kind != "unload")
         return refuse("invalid", "unknown operation '" + kind + "'", alias);
     for (const auto& r : st.rolls)
