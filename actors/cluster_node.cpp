@@ -287,22 +287,26 @@ void refresh_and_beat(pointer self) {
         return;
     st.refreshing = true;
     const auto budget = std::max(st.opt.heartbeat * 2, std::chrono::milliseconds(500));
-    self->request(st.opt.admission, budget, msg::replicas_atom_v)
+    // Models first, then replicas: a model the report lists as ready has its replica in it too
+    // (admission routes a version only after the supervisor calls it ready), so a peer never
+    // shows a model it cannot route to.
+    self->request(st.opt.supervisor, budget, msg::models_atom_v)
         .then(
-            [self, budget](std::vector<msg::replica_view>& replicas) {
-                self->state.own_replicas = std::move(replicas);
-                self->request(self->state.opt.supervisor, budget, msg::models_atom_v)
+            [self, budget](std::vector<msg::model_status>& models) {
+                auto& s = self->state;
+                s.own_models.clear();
+                for (const auto& ms : models)
+                    s.own_models.push_back({ms.alias, ms.version, ms.state});
+                self->request(s.opt.admission, budget, msg::replicas_atom_v)
                     .then(
-                        [self](std::vector<msg::model_status>& models) {
-                            auto& s = self->state;
-                            s.own_models.clear();
-                            for (const auto& ms : models)
-                                s.own_models.push_back({ms.alias, ms.version, ms.state});
-                            s.refreshing = false;
-                            if (!s.opt.clustered || s.address.empty())
+                        [self](std::vector<msg::replica_view>& replicas) {
+                            auto& s2 = self->state;
+                            s2.own_replicas = std::move(replicas);
+                            s2.refreshing = false;
+                            if (!s2.opt.clustered || s2.address.empty())
                                 return;
                             const auto report = own_report(self);
-                            for (auto& [name, m] : s.members)
+                            for (auto& [name, m] : s2.members)
                                 if (m.peer) {
                                     self->send(m.peer, msg::heartbeat_atom_v, report);
                                     count_link(self, name, "out", report);
