@@ -318,11 +318,15 @@ const hbMsgs = (idle['messages.in.heartbeat'] || 0) + (idle['messages.out.heartb
 const hbBytes = (idle['bytes.in.heartbeat'] || 0) + (idle['bytes.out.heartbeat'] || 0);
 const idleSummary = {
     seconds: idleS, heartbeat_messages_per_s: hbMsgs / idleS, heartbeat_serialized_bytes: hbBytes / hbMsgs,
+    // in: the replicas' reports (their model's replica_view); out: the router's (no model).
+    heartbeat_in_bytes: (idle['bytes.in.heartbeat'] || 0) / (idle['messages.in.heartbeat'] || NaN),
+    heartbeat_out_bytes: (idle['bytes.out.heartbeat'] || 0) / (idle['messages.out.heartbeat'] || NaN),
     heartbeat_wire_bytes: (iw1 - iw0) / hbMsgs, frame_bytes: (iw1 - iw0 - hbBytes) / hbMsgs,
     idle_cpu_ms_per_s: Object.fromEntries(['a', 'b', 'r'].map((n, i) => [n, 1000 * (ic1[i] - ic0[i]) / idleS])),
 };
 console.log(`# idle ${idleS} s: the router's links carried ${idleSummary.heartbeat_messages_per_s.toFixed(1)} ` +
-    `heartbeats/s (in + out), ${idleSummary.heartbeat_serialized_bytes.toFixed(0)} B serialized each, ` +
+    `heartbeats/s (in + out), ${idleSummary.heartbeat_serialized_bytes.toFixed(0)} B serialized each (a replica's ` +
+    `${idleSummary.heartbeat_in_bytes.toFixed(0)} B, the router's ${idleSummary.heartbeat_out_bytes.toFixed(0)} B), ` +
     `${idleSummary.heartbeat_wire_bytes.toFixed(0)} B on the wire each (${idleSummary.frame_bytes.toFixed(0)} B of ` +
     `framing); idle CPU ms/s: a ${idleSummary.idle_cpu_ms_per_s.a.toFixed(1)}, b ` +
     `${idleSummary.idle_cpu_ms_per_s.b.toFixed(1)}, router ${idleSummary.idle_cpu_ms_per_s.r.toFixed(1)}`);
@@ -343,6 +347,14 @@ for (let i = 1; i <= a.pairs; ++i) {
             (l.ok !== l.requests ? ` errors ${JSON.stringify(l.errors)}` : ''));
     }
 }
+// The wire bytes less the heartbeats' (their serialized bytes from the counters plus the framing
+// measured idle): requests, stream batches and their framing.
+for (const r of runs.filter((x) => x.config === 'b')) {
+    const hbMsgs = (r.links['messages.in.heartbeat'] || 0) + (r.links['messages.out.heartbeat'] || 0);
+    const hbBytes = (r.links['bytes.in.heartbeat'] || 0) + (r.links['bytes.out.heartbeat'] || 0);
+    r.router_wire_bytes_per_token_less_heartbeats = r.router_wire_bytes_per_token -
+        (hbBytes + hbMsgs * idleSummary.frame_bytes) / r.load.tokens;
+}
 const by = (c, g) => median(runs.filter((r) => r.config === c).map(g));
 const ratios = [];
 for (let i = 0; i + 1 < runs.length; i += 2) ratios.push({
@@ -358,6 +370,7 @@ const summary = {
     stream_msgs_per_token: by('b', (r) => r.stream_msgs_per_token),
     stream_bytes_per_token: by('b', (r) => r.stream_bytes_per_token),
     router_wire_bytes_per_token: by('b', (r) => r.router_wire_bytes_per_token),
+    router_wire_bytes_per_token_less_heartbeats: by('b', (r) => r.router_wire_bytes_per_token_less_heartbeats),
     tps_ratio_b_over_a: median(ratios.map((x) => x.tps)),
     cpu_ratio_b_over_a: median(ratios.map((x) => x.cpu)),
 };
@@ -367,7 +380,8 @@ console.log(`\nmedians: tok/s a ${f(summary.tps.a)}, b ${f(summary.tps.b)} (b/a 
     `${f(summary.cpu_ms_per_token.a, 2)}, b ${f(summary.cpu_ms_per_token.b, 2)} (b/a ${f(summary.cpu_ratio_b_over_a, 3)}, ` +
     `b - a ${f(summary.cpu_ms_per_token.b - summary.cpu_ms_per_token.a, 2)}), router ${f(summary.router_cpu_ms_per_token, 3)}; ` +
     `stream_batch ${f(summary.stream_msgs_per_token, 4)} msgs/token, ${f(summary.stream_bytes_per_token)} B/token ` +
-    `(serialized); router's cluster sockets ${f(summary.router_wire_bytes_per_token)} B/token on the wire`);
+    `(serialized); router's cluster sockets ${f(summary.router_wire_bytes_per_token)} B/token on the wire, ` +
+    `${f(summary.router_wire_bytes_per_token_less_heartbeats)} B/token without the heartbeats`);
 
 let fo = null;
 if (a.failoverTokens > 0) {
