@@ -113,6 +113,17 @@ std::vector<int> ints(const std::string& csv) {
     return out;
 }
 
+/// A markdown table's header: the corner, then one column per value.
+void grid_header(const char* corner, const std::vector<int>& columns) {
+    std::printf("| %s |", corner);
+    for (int c : columns)
+        std::printf(" %d |", c);
+    std::printf("\n|---|");
+    for (std::size_t i = 0; i < columns.size(); ++i)
+        std::printf("---|");
+    std::printf("\n");
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -166,13 +177,8 @@ int main(int argc, char** argv) {
                 info.kernels.size());
 
     // The report's size as a function of N and k: measured at each point.
-    std::printf("\n## Heartbeat (node_report) size, serialized bytes\n\n| N \\ k |");
-    for (int k : ks)
-        std::printf(" %d |", k);
-    std::printf("\n|---|");
-    for (std::size_t i = 0; i < ks.size(); ++i)
-        std::printf("---|");
-    std::printf("\n");
+    std::printf("\n## Heartbeat (node_report) size, serialized bytes\n\n");
+    grid_header("N \\ k", ks);
     for (int n : ns) {
         std::printf("| %d |", n);
         for (int k : ks)
@@ -224,13 +230,8 @@ int main(int argc, char** argv) {
     // replica's s streams come from N origins uniformly, its own node's need no message, and each
     // other origin among them gets one stream_batch per step.
     std::printf("\n## Network messages per generated token, every node taking clients (expected "
-                "(N-1)(1-(1-1/N)^s)/s; behind one router: 1/s)\n\n| N \\ s |");
-    for (int s : ss)
-        std::printf(" %d |", s);
-    std::printf("\n|---|");
-    for (std::size_t i = 0; i < ss.size(); ++i)
-        std::printf("---|");
-    std::printf("\n");
+                "(N-1)(1-(1-1/N)^s)/s; behind one router: 1/s)\n\n");
+    grid_header("N \\ s", ss);
     for (int n : ns) {
         std::printf("| %d |", n);
         for (int s : ss) {
