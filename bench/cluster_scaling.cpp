@@ -100,19 +100,6 @@ msg::stream_batch batch(int s, int done) {
     return b;
 }
 
-std::vector<int> ints(const std::string& csv) {
-    std::vector<int> out;
-    std::size_t at = 0;
-    while (at <= csv.size()) {
-        const auto comma = csv.find(',', at);
-        out.push_back(std::stoi(csv.substr(at, comma - at)));
-        if (comma == std::string::npos)
-            break;
-        at = comma + 1;
-    }
-    return out;
-}
-
 /// A markdown table's header: the corner, then one column per value.
 void grid_header(const char* corner, const std::vector<int>& columns) {
     std::printf("| %s |", corner);
@@ -128,19 +115,23 @@ void grid_header(const char* corner, const std::vector<int>& columns) {
 
 int main(int argc, char** argv) {
     CLI::App app{"cluster membership, routing and message sizes by node count"};
-    std::string model_path, models_csv = "1,4", streams_csv = "1,8,32",
-                            nodes_csv = "2,4,8,16,32,64";
+    std::string model_path;
+    std::vector<int> ks{1, 4}, ss{1, 8, 32}, ns{2, 4, 8, 16, 32, 64};
     double interval_ms = 250, frame_bytes = 0, node_tps = 45;
     app.add_option("--model", model_path, "model whose executor_info the replicas carry")
         ->required();
     app.add_option("--interval-ms", interval_ms, "heartbeat interval (cluster_heartbeat_ms)");
-    app.add_option("--models", models_csv, "models per node, comma-separated");
-    app.add_option("--streams", streams_csv, "streams per step per (replica, requesting node)");
-    app.add_option("--nodes", nodes_csv, "node counts");
+    // CLI11 checks the lists: a bad one is a usage error, not an exception.
+    app.add_option("--models", ks, "models per node, comma-separated")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 1024));
+    app.add_option("--streams", ss, "streams per step per (replica, requesting node)")
+        ->delimiter(',')
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_option("--nodes", ns, "node counts")->delimiter(',')->check(CLI::Range(1, 4096));
     app.add_option("--frame-bytes", frame_bytes, "BASP bytes around each message on the wire");
     app.add_option("--node-tps", node_tps, "generated tokens/s of one node");
     CLI11_PARSE(app, argc, argv);
-    const auto ks = ints(models_csv), ss = ints(streams_csv), ns = ints(nodes_csv);
 
     config cfg;
     caf::actor_system sys{cfg};
