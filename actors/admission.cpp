@@ -28,6 +28,20 @@ request_limits limits_of(const msg::executor_info& info) {
     return {info.n_vocab, info.n_ctx, info.kv_block_tokens, info.kv_blocks_total};
 }
 
+msg::executor_info routing_info(const msg::executor_info& info) {
+    msg::executor_info out;
+    out.device = info.device;
+    out.architecture = info.architecture;
+    out.n_ctx = info.n_ctx;
+    out.n_vocab = info.n_vocab;
+    out.kv_block_tokens = info.kv_block_tokens;
+    out.kv_blocks_total = info.kv_blocks_total;
+    out.eog_ids = info.eog_ids;
+    out.format = info.format;
+    out.parameters = info.parameters;
+    return out;
+}
+
 namespace {
 
 /// The first id of `ids` outside [0, n_vocab), as an error naming `field`.
@@ -260,7 +274,7 @@ msg::replica_view local_view(const admission_state& st, const std::string& alias
     v.version = q.last.model_version;
     v.batcher = caf::actor_cast<caf::actor>(q.batcher);
     v.text = caf::actor_cast<caf::actor>(q.text);
-    v.info = q.info;
+    v.info = routing_info(q.info);
     v.outstanding_tokens = load_of(q);
     v.running = q.last.running;
     v.waiting = q.last.waiting[0] + q.last.waiting[1] + q.last.waiting[2] + q.admitted_since;

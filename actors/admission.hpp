@@ -60,6 +60,11 @@ struct request_limits {
 };
 [[nodiscard]] request_limits limits_of(const msg::executor_info& info);
 
+/// What another node needs of a replica's executor_info (its limits, format and device), without
+/// the engine's description and kernel timings: those never change yet were 80 % of every
+/// heartbeat.
+[[nodiscard]] msg::executor_info routing_info(const msg::executor_info& info);
+
 /// The caller's errors in `req`: prompt_too_long (param "prompt") when the prompt leaves no room
 /// for one generated token in the context window or in the whole KV pool; invalid_argument when a
 /// prompt id (param "prompt") or a stop token id (param "stop_token_ids") is outside the

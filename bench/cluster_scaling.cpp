@@ -13,6 +13,7 @@
 //
 // --node-tps: generated tokens/s of one node (measured by cluster_bench), to price heartbeats per
 // generated token.
+#include "actors/admission.hpp"
 #include "actors/executor.hpp"
 #include "actors/wire_size.hpp"
 #include "messages/errors.hpp"
@@ -61,7 +62,7 @@ msg::node_report report(int n, int k, const msg::executor_info& info, const caf:
         v.version = "0123456789ab"; // a version id: the file's SHA-256, 12 hex digits
         v.batcher = handle;
         v.text = handle;
-        v.info = info;
+        v.info = actors::routing_info(info); // what admission puts in a replica view
         v.outstanding_tokens = 1234;
         v.running = 16;
         v.waiting = 2;
