@@ -395,3 +395,34 @@ TEST_CASE("cluster roll: \"nodes\" restricts a rolling load to the named nodes")
     CHECK(c.a->version_on("b", "tiny") == c.old_version);
     CHECK(c.b->log().find("new.gguf") == std::string::npos);
 }
+
+TEST_CASE("cluster roll: rollback and unload roll across the nodes like a load") {
+    roll_cluster c(false);
+    const auto loaded = wait_roll(*c.a, start_load(*c.a, "models/new.gguf"));
+    REQUIRE(loaded.at("state").as_string() == "done");
+    const std::string v_new(loaded.at("version").as_string());
+    REQUIRE(c.both_on(*c.a, v_new));
+    // Rollback on b (any node): both nodes go back to the old version.
+    const auto rb = c.b->post("/v1/models/tiny/rollback", "");
+    REQUIRE_MESSAGE(rb.status == 202, rb.body);
+    const auto rolled =
+        wait_roll(*c.b, std::string(parse_object(rb.body).at("operation_id").as_string()));
+    INFO("rollback: " << boost::json::serialize(rolled));
+    CHECK(rolled.at("kind").as_string() == "rollback");
+    REQUIRE(rolled.at("state").as_string() == "done");
+    CHECK(boost::json::serialize(rolled.at("done")) == R"(["a","b"])");
+    CHECK(c.both_on(*c.b, c.old_version));
+    // Unload on a: the alias leaves both nodes.
+    const auto un = http_request(c.a->port(), boost::beast::http::verb::delete_, "/v1/models/tiny");
+    REQUIRE_MESSAGE(un.status == 202, un.body);
+    const auto gone =
+        wait_roll(*c.a, std::string(parse_object(un.body).at("operation_id").as_string()));
+    INFO("unload: " << boost::json::serialize(gone));
+    CHECK(gone.at("kind").as_string() == "unload");
+    REQUIRE(gone.at("state").as_string() == "done");
+    CHECK(eventually([&] {
+        return c.a->version_on("a", "tiny").empty() && c.a->version_on("b", "tiny").empty();
+    }));
+    CHECK(c.b->post("/v1/completions", R"({"model":"tiny","prompt":"hi","max_tokens":2})").status !=
+          200);
+}
