@@ -314,9 +314,9 @@ int main(int argc, char** argv) {
     ho.first_request_id = server::first_request_id(*cfg);
     http::server srv(sys, admission, ho);
     // The cluster actor first: it stops its heartbeats, so peers see this node leave.
-    const std::vector<caf::actor> stop_order{
-        caf::actor_cast<caf::actor>(*cluster), caf::actor_cast<caf::actor>(supervisor),
-        caf::actor_cast<caf::actor>(admission), step_metrics};
+    const std::vector<caf::actor> stop_order{caf::actor_cast<caf::actor>(*cluster),
+                                             caf::actor_cast<caf::actor>(supervisor),
+                                             caf::actor_cast<caf::actor>(admission), step_metrics};
     auto port = srv.start();
     if (!port) {
         spdlog::error("{}", port.error().to_string());
