@@ -1,5 +1,6 @@
 #include "actors/admission.hpp"
 
+#include "actors/admission_state.hpp"
 #include "actors/stream_relay.hpp"
 #include "messages/errors.hpp"
 
@@ -89,73 +90,26 @@ result<void> check_request(const request_limits& lim, const msg::generate_reques
     return check_ids(req.stop_token_ids, lim.n_vocab, "stop_token_ids");
 }
 
+namespace admission_detail {
+
+/// The key's quota refuses `req` (429 with the seconds until it may send again), or nothing; a
+/// request it lets through is counted.
+std::optional<caf::error> quota_refusal(admission_state& st, const msg::generate_request& req) {
+    if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
+        return msg::to_caf_error(errc::quota_exceeded,
+                                 "quota exceeded: this key may send " +
+                                     std::to_string(st.quota.limits().requests_per_minute) +
+                                     " requests per minute (bursts of " +
+                                     std::to_string(st.quota.limits().burst) + ")",
+                                 wait_s);
+    return std::nullopt;
+}
+
+} // namespace admission_detail
+
 namespace {
 
-using clock = std::chrono::steady_clock;
-
-/// Admission's view of one model's queue.
-struct model_queue {
-    msg::batcher_actor batcher;
-    msg::text_actor text;    ///< the same version's text side
-    request_limits limits;   ///< of the version `batcher` serves
-    std::uint64_t route = 0; ///< serial of the route now in place (a new one at every flip)
-    msg::executor_info info; ///< of the version `batcher` serves
-    msg::batcher_stats last; ///< as last polled
-    std::uint32_t admitted_since = 0; ///< requests delegated since that poll
-    std::uint64_t prompt_tokens_since = 0;
-    std::uint64_t work_since = 0; ///< their prompt tokens plus max_tokens
-    double drain_per_s = 0.0;     ///< finished requests per second, smoothed
-    clock::time_point polled_at{};
-};
-
-/// The version a request was routed to on arrival: it tokenizes the request and runs it, even if
-/// the alias flips meanwhile.
-struct version_route {
-    msg::batcher_actor batcher;
-    request_limits limits;
-    std::uint64_t route = 0;
-};
-
-/// A replica of another node, as its last heartbeat described it, plus what this node sent it
-/// since (so a burst of requests spreads before the next heartbeat tells).
-struct remote_replica {
-    msg::replica_view view;
-    std::uint32_t admitted_since = 0;
-    std::uint64_t work_since = 0;
-};
-
-struct admission_state {
-    admission_options opt;
-    msg::relay_actor relay;
-    /// Other nodes' replicas by alias (only nodes that are up).
-    std::map<std::string, std::vector<remote_replica>> remote;
-    /// Every alias another node ever served: one with no replica left is a 503 to retry
-    /// (replica_lost), not an unknown model.
-    std::set<std::string> seen_remote;
-    /// Requests being tokenized by another node's text actor, by a serial of their own: when
-    /// that node is lost first, the request starts over here (routed to a replica that is up).
-    struct remote_encode {
-        std::string node;
-        msg::generate_request req;
-        msg::sink_actor sink;
-        caf::typed_response_promise<msg::request_id> rp;
-    };
-    std::map<std::uint64_t, remote_encode> encoding;
-    std::uint64_t next_encode = 1;
-    key_quota quota{{}};
-    std::map<std::string, model_queue> models;
-    std::uint64_t next_route = 1;
-    /// Requests being tokenized, by the route they were routed to.
-    std::map<std::uint64_t, std::uint32_t> tokenizing;
-    /// Route answers held until no request routed to the route they replaced is still being
-    /// tokenized (the route's serial, the supervisor's answer).
-    std::vector<std::pair<std::uint64_t, caf::typed_response_promise<bool>>> held_routes;
-    bool draining = false;
-    bool ticking = false;
-    static inline const char* name = "admission";
-};
-
-using admission_pointer = msg::admission_actor::stateful_pointer<admission_state>;
+using namespace admission_detail;
 
 void poll(admission_pointer self) {
     for (auto& [alias, q] : self->state.models) {
@@ -187,19 +141,6 @@ void poll(admission_pointer self) {
                     // handles its failure.
                 });
     }
-}
-
-/// The key's quota refuses `req` (429 with the seconds until it may send again), or nothing; a
-/// request it lets through is counted.
-std::optional<caf::error> quota_refusal(admission_state& st, const msg::generate_request& req) {
-    if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
-        return msg::to_caf_error(errc::quota_exceeded,
-                                 "quota exceeded: this key may send " +
-                                     std::to_string(st.quota.limits().requests_per_minute) +
-                                     " requests per minute (bursts of " +
-                                     std::to_string(st.quota.limits().burst) + ")",
-                                 wait_s);
-    return std::nullopt;
 }
 
 /// Why `req` (for `alias`, on version `v`) is refused, or nothing: the caller's errors first (no
@@ -241,151 +182,6 @@ std::optional<caf::error> refusal(admission_pointer self, const std::string& ali
         it->second.work_since += req.prompt.size() + req.max_tokens;
     }
     return std::nullopt;
-}
-
-/// The work a replica holds: what it last reported plus what was sent to it since.
-std::uint64_t load_of(const model_queue& q) {
-    return q.last.outstanding_tokens + q.work_since;
-}
-std::uint64_t load_of(const remote_replica& r) {
-    return r.view.outstanding_tokens + r.work_since;
-}
-
-/// The least loaded replica of `alias` on another node, of `version` unless it is empty.
-remote_replica* least_loaded_remote(admission_state& st, const std::string& alias,
-                                    const std::string& version = {}) {
-    auto it = st.remote.find(alias);
-    if (it == st.remote.end())
-        return nullptr;
-    remote_replica* best = nullptr;
-    for (auto& r : it->second)
-        if ((version.empty() || r.view.version == version) &&
-            (!best || load_of(r) < load_of(*best)))
-            best = &r;
-    return best;
-}
-
-/// This node's replica of `alias` as the cluster sees it.
-msg::replica_view local_view(const admission_state& st, const std::string& alias,
-                             const model_queue& q) {
-    msg::replica_view v;
-    v.node = st.opt.node_name;
-    v.alias = alias;
-    v.version = q.last.model_version;
-    v.batcher = caf::actor_cast<caf::actor>(q.batcher);
-    v.text = caf::actor_cast<caf::actor>(q.text);
-    v.info = routing_info(q.info);
-    v.outstanding_tokens = load_of(q);
-    v.running = q.last.running;
-    v.waiting = q.last.waiting[0] + q.last.waiting[1] + q.last.waiting[2] + q.admitted_since;
-    return v;
-}
-
-/// The alias a request without one means: the configured default, else the one alias the
-/// cluster serves when there is exactly one (a routing node has no model of its own).
-std::string default_alias(const admission_state& st) {
-    if (!st.opt.default_model.empty())
-        return st.opt.default_model;
-    std::vector<std::string> known;
-    for (const auto& [alias, q] : st.models)
-        known.push_back(alias);
-    for (const auto& alias : st.seen_remote)
-        if (std::find(known.begin(), known.end(), alias) == known.end())
-            known.push_back(alias);
-    return known.size() == 1 ? known.front() : std::string{};
-}
-
-/// Why a request for another node's replica `r` is refused, or nothing (then it is counted).
-std::optional<caf::error> remote_refusal(admission_pointer self, remote_replica& r,
-                                         const msg::generate_request& req) {
-    auto& st = self->state;
-    if (auto valid = check_request(limits_of(r.view.info), req); !valid)
-        return msg::to_caf_error(valid.error());
-    if (st.draining)
-        return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
-    const std::uint64_t waiting = r.view.waiting + r.admitted_since;
-    if (waiting >= st.opt.max_waiting_requests)
-        return msg::to_caf_error(errc::queue_full,
-                                 "queue full: " + std::to_string(waiting) +
-                                     " requests waiting at the least loaded replica (node '" +
-                                     r.view.node + "', cap " +
-                                     std::to_string(st.opt.max_waiting_requests) + ")",
-                                 1);
-    if (auto no = quota_refusal(st, req))
-        return no;
-    ++r.admitted_since;
-    r.work_since += req.prompt.size() + req.max_tokens;
-    return std::nullopt;
-}
-
-/// A request for another node's replica: tokenized there when it came as text (the same file
-/// tokenizes the same on every node), then checked and handed to this node's stream relay.
-caf::result<msg::request_id> submit_remote(admission_pointer self, remote_replica& r,
-                                           msg::generate_request req, msg::sink_actor sink) {
-    req.model = r.view.alias;
-    if (req.text.form == msg::prompt_form::ids) {
-        if (auto no = remote_refusal(self, r, req))
-            return std::move(*no);
-        return self->delegate(self->state.relay, msg::submit_atom_v, std::move(req),
-                              std::move(sink), r.view);
-    }
-    auto prompt = req.text;
-    auto rp = self->make_response_promise<msg::request_id>();
-    auto view = r.view;
-    const auto serial = self->state.next_encode++;
-    self->state.encoding.emplace(serial, admission_state::remote_encode{view.node, req, sink, rp});
-    req.text = {};
-    self->request(caf::actor_cast<msg::text_actor>(view.text), std::chrono::seconds(60),
-                  msg::encode_atom_v, std::move(prompt))
-        .then(
-            [self, rp, view, serial, req = std::move(req),
-             sink = std::move(sink)](std::vector<msg::token_id>& ids) mutable {
-                if (self->state.encoding.erase(serial) == 0)
-                    return; // its node was lost meanwhile: the request started over
-                req.prompt = std::move(ids);
-                // The replica as it is now (a heartbeat may have refreshed it meanwhile).
-                auto* now = least_loaded_remote(self->state, view.alias, view.version);
-                remote_replica fallback{view};
-                if (auto no = remote_refusal(self, now ? *now : fallback, req))
-                    rp.deliver(std::move(*no));
-                else
-                    rp.delegate(self->state.relay, msg::submit_atom_v, std::move(req),
-                                std::move(sink), now ? now->view : view);
-            },
-            [self, rp, serial, view](caf::error& e) mutable {
-                auto it = self->state.encoding.find(serial);
-                if (it == self->state.encoding.end())
-                    return;
-                auto pending = std::move(it->second);
-                self->state.encoding.erase(it);
-                if (msg::from_caf_error(e).value() != errc::cancelled) {
-                    rp.deliver(std::move(e));
-                    return;
-                }
-                // Its text actor is gone (the node was lost, the link broke before the cluster
-                // said so): that replica is no place for new work; the request starts over.
-                for (auto& [alias, rs] : self->state.remote)
-                    std::erase_if(
-                        rs, [&](const remote_replica& x) { return x.view.text == view.text; });
-                rp.delegate(caf::actor_cast<msg::admission_actor>(self), msg::submit_atom_v,
-                            std::move(pending.req), std::move(pending.sink));
-            });
-    return rp;
-}
-
-/// `node` is lost: the requests its text actor was tokenizing start over, routed again.
-void restart_encodes(admission_pointer self, const std::string& node) {
-    auto& enc = self->state.encoding;
-    for (auto it = enc.begin(); it != enc.end();) {
-        if (it->second.node != node) {
-            ++it;
-            continue;
-        }
-        auto e = std::move(it->second);
-        it = enc.erase(it);
-        e.rp.delegate(caf::actor_cast<msg::admission_actor>(self), msg::submit_atom_v,
-                      std::move(e.req), std::move(e.sink));
-    }
 }
 
 /// A request routed to `route` was handed over (to its batcher, or answered with an error): once
@@ -523,27 +319,6 @@ caf::result<bool> route(admission_pointer self, const std::string& alias,
         return rp;
     }
     return true;
-}
-
-/// A stream's new replica after its node was lost: the same version, the least loaded, here or
-/// on a node that is up.
-caf::result<msg::replica_view> place(admission_pointer self, const std::string& alias,
-                                     const std::string& version) {
-    auto& st = self->state;
-    auto* r = least_loaded_remote(st, alias, version);
-    auto it = st.models.find(alias);
-    const bool local_fits = it != st.models.end() && it->second.last.model_version == version;
-    if (local_fits && (!r || load_of(it->second) <= load_of(*r))) {
-        it->second.work_since += 1; // the next request sees it as busier
-        return local_view(st, alias, it->second);
-    }
-    if (r) {
-        ++r->admitted_since;
-        return r->view;
-    }
-    return msg::to_caf_error(
-        errc::replica_lost,
-        "no replica of model '" + alias + "' version " + version + " is up in the cluster", 5);
 }
 
 msg::admission_actor::behavior_type admission_fn(admission_pointer self, admission_options opt) {

@@ -1,0 +1,115 @@
+// Admission's state and the functions its two source files share (internal to actors/):
+// admission.cpp is the door of this node's own versions, admission_cluster.cpp routes to other
+// nodes' replicas (least outstanding work, remote tokenization, a lost stream's new replica).
+#pragma once
+
+#include "actors/admission.hpp"
+#include "actors/key_quota.hpp"
+
+#include <caf/typed_event_based_actor.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace bitnet::actors::admission_detail {
+
+using clock = std::chrono::steady_clock;
+
+/// Admission's view of one model's queue.
+struct model_queue {
+    msg::batcher_actor batcher;
+    msg::text_actor text;    ///< the same version's text side
+    request_limits limits;   ///< of the version `batcher` serves
+    std::uint64_t route = 0; ///< serial of the route now in place (a new one at every flip)
+    msg::executor_info info; ///< of the version `batcher` serves
+    msg::batcher_stats last; ///< as last polled
+    std::uint32_t admitted_since = 0; ///< requests delegated since that poll
+    std::uint64_t prompt_tokens_since = 0;
+    std::uint64_t work_since = 0; ///< their prompt tokens plus max_tokens
+    double drain_per_s = 0.0;     ///< finished requests per second, smoothed
+    clock::time_point polled_at{};
+};
+
+/// The version a request was routed to on arrival: it tokenizes the request and runs it, even if
+/// the alias flips meanwhile.
+struct version_route {
+    msg::batcher_actor batcher;
+    request_limits limits;
+    std::uint64_t route = 0;
+};
+
+/// A replica of another node, as its last heartbeat described it, plus what this node sent it
+/// since (so a burst of requests spreads before the next heartbeat tells).
+struct remote_replica {
+    msg::replica_view view;
+    std::uint32_t admitted_since = 0;
+    std::uint64_t work_since = 0;
+};
+
+struct admission_state {
+    admission_options opt;
+    msg::relay_actor relay;
+    /// Other nodes' replicas by alias (only nodes that are up).
+    std::map<std::string, std::vector<remote_replica>> remote;
+    /// Every alias another node ever served: one with no replica left is a 503 to retry
+    /// (replica_lost), not an unknown model.
+    std::set<std::string> seen_remote;
+    /// Requests being tokenized by another node's text actor, by a serial of their own: when
+    /// that node is lost first, the request starts over here (routed to a replica that is up).
+    struct remote_encode {
+        std::string node;
+        msg::generate_request req;
+        msg::sink_actor sink;
+        caf::typed_response_promise<msg::request_id> rp;
+    };
+    std::map<std::uint64_t, remote_encode> encoding;
+    std::uint64_t next_encode = 1;
+    key_quota quota{{}};
+    std::map<std::string, model_queue> models;
+    std::uint64_t next_route = 1;
+    /// Requests being tokenized, by the route they were routed to.
+    std::map<std::uint64_t, std::uint32_t> tokenizing;
+    /// Route answers held until no request routed to the route they replaced is still being
+    /// tokenized (the route's serial, the supervisor's answer).
+    std::vector<std::pair<std::uint64_t, caf::typed_response_promise<bool>>> held_routes;
+    bool draining = false;
+    bool ticking = false;
+    static inline const char* name = "admission";
+};
+
+using admission_pointer = msg::admission_actor::stateful_pointer<admission_state>;
+
+/// The key's quota refuses `req` (429 with the seconds until it may send again), or nothing; a
+/// request it lets through is counted.
+[[nodiscard]] std::optional<caf::error> quota_refusal(admission_state& st,
+                                                      const msg::generate_request& req);
+
+/// The work a replica holds: what it last reported plus what was sent to it since.
+[[nodiscard]] std::uint64_t load_of(const model_queue& q);
+[[nodiscard]] std::uint64_t load_of(const remote_replica& r);
+/// The least loaded replica of `alias` on another node, of `version` unless it is empty.
+[[nodiscard]] remote_replica* least_loaded_remote(admission_state& st, const std::string& alias,
+                                                  const std::string& version = {});
+/// This node's replica of `alias` as the cluster sees it.
+[[nodiscard]] msg::replica_view local_view(const admission_state& st, const std::string& alias,
+                                           const model_queue& q);
+/// The alias a request without one means (see admission_cluster.cpp).
+[[nodiscard]] std::string default_alias(const admission_state& st);
+/// A request for another node's replica `r`: checked, tokenized there when it is text, and
+/// handed to this node's stream relay.
+[[nodiscard]] caf::result<msg::request_id> submit_remote(admission_pointer self, remote_replica& r,
+                                                         msg::generate_request req,
+                                                         msg::sink_actor sink);
+/// `node` is lost: the requests its text actor was tokenizing start over, routed again.
+void restart_encodes(admission_pointer self, const std::string& node);
+/// A stream's new replica after its node was lost: the same version, the least loaded.
+[[nodiscard]] caf::result<msg::replica_view> place(admission_pointer self, const std::string& alias,
+                                                   const std::string& version);
+
+} // namespace bitnet::actors::admission_detail
