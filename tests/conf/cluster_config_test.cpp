@@ -1,5 +1,6 @@
 // The cluster keys of server_config: forms, layering, and the rules that keep peer links either
 // mutual TLS or explicitly plaintext on loopback.
+#include "conf/fake_env.hpp"
 #include "conf/server_config.hpp"
 #include "support/test_data.hpp"
 
@@ -14,13 +15,7 @@ using bitnet::conf::config_sources;
 using bitnet::conf::load_config;
 using bitnet::conf::server_config;
 
-bitnet::conf::env_lookup fake_env(std::map<std::string, std::string> vars) {
-    return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
-        if (auto it = vars.find(std::string(name)); it != vars.end())
-            return it->second;
-        return std::nullopt;
-    };
-}
+using bitnet::test::fake_env;
 
 std::string error_of(const config_sources& src) {
     auto r = load_config(src);

@@ -1,6 +1,7 @@
 // The configuration loader: documented defaults, layer precedence, validation messages.
 #include "conf/server_config.hpp"
 
+#include "conf/fake_env.hpp"
 #include "support/test_data.hpp"
 
 #include <boost/json.hpp>
@@ -14,13 +15,7 @@ using bitnet::conf::config_sources;
 using bitnet::conf::load_config;
 using bitnet::conf::server_config;
 
-bitnet::conf::env_lookup fake_env(std::map<std::string, std::string> vars) {
-    return [vars = std::move(vars)](std::string_view name) -> std::optional<std::string> {
-        if (auto it = vars.find(std::string(name)); it != vars.end())
-            return it->second;
-        return std::nullopt;
-    };
-}
+using bitnet::test::fake_env;
 
 std::string write_json(const bitnet::test::scratch_dir& dir, const std::string& text) {
     auto path = dir.file("server.json");
