@@ -12,9 +12,6 @@
 
 namespace bitnet::conf::detail {
 
-namespace {
-
-/// What is wrong with reading `path` as a file, or "" when it opens.
 std::string unreadable(const std::string& path) {
     std::error_code ec;
     if (std::filesystem::is_directory(path, ec))
@@ -24,8 +21,6 @@ std::string unreadable(const std::string& path) {
         return "cannot read '" + path + "' (" + std::strerror(errno) + ")";
     return {};
 }
-
-} // namespace
 
 /// The cluster keys' rules that involve several keys or the file system. Peer links are either
 /// mutual TLS or explicitly plaintext on loopback, never plaintext by default.

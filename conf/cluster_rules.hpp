@@ -16,6 +16,9 @@ namespace bitnet::conf::detail {
     return {errc::invalid_argument, "config key '" + std::string(key) + "': " + what};
 }
 
+/// What is wrong with reading `path` as a file, or "" when it opens.
+[[nodiscard]] std::string unreadable(const std::string& path);
+
 /// The cluster keys' cross-key and file rules (part of conf::validate).
 [[nodiscard]] result<void> validate_cluster(const server_config& cfg);
 

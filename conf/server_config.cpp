@@ -2,6 +2,7 @@
 
 #include "conf/cluster_rules.hpp"
 #include "conf/host_port.hpp"
+#include "conf/tls_rules.hpp"
 
 #include <boost/json.hpp>
 
@@ -122,6 +123,9 @@ std::span<const field> fields() {
          "a peer silent this long is declared failed"},
         {"cluster_heartbeat_ms", &server_config::cluster_heartbeat_ms, 50, 10000,
          "heartbeat interval between peers (< cluster_failure_timeout_ms / 2)"},
+        {"tls_cert", &server_config::tls_cert, 0, 0,
+         "PEM certificate chain: serve HTTPS on the port (with tls_key; re-read on SIGHUP)"},
+        {"tls_key", &server_config::tls_key, 0, 0, "PEM private key of tls_cert"},
     };
     return table;
 }
@@ -441,7 +445,8 @@ result<void> validate(const server_config& cfg) {
     for (const auto& k : cfg.admin_api_keys)
         if (k.size() < 8)
             return fail("admin_api_keys", "keys must be at least 8 characters");
-    return detail::validate_cluster(cfg);
+    BITNET_TRY(detail::validate_cluster(cfg));
+    return detail::validate_tls(cfg);
 }
 
 result<server_config> load_config(const config_sources& src) {

@@ -102,6 +102,11 @@ struct server_config {
     /// Interval of the heartbeats peers send each other; below half the failure timeout.
     std::uint32_t cluster_heartbeat_ms = 250;
 
+    // HTTPS on the HTTP listener. Both empty: plain HTTP.
+    /// PEM certificate chain (leaf first) and its private key; re-read on SIGHUP.
+    std::string tls_cert;
+    std::string tls_key;
+
     /// The entry `default_model` names (or the first), or nullptr when no model is configured.
     [[nodiscard]] const model_entry* default_entry() const noexcept;
 };
