@@ -125,6 +125,17 @@ struct metrics::impl {
                                               .Help("serialized bytes of those messages")
                                               .Register(*reg);
     std::string node; ///< this node's name, the `node` label of the cluster series
+    pm::Counter& tls_handshake_failures =
+        pm::BuildCounter()
+            .Name("bitnet_tls_handshake_failures_total")
+            .Help("TLS hellos on the HTTPS listener whose handshake failed")
+            .Register(*reg)
+            .Add({});
+    pm::Family<pm::Counter>& tls_reloads =
+        pm::BuildCounter()
+            .Name("bitnet_tls_reloads_total")
+            .Help("re-reads of the HTTPS certificate and key (SIGHUP), by result")
+            .Register(*reg);
     // vLLM-compatible aliases, so existing dashboards and autoscalers work unchanged.
     pm::Gauge& v_running = pm::BuildGauge()
                                .Name("vllm:num_requests_running")
@@ -317,6 +328,14 @@ void metrics::link(const std::string& peer, const std::string& direction, const 
 
 void metrics::swap(const std::string& result) {
     impl_->swaps.Add({{"result", result}}).Increment();
+}
+
+void metrics::tls_handshake_failed() {
+    impl_->tls_handshake_failures.Increment();
+}
+
+void metrics::tls_reload(bool ok) {
+    impl_->tls_reloads.Add({{"result", ok ? "ok" : "failed"}}).Increment();
 }
 
 std::string metrics::render() const {

@@ -61,6 +61,11 @@ public:
     void swap(const std::string& result);
     /// bitnet_build_info{version,git_sha} = 1 (the server sets it once; until then it is absent).
     void build_info(const std::string& version, const std::string& git_sha);
+    /// HTTPS: bitnet_tls_handshake_failures_total (TLS hellos whose handshake failed: old
+    /// protocol versions, untrusted certificates, scanners) and bitnet_tls_reloads_total{result}
+    /// (SIGHUP re-reads of the certificate and key: ok | failed).
+    void tls_handshake_failed();
+    void tls_reload(bool ok);
     /// Text exposition format 0.0.4.
     [[nodiscard]] std::string render() const;
 

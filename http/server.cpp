@@ -97,6 +97,11 @@ result<std::uint16_t> server::start() {
     if (ec)
         return error{errc::invalid_argument,
                      "listen address '" + i.opt.address + "': " + ec.message()};
+    if (!i.opt.tls_cert.empty() || !i.opt.tls_key.empty()) {
+        auto ctx = load_tls_context(i.opt.tls_cert, i.opt.tls_key);
+        BITNET_TRY(ctx);
+        i.tls = std::make_unique<tls_contexts>(i.opt.tls_cert, i.opt.tls_key, std::move(*ctx));
+    }
     tcp::endpoint ep{addr, i.opt.port};
     i.acceptor.emplace(net::make_strand(i.ioc));
     i.acceptor->open(ep.protocol(), ec);
@@ -114,6 +119,14 @@ result<std::uint16_t> server::start() {
     for (unsigned t = 0; t < std::max(1u, i.opt.io_threads); ++t)
         i.threads.emplace_back([&i] { run_io(i.ioc); });
     return port;
+}
+
+result<void> server::reload_tls() {
+    if (!impl_->tls)
+        return {};
+    auto r = impl_->tls->reload();
+    impl_->m.tls_reload(r.has_value());
+    return r;
 }
 
 void server::begin_drain() {

@@ -74,6 +74,10 @@ struct server_options {
     /// Serve the test hook POST /v1/models/{alias}/crash (admin): kills the alias's serving
     /// executor as a crash would. Only builds with test hooks turn it on (conf: test_hooks).
     bool test_hooks = false;
+    /// HTTPS: PEM certificate chain and key (http/tls_context.hpp has the TLS policy). Both
+    /// empty: plain HTTP. With them the port speaks only HTTPS; plain HTTP gets a 400.
+    std::string tls_cert;
+    std::string tls_key;
 };
 
 class server {
@@ -96,6 +100,10 @@ public:
     [[nodiscard]] std::size_t active_requests() const;
     /// Connections not yet closed.
     [[nodiscard]] std::size_t open_connections() const;
+    /// HTTPS: re-reads tls_cert and tls_key into a new context for new connections; open
+    /// connections keep theirs. On an error the old context stays in use and the error says
+    /// why. Without TLS it does nothing. Counted in bitnet_tls_reloads_total{result}.
+    result<void> reload_tls();
     /// Stops everything and joins the io threads.
     void stop();
 

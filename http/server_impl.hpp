@@ -6,6 +6,7 @@
 
 #include "http/metrics.hpp"
 #include "http/server.hpp"
+#include "http/tls_context.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -87,6 +88,8 @@ struct server::impl {
     std::atomic<bool> draining{false};
     std::optional<boost::asio::steady_timer> accept_backoff;
     steady::time_point last_accept_warning{};
+    /// HTTPS: the context new connections handshake with (null: plain HTTP).
+    std::unique_ptr<tls_contexts> tls;
 
     impl(caf::actor_system& s, msg::admission_actor a, server_options o)
         : sys(s)

@@ -17,6 +17,7 @@
 
 #include <cerrno>
 
+#include <poll.h>
 #include <sys/socket.h>
 
 namespace bitnet::http {
@@ -50,23 +51,33 @@ void session::run() {
                 net::post(s->stream_.get_executor(), [s] { s->cut(); });
         });
     }
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->do_read(); });
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+        if (self->srv_.tls)
+            return self->start_tls(false);
+        self->do_read();
+    });
 }
 
 void session::refuse_overloaded() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-        self->srv_.m.rejected("too_many_connections");
-        self->keep_alive_ = false;
-        api_error e{503,
-                    "overloaded",
-                    "too_many_connections",
-                    "the server has max_connections (" +
-                        std::to_string(self->srv_.opt.max_connections) + ") connections open",
-                    "",
-                    "retry shortly, or against another replica",
-                    1};
-        self->send_error("-", e, "-");
+        if (self->srv_.tls)
+            return self->start_tls(true);
+        self->answer_overloaded();
     });
+}
+
+void session::answer_overloaded() {
+    srv_.m.rejected("too_many_connections");
+    keep_alive_ = false;
+    api_error e{503,
+                "overloaded",
+                "too_many_connections",
+                "the server has max_connections (" + std::to_string(srv_.opt.max_connections) +
+                    ") connections open",
+                "",
+                "retry shortly, or against another replica",
+                1};
+    send_error("-", e, "-");
 }
 
 void session::cut() {
@@ -172,7 +183,15 @@ void session::watch_disconnect() {
 /// thousand without an answer.
 void session::on_readable_while_busy() {
     char byte = 0;
-    const auto n = ::recv(stream_.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    const auto fd = stream_.socket().native_handle();
+    const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0 && stream_.tls()) {
+        // Under TLS a leaving client sends a close_notify record before its FIN, so "data" is
+        // no proof it is still there: the FIN behind the record says it is gone.
+        pollfd p{fd, POLLRDHUP, 0};
+        if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0)
+            return abort_call();
+    }
     if (n > 0)
         return;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
@@ -246,6 +265,8 @@ void session::write_response(const std::string& route, bool counted) {
 void session::linger_close() {
     if (closed_)
         return;
+    if (stream_.tls())
+        return tls_linger_close();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
     if (ec)

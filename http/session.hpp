@@ -2,6 +2,8 @@
 // object on one strand, but its members are defined by concern, one file each:
 //   session.cpp             transport: reading under limits, plain responses, keep-alive, linger
 //                           close, the disconnect watch, safely(), the drain cut
+//   session_tls.cpp         HTTPS: telling a TLS hello from plain HTTP, the handshake, the clean
+//                           refusal of plain HTTP on a TLS port, the TLS close
 //   session_sse.cpp         the SSE writer: chunk framing, pings, the slow-reader cap, 499 aborts
 //   session_dispatch.cpp    auth, routing and media type, then the switch on route_id
 //   handlers_inference.cpp  inference routes: start, the sink's token/done/fail events
@@ -12,6 +14,7 @@
 #pragma once
 
 #include "http/api_render.hpp"
+#include "http/connection_stream.hpp"
 #include "http/errors.hpp"
 #include "http/inference_sink.hpp"
 #include "http/routes.hpp"
@@ -21,7 +24,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -60,7 +62,8 @@ public:
     /// Registers for cut_all and starts reading on the strand.
     void run();
 
-    /// Past max_connections: answer 503 + Retry-After without reading the request, then close.
+    /// Past max_connections: answer 503 + Retry-After without reading the request, then close
+    /// (over TLS after the handshake, so the client can read it).
     void refuse_overloaded();
 
     /// The end of a drain whose deadline passed (on the strand): a request still in progress is
@@ -103,6 +106,7 @@ private:
 
     // ---- transport (session.cpp) -------------------------------------------------------
 
+    void answer_overloaded();
     void do_read();
     void on_read(boost::beast::error_code ec);
 
@@ -135,6 +139,20 @@ private:
     void linger_close();
     void linger_read();
     void close();
+
+    // ---- HTTPS (session_tls.cpp) -------------------------------------------------------
+
+    /// A TLS port's first step: read until the first bytes tell a TLS ClientHello from anything
+    /// else (under the read timeout, so a client that says nothing does not hold a slot), then
+    /// handshake with the current context, or refuse plain HTTP cleanly. Then read the request,
+    /// or (`overloaded`) answer 503.
+    void start_tls(bool overloaded);
+    void on_tls_detected(boost::beast::error_code ec, bool is_tls, bool overloaded);
+    void on_handshake(boost::beast::error_code ec, std::size_t used, bool overloaded);
+    /// Plain HTTP on the TLS port: a 400 in plain HTTP saying the port speaks HTTPS, then close.
+    void refuse_plain_http();
+    /// The end of a TLS connection after its last response: close_notify, bounded, then close.
+    void tls_linger_close();
 
     // ---- the SSE writer (session_sse.cpp) ----------------------------------------------
 
@@ -222,7 +240,7 @@ private:
 
     // ---- state -------------------------------------------------------------------------
 
-    boost::beast::tcp_stream stream_;
+    connection_stream stream_;
     server::impl& srv_;
     std::shared_ptr<session_registry> reg_;
     std::uint64_t reg_id_ = 0;

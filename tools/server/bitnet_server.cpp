@@ -6,13 +6,16 @@
 // and new work 503 + Retry-After (the listener keeps answering), running requests finish up to
 // drain_timeout_ms, then cancel and answer what is left (http::server::cut_all), then stop in order
 // (HTTP, then actors) and exit 0. Actors still running at the drain deadline (a model load in the
-// middle of reading a file) are not waited for: the process exits without them.
+// middle of reading a file) are not waited for: the process exits without them. SIGHUP re-reads
+// the HTTPS certificate and key (tls_cert, tls_key) for new connections and never ends the
+// process.
 #include "actors/admission.hpp"
 #include "actors/supervisor.hpp"
 #include "cluster_start.hpp"
 #include "conf/server_config.hpp"
 #include "http/metrics.hpp"
 #include "http/server.hpp"
+#include "http/tls_context.hpp"
 #include "kernels/cpu_features.hpp"
 #include "messages/errors.hpp"
 #include "model/engine/engine.hpp"
@@ -182,6 +185,8 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.admin_open = cfg.admin_open != 0;
     ho.max_connections = cfg.max_connections;
     ho.max_header_bytes = cfg.max_header_bytes;
+    ho.tls_cert = cfg.tls_cert;
+    ho.tls_key = cfg.tls_key;
     if (ho.admin_keys.empty())
         spdlog::log(ho.admin_open ? spdlog::level::warn : spdlog::level::info,
                     ho.admin_open ? "admin_open: model management needs no key (local use only)"
@@ -195,6 +200,21 @@ http::server_options http_options_for(const conf::server_config& cfg) {
         spdlog::warn("test_hooks is set but this build has no test hooks: ignored");
 #endif
     return ho;
+}
+
+/// SIGHUP: re-read the HTTPS certificate and key for new connections (open ones keep theirs);
+/// a file that does not load leaves the old pair serving.
+void reload_on_sighup(const conf::server_config& cfg, http::server& srv) {
+    if (cfg.tls_cert.empty()) {
+        spdlog::info("SIGHUP: plain HTTP, no certificate to re-read; nothing to do");
+        return;
+    }
+    if (auto r = srv.reload_tls(); !r)
+        spdlog::error("SIGHUP: HTTPS certificate not reloaded, the previous one stays in use: {}",
+                      r.error().message);
+    else
+        spdlog::info("SIGHUP: HTTPS certificate reloaded from {} (new connections use it)",
+                     cfg.tls_cert);
 }
 
 /// SIGTERM/SIGINT: the drain, then the ordered stop (see the file comment). Returns the exit
@@ -262,13 +282,23 @@ int main(int argc, char** argv) {
             return 0;
         }
     spdlog::set_level(spdlog::level::from_str(cfg->log_level));
+    // The HTTPS files as OpenSSL reads them (a certificate, its key, the two belonging
+    // together): a configuration error like the others, before anything starts.
+    if (!cfg->tls_cert.empty()) {
+        if (auto tls = http::load_tls_context(cfg->tls_cert, cfg->tls_key); !tls) {
+            std::fprintf(stderr, "bitnet-server: config: %s\n", tls.error().message.c_str());
+            return 2;
+        }
+    }
 
     // Signals are taken synchronously by the main thread: block them before any thread starts
-    // so every thread inherits the mask.
+    // so every thread inherits the mask. SIGHUP re-reads the HTTPS certificate; it must never
+    // take the default action (ending the process), TLS or not.
     sigset_t sigs;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
     const auto node = server::node_name_of(*cfg);
@@ -325,9 +355,11 @@ int main(int argc, char** argv) {
         return 1;
     }
     // The command-line contract's ready line (scripts wait for it).
-    spdlog::info("listening on {}:{}", cfg->listen_address, *port);
+    spdlog::info("listening on {}:{}{}", cfg->listen_address, *port,
+                 cfg->tls_cert.empty() ? "" : " (HTTPS)");
 
     int sig = 0;
-    sigwait(&sigs, &sig);
+    while (sigwait(&sigs, &sig) == 0 && sig == SIGHUP)
+        reload_on_sighup(*cfg, srv);
     return drain_and_stop(sys, *cfg, srv, stop_order, admission, sig);
 }

@@ -9,6 +9,12 @@
 // executable comes first in the lookup): it asks libssl's, and on a failure empties the queue and
 // logs what it held with the peer's address, the log line CAF never writes (on the accepting side
 // of a refused handshake CAF says nothing at all).
+// The HTTPS listener's sessions (asio's SSL engine, on the HTTP io threads) pass straight
+// through: asio empties the queue before each OpenSSL call and reads it right after
+// SSL_get_error, so emptying it here would turn a failed handshake into an error code 0, which
+// asio takes for success; and the log line would blame the cluster.
+#include "http/tls_context.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <string>
@@ -50,6 +56,8 @@ extern "C" int SSL_get_error(const SSL* s, int ret_code) {
     using real_fn = int (*)(const SSL*, int);
     static const auto real = reinterpret_cast<real_fn>(::dlsym(RTLD_NEXT, "SSL_get_error"));
     const int err = real ? real(s, ret_code) : SSL_ERROR_SSL;
+    if (bitnet::http::is_http_tls(s))
+        return err;
     if (err != SSL_ERROR_SSL && err != SSL_ERROR_SYSCALL)
         return err;
     std::string what;
