@@ -4,6 +4,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 namespace bitnet::http {
 
@@ -69,6 +70,9 @@ result<std::shared_ptr<ssl::context>> load_tls_context(const std::string& cert_f
     if (ec)
         return tls_error("tls_cert '" + cert_file + "' is not a PEM certificate chain", ec);
     ctx->use_private_key_file(key_file, ssl::context::pem, ec);
+    if (ec && ERR_GET_REASON(static_cast<unsigned long>(ec.value())) == X509_R_KEY_VALUES_MISMATCH)
+        return tls_error(
+            "tls_key '" + key_file + "' does not belong to tls_cert '" + cert_file + "'", ec);
     if (ec)
         return tls_error("tls_key '" + key_file + "' is not a PEM private key", ec);
     if (SSL_CTX_check_private_key(native) != 1)

@@ -2,6 +2,7 @@
 // project's own deploy/cluster/make-certs.sh: nodes whose certificates one CA signed form a
 // cluster and serve each other's replicas; a node whose certificate another CA signed is refused,
 // the refusal is logged on both sides, and it breaks none of the good links.
+#include "server/certs.hpp"
 #include "server/cluster_process.hpp"
 
 #include <memory>
@@ -10,23 +11,6 @@ using namespace bitnet;
 using namespace bitnet::test;
 
 namespace {
-
-/// deploy/cluster/make-certs.sh of this source tree (the test data directory is tests/data).
-std::string make_certs_script() {
-    return (std::filesystem::path(BITNET_TEST_DATA_DIR).parent_path().parent_path() / "deploy" /
-            "cluster" / "make-certs.sh")
-        .string();
-}
-
-/// Runs make-certs.sh DIR NODES... (a CA in DIR, made on first use, and a pair per node).
-void make_certs(const std::string& dir, const std::string& nodes) {
-    const auto script = make_certs_script();
-    REQUIRE_MESSAGE(std::filesystem::exists(script), script);
-    const auto cmd = "bash '" + script + "' '" + dir + "' " + nodes + " >'" + dir + ".out' 2>&1";
-    const int rc = std::system(cmd.c_str());
-    auto out = read_file(dir + ".out");
-    REQUIRE_MESSAGE(rc == 0, std::string(out.begin(), out.end()));
-}
 
 /// How many times `needle` occurs in `text`.
 std::size_t count(const std::string& text, const std::string& needle) {

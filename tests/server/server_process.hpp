@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -88,6 +89,9 @@ struct launch_options {
     bool admin_open = true;
     /// RLIMIT_NOFILE of the server process; 0 = inherited.
     unsigned max_fds = 0;
+    /// The status of GET /health/ready on `port`, for a server that does not speak plain HTTP
+    /// (HTTPS); null = a plain GET.
+    std::function<unsigned(std::uint16_t port)> ready_status{};
 };
 
 /// The bitnet-server executable under test: the build's, or BITNET_TEST_SERVER when set (to run
@@ -140,9 +144,12 @@ public:
                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         REQUIRE_MESSAGE(port_ != 0, log());
-        for (int i = 0; i < 600 && get("/health/ready").status != 200; ++i)
+        const auto ready = [&] {
+            return launch.ready_status ? launch.ready_status(port_) : get("/health/ready").status;
+        };
+        for (int i = 0; i < 600 && ready() != 200; ++i)
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        REQUIRE_MESSAGE(get("/health/ready").status == 200, log());
+        REQUIRE_MESSAGE(ready() == 200, log());
     }
     ~server_process() {
         if (pid_ > 0 && !reaped_) {
