@@ -14,11 +14,13 @@ packages=(
     libspdlog-dev libfmt-dev         # logging
     prometheus-cpp-dev               # metrics registry and text serializer
     libpcre2-dev                     # Unicode-class regexes of the BPE pre-tokenizers
-    libssl-dev                       # SHA-256 of model files
+    libssl-dev                       # SHA-256 of model files, HTTPS (Beast SSL streams)
     libcli11-dev                     # command-line parsing of the tools
     # tests and benchmarks
     doctest-dev libbenchmark-dev
     python3                          # small helper scripts in tests
+    openssl curl                     # HTTPS and cluster TLS tests: certificates made at test
+                                     # time, curl --cacert as the client
 )
 
 source "$(dirname "${BASH_SOURCE[0]}")/apt-missing.sh"

@@ -37,6 +37,7 @@ function policy(obj) {
   if (path(c.readinessProbe) !== "/health/ready") out.push("readinessProbe must GET /health/ready");
   if (!c.startupProbe) out.push("a startupProbe must cover the model load");
   const env = Object.fromEntries((c.env || []).map((e) => [e.name, e.value]));
+  out.push(...httpsPolicy(pod, c, env));
   const drain = Number(env.BITNET_DRAIN_TIMEOUT_MS) / 1000;
   const cmd = c.lifecycle?.preStop?.exec?.command || [];
   const sleep = cmd[0] === "sleep" ? Number(cmd[1]) : NaN;
@@ -53,6 +54,32 @@ function policy(obj) {
   if (pod.securityContext?.runAsNonRoot !== true && sc.runAsNonRoot !== true) out.push("runAsNonRoot must be true");
   if (obj.kind === "StatefulSet" && obj.spec.podManagementPolicy !== "Parallel") {
     out.push("podManagementPolicy must be Parallel (pods load their models at the same time)");
+  }
+  return out;
+}
+
+// HTTPS on the server's port (README, "HTTPS"): with BITNET_TLS_CERT set the port speaks only
+// HTTPS, so every probe must use scheme HTTPS (a plain probe gets 400 https_required and would
+// kill or unready every pod), both files must come from a read-only Secret mount; without it no
+// probe may use HTTPS.
+function httpsPolicy(pod, c, env) {
+  const out = [];
+  const probes = { startupProbe: c.startupProbe, livenessProbe: c.livenessProbe, readinessProbe: c.readinessProbe };
+  const scheme = (p) => p?.httpGet?.scheme || "HTTP";
+  if (!env.BITNET_TLS_CERT) {
+    for (const [name, p] of Object.entries(probes)) {
+      if (scheme(p) === "HTTPS") out.push(`${name} uses scheme HTTPS but BITNET_TLS_CERT is not set`);
+    }
+    return out;
+  }
+  for (const [name, p] of Object.entries(probes)) {
+    if (scheme(p) !== "HTTPS") out.push(`${name} must use scheme HTTPS: BITNET_TLS_CERT makes the port HTTPS only`);
+  }
+  if (!env.BITNET_TLS_KEY) out.push("BITNET_TLS_CERT needs BITNET_TLS_KEY");
+  for (const file of [env.BITNET_TLS_CERT, env.BITNET_TLS_KEY].filter(Boolean)) {
+    const mount = (c.volumeMounts || []).find((m) => file.startsWith(`${m.mountPath}/`));
+    const vol = mount && (pod.volumes || []).find((v) => v.name === mount.name);
+    if (!vol?.secret || mount.readOnly !== true) out.push(`${file} must be in a read-only Secret mount`);
   }
   return out;
 }

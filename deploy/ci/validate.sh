@@ -16,13 +16,16 @@
 #              contract (HTTP-API.md); dashboard PromQL parses (promtool); live scrape of a real
 #              bitnet-server when one is built (else of a stand-in, to test the check itself)
 #   config     every rendered ConfigMap + Deployment/StatefulSet env through bitnet-server
-#              --print-config (the cluster's TLS files as stand-ins, $(VAR) and fieldRefs resolved)
-#   manifests  kustomize base + overlays (hostpath, cluster) and the Helm chart (several value sets,
-#              cluster.enabled with and without cert-manager) rendered, linted, validated against
-#              the Kubernetes schemas (cert-manager's too), strict on unknown fields, drain/probe/
-#              securityContext policy, the cluster's StatefulSet vs its headless Service, join list,
-#              TLS Secret and Certificate; Helm's default rendering equals the kustomize base, and
-#              Helm with cluster.enabled=true equals the cluster overlay
+#              --print-config (the cluster's and HTTPS's TLS files as stand-ins, $(VAR) and
+#              fieldRefs resolved)
+#   manifests  kustomize base + overlays (hostpath, cluster, https) and the Helm chart (several value
+#              sets, cluster.enabled with and without cert-manager, https.enabled) rendered, linted,
+#              validated against the Kubernetes schemas (cert-manager's too), strict on unknown
+#              fields, drain/probe/securityContext policy (HTTPS: probes with scheme HTTPS, the pair
+#              from a read-only Secret mount), the cluster's StatefulSet vs its headless Service,
+#              join list, TLS Secret and Certificate; Helm's default rendering equals the kustomize
+#              base, Helm with cluster.enabled=true the cluster overlay, with https.enabled=true the
+#              https overlay
 # Not validated here: an actual image build (no Docker engine; the RUN steps' scripts are run by
 # deploy/ci/check-docker-steps.sh and check-runtime-rootfs.sh), server-side admission (defaults, quotas, CRDs, the custom
 # metrics API), the Grafana dashboard in a running Grafana.
@@ -108,9 +111,11 @@ mkdir -p "$out"
 "$kubectl" kustomize deploy/k8s >"$out/kustomize-base.yaml"
 "$kubectl" kustomize deploy/k8s/overlays/hostpath >"$out/kustomize-hostpath.yaml"
 "$kubectl" kustomize deploy/k8s/overlays/cluster >"$out/kustomize-cluster.yaml"
+"$kubectl" kustomize deploy/k8s/overlays/https >"$out/kustomize-https.yaml"
 chart=deploy/helm/bitnet-serve
 check "helm lint" "$helm" lint --strict --quiet "$chart"
 check "helm lint (cluster.enabled)" "$helm" lint --strict --quiet "$chart" --set cluster.enabled=true
+check "helm lint (https.enabled)" "$helm" lint --strict --quiet "$chart" --set https.enabled=true
 "$helm" template bitnet-serve "$chart" >"$out/helm-default.yaml"
 "$helm" template gpu "$chart" --set cuda.enabled=true --set autoscaling.enabled=false \
     --set model.persistence.type=hostPath --set apiKeys.create=true \
@@ -118,6 +123,9 @@ check "helm lint (cluster.enabled)" "$helm" lint --strict --quiet "$chart" --set
 "$helm" template existing "$chart" --set model.persistence.existingClaim=models \
     --set apiKeys.existingSecret=keys --set podDisruptionBudget.enabled=false >"$out/helm-existing.yaml"
 "$helm" template bitnet-serve "$chart" --set cluster.enabled=true >"$out/helm-cluster.yaml"
+"$helm" template bitnet-serve "$chart" --set https.enabled=true >"$out/helm-https.yaml"
+"$helm" template peers-https "$chart" --set cluster.enabled=true --set https.enabled=true \
+    --set https.secretName=web-tls >"$out/helm-cluster-https.yaml"
 "$helm" template peers "$chart" --set cluster.enabled=true --set cluster.replicas=5 \
     --set cluster.port=7171 --set cluster.failureTimeoutMs=10000 --set cluster.certManager.enabled=true \
     --set cluster.certManager.issuerRef.name=cluster-ca --set cluster.certManager.issuerRef.kind=ClusterIssuer \
@@ -135,6 +143,8 @@ check "helm (default values) renders the same objects as kustomize" \
     $py deploy/ci/compare-renderings.py "$out/kustomize-base.yaml" "$out/helm-default.yaml"
 check "helm (cluster.enabled=true) renders the same objects as the cluster overlay" \
     $py deploy/ci/compare-renderings.py "$out/kustomize-cluster.yaml" "$out/helm-cluster.yaml"
+check "helm (https.enabled=true) renders the same objects as the https overlay" \
+    $py deploy/ci/compare-renderings.py "$out/kustomize-https.yaml" "$out/helm-https.yaml"
 check "yamllint rendered manifests" yamllint -s -c deploy/ci/yamllint-rendered.yaml "$out"
 
 step "server configuration (the server's own loader)"
@@ -143,7 +153,8 @@ if [ -n "$bin_dir" ]; then
         $py deploy/ci/check-server-config.py "$bin_dir" "$out/kustomize-base.yaml" \
         "$out/kustomize-hostpath.yaml" "$out/kustomize-cluster.yaml" "$out/helm-default.yaml" \
         "$out/helm-cuda.yaml" "$out/helm-existing.yaml" "$out/helm-cluster.yaml" \
-        "$out/helm-cluster-certmanager.yaml"
+        "$out/helm-cluster-certmanager.yaml" "$out/kustomize-https.yaml" "$out/helm-https.yaml" \
+        "$out/helm-cluster-https.yaml"
 else
     echo "note no bitnet-server built: the configuration is not checked by the server's loader"
 fi
@@ -153,7 +164,9 @@ check "kubernetes schemas" node deploy/ci/validate-k8s.mjs \
     kustomize="$out/kustomize-base.yaml" kustomize-hostpath="$out/kustomize-hostpath.yaml" \
     kustomize-cluster="$out/kustomize-cluster.yaml" helm="$out/helm-default.yaml" \
     helm-cuda="$out/helm-cuda.yaml" helm-existing="$out/helm-existing.yaml" \
-    helm-cluster="$out/helm-cluster.yaml" helm-cluster-certmanager="$out/helm-cluster-certmanager.yaml"
+    helm-cluster="$out/helm-cluster.yaml" helm-cluster-certmanager="$out/helm-cluster-certmanager.yaml" \
+    kustomize-https="$out/kustomize-https.yaml" helm-https="$out/helm-https.yaml" \
+    helm-cluster-https="$out/helm-cluster-https.yaml"
 # The cluster checks must notice a broken cluster rather than pass vacuously: a join list that
 # misses a pod, and a peers Service that hides not-ready pods.
 sed -e 's/bitnet-serve-2\.bitnet-serve-peers/bitnet-serve-7.bitnet-serve-peers/' \
@@ -162,6 +175,12 @@ sed -e 's/bitnet-serve-2\.bitnet-serve-peers/bitnet-serve-7.bitnet-serve-peers/'
 check "validate-k8s rejects a cluster with a wrong join list and hidden not-ready peers" bash -c \
     '! node "$0" broken="$1" >"$2" 2>&1 && grep -q "must name every pod" "$2" && grep -q "not-ready" "$2"' \
     deploy/ci/validate-k8s.mjs "$bad/cluster.yaml" "$bad/out"
+
+# The HTTPS check must notice probes left on plain HTTP while the port speaks only HTTPS.
+grep -v 'scheme: HTTPS' "$out/kustomize-https.yaml" >"$bad/https.yaml"
+check "validate-k8s rejects HTTPS without HTTPS probes" bash -c \
+    '! node "$0" broken="$1" >"$2" 2>&1 && grep -q "must use scheme HTTPS" "$2"' \
+    deploy/ci/validate-k8s.mjs "$bad/https.yaml" "$bad/out"
 
 step "done"
 echo "validate: $passed passed, $failed failed"

@@ -42,6 +42,13 @@ app.kubernetes.io/component: server
 {{ include "bitnet-serve.fullname" . | trunc 57 | trimSuffix "-" }}-peers
 {{- end }}
 
+{{/*
+The Secret (kubernetes.io/tls: tls.crt, tls.key) of the HTTPS listener (https.enabled).
+*/}}
+{{- define "bitnet-serve.httpsSecret" -}}
+{{- if .Values.https.secretName }}{{ .Values.https.secretName }}{{ else }}{{ include "bitnet-serve.fullname" . }}-https{{ end }}
+{{- end }}
+
 {{- define "bitnet-serve.clusterTlsSecret" -}}
 {{- if .Values.cluster.tlsSecret }}{{ .Values.cluster.tlsSecret }}{{ else }}{{ include "bitnet-serve.fullname" . }}-cluster-tls{{ end }}
 {{- end }}

@@ -12,6 +12,9 @@ indentation of a workload's spec.template: include it at column 0 right after "t
         # Roll the pods when the configuration changes.
         checksum/config: {{ include (print $.Template.BasePath "/configmap.yaml") . | sha256sum }}
         prometheus.io/port: {{ .Values.port | quote }}
+        {{- if .Values.https.enabled }}
+        prometheus.io/scheme: https
+        {{- end }}
         {{- with .Values.podAnnotations }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -87,6 +90,12 @@ indentation of a workload's spec.template: include it at column 0 right after "t
             {{- if .Values.cluster.enabled }}
             {{- include "bitnet-serve.clusterEnv" . | nindent 12 }}
             {{- end }}
+            {{- if .Values.https.enabled }}
+            - name: BITNET_TLS_CERT
+              value: /etc/bitnet-serve-https/tls.crt
+            - name: BITNET_TLS_KEY
+              value: /etc/bitnet-serve-https/tls.key
+            {{- end }}
           resources:
             requests:
               {{- toYaml .Values.resources.requests | nindent 14 }}
@@ -99,6 +108,9 @@ indentation of a workload's spec.template: include it at column 0 right after "t
             httpGet:
               path: /health/ready
               port: http
+              {{- if .Values.https.enabled }}
+              scheme: HTTPS
+              {{- end }}
             periodSeconds: {{ .Values.probes.startup.periodSeconds }}
             timeoutSeconds: 3
             failureThreshold: {{ .Values.probes.startup.failureThreshold }}
@@ -106,6 +118,9 @@ indentation of a workload's spec.template: include it at column 0 right after "t
             httpGet:
               path: /health/live
               port: http
+              {{- if .Values.https.enabled }}
+              scheme: HTTPS
+              {{- end }}
             periodSeconds: {{ .Values.probes.liveness.periodSeconds }}
             timeoutSeconds: 3
             failureThreshold: {{ .Values.probes.liveness.failureThreshold }}
@@ -113,6 +128,9 @@ indentation of a workload's spec.template: include it at column 0 right after "t
             httpGet:
               path: /health/ready
               port: http
+              {{- if .Values.https.enabled }}
+              scheme: HTTPS
+              {{- end }}
             periodSeconds: {{ .Values.probes.readiness.periodSeconds }}
             timeoutSeconds: 3
             failureThreshold: {{ .Values.probes.readiness.failureThreshold }}
@@ -143,6 +161,11 @@ indentation of a workload's spec.template: include it at column 0 right after "t
               mountPath: /etc/bitnet-serve-tls
               readOnly: true
             {{- end }}
+            {{- if .Values.https.enabled }}
+            - name: https-tls
+              mountPath: /etc/bitnet-serve-https
+              readOnly: true
+            {{- end }}
       volumes:
         - name: config
           configMap:
@@ -170,6 +193,13 @@ indentation of a workload's spec.template: include it at column 0 right after "t
         - name: cluster-tls
           secret:
             secretName: {{ include "bitnet-serve.clusterTlsSecret" . }}
+            # 0440: readable by the server's group (fsGroup), not by others.
+            defaultMode: 288
+        {{- end }}
+        {{- if .Values.https.enabled }}
+        - name: https-tls
+          secret:
+            secretName: {{ include "bitnet-serve.httpsSecret" . }}
             # 0440: readable by the server's group (fsGroup), not by others.
             defaultMode: 288
         {{- end }}
