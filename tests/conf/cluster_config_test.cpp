@@ -1,5 +1,6 @@
 // The cluster keys of server_config: forms, layering, and the rules that keep peer links either
 // mutual TLS or explicitly plaintext on loopback.
+#include "conf/config_checks.hpp"
 #include "conf/fake_env.hpp"
 #include "conf/server_config.hpp"
 #include "support/test_data.hpp"
@@ -17,15 +18,8 @@ using bitnet::conf::server_config;
 
 using bitnet::test::fake_env;
 
-std::string error_of(const config_sources& src) {
-    auto r = load_config(src);
-    REQUIRE_FALSE(r.has_value());
-    return r.error().message;
-}
-
-bool has(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+using bitnet::test::error_of;
+using bitnet::test::has;
 
 /// Stand-ins for the PEM files: the loader only checks that they can be read (the TLS layer
 /// parses them when the cluster starts).

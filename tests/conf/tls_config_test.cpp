@@ -1,6 +1,7 @@
 // The HTTPS keys of server_config (tls_cert, tls_key): the three layers, both-or-neither, and
 // files that must be readable. Whether the files hold a certificate and its key is OpenSSL's
 // question, asked by the executable at start-up (tests/server/https_test.cpp).
+#include "conf/config_checks.hpp"
 #include "conf/fake_env.hpp"
 #include "conf/server_config.hpp"
 #include "support/test_data.hpp"
@@ -23,15 +24,8 @@ struct pem_files {
     }
 };
 
-std::string error_of(const config_sources& src) {
-    auto r = load_config(src);
-    REQUIRE_FALSE(r.has_value());
-    return r.error().message;
-}
-
-bool has(const std::string& text, const std::string& part) {
-    return text.find(part) != std::string::npos;
-}
+using bitnet::test::error_of;
+using bitnet::test::has;
 
 } // namespace
 

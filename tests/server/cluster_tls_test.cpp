@@ -12,14 +12,6 @@ using namespace bitnet::test;
 
 namespace {
 
-/// How many times `needle` occurs in `text`.
-std::size_t count(const std::string& text, const std::string& needle) {
-    std::size_t n = 0;
-    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-        ++n;
-    return n;
-}
-
 /// Nodes over TLS in one scratch directory: each with its certificate from `ca_dir`.
 class tls_cluster {
 public:
@@ -109,8 +101,8 @@ TEST_CASE("cluster TLS: a node whose certificate another CA signed is refused, t
                 c_seen.insert(n->name() + ": " + s);
         if (const auto s = intruder->sees("a"); s == "up")
             c_seen.insert("c sees a up");
-        return count(intruder->log(), "the TLS handshake failed") >= 3 &&
-               count(a->log(), "refused or broken") >= 3;
+        return count_of(intruder->log(), "the TLS handshake failed") >= 3 &&
+               count_of(a->log(), "refused or broken") >= 3;
     });
     INFO("a's log:\n" << a->log() << "\nc's log:\n" << intruder->log());
     CHECK(refused_thrice);
@@ -122,8 +114,8 @@ TEST_CASE("cluster TLS: a node whose certificate another CA signed is refused, t
     CHECK(a->log().find("cluster: TLS session with ") != std::string::npos);
 
     // The refused handshakes broke nothing between a and b (they once did: OpenSSL's error queue).
-    CHECK(count(a->log(), "is down") == 0);
-    CHECK(count(b->log(), "is down") == 0);
+    CHECK(count_of(a->log(), "is down") == 0);
+    CHECK(count_of(b->log(), "is down") == 0);
     CHECK(a->sees("b") == "up");
     CHECK(b->sees("a") == "up");
     const auto r = generate(*b);

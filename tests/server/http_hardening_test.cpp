@@ -13,6 +13,8 @@
 
 using namespace bitnet;
 using namespace std::chrono_literals;
+using test::count_of;
+using test::sample;
 
 namespace {
 
@@ -40,19 +42,6 @@ std::string chunked_head() {
 std::string greedy_ids(int first, int max_tokens) {
     return R"({"prompt":[)" + std::to_string(first) + R"(,2,3],"max_tokens":)" +
            std::to_string(max_tokens) + R"(,"temperature":0})";
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-        ++n;
-    return n;
-}
-
-/// The value of one sample line of the Prometheus text (`name{labels} value`), 0 when absent.
-double sample(const std::string& metrics, const std::string& series) {
-    const auto at = metrics.find("\n" + series + " ");
-    return at == std::string::npos ? 0.0 : std::stod(metrics.substr(at + series.size() + 2));
 }
 
 } // namespace

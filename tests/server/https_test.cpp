@@ -72,21 +72,6 @@ std::string url(std::uint16_t port, const std::string& path) {
     return "https://localhost:" + std::to_string(port) + path;
 }
 
-std::size_t count(const std::string& text, const std::string& needle) {
-    std::size_t n = 0;
-    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1))
-        ++n;
-    return n;
-}
-
-/// The value of a Prometheus sample line `name` (exact series text), -1 when absent.
-double metric(const std::string& exposition, const std::string& series) {
-    const auto at = exposition.find("\n" + series + " ");
-    if (at == std::string::npos)
-        return -1;
-    return std::stod(exposition.substr(at + series.size() + 2));
-}
-
 const std::string k_completion = R"({"prompt":"Once upon","max_tokens":6,"temperature":0})";
 
 } // namespace
@@ -207,7 +192,7 @@ TEST_CASE("https: a client that offers at most TLS 1.1 is refused by the server,
 
     const auto m = https_get(s->port(), c.ca, "/metrics");
     REQUIRE(m.status == 200);
-    CHECK(metric(m.body, "bitnet_tls_handshake_failures_total") >= 1);
+    CHECK(sample(m.body, "bitnet_tls_handshake_failures_total") >= 1);
     CHECK(https_get(s->port(), c.ca, "/health/live").status == 200);
 }
 
@@ -271,8 +256,8 @@ TEST_CASE("https: SIGHUP re-reads the certificate for new connections; a stream 
     tls_client after_bad(s->port(), {.ca_file = second.ca});
     CHECK_MESSAGE(after_bad.ok(), after_bad.error());
     const auto m = after_bad.request(bhttp::verb::get, "/metrics");
-    CHECK(metric(m.body, R"(bitnet_tls_reloads_total{result="ok"})") == 1);
-    CHECK(metric(m.body, R"(bitnet_tls_reloads_total{result="failed"})") == 1);
+    CHECK(sample(m.body, R"(bitnet_tls_reloads_total{result="ok"})") == 1);
+    CHECK(sample(m.body, R"(bitnet_tls_reloads_total{result="failed"})") == 1);
 }
 
 TEST_CASE("https: SIGHUP never ends a plain-HTTP server either") {
@@ -329,13 +314,13 @@ TEST_CASE("https: HTTPS and the cluster's TLS in one process: failed HTTPS hands
 
     // HTTPS handshakes that fail on the server's side (an SSL_ERROR_SSL in asio's engine): a
     // client that does not trust the server, one that offers only TLS 1.1.
-    const auto failures_before = count(a.log(), "https: TLS handshake with");
+    const auto failures_before = count_of(a.log(), "https: TLS handshake with");
     tls_client untrusting(a.port(), {.ca_file = d.file("other-ca/ca.crt")});
     CHECK_FALSE(untrusting.ok());
     tls_client old(a.port(), {.ca_file = c.ca, .max_version = TLS1_1_VERSION});
     CHECK_FALSE(old.ok());
     CHECK(eventually(
-        [&] { return count(a.log(), "https: TLS handshake with") >= failures_before + 2; }));
+        [&] { return count_of(a.log(), "https: TLS handshake with") >= failures_before + 2; }));
     CHECK(a.log().find("cluster: TLS session with") == std::string::npos);
     CHECK(https_get(a.port(), c.ca, "/health/live").status == 200);
 

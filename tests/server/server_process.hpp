@@ -237,6 +237,20 @@ inline std::vector<std::pair<std::string, std::string>> sse_events(const std::st
     return out;
 }
 
+/// How many times `what` occurs in `text` (log lines, events).
+inline std::size_t count_of(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+        ++n;
+    return n;
+}
+
+/// The value of one sample line of the Prometheus text (`name{labels} value`), 0 when absent.
+inline double sample(const std::string& metrics, const std::string& series) {
+    const auto at = metrics.find("\n" + series + " ");
+    return at == std::string::npos ? 0.0 : std::stod(metrics.substr(at + series.size() + 2));
+}
+
 inline boost::json::object parse_object(const std::string& body) {
     return boost::json::parse(body).as_object();
 }
