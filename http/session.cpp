@@ -17,7 +17,6 @@
 
 #include <cerrno>
 
-#include <poll.h>
 #include <sys/socket.h>
 
 namespace bitnet::http {
@@ -185,13 +184,8 @@ void session::on_readable_while_busy() {
     char byte = 0;
     const auto fd = stream_.socket().native_handle();
     const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0 && stream_.tls()) {
-        // Under TLS a leaving client sends a close_notify record before its FIN, so "data" is
-        // no proof it is still there: the FIN behind the record says it is gone.
-        pollfd p{fd, POLLRDHUP, 0};
-        if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP)) != 0)
-            return abort_call();
-    }
+    if (n > 0 && stream_.tls() && tls_client_leaving())
+        return abort_call();
     if (n > 0)
         return;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {

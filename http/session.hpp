@@ -153,6 +153,9 @@ private:
     void refuse_plain_http();
     /// The end of a TLS connection after its last response: close_notify, bounded, then close.
     void tls_linger_close();
+    /// Under the disconnect watch, with bytes readable: whether they are the client leaving (an
+    /// alert record, e.g. close_notify, or the FIN behind it) rather than a pipelined request.
+    [[nodiscard]] bool tls_client_leaving();
 
     // ---- the SSE writer (session_sse.cpp) ----------------------------------------------
 

@@ -10,6 +10,11 @@
 #include <boost/beast/core/detect_ssl.hpp>
 #include <spdlog/spdlog.h>
 
+#include <array>
+
+#include <poll.h>
+#include <sys/socket.h>
+
 namespace bitnet::http {
 
 namespace beast = boost::beast;
@@ -80,6 +85,28 @@ void session::refuse_plain_http() {
                 0};
     // Plain bytes on the plain TCP layer (TLS is not engaged), then the plain linger close.
     send_error("-", e, "-");
+}
+
+/// A polite TLS client that gives up sends close_notify, then its FIN: readable bytes, which for
+/// plain HTTP would mean "a pipelined request, the client is still there". So look at them
+/// without taking them: the FIN already behind them, or bytes that are exactly one alert record,
+/// mean the client is gone. An alert is record type 21 under TLS 1.2; TLS 1.3 hides the type,
+/// but an encrypted alert is an application-data record of 19 bytes (2 of alert, 1 of inner
+/// type, a 16-byte AEAD tag), which no HTTP request fits in.
+bool session::tls_client_leaving() {
+    const auto fd = stream_.socket().native_handle();
+    pollfd p{fd, POLLRDHUP, 0};
+    if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
+        return true;
+    std::array<unsigned char, 64> head{};
+    const auto n = ::recv(fd, head.data(), head.size(), MSG_PEEK | MSG_DONTWAIT);
+    if (n < 5)
+        return false;
+    const std::size_t body = (std::size_t{head[3]} << 8) | head[4];
+    if (static_cast<std::size_t>(n) != 5 + body)
+        return false; // more than one record, or one still arriving: not a lone alert
+    constexpr unsigned char k_alert = 21, k_application_data = 23;
+    return head[0] == k_alert || (head[0] == k_application_data && body == 19);
 }
 
 void session::tls_linger_close() {

@@ -196,6 +196,43 @@ TEST_CASE("https: a client that offers at most TLS 1.1 is refused by the server,
     CHECK(https_get(s->port(), c.ca, "/health/live").status == 200);
 }
 
+TEST_CASE("https: a client that leaves is cancelled and counted as 499: mid-stream, and with "
+          "close_notify then FIN while its plain reply is generated") {
+    scratch_dir d;
+    const auto c = make_server_certs(d, "ca");
+    auto s = https_server(c.ca, c.cert, c.key);
+    // 2,000 tokens: long enough that the client is gone before the reply is done.
+    const std::string long_run = R"({"prompt":[1,2,3],"max_tokens":2000,"temperature":0})";
+    {
+        tls_client streaming(s->port(), {.ca_file = c.ca});
+        REQUIRE_MESSAGE(streaming.ok(), streaming.error());
+        REQUIRE(streaming.send(bhttp::verb::post, "/v1/inference/stream", long_run));
+        REQUIRE(streaming.read_head() == 200);
+        REQUIRE(streaming.read_until("event: token").find("event: token") != std::string::npos);
+    } // gone mid-stream
+    CHECK_MESSAGE(eventually([&] {
+                      return s->log().find("/v1/inference/stream stream 499 client_closed") !=
+                             std::string::npos;
+                  }),
+                  s->log());
+
+    // A plain request: nothing reads its connection while the reply is generated, so only the
+    // disconnect watch can notice the client leave. Under TLS a polite client's close_notify
+    // arrives before its FIN: readable data that is not a request.
+    tls_client plain(s->port(), {.ca_file = c.ca});
+    REQUIRE_MESSAGE(plain.ok(), plain.error());
+    REQUIRE(plain.send(bhttp::verb::post, "/v1/inference", long_run));
+    REQUIRE(eventually([&] {
+        return sample(https_get(s->port(), c.ca, "/metrics").body, "bitnet_requests_running") >= 1;
+    }));
+    plain.hang_up();
+    CHECK_MESSAGE(eventually([&] {
+                      return s->log().find("/v1/inference plain 499 client_closed") !=
+                             std::string::npos;
+                  }),
+                  s->log());
+}
+
 TEST_CASE("https: SIGHUP re-reads the certificate for new connections; a stream opened before "
           "goes on to its end on its connection; a bad file keeps the old pair") {
     scratch_dir d;

@@ -130,6 +130,15 @@ public:
         return out;
     }
 
+    /// Leaves as a TLS client should: close_notify, then the TCP close (FIN), without waiting
+    /// for the server's close_notify (a server busy generating a reply does not read).
+    void hang_up() {
+        stream_->async_shutdown([](boost::beast::error_code) {});
+        ioc_.run_for(std::chrono::milliseconds(200));
+        boost::beast::error_code ec;
+        boost::beast::get_lowest_layer(*stream_).socket().close(ec);
+    }
+
 private:
     boost::asio::io_context ioc_;
     boost::asio::ssl::context ctx_;
