@@ -20,7 +20,7 @@ packages=(
     libspdlog1.10 libfmt9            # logging
     libprometheus-cpp-core1.0        # metrics registry and text serializer
     libpcre2-8-0                     # BPE pre-tokenizer regexes
-    libssl3                          # SHA-256 of model files (libcrypto), CAF openssl
+    libssl3                          # SHA-256 of model files (libcrypto), CAF openssl, HTTPS
 )
 
 list=0
