@@ -31,35 +31,6 @@ float expected(msg::token_id before, msg::token_id t) {
     return t == (before + 1) % 32 ? lp_next : lp_other;
 }
 
-/// A batcher over the fake engine with a small step budget, so prompts prefill in chunks.
-struct chunked_rig {
-    test::actor_test_config cfg;
-    caf::actor_system sys{cfg};
-    std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
-    msg::executor_actor exec;
-    msg::batcher_actor batcher;
-
-    explicit chunked_rig(std::uint32_t max_batch_tokens) {
-        auto eo = test::fake_order([p = probe]() -> result<std::unique_ptr<model::engine>> {
-            return std::make_unique<test::fake_engine>(16, 0ms, p);
-        });
-        exec = actors::spawn_executor(sys, eo);
-        msg::batcher_order bo;
-        bo.model = "fake";
-        bo.policy.kv_block_tokens = 4;
-        bo.policy.kv_blocks_total = 16;
-        bo.policy.n_ctx = 64;
-        bo.policy.max_batch_tokens = max_batch_tokens;
-        bo.policy.decoding_batch_tokens = max_batch_tokens;
-        bo.policy.eog_ids = {test::fake_eot};
-        batcher = actors::spawn_batcher(sys, bo, exec, test::fake_tokenizer());
-    }
-    ~chunked_rig() {
-        caf::anon_send_exit(batcher, caf::exit_reason::user_shutdown);
-        caf::anon_send_exit(exec, caf::exit_reason::user_shutdown);
-    }
-};
-
 msg::generate_request echo_req(msg::request_id id, std::vector<msg::token_id> prompt,
                                std::uint32_t max_tokens, int n_logprobs) {
     auto r = test::make_req(id, std::move(prompt), max_tokens);
@@ -196,7 +167,7 @@ TEST_CASE("batcher: echo with logprobs and max_tokens 0 gives the prompt scored,
 
 TEST_CASE("batcher: a prompt prefilled in many chunks is scored whole, in order, and the echo "
           "precedes the generated tokens; a batch-mate is unaffected") {
-    chunked_rig r(5);
+    test::rig r(0ms, 8, /*with_text=*/true, /*max_batch_tokens=*/5);
     std::vector<msg::token_id> prompt;
     for (int i = 0; i < 23; ++i)
         prompt.push_back(static_cast<msg::token_id>((i * 7) % 30)); // scrambled: few "next" hits

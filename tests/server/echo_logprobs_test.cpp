@@ -12,18 +12,6 @@ namespace json = boost::json;
 
 namespace {
 
-/// The SSE `data:` payloads of a body, in order.
-std::vector<std::string> sse_data(const std::string& body) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while ((at = body.find("data: ", at)) != std::string::npos) {
-        const auto end = body.find("\n\n", at);
-        out.push_back(body.substr(at + 6, end - at - 6));
-        at = end;
-    }
-    return out;
-}
-
 std::string ids_json(const std::vector<std::int64_t>& ids) {
     json::array a;
     for (auto id : ids)
@@ -193,7 +181,7 @@ TEST_CASE("echo with max_tokens > 0: prompt then completion in text and logprobs
     auto st = s.post("/v1/completions", R"({"prompt":"Hello, world","max_tokens":4,
         "temperature":0,"logprobs":2,"echo":true,"stream":true})");
     REQUIRE(st.status == 200);
-    const auto data = sse_data(st.body);
+    const auto data = test::sse_data(st.body);
     REQUIRE(data.size() >= 3);
     CHECK(data.back() == "[DONE]");
     const auto first = test::parse_object(data[0]).at("choices").as_array().at(0).as_object();

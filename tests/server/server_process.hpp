@@ -230,6 +230,18 @@ inline std::vector<std::pair<std::string, std::string>> sse_events(const std::st
     return out;
 }
 
+/// The SSE `data:` payloads of a body (OpenAI streams), in order.
+inline std::vector<std::string> sse_data(const std::string& body) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while ((at = body.find("data: ", at)) != std::string::npos) {
+        const auto end = body.find("\n\n", at);
+        out.push_back(body.substr(at + 6, end - at - 6));
+        at = end;
+    }
+    return out;
+}
+
 inline boost::json::object parse_object(const std::string& body) {
     return boost::json::parse(body).as_object();
 }
