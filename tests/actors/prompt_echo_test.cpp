@@ -245,3 +245,35 @@ TEST_CASE("policy: max_tokens 0 is accepted (prompt only) and ends with length w
         CHECK(n <= 3);
     CHECK(sizes.size() >= 3);
 }
+
+TEST_CASE("batcher: the echo is the same with and without KV pressure (preempted sequences are "
+          "scored once, from recomputed rows)") {
+    // 16 blocks of 4 tokens: three requests of 18 + 20 tokens (10 blocks each) cannot all grow,
+    // so the newest are preempted and re-prefilled, the echo request among them or beside them.
+    test::rig r(1ms, 8, /*with_text=*/true, /*max_batch_tokens=*/8);
+    std::vector<msg::token_id> prompt;
+    for (int i = 0; i < 18; ++i)
+        prompt.push_back(static_cast<msg::token_id>((i * 5 + 2) % 30));
+    prompt.back() = 0; // 20 tokens follow before the fake model's EOG (31)
+    const auto alone = test::run_together(r.sys, r.batcher, {echo_req(1, prompt, 20, 2)}).front();
+    REQUIRE(alone.done);
+    REQUIRE(!alone.tokens.empty());
+    check_scores(alone.tokens[0].echo, prompt, 2);
+    auto ts = test::run_together(
+        r.sys, r.batcher,
+        {test::make_req(2, {1, 2}, 20), test::make_req(3, {4, 5}, 20), echo_req(4, prompt, 20, 2)});
+    // All three overlap (request 2 decodes 20 steps of >= 1 ms while the others are queued at
+    // once), and together they need 22 blocks of 16: something is preempted.
+    CHECK(r.stats().preemptions > 0);
+    const auto& t = ts[2];
+    REQUIRE(t.done);
+    REQUIRE(t.tokens.size() == alone.tokens.size());
+    CHECK(t.tokens[0].echo.logprobs == alone.tokens[0].echo.logprobs);
+    CHECK(t.tokens[0].echo.top_tokens == alone.tokens[0].echo.top_tokens);
+    std::size_t echoes = 0;
+    for (std::size_t i = 0; i < t.tokens.size(); ++i) {
+        echoes += t.tokens[i].echo.tokens.empty() ? 0 : 1;
+        CHECK(t.tokens[i].token == alone.tokens[i].token);
+    }
+    CHECK(echoes == 1);
+}
