@@ -250,7 +250,7 @@ TEST_CASE("batcher: the echo is the same with and without KV pressure (preempted
           "scored once, from recomputed rows)") {
     // 16 blocks of 4 tokens: three requests of 18 + 20 tokens (10 blocks each) cannot all grow,
     // so the newest are preempted and re-prefilled, the echo request among them or beside them.
-    test::rig r(1ms, 8, /*with_text=*/true, /*max_batch_tokens=*/8);
+    test::rig r(2ms, 8, /*with_text=*/true, /*max_batch_tokens=*/8);
     std::vector<msg::token_id> prompt;
     for (int i = 0; i < 18; ++i)
         prompt.push_back(static_cast<msg::token_id>((i * 5 + 2) % 30));
@@ -262,7 +262,7 @@ TEST_CASE("batcher: the echo is the same with and without KV pressure (preempted
     auto ts = test::run_together(
         r.sys, r.batcher,
         {test::make_req(2, {1, 2}, 20), test::make_req(3, {4, 5}, 20), echo_req(4, prompt, 20, 2)});
-    // All three overlap (request 2 decodes 20 steps of >= 1 ms while the others are queued at
+    // All three overlap (request 2 decodes 20 steps of >= 2 ms while the others are queued at
     // once), and together they need 22 blocks of 16: something is preempted.
     CHECK(r.stats().preemptions > 0);
     const auto& t = ts[2];
