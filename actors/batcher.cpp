@@ -26,6 +26,11 @@ struct live_request {
     clock::time_point received{};
     std::uint32_t n_generated = 0; ///< tokens delivered so far (the sampler's draws to replay)
     std::optional<bitnet::error> failure; ///< why the executor failed this sequence alone
+    /// echo: the prompt's scores gathered so far (prompt_logprobs), and whether the echo event
+    /// went out (it goes once, before any generated token).
+    msg::prompt_echo echo;
+    std::uint32_t echo_next = 1; ///< the next prompt position awaiting its score
+    bool echo_sent = false;
 
     /// The text token `t` lets through: whole characters, minus anything a stop string may
     /// still claim (and nothing from a stop string on).
@@ -67,6 +72,11 @@ struct batcher_state {
 };
 
 using batcher_pointer = msg::batcher_actor::stateful_pointer<batcher_state>;
+
+/// The most prompt tokens per chunk of a prompt_logprobs request: each returns a logits row
+/// (n_vocab floats: 64 MiB for 128 rows of a 128k vocabulary), so the pass's memory stays bounded
+/// whatever the step budget.
+constexpr std::uint32_t echo_chunk_tokens = 128;
 
 std::int64_t us_between(clock::time_point a, clock::time_point b) {
     if (a == clock::time_point{} || b == clock::time_point{} || b < a)
@@ -173,6 +183,81 @@ std::string piece_of(const model::tokenizer& tok, msg::token_id id) {
     return std::string(piece.empty() ? tok.token_text(id) : piece);
 }
 
+/// A chunk of a prompt_logprobs request asks for every row it holds that scores a prompt token
+/// not scored yet (row p scores token p + 1), and names the prompt token after it; chunks of the
+/// generated part, or recomputed after a preemption once scored, ask for nothing more.
+void mark_prompt_rows(const live_request& lr, msg::step_chunk& sc) {
+    if (!lr.req.prompt_logprobs || lr.echo_sent)
+        return;
+    const auto n_prompt = static_cast<std::uint32_t>(lr.req.prompt.size());
+    const auto pos0 = sc.part.pos0;
+    const auto end = pos0 + static_cast<std::uint32_t>(sc.part.tokens.size());
+    if (n_prompt < 2 || pos0 + 1 >= n_prompt || end < lr.echo_next)
+        return; // no row here scores a prompt token still unscored
+    sc.part.all_logits = true;
+    sc.next_token = end < n_prompt ? lr.req.prompt[end] : -1;
+}
+
+/// Takes one prompt token's score (in position order; repeats and strays are dropped).
+void take_prompt_score(batcher_state& st, const msg::prompt_score& p) {
+    auto it = st.live.find(p.seq);
+    if (it == st.live.end())
+        return;
+    auto& lr = it->second;
+    if (!lr.req.prompt_logprobs || lr.echo_sent || p.pos != lr.echo_next ||
+        p.pos >= lr.req.prompt.size() || lr.req.prompt[p.pos] != p.token)
+        return;
+    auto& e = lr.echo;
+    if (lr.echo_next == 1)
+        e.n_top = static_cast<std::uint32_t>(p.top_tokens.size());
+    e.logprobs.push_back(p.logprob);
+    for (std::size_t i = 0; i < e.n_top; ++i) {
+        // Every row has the same number of alternatives (min(k, n_vocab)); pad defensively.
+        const bool have = i < p.top_tokens.size() && i < p.top_logprobs.size();
+        const msg::token_id t = have ? p.top_tokens[i] : p.token;
+        e.top_tokens.push_back(t);
+        e.top_logprobs.push_back(have ? p.top_logprobs[i] : p.logprob);
+        if (st.tokenizer)
+            e.top_pieces.push_back(piece_of(*st.tokenizer, t));
+    }
+    ++lr.echo_next;
+}
+
+/// Sends a request's prompt echo once it is whole (every prompt token scored, when asked): its
+/// tokens, their pieces, and the detokenized text with each token's offset in it.
+void send_echo_when_ready(batcher_pointer self, msg::request_id id) {
+    auto& st = self->state;
+    auto it = st.live.find(id);
+    if (it == st.live.end())
+        return;
+    auto& lr = it->second;
+    const auto& prompt = lr.req.prompt;
+    if (!lr.req.echo || lr.echo_sent || (lr.req.prompt_logprobs && lr.echo_next < prompt.size()))
+        return;
+    msg::token_event ev;
+    ev.id = id;
+    ev.token = -1;
+    ev.prompt_tokens = static_cast<std::uint32_t>(prompt.size());
+    ev.model = st.opt.model;
+    ev.echo = std::move(lr.echo);
+    auto& e = ev.echo;
+    e.tokens = prompt;
+    if (st.tokenizer) {
+        model::token_stream text(*st.tokenizer);
+        for (auto t : prompt) {
+            e.pieces.push_back(piece_of(*st.tokenizer, t));
+            e.text_offsets.push_back(static_cast<std::uint32_t>(e.text.size()));
+            e.text += text.push(t);
+        }
+        e.text += text.flush();
+    } else {
+        e.pieces.assign(prompt.size(), std::string{});
+        e.text_offsets.assign(prompt.size(), 0);
+    }
+    lr.echo_sent = true;
+    emit_token(self, lr, std::move(ev));
+}
+
 void report_all(batcher_pointer self, const std::vector<sched::finished_seq>& fs) {
     for (const auto& f : fs)
         report(self, f);
@@ -195,6 +280,11 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     auto& st = self->state;
     const auto now = clock::now();
     end_failed(self, r, now);
+    // Prompt echoes first: they precede the request's generated tokens and its end.
+    for (const auto& p : r.prompt_scores)
+        take_prompt_score(st, p);
+    for (const auto& c : plan.chunks)
+        send_echo_when_ready(self, c.part.seq);
     std::vector<sched::sample> samples;
     samples.reserve(r.samples.size());
     for (const auto& s : r.samples)
@@ -261,6 +351,7 @@ void kick_step(batcher_pointer self) {
         if (auto it = st.live.find(c.part.seq); it != st.live.end()) {
             sc.params = it->second.req.params;
             sc.n_sampled = it->second.n_generated;
+            mark_prompt_rows(it->second, sc);
         }
         batch.chunks.push_back(std::move(sc));
     }
@@ -328,7 +419,11 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             sr.prio = req.prio;
             sr.deadline = received + std::chrono::milliseconds(timeout);
             sr.n_resumed = req.n_resumed;
+            if (req.prompt_logprobs)
+                sr.max_chunk_tokens = echo_chunk_tokens;
             live_request lr;
+            // A resumed stream's first run sent the echo already.
+            lr.echo_sent = req.n_resumed > 0;
             if (st.tokenizer)
                 lr.text.emplace(*st.tokenizer);
             if (!req.stop.empty()) {

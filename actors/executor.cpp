@@ -5,6 +5,7 @@
 #include "model/engine/device_choice.hpp"
 #include "model/engine/model_config.hpp"
 #include "model/gguf/ggml_type.hpp"
+#include "model/sampling/logprobs.hpp"
 #include "model/sampling/sampler.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
@@ -46,6 +47,7 @@ struct executor_state {
     msg::executor_order order;
     model::device_choice device;
     std::unordered_map<std::uint64_t, seq_state> seqs;
+    std::vector<std::int32_t> score_order; ///< scratch of prompt scoring's top alternatives
     static inline const char* name = "executor";
 };
 
@@ -120,6 +122,50 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
     out.samples.push_back(std::move(t));
 }
 
+/// Prompt logprobs (echo) of a chunk with all_logits: every token after the chunk's first is
+/// scored from the row of the token before it, and the prompt token after the chunk
+/// (c.next_token) from its last row: teacher forcing, with the sampler's convention (log-softmax
+/// of the raw logits, before temperature; no repetition penalty: the model's own distribution).
+/// False when it failed the sequence.
+bool score_prompt_chunk(executor_state& st, const msg::step_chunk& c, const model::step_output& so,
+                        std::size_t k, msg::step_result& out) {
+    if (!c.part.all_logits)
+        return true;
+    const std::size_t first =
+        k < so.first_row_for_chunk.size() ? so.first_row_for_chunk[k] : model::step_output::no_row;
+    if (first == model::step_output::no_row) {
+        fail_seq(st, c,
+                 error{errc::internal, "engine returned no logits rows for a chunk that asked "
+                                       "for every token's (seq " +
+                                           std::to_string(c.part.seq) + ")"},
+                 out);
+        return false;
+    }
+    const auto n_vocab = st.engine->config().n_vocab;
+    const auto n_top = static_cast<std::size_t>(
+        std::clamp(c.params.n_logprobs, 0, model::sampling_params::max_logprobs));
+    const auto& toks = c.part.tokens;
+    for (std::size_t j = 0; j < toks.size(); ++j) {
+        const msg::token_id target = j + 1 < toks.size() ? toks[j + 1] : c.next_token;
+        if (target < 0)
+            break; // the chunk ends the prompt: its last row samples instead
+        auto sc = model::score_token(so.row(first + j, n_vocab), target, n_top, st.score_order);
+        if (!sc) {
+            fail_seq(st, c, sc.error(), out);
+            return false;
+        }
+        msg::prompt_score p{c.part.seq, c.part.pos0 + static_cast<std::uint32_t>(j) + 1,
+                            target,     sc->logprob,
+                            {},         {}};
+        for (const auto& alt : sc->top) {
+            p.top_tokens.push_back(alt.token);
+            p.top_logprobs.push_back(alt.logprob);
+        }
+        out.prompt_scores.push_back(std::move(p));
+    }
+    return true;
+}
+
 /// Runs the chunks `picked` (indices into batch.chunks) in one pass and samples them.
 result<void> run_pass(executor_state& st, const msg::step_batch& batch,
                       std::span<const std::size_t> picked, msg::step_result& out) {
@@ -133,10 +179,11 @@ result<void> run_pass(executor_state& st, const msg::step_batch& batch,
     if (!so)
         return so.error();
     for (std::size_t k = 0; k < picked.size(); ++k)
-        sample_chunk(st, batch.chunks[picked[k]], *so,
-                     k < so->rows_for_chunk.size() ? so->rows_for_chunk[k]
-                                                   : model::step_output::no_row,
-                     out);
+        if (score_prompt_chunk(st, batch.chunks[picked[k]], *so, k, out))
+            sample_chunk(st, batch.chunks[picked[k]], *so,
+                         k < so->rows_for_chunk.size() ? so->rows_for_chunk[k]
+                                                       : model::step_output::no_row,
+                         out);
     return {};
 }
 

@@ -45,12 +45,11 @@ std::uint32_t policy::blocks_for(std::uint32_t n_tokens) const noexcept {
 result<void> policy::add(seq_request req, clock::time_point now) {
     if (req.prompt.empty())
         return error{errc::invalid_argument, "the prompt has no tokens"};
-    if (req.max_tokens == 0)
-        return error{errc::invalid_argument, "max_tokens must be at least 1"};
     if (seqs_.count(req.id))
         return error{errc::invalid_argument,
                      "request id " + std::to_string(req.id) + " is already queued or running"};
-    if (req.n_resumed >= req.prompt.size() || req.n_resumed >= req.max_tokens)
+    if (req.n_resumed > 0 &&
+        (req.n_resumed >= req.prompt.size() || req.n_resumed >= req.max_tokens))
         return error{errc::invalid_argument,
                      "n_resumed (" + std::to_string(req.n_resumed) +
                          " tokens already generated) must be less than the prompt's " +
@@ -104,6 +103,8 @@ std::uint32_t policy::plan_chunk(request_id id, sequence& s, std::uint32_t max_t
                                  step_plan& plan) {
     const auto remaining = static_cast<std::uint32_t>(s.tokens.size()) - s.n_cached;
     std::uint32_t n = std::min(remaining, max_tokens);
+    if (s.req.max_chunk_tokens > 0)
+        n = std::min(n, s.req.max_chunk_tokens);
     // Shrink the chunk to what the held plus free blocks can hold.
     const std::uint64_t capacity =
         static_cast<std::uint64_t>(s.n_blocks + kv_blocks_free_) * cfg_.kv_block_tokens;
@@ -289,6 +290,12 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
             cit->part.pos0 + cit->part.tokens.size() != s.tokens.size())
             continue;
 
+        if (s.req.max_tokens == 0) {
+            // Prompt only (echo's prompt logprobs): the prompt is computed, nothing generated.
+            s.timings.first_token = now;
+            end(smp.id, finish_reason::length, now, out.finished);
+            continue;
+        }
         s.tokens.push_back(smp.token);
         const auto index = s.n_generated++;
         if (s.timings.first_token == clock::time_point{}) // index n_resumed when resumed

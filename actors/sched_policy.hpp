@@ -65,6 +65,10 @@ struct seq_request {
     /// original split), they are not checked again for stop ids or EOG, and they are computed
     /// as they were first decoded (seq_chunk::decoded_from). Less than the prompt and max_tokens.
     std::uint32_t n_resumed = 0;
+    /// The most tokens one chunk of this sequence may hold (0 = only the step's budget): a
+    /// chunk that returns every token's logits (echo's prompt logprobs) costs n_vocab floats per
+    /// token, so such requests prefill in bounded pieces.
+    std::uint32_t max_chunk_tokens = 0;
 };
 
 /// One sequence's share of a step: the engine's chunk as the executor will run it (its `seq` is
@@ -141,7 +145,8 @@ public:
 
     /// Queues a request. Fails with prompt_too_long when the prompt cannot fit the context window
     /// or the whole KV pool, invalid_argument on an empty prompt, a duplicate id, or n_resumed
-    /// not below both the prompt's length and max_tokens.
+    /// not below both the prompt's length and max_tokens. max_tokens 0 computes the prompt only
+    /// (for its prompt logprobs) and ends with `length` without a token.
     [[nodiscard]] result<void> add(seq_request req, clock::time_point now);
 
     /// Plans the next step: expires deadlines, then one token per running decode sequence, then

@@ -26,6 +26,7 @@ struct relayed {
     msg::replica_view where; ///< the replica it runs on now
     std::optional<caf::typed_response_promise<msg::request_id>> answer; ///< until submitted
     std::uint32_t moves = 0;
+    bool echo_delivered = false; ///< generate_request::echo: the prompt echo reached the sink
 };
 
 struct relay_state {
@@ -111,7 +112,7 @@ void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& w
     if (it == st.live.end())
         return;
     auto& r = it->second;
-    if (r.delivered.size() >= r.base.max_tokens) {
+    if (r.delivered.size() >= r.base.max_tokens && (!r.base.echo || r.echo_delivered)) {
         // Everything was delivered but the end was lost with the node: end it here.
         msg::completion c;
         c.id = id;
@@ -189,6 +190,10 @@ void on_batch(relay_pointer self, msg::stream_batch& b) {
             if (ev.index < r->delivered.size())
                 continue; // delivered before the move
             r->delivered.push_back(ev.token);
+        } else if (!ev.echo.tokens.empty()) {
+            if (r->echo_delivered)
+                continue; // a placement after a move echoes the prompt again
+            r->echo_delivered = true;
         }
         self->send(r->sink, msg::token_atom_v, std::move(ev));
     }

@@ -144,8 +144,30 @@ std::optional<api_error> read_prompt(fields& f, api_kind kind, inference_input& 
             if (in.prompt_text.empty())
                 return invalid_value("prompt", "prompt must not be empty");
         } else if (p->is_array() && !p->get_array().empty()) {
+            const auto& a = p->get_array();
+            // OpenAI's list of prompts (what lm-evaluation-harness sends, one per batch entry):
+            // a list of one prompt is that prompt; more get a clear refusal, not "not token ids".
+            if (a[0].is_array() || a[0].is_string()) {
+                if (a.size() > 1)
+                    return invalid_value("prompt",
+                                         "a list of " + std::to_string(a.size()) +
+                                             " prompts: this server answers one prompt per "
+                                             "request; send them as separate requests (for "
+                                             "lm-evaluation-harness, batch_size=1)");
+                if (a[0].is_string()) {
+                    in.prompt_text = std::string(a[0].get_string());
+                    if (in.prompt_text.empty())
+                        return invalid_value("prompt", "prompt must not be empty");
+                    return std::nullopt;
+                }
+                if (a[0].get_array().empty())
+                    return invalid_value("prompt", "prompt must not be empty");
+                in.prompt_is_ids = true;
+                f.token_ids("prompt", a[0].get_array(), in.prompt_ids);
+                return std::nullopt;
+            }
             in.prompt_is_ids = true;
-            f.token_ids("prompt", p->get_array(), in.prompt_ids);
+            f.token_ids("prompt", a, in.prompt_ids);
         } else {
             return invalid_value("prompt", "prompt must be a string or an array of token ids");
         }
@@ -153,11 +175,30 @@ std::optional<api_error> read_prompt(fields& f, api_kind kind, inference_input& 
     return std::nullopt;
 }
 
+/// Completions' "echo". Chat and native have no such field: true there is refused rather than
+/// silently ignored (a client that asks for the prompt back expects it).
+void read_echo(fields& f, api_kind kind, inference_input& in) {
+    bool echo = false;
+    f.boolean("echo", echo);
+    if (echo && kind != api_kind::completions)
+        return f.fail("echo", "echo is a /v1/completions field: this route cannot echo the prompt");
+    in.echo = echo;
+}
+
 /// Lengths, sampling, timeout and logprobs: every error is remembered, none ends parsing.
 void read_sampling(fields& f, api_kind kind, inference_input& in) {
-    f.integer("max_tokens", 1, 1 << 20, in.max_tokens);
-    if (kind != api_kind::native)
-        f.integer("max_completion_tokens", 1, 1 << 20, in.max_tokens);
+    read_echo(f, kind, in);
+    // max_tokens 0 generates nothing: only meaningful when the prompt comes back (echo).
+    const std::int64_t least = in.echo ? 0 : 1;
+    for (const char* k : {"max_tokens", "max_completion_tokens"}) {
+        if (kind == api_kind::native && k != std::string_view("max_tokens"))
+            continue;
+        if (const auto* v = f.get(k);
+            v && !in.echo && v->is_number() && v->to_number<double>() == 0)
+            f.fail(k, std::string(k) + " must be at least 1 (0 is allowed only with \"echo\": "
+                                       "true on /v1/completions, to score the prompt)");
+        f.integer(k, least, 1 << 20, in.max_tokens);
+    }
     f.number("temperature", 0.0, 5.0, in.params.temperature);
     f.integer("top_k", 0, 1 << 20, in.params.top_k);
     f.number("top_p", 0.0, 1.0, in.params.top_p);

@@ -38,6 +38,9 @@ struct inference_input {
     bool include_usage = false;
     /// Report the chosen tokens' log-probabilities (`params.n_logprobs` alternatives each).
     bool want_logprobs = false;
+    /// Completions `echo`: the prompt comes back before the completion (with its own logprobs
+    /// when logprobs are asked); allows max_tokens 0 (score the prompt, generate nothing).
+    bool echo = false;
 };
 
 using parse_result = std::variant<inference_input, api_error>;

@@ -5,6 +5,7 @@
 // one plain reply. Bytes come from api_render.hpp; this file decides which and when,
 // and keeps the request log, metrics and the drain-cut answers.
 #include "http/api_json.hpp"
+#include "http/echo_render.hpp"
 #include "http/session.hpp"
 #include "messages/errors.hpp"
 
@@ -80,12 +81,20 @@ void session::start_inference(const std::string& route, route_kind kind, const s
         g.text.messages = std::move(in.messages);
     } else {
         g.text.form = msg::prompt_form::text;
+        if (in.echo)
+            c.echo_text = in.prompt_text;
         g.text.text = std::move(in.prompt_text);
     }
     g.text.add_bos = in.add_bos;
     c.want_logprobs =
         in.want_logprobs && kind != route_kind::native && kind != route_kind::native_stream;
     g.token_pieces = c.want_logprobs;
+    // Completions `echo`: the prompt comes back first, scored token by token (teacher forcing)
+    // when logprobs are asked. A scored prompt's logits rows are computed in its own pass, so
+    // such a request must not take a prefix from a cache.
+    g.echo = in.echo;
+    g.prompt_logprobs = in.echo && c.want_logprobs;
+    c.echo = in.echo;
     g.max_tokens = in.max_tokens;
     g.params = in.params;
     g.stop = std::move(in.stop);
@@ -145,6 +154,8 @@ std::shared_ptr<sink_target> session::make_sink_target() {
 void session::on_token(msg::token_event ev) {
     if (!call_ || call_->ended)
         return;
+    if (!ev.echo.tokens.empty())
+        return on_echo(std::move(ev));
     if (call_->stream && !sse_)
         begin_stream(); // admission's answer is posted first; this is only a safety net
     const auto now = steady::now();
@@ -158,7 +169,8 @@ void session::on_token(msg::token_event ev) {
         if (call_->n_tokens++ == 0) {
             call_->first_token = now;
             call_->prompt_tokens = ev.prompt_tokens;
-            srv_.m.prompt_processed(call_->prompt_tokens);
+            if (!call_->echoed) // else counted with the echo
+                srv_.m.prompt_processed(call_->prompt_tokens);
         }
         srv_.m.token_generated();
     }
@@ -167,6 +179,36 @@ void session::on_token(msg::token_event ev) {
         return gather_token(std::move(ev), lp);
     call_->text += ev.text;
     stream_token(ev, lp);
+}
+
+/// The prompt echo (completions `echo`), before any generated token: the prompt's text (as sent,
+/// for a text prompt) and, with logprobs, its columns (the first token's null) ahead of the
+/// generated tokens'. A stream sends it as its first chunk, as vLLM does.
+void session::on_echo(msg::token_event ev) {
+    if (!call_->echo || call_->echoed)
+        return; // a request moved to another node after its echo gets a second one: dropped
+    call_->echoed = true;
+    if (call_->stream && !sse_)
+        begin_stream();
+    if (call_->model.empty() && !ev.model.empty())
+        call_->model = ev.model;
+    call_->prompt_tokens = ev.prompt_tokens;
+    srv_.m.prompt_processed(call_->prompt_tokens);
+    std::string text = call_->echo_text ? *call_->echo_text : ev.echo.text;
+    std::array<std::vector<std::string>, 4> cols;
+    if (call_->want_logprobs)
+        cols = completion_echo_columns(ev.echo);
+    call_->text_offset = text.size(); // the generated tokens' offsets continue after it
+    if (sse_) {
+        sse_data(
+            completion_chunk(head(), text, "null",
+                             call_->want_logprobs ? completion_logprobs_object(cols) : "null"));
+        call_->text += text;
+        return;
+    }
+    call_->text = std::move(text) + call_->text;
+    for (std::size_t i = 0; i < cols.size(); ++i)
+        call_->lp_cols[i].insert(call_->lp_cols[i].begin(), cols[i].begin(), cols[i].end());
 }
 
 /// A plain reply: keep the token (and its logprobs) for the body at the end.

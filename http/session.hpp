@@ -102,6 +102,11 @@ private:
         bool ended = false;
         bool cut = false; ///< ended by the drain deadline (session::cut)
         call_count active;
+        bool echo = false;   ///< completions `echo`: the prompt comes back first
+        bool echoed = false; ///< the prompt echo arrived (a moved request's second is dropped)
+        /// The prompt as sent, when it was text: what `echo` gives back (token ids are echoed
+        /// as the model's tokenizer renders them).
+        std::optional<std::string> echo_text;
     };
 
     // ---- transport (session.cpp) -------------------------------------------------------
@@ -192,6 +197,7 @@ private:
     void start_inference(const std::string& route, route_kind kind, const std::string& body);
     [[nodiscard]] std::shared_ptr<sink_target> make_sink_target();
     void on_token(msg::token_event ev);
+    void on_echo(msg::token_event ev);
     void on_done(msg::completion c);
     void on_fail(caf::error e);
     void stream_done_events(const msg::completion& c);

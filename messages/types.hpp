@@ -45,7 +45,7 @@ typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, seq_chunk& x) {
     return f(caf::meta::type_name("seq_chunk"), x.seq, x.tokens, x.pos0, x.want_logits,
-             x.decoded_from);
+             x.decoded_from, x.all_logits);
 }
 
 template <class Inspector>
@@ -117,13 +117,43 @@ struct generate_request {
     /// another node: the batcher sends it the request's events batched per step
     /// (stream_batch), not one message per token to the sink. Null = events go to the sink.
     caf::actor relay;
+    /// echo (OpenAI completions): the batcher sends the prompt back first, as one token_event
+    /// whose `echo` holds the prompt's tokens, pieces and text, before any generated token.
+    bool echo = false;
+    /// With echo: score every prompt token from the same forward pass (teacher forcing): its
+    /// log-probability given the tokens before it, and params.n_logprobs alternatives.
+    bool prompt_logprobs = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
-             x.t_received_us, x.client_key, x.n_resumed, x.relay);
+             x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs);
+}
+
+/// The prompt as a request with generate_request::echo gets it back (OpenAI's `echo`): its
+/// tokens, the bytes each stands for, the detokenized text and where each token's text starts
+/// in it; with prompt_logprobs, each token's log-probability given the ones before it (none for
+/// the first token, so `logprobs` has one entry fewer than `tokens`: logprobs[i] is
+/// tokens[i + 1]'s) and `n_top` alternatives per scored token, flattened (entries
+/// [i * n_top, (i + 1) * n_top) belong to tokens[i + 1], most likely first).
+struct prompt_echo {
+    std::vector<token_id> tokens;
+    std::vector<std::string> pieces;
+    std::string text;
+    std::vector<std::uint32_t> text_offsets;
+    std::vector<float> logprobs;
+    std::uint32_t n_top = 0;
+    std::vector<token_id> top_tokens;
+    std::vector<float> top_logprobs;
+    std::vector<std::string> top_pieces;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, prompt_echo& x) {
+    return f(caf::meta::type_name("prompt_echo"), x.tokens, x.pieces, x.text, x.text_offsets,
+             x.logprobs, x.n_top, x.top_tokens, x.top_logprobs, x.top_pieces);
 }
 
 /// One generated token on its way to the request's sink. `text` is the newly completed UTF-8
@@ -146,12 +176,15 @@ struct token_event {
     /// The alias that serves the request, on the first token: a node that routes a request
     /// without naming its model (its default is another node's) learns it here.
     std::string model;
+    /// Non-empty `echo.tokens`: this event is the prompt echo of a generate_request::echo request
+    /// (token -1, index 0, no text of its own), sent once before any generated token.
+    prompt_echo echo;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_event& x) {
     return f(caf::meta::type_name("token_event"), x.id, x.index, x.token, x.text, x.logprob,
-             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens, x.model);
+             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens, x.model, x.echo);
 }
 
 /// The end of a request: why, how many tokens, and where the time went (microseconds).
@@ -184,11 +217,14 @@ struct step_chunk {
     model::seq_chunk part;
     sampling params;
     std::uint32_t n_sampled = 0;
+    /// With part.all_logits: the prompt token that follows the chunk (scored from the chunk's
+    /// last row), or -1 when the chunk ends the prompt (that row samples instead).
+    token_id next_token = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
-    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled);
+    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.
@@ -233,6 +269,23 @@ typename Inspector::result_type inspect(Inspector& f, seq_failure& x) {
     return f(caf::meta::type_name("seq_failure"), x.seq, x.code, x.message, x.param);
 }
 
+/// One prompt token scored from the row of the token before it (a chunk with all_logits):
+/// its position, log-probability and the top alternatives (params.n_logprobs of them).
+struct prompt_score {
+    std::uint64_t seq = 0;
+    std::uint32_t pos = 0; ///< position of the scored token in the sequence (>= 1)
+    token_id token = 0;
+    float logprob = 0.0f;
+    std::vector<token_id> top_tokens;
+    std::vector<float> top_logprobs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, prompt_score& x) {
+    return f(caf::meta::type_name("prompt_score"), x.seq, x.pos, x.token, x.logprob, x.top_tokens,
+             x.top_logprobs);
+}
+
 /// executor -> batcher: the samples of a step, the sequences that failed in it, and how long the
 /// forward pass took.
 struct step_result {
@@ -241,12 +294,14 @@ struct step_result {
     std::int64_t step_us = 0;
     std::uint32_t kv_blocks_free = 0;
     std::vector<seq_failure> failed;
+    /// Prompt tokens scored in this step (chunks with all_logits), in chunk and position order.
+    std::vector<prompt_score> prompt_scores;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
-             x.failed);
+             x.failed, x.prompt_scores);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.

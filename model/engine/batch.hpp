@@ -36,21 +36,32 @@ struct seq_chunk {
     /// First position computed with one-token (decode) semantics in a chunk of any size.
     std::uint32_t decoded_from = never_decoded;
 
+    /// Return the logits of EVERY token of the chunk, not only the last: prompt logprobs
+    /// (teacher forcing) score each prompt token from the row of the token before it. The rows
+    /// come from the same pass, so each equals the row a chunk ending at that token would give
+    /// (where the semantics agree, see decodes()); they cost one logits matmul row each.
+    bool all_logits = false;
+
     /// Whether position `pos` (in this chunk) is computed as a one-token decode step.
     [[nodiscard]] bool decodes(std::uint32_t pos) const noexcept {
         return tokens.size() == 1 || pos >= decoded_from;
     }
 };
 
-/// Result of one step: a row of n_vocab floats for every chunk with want_logits, in chunk order.
-/// Chunks without want_logits (intermediate prefill pieces) cost no logits work.
+/// Result of one step: a row of n_vocab floats for every chunk with want_logits, in chunk order,
+/// or, for a chunk with all_logits, one row per token (consecutive, first token first).
+/// Chunks without either (intermediate prefill pieces) cost no logits work.
 struct step_output {
     static constexpr std::size_t no_row = std::numeric_limits<std::size_t>::max();
 
     /// Rows back to back: row r is logits[r * n_vocab, (r + 1) * n_vocab).
     std::vector<float> logits;
-    /// chunk index -> row index in `logits`, or no_row when the chunk did not want logits.
+    /// chunk index -> row index in `logits` of the chunk's LAST token (the one to sample from),
+    /// or no_row when the chunk did not want logits.
     std::vector<std::size_t> rows_for_chunk;
+    /// chunk index -> row of the chunk's FIRST token when it asked for all_logits (its token j
+    /// is row first + j), else no_row. Empty when no chunk of the step asked.
+    std::vector<std::size_t> first_row_for_chunk;
 
     [[nodiscard]] std::span<const float> row(std::size_t r, std::uint32_t n_vocab) const {
         return {logits.data() + r * n_vocab, n_vocab};
@@ -69,7 +80,7 @@ struct step_output {
 [[nodiscard]] inline std::size_t batch_logits_rows(std::span<const seq_chunk> batch) noexcept {
     std::size_t n = 0;
     for (const auto& c : batch)
-        n += c.want_logits ? 1 : 0;
+        n += c.all_logits ? c.tokens.size() : (c.want_logits ? 1 : 0);
     return n;
 }
 

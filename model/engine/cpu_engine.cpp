@@ -262,20 +262,32 @@ void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
         x_[i] += cur_[i];
 }
 
-// Logits for the last token of every chunk that wants them.
+// Logits for the last token of every chunk that wants them, and for every token of a chunk
+// that asks for all of them (prompt logprobs). Each row is the final norm of its token's residual
+// and one row of the logits matmul, whatever the other rows: a chunk's last row is the same bits
+// with or without all_logits.
 step_output cpu_engine::logits_for(std::span<const seq_chunk> batch) {
     const model_config& c = config_;
     const std::size_t n_embd = c.n_embd;
     step_output out;
     out.rows_for_chunk.assign(batch.size(), step_output::no_row);
-    std::vector<std::size_t> rows;
+    std::vector<std::size_t> rows; // token index in the step, per logits row
     {
         std::size_t t = 0;
         for (std::size_t i = 0; i < batch.size(); ++i) {
-            t += batch[i].tokens.size();
+            const std::size_t n = batch[i].tokens.size();
+            if (batch[i].all_logits) {
+                if (out.first_row_for_chunk.empty())
+                    out.first_row_for_chunk.assign(batch.size(), step_output::no_row);
+                out.first_row_for_chunk[i] = rows.size();
+                for (std::size_t j = 0; j < n; ++j)
+                    rows.push_back(t + j);
+            }
+            t += n;
             if (batch[i].want_logits) {
-                out.rows_for_chunk[i] = rows.size();
-                rows.push_back(t - 1);
+                out.rows_for_chunk[i] = batch[i].all_logits ? rows.size() - 1 : rows.size();
+                if (!batch[i].all_logits)
+                    rows.push_back(t - 1);
             }
         }
     }

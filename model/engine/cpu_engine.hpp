@@ -7,7 +7,8 @@
 //   3. per layer: norm → one int8 quantization feeding q/k/v → RoPE → K/V rows into the cache →
 //      attention per token over its own sequence's blocks → sub-norm → o → residual → norm → one
 //      quantization feeding gate/up → activation → sub-norm → down → residual;
-//   4. final norm and F16 logits only for the chunks that asked.
+//   4. final norm and F16 logits only for the chunks that asked (every token's, for a chunk
+//      with all_logits).
 // Every matrix product sees all T tokens at once, so each weight tile is unpacked once per step.
 #pragma once
 

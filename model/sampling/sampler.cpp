@@ -167,38 +167,22 @@ result<sampled> sampler::sample(std::span<const float> logits,
         return error(errc::invalid_argument, "sampling: empty logits row");
     work_.assign(logits.begin(), logits.end());
     float* z = work_.data();
-    for (std::int32_t i = 0; i < n_vocab; ++i)
-        if (std::isnan(z[i]))
-            return error(errc::invalid_argument,
-                         "sampling: logit of token " + std::to_string(i) + " is NaN");
-
+    // (A NaN logit stays NaN through the penalty: log_normalizer refuses it.)
     apply_repetition_penalty(params_, z, n_vocab, recent);
 
-    // Log-softmax of the penalised, temperature-free logits: what we report.
+    // Log-softmax of the penalised, temperature-free logits: what we report (logprobs.hpp, the
+    // same arithmetic as a prompt token's score).
+    const std::span<const float> row(z, static_cast<std::size_t>(n_vocab));
+    const auto log_norm = log_normalizer(row);
+    if (!log_norm)
+        return log_norm.error();
     const float z_max = *std::max_element(z, z + n_vocab);
-    if (!std::isfinite(z_max))
-        return error(errc::invalid_argument,
-                     "sampling: logits row has +inf or no finite value (max = " + str(z_max) + ")");
-    double sum = 0.0;
-    for (std::int32_t i = 0; i < n_vocab; ++i)
-        sum += std::exp(static_cast<double>(z[i]) - z_max);
-    const double log_norm = z_max + std::log(sum);
-    auto logprob_of = [&](std::int32_t t) {
-        return static_cast<float>(static_cast<double>(z[t]) - log_norm);
-    };
 
     sampled out;
-    if (params_.n_logprobs > 0) {
-        order_.resize(static_cast<std::size_t>(n_vocab));
-        for (std::int32_t i = 0; i < n_vocab; ++i)
-            order_[static_cast<std::size_t>(i)] = i;
-        const auto n =
-            std::min<std::size_t>(static_cast<std::size_t>(params_.n_logprobs), order_.size());
-        std::partial_sort(order_.begin(), order_.begin() + static_cast<std::ptrdiff_t>(n),
-                          order_.end(), by_logit_desc{z});
-        for (std::size_t i = 0; i < n; ++i)
-            out.top_logprobs.push_back({order_[i], logprob_of(order_[i])});
-    }
+    if (params_.n_logprobs > 0)
+        top_logprobs(row, static_cast<std::size_t>(params_.n_logprobs), *log_norm, order_,
+                     out.top_logprobs);
+    auto logprob_of = [&](std::int32_t t) { return model::logprob_of(row, t, *log_norm); };
 
     if (params_.temperature == 0.0f) {
         // Greedy: first maximum = lowest id among equal logits.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "common/error.hpp"
+#include "model/sampling/logprobs.hpp"
 #include "model/sampling/sampling_params.hpp"
 
 #include <cstdint>
@@ -13,11 +14,6 @@
 #include <vector>
 
 namespace bitnet::model {
-
-struct token_logprob {
-    std::int32_t token = 0;
-    float logprob = 0.0f;
-};
 
 /// One sampled token with its log-probability and the top alternatives (most likely first, ties
 /// by lowest id). Log-probabilities are the log-softmax of the logits after the repetition

@@ -84,3 +84,35 @@ TEST_CASE("a relayed request's events reach its relay batched per step and never
                         caf::after(std::chrono::seconds(5)) >> [&] { direct_done = true; });
     CHECK(direct_tokens == max_tokens);
 }
+
+TEST_CASE("a relayed echo request's prompt echo travels in its relay's batch, before its end") {
+    test::rig r(std::chrono::milliseconds(0), 8, /*with_text=*/true);
+    caf::scoped_actor relay{r.sys};
+    caf::scoped_actor sink{r.sys};
+    auto req = test::make_req(7, {3, 4, 9}, 0);
+    req.echo = true;
+    req.prompt_logprobs = true;
+    req.params.n_logprobs = 1;
+    req.relay = caf::actor_cast<caf::actor>(relay);
+    sink->request(r.batcher, std::chrono::seconds(5), msg::submit_atom_v, req,
+                  caf::actor_cast<msg::sink_actor>(sink))
+        .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    std::vector<msg::token_event> events;
+    bool done = false, idle = false;
+    while (!done && !idle)
+        relay->receive(
+            [&](msg::stream_atom, msg::stream_batch& b) {
+                for (auto& ev : b.tokens)
+                    events.push_back(ev);
+                if (!b.done.empty()) {
+                    CHECK(b.done[0].finish_reason == "length");
+                    done = true;
+                }
+            },
+            caf::after(std::chrono::seconds(10)) >> [&] { idle = true; });
+    REQUIRE(done);
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].token == -1);
+    CHECK(events[0].echo.tokens == std::vector<msg::token_id>{3, 4, 9});
+    CHECK(events[0].echo.logprobs.size() == 2);
+}

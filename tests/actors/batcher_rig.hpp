@@ -25,8 +25,10 @@ struct rig {
     msg::executor_actor exec;
     msg::batcher_actor batcher;
 
+    /// `max_batch_tokens` 0 keeps the policy's default step budget; a small one splits prompts
+    /// into chunks over several steps.
     explicit rig(std::chrono::milliseconds step_delay = 0ms, std::uint32_t max_batch_seqs = 8,
-                 bool with_text = false) {
+                 bool with_text = false, std::uint32_t max_batch_tokens = 0) {
         auto eo = fake_order([p = probe, step_delay]() -> result<std::unique_ptr<model::engine>> {
             return std::make_unique<fake_engine>(16, step_delay, p);
         });
@@ -38,6 +40,10 @@ struct rig {
         bo.policy.n_ctx = 64;
         bo.policy.max_batch_seqs = max_batch_seqs;
         bo.policy.eog_ids = {fake_eot};
+        if (max_batch_tokens > 0) {
+            bo.policy.max_batch_tokens = max_batch_tokens;
+            bo.policy.decoding_batch_tokens = max_batch_tokens;
+        }
         batcher = actors::spawn_batcher(sys, bo, exec, with_text ? fake_tokenizer() : nullptr);
     }
     ~rig() {

@@ -75,15 +75,30 @@ public:
         std::this_thread::sleep_for(delay_);
         cached_ = std::move(after);
         model::step_output out;
-        for (const auto& c : batch) {
+        // The row after token t: (t + 1) % n_vocab at 5, every other token at 0.
+        auto push_row = [&](std::int32_t t) {
+            const auto next = (t + 1) % static_cast<std::int32_t>(cfg_.n_vocab);
+            for (std::uint32_t v = 0; v < cfg_.n_vocab; ++v)
+                out.logits.push_back(static_cast<std::int32_t>(v) == next ? 5.0f : 0.0f);
+        };
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+            const auto& c = batch[i];
+            if (c.all_logits) {
+                // Every token's row (prompt logprobs), as the real engine: consecutive rows.
+                out.first_row_for_chunk.resize(batch.size(), SIZE_MAX);
+                out.first_row_for_chunk[i] = out.logits.size() / cfg_.n_vocab;
+                for (auto t : c.tokens)
+                    push_row(t);
+                out.rows_for_chunk.push_back(c.want_logits ? out.logits.size() / cfg_.n_vocab - 1
+                                                           : SIZE_MAX);
+                continue;
+            }
             if (!c.want_logits) {
                 out.rows_for_chunk.push_back(SIZE_MAX);
                 continue;
             }
             out.rows_for_chunk.push_back(out.logits.size() / cfg_.n_vocab);
-            const auto next = (c.tokens.back() + 1) % static_cast<std::int32_t>(cfg_.n_vocab);
-            for (std::uint32_t v = 0; v < cfg_.n_vocab; ++v)
-                out.logits.push_back(static_cast<std::int32_t>(v) == next ? 5.0f : 0.0f);
+            push_row(c.tokens.back());
         }
         ++probe_->steps;
         publish();

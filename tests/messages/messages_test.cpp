@@ -319,3 +319,48 @@ TEST_CASE("an executor's info carries the kernel choice of every op whole") {
     CHECK(i2.kernels[0].timings[1].micros == 990.25);
     CHECK(i2.kernels[1].op.empty());
 }
+
+TEST_CASE("prompt logprobs' fields survive serialization: all_logits, next_token, the echo "
+          "flags, the scores and the echo event") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    msg::step_chunk c;
+    c.part = {3, {1, 2, 3}, 0, false};
+    c.part.all_logits = true;
+    c.next_token = 42;
+    const auto c2 = round_trip(sys, c);
+    CHECK(c2.part.all_logits);
+    CHECK(c2.next_token == 42);
+
+    msg::generate_request g;
+    g.echo = true;
+    g.prompt_logprobs = true;
+    const auto g2 = round_trip(sys, g);
+    CHECK(g2.echo);
+    CHECK(g2.prompt_logprobs);
+
+    msg::step_result r;
+    r.prompt_scores.push_back({3, 2, 7, -1.25f, {7, 9}, {-1.25f, -2.5f}});
+    const auto r2 = round_trip(sys, r);
+    REQUIRE(r2.prompt_scores.size() == 1);
+    CHECK(r2.prompt_scores[0].seq == 3);
+    CHECK(r2.prompt_scores[0].pos == 2);
+    CHECK(r2.prompt_scores[0].token == 7);
+    CHECK(r2.prompt_scores[0].logprob == -1.25f);
+    CHECK(r2.prompt_scores[0].top_tokens == std::vector<msg::token_id>{7, 9});
+    CHECK(r2.prompt_scores[0].top_logprobs == std::vector<float>{-1.25f, -2.5f});
+
+    msg::token_event ev;
+    ev.token = -1;
+    ev.echo = {{1, 2}, {"a", "b"}, "ab", {0, 1}, {-0.5f}, 1, {2}, {-0.5f}, {"b"}};
+    const auto ev2 = round_trip(sys, ev);
+    CHECK(ev2.echo.tokens == ev.echo.tokens);
+    CHECK(ev2.echo.pieces == ev.echo.pieces);
+    CHECK(ev2.echo.text == "ab");
+    CHECK(ev2.echo.text_offsets == ev.echo.text_offsets);
+    CHECK(ev2.echo.logprobs == ev.echo.logprobs);
+    CHECK(ev2.echo.n_top == 1);
+    CHECK(ev2.echo.top_tokens == ev.echo.top_tokens);
+    CHECK(ev2.echo.top_logprobs == ev.echo.top_logprobs);
+    CHECK(ev2.echo.top_pieces == ev.echo.top_pieces);
+}

@@ -251,6 +251,18 @@ inline double sample(const std::string& metrics, const std::string& series) {
     return at == std::string::npos ? 0.0 : std::stod(metrics.substr(at + series.size() + 2));
 }
 
+/// The SSE `data:` payloads of a body (OpenAI streams), in order.
+inline std::vector<std::string> sse_data(const std::string& body) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while ((at = body.find("data: ", at)) != std::string::npos) {
+        const auto end = body.find("\n\n", at);
+        out.push_back(body.substr(at + 6, end - at - 6));
+        at = end;
+    }
+    return out;
+}
+
 inline boost::json::object parse_object(const std::string& body) {
     return boost::json::parse(body).as_object();
 }
