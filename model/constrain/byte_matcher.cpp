@@ -290,6 +290,35 @@ private:
         return true;
     }
 
+    /// Whether a character in [lo, hi] may still come: a UTF-8 sequence or an escape under way
+    /// is only taken when some completion of it fits (the length and the pattern), so a mask
+    /// never leads into a state no token can leave.
+    bool possible(const frame& f, const node& n, std::uint32_t lo, std::uint32_t hi) const {
+        if (n.max_count != unbounded && f.x + 1 > n.max_count)
+            return false;
+        return n.regex < 0 || g_.regexes[static_cast<std::size_t>(n.regex)].can_step(f.z, lo, hi);
+    }
+
+    /// The code points a UTF-8 sequence can still become, after its bytes so far.
+    static std::pair<std::uint32_t, std::uint32_t> utf8_range(std::uint16_t phase,
+                                                              std::uint32_t y) {
+        switch (phase) {
+        case str_e0:
+            return {0x800, 0xFFF};
+        case str_ed:
+            return {0xD000, 0xD7FF};
+        case str_f0:
+            return {0x10000, 0x3FFFF};
+        case str_f4:
+            return {0x100000, 0x10FFFF};
+        default:
+            break;
+        }
+        const int rest = phase == str_cont1 ? 1 : phase == str_cont2 ? 2 : 3;
+        const std::uint32_t lo = y << (6 * rest);
+        return {lo, lo | ((1u << (6 * rest)) - 1)};
+    }
+
     void string(frame_stack c, std::uint8_t b, const node& n) {
         frame& f = c.back();
         if (f.phase == 0) {
@@ -322,6 +351,9 @@ private:
                     return;
             } else {
                 f.phase = next;
+                const auto [first, last] = utf8_range(next, f.y);
+                if (!possible(f, n, first, last))
+                    return;
             }
             emit(std::move(c));
         };
@@ -331,6 +363,9 @@ private:
         switch (f.phase) {
         case str_body:
             if (b == '\\') {
+                if (!possible(f, n, 0, 0x1F) && !possible(f, n, '"', '"') &&
+                    !possible(f, n, '\\', '\\'))
+                    return;
                 f.phase = str_escape;
                 return emit(std::move(c));
             }
@@ -353,6 +388,8 @@ private:
             else if (b == 0xF4)
                 f.phase = str_f4, f.y = 4;
             else
+                return;
+            if (const auto [lo, hi] = utf8_range(f.phase, f.y); !possible(f, n, lo, hi))
                 return;
             return emit(std::move(c));
         case str_escape: {
@@ -397,6 +434,8 @@ private:
             if (b != '0' && b != '1')
                 return;
             f.y = b - '0';
+            if (!possible(f, n, f.y * 16, f.y * 16 + 15))
+                return;
             f.phase = str_u00x;
             return emit(std::move(c));
         case str_u00x: {

@@ -1,5 +1,6 @@
 #include "model/constrain/pattern_regex.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -46,6 +47,39 @@ bool pattern_regex::char_class::contains(std::uint32_t cp) const noexcept {
             break;
         }
     return in != negated;
+}
+
+bool pattern_regex::char_class::intersects(std::uint32_t lo, std::uint32_t hi) const {
+    if (!negated) {
+        for (const auto& [a, b] : ranges)
+            if (a <= hi && b >= lo)
+                return true;
+        return false;
+    }
+    // Negated: some code point of [lo, hi] lies outside every range.
+    auto sorted = ranges;
+    std::sort(sorted.begin(), sorted.end());
+    std::uint64_t cur = lo;
+    for (const auto& [a, b] : sorted) {
+        if (a > cur)
+            return cur <= hi;
+        cur = std::max<std::uint64_t>(cur, std::uint64_t{b} + 1);
+        if (cur > hi)
+            return false;
+    }
+    return cur <= hi;
+}
+
+bool pattern_regex::can_step(std::uint64_t state, std::uint32_t lo, std::uint32_t hi) const {
+    if (!anchored_start_ || (state & sticky_match))
+        return true; // a new attempt can start at any character
+    for (std::uint64_t m = state & ~sticky_match; m; m &= m - 1) {
+        const auto k = static_cast<std::size_t>(__builtin_ctzll(m));
+        for (const auto& [cls, t] : moves_[k])
+            if (classes_[static_cast<std::size_t>(cls)].intersects(lo, hi))
+                return true;
+    }
+    return false;
 }
 
 struct regex_builder {

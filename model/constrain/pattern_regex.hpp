@@ -27,6 +27,9 @@ public:
     [[nodiscard]] std::uint64_t start() const noexcept { return start_; }
     /// The state after code point `cp`; 0 = no match is possible any more.
     [[nodiscard]] std::uint64_t step(std::uint64_t state, std::uint32_t cp) const noexcept;
+    /// Whether some code point in [lo, hi] can come next (a UTF-8 sequence or an escape under way
+    /// must have a completion the pattern takes).
+    [[nodiscard]] bool can_step(std::uint64_t state, std::uint32_t lo, std::uint32_t hi) const;
     /// Whether the text so far matches.
     [[nodiscard]] bool accepts(std::uint64_t state) const noexcept;
 
@@ -34,6 +37,7 @@ public:
         std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
         bool negated = false;
         [[nodiscard]] bool contains(std::uint32_t cp) const noexcept;
+        [[nodiscard]] bool intersects(std::uint32_t lo, std::uint32_t hi) const;
     };
     struct nfa_state {
         std::int32_t cls = -1;       ///< -1: epsilon/split or match
