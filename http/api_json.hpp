@@ -38,6 +38,11 @@ struct inference_input {
     bool include_usage = false;
     /// Report the chosen tokens' log-probabilities (`params.n_logprobs` alternatives each).
     bool want_logprobs = false;
+    /// Structured output (api_structured.hpp): the JSON Schema to decode under, the field it
+    /// came from, and whether the reply is a tool call.
+    std::string json_schema;
+    std::string schema_param;
+    bool tool_call = false;
 };
 
 using parse_result = std::variant<inference_input, api_error>;

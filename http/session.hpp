@@ -99,6 +99,7 @@ private:
         bool ended = false;
         bool cut = false; ///< ended by the drain deadline (session::cut)
         call_count active;
+        bool tool_call = false; ///< chat: the text is a forced tool call, sent as tool_calls
     };
 
     // ---- transport (session.cpp) -------------------------------------------------------

@@ -117,13 +117,18 @@ struct generate_request {
     /// another node: the batcher sends it the request's events batched per step
     /// (stream_batch), not one message per token to the sink. Null = events go to the sink.
     caf::actor relay;
+    /// Structured output: a JSON Schema (JSON text) the generated text must match, decoded under
+    /// its mask (model/constrain/). Empty = free text. The version that runs the request
+    /// compiles it before queueing; a schema it cannot enforce is a 400 naming `schema_param`.
+    std::string json_schema;
+    std::string schema_param; ///< the request field the schema came from (response_format, tools)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
-             x.t_received_us, x.client_key, x.n_resumed, x.relay);
+             x.t_received_us, x.client_key, x.n_resumed, x.relay, x.json_schema, x.schema_param);
 }
 
 /// One generated token on its way to the request's sink. `text` is the newly completed UTF-8
@@ -184,11 +189,14 @@ struct step_chunk {
     model::seq_chunk part;
     sampling params;
     std::uint32_t n_sampled = 0;
+    /// The request's JSON Schema, on the chunk that starts a sequence (like `params`): the
+    /// executor masks every sampled token of the sequence with it. Empty = unconstrained.
+    std::string json_schema;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
-    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled);
+    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.json_schema);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.

@@ -467,6 +467,13 @@ private:
         }
     }
 
+    static bool more_names(const frame& f, const node& n) {
+        if (n.additional != no_node)
+            return true;
+        const std::uint64_t all = n.keys.size() >= 64 ? ~0ULL : (1ULL << n.keys.size()) - 1;
+        return (f.z & all) != all;
+    }
+
     void object(frame_stack c, std::uint8_t b, const node& n) {
         frame& f = c.back();
         auto close = [&] {
@@ -538,7 +545,8 @@ private:
         case obj_after_value:
             if (b == '}')
                 return close();
-            if (b == ',' && f.x < n.max_count) {
+            // A comma only where another name can follow (no dead end after it).
+            if (b == ',' && f.x < n.max_count && more_names(f, n)) {
                 f.phase = obj_after_comma;
                 emit(std::move(c));
             }

@@ -21,9 +21,14 @@ const char* schema = R"({"type":"object","properties":{
     "extra":{"anyOf":[{"type":"null"},{"type":"object"}]}},
     "required":["name","age"],"additionalProperties":false})";
 
+/// A closed object with few names: every name can be used up (no comma after the last).
+const char* small_schema = R"({"type":"object","properties":{"a":{"type":"integer"},
+    "b":{"type":"boolean"}},"required":["a"],"additionalProperties":false})";
+
 /// Walks `n_states` random paths of allowed tokens, comparing both masks at every state.
-void compare_masks(const model::tokenizer& tok, int n_paths, int max_len, std::uint64_t seed) {
-    auto c = schema_cache::shared().get(schema, tok);
+void compare_masks(const model::tokenizer& tok, int n_paths, int max_len, std::uint64_t seed,
+                   const char* which = schema) {
+    auto c = schema_cache::shared().get(which, tok);
     REQUIRE(c);
     std::mt19937_64 rng(seed);
     int states = 0;
@@ -55,6 +60,7 @@ void compare_masks(const model::tokenizer& tok, int n_paths, int max_len, std::u
 
 TEST_CASE("token mask: trie walk == per-token reference, default model's tokenizer") {
     compare_masks(test::default_tokenizer(), 40, 60, 1);
+    compare_masks(test::default_tokenizer(), 40, 30, 3, small_schema);
 }
 
 TEST_CASE("token mask: trie walk == per-token reference, Llama-3 tokenizer") {
