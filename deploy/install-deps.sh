@@ -19,6 +19,7 @@ packages=(
     # tests and benchmarks
     doctest-dev libbenchmark-dev
     python3                          # small helper scripts in tests
+    json-schema-test-suite           # the official JSON Schema cases (tests/constrain)
 )
 
 source "$(dirname "${BASH_SOURCE[0]}")/apt-missing.sh"
