@@ -409,6 +409,7 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.finished = st.finished;
             out.model_version = st.opt.model_version;
             out.outstanding_tokens = ps.outstanding_tokens;
+            out.schema_compilations = model::constrain::schema_cache::shared().compilations();
             return out;
         },
     };

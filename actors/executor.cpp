@@ -126,19 +126,7 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
             (void)con.accept(s.tokens[i]);
         s.replay = 0;
     }
-    const auto mask = con.allowed();
-    st.masked.assign(row.begin(), row.end());
-    bool any = false;
-    for (std::size_t w = 0; w < mask->size(); ++w) {
-        const std::uint64_t bits = (*mask)[w];
-        any |= bits != 0;
-        if (bits == ~0ULL)
-            continue;
-        const std::size_t end = std::min(st.masked.size(), (w + 1) * 64);
-        for (std::size_t i = w * 64; i < end; ++i)
-            if (!((bits >> (i & 63)) & 1))
-                st.masked[i] = -std::numeric_limits<float>::infinity();
-    }
+    const bool any = model::constrain::apply_mask(*con.allowed(), row, st.masked);
     if (!any)
         return error{errc::invalid_argument,
                      "structured output: no token can continue the JSON value here",

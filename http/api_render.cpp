@@ -40,7 +40,8 @@ json::object stats_json(const msg::batcher_stats& x) {
             {"kv_blocks_total", x.kv_blocks_total},
             {"steps", x.steps},
             {"preemptions", x.preemptions},
-            {"finished", x.finished}};
+            {"finished", x.finished},
+            {"schema_compilations", x.schema_compilations}};
 }
 
 // The kernel family of each op and how it was chosen; times in whole nanoseconds (Boost.JSON

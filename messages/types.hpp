@@ -407,13 +407,16 @@ struct batcher_stats {
     /// Prompt tokens still to prefill plus tokens still to generate (up to max_tokens), over the
     /// queued and running requests: the work a replica holds, for routing.
     std::uint64_t outstanding_tokens = 0;
+    /// Structured output: JSON Schemas compiled in this process so far (a schema that comes
+    /// again is a cache hit and does not count).
+    std::uint64_t schema_compilations = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
     return f(caf::meta::type_name("batcher_stats"), x.model, x.waiting, x.waiting_prompt_tokens,
              x.running, x.kv_blocks_used, x.kv_blocks_total, x.steps, x.preemptions, x.finished,
-             x.model_version, x.outstanding_tokens);
+             x.model_version, x.outstanding_tokens, x.schema_compilations);
 }
 
 } // namespace bitnet::msg

@@ -3,6 +3,8 @@
 #include "model/constrain/json_schema.hpp"
 
 #include <algorithm>
+#include <limits>
+#include <string_view>
 
 namespace bitnet::model::constrain {
 
@@ -12,6 +14,22 @@ constexpr std::size_t max_cached_masks = 1 << 14; ///< per schema; the cache res
 constexpr std::size_t max_cached_schemas = 256;
 
 } // namespace
+
+bool apply_mask(const token_mask& mask, std::span<const float> row, std::vector<float>& out) {
+    out.assign(row.begin(), row.end());
+    bool any = false;
+    for (std::size_t w = 0; w < mask.size(); ++w) {
+        const std::uint64_t bits = mask[w];
+        any |= bits != 0;
+        if (bits == ~0ULL)
+            continue;
+        const std::size_t end = std::min(out.size(), (w + 1) * 64);
+        for (std::size_t i = w * 64; i < end; ++i)
+            if (!((bits >> (i & 63)) & 1))
+                out[i] = -std::numeric_limits<float>::infinity();
+    }
+    return any;
+}
 
 std::shared_ptr<const vocab_index> vocab_index::build(const tokenizer& tok) {
     auto v = std::make_shared<vocab_index>();
@@ -126,27 +144,50 @@ bool token_constraint::accept(std::int32_t id) {
     return m_.feed(c_->rules(), piece);
 }
 
+std::shared_ptr<schema_cache::vocab_entry> schema_cache::vocab_of(const tokenizer& tok) {
+    const void* addr = &tok.vocab();
+    {
+        std::lock_guard lk(mu_);
+        if (auto it = vocabs_.find(addr); it != vocabs_.end())
+            return it->second;
+    }
+    // The content that decides the masks: every piece and the end-of-generation ids.
+    std::string fp = std::to_string(tok.n_vocab()) + ':';
+    std::size_t h = 0;
+    for (std::int32_t id = 0; id < tok.n_vocab(); ++id)
+        h = h * 1000003u ^ std::hash<std::string_view>{}(tok.token_to_piece(id, false)) ^
+            static_cast<std::size_t>(tok.type_of(id));
+    for (auto id : tok.eog_ids())
+        h = h * 31u + static_cast<std::size_t>(id);
+    fp += std::to_string(h);
+    std::shared_ptr<const vocab_index> index;
+    {
+        std::lock_guard lk(mu_);
+        if (auto it = by_fingerprint_.find(fp); it != by_fingerprint_.end())
+            index = it->second;
+    }
+    if (!index)
+        index = vocab_index::build(tok);
+    auto e = std::make_shared<vocab_entry>(vocab_entry{tok, fp, index});
+    std::lock_guard lk(mu_);
+    by_fingerprint_.emplace(fp, index);
+    return vocabs_.emplace(addr, e).first->second;
+}
+
 result<std::shared_ptr<const compiled_constraint>> schema_cache::get(std::string_view schema_json,
                                                                      const tokenizer& tok) {
-    const void* tok_id = &tok.vocab();
+    const auto ve = vocab_of(tok);
     std::string key(schema_json);
-    key.append(reinterpret_cast<const char*>(&tok_id), sizeof tok_id);
-    std::shared_ptr<vocab_entry> ve;
+    key += '\0';
+    key += ve->fingerprint;
     {
         std::lock_guard lk(mu_);
         if (auto it = schemas_.find(key); it != schemas_.end())
             return it->second;
-        if (auto it = vocabs_.find(tok_id); it != vocabs_.end())
-            ve = it->second;
     }
     auto g = compile_json_schema(schema_json);
     if (!g)
         return g.error();
-    if (!ve) {
-        ve = std::make_shared<vocab_entry>(vocab_entry{tok, vocab_index::build(tok)});
-        std::lock_guard lk(mu_);
-        ve = vocabs_.emplace(tok_id, ve).first->second;
-    }
     auto c = std::make_shared<const compiled_constraint>(std::move(*g), ve->index);
     ++compiled_;
     std::lock_guard lk(mu_);

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +27,10 @@ using token_mask = std::vector<std::uint64_t>;
 [[nodiscard]] inline bool mask_has(const token_mask& m, std::int32_t id) noexcept {
     return ((m[static_cast<std::size_t>(id) >> 6] >> (id & 63)) & 1) != 0;
 }
+
+/// `row` (one logits row) into `out` with every token `mask` does not allow at -infinity, so
+/// the sampler can only draw allowed ones. False when the mask allows no token at all.
+bool apply_mask(const token_mask& mask, std::span<const float> row, std::vector<float>& out);
 
 /// The tokenizer's pieces as bytes and as a trie, and its end-of-generation ids.
 struct vocab_index {
@@ -103,13 +108,19 @@ public:
 
 private:
     struct vocab_entry {
-        tokenizer tok; ///< held so the address that keys it cannot be reused by another
+        tokenizer tok;           ///< held so the address that keys it cannot be reused by another
+        std::string fingerprint; ///< the vocabulary's content (two copies of a model: one key)
         std::shared_ptr<const vocab_index> index;
     };
     std::mutex mu_;
+    /// By the tokenizer's address: the batcher and the executor of a version load the same
+    /// vocabulary separately; the fingerprint makes them share one compiled schema.
     std::unordered_map<const void*, std::shared_ptr<vocab_entry>> vocabs_;
+    std::unordered_map<std::string, std::shared_ptr<const vocab_index>> by_fingerprint_;
     std::unordered_map<std::string, std::shared_ptr<const compiled_constraint>> schemas_;
     std::atomic<std::uint64_t> compiled_{0};
+
+    std::shared_ptr<vocab_entry> vocab_of(const tokenizer& tok);
 };
 
 } // namespace bitnet::model::constrain

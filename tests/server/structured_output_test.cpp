@@ -132,6 +132,15 @@ TEST_CASE("structured output on the default model: every sampled reply validates
                 }
             }
     CHECK(stopped > 0);
+    // 16 requests with one schema: compiled once (the batcher's check and the executor share it).
+    const auto stats = test::parse_object(s.get("/v1/stats").body);
+    int found = 0;
+    for (const auto& m : stats.at("models").as_array())
+        if (m.as_object().at("model") == "tiny") {
+            CHECK(m.as_object().at("schema_compilations").as_int64() == 1);
+            ++found;
+        }
+    CHECK(found == 1);
     // Cut by max_tokens: "length", and a prefix of the schema's language (not whole JSON).
     const auto cut = run(s, false, false, 1, 3);
     CHECK(cut.finish == "length");
