@@ -2,6 +2,7 @@
 // native and OpenAI routes, SSE, greedy determinism, batch invariance of concurrent requests,
 // tokenize/detokenize, the drain on SIGTERM, --print-config.
 #include "server/server_process.hpp"
+#include "server/sse_payloads.hpp"
 
 #include <atomic>
 #include <mutex>
@@ -12,17 +13,7 @@ using namespace bitnet;
 
 namespace {
 
-/// The SSE `data:` payloads of a body, in order.
-std::vector<std::string> sse_data(const std::string& body) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while ((at = body.find("data: ", at)) != std::string::npos) {
-        const auto end = body.find("\n\n", at);
-        out.push_back(body.substr(at + 6, end - at - 6));
-        at = end;
-    }
-    return out;
-}
+using test::sse_data;
 
 std::string greedy(const std::string& prompt, int max_tokens) {
     return R"({"prompt":)" + boost::json::serialize(boost::json::value(prompt)) +

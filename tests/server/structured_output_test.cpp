@@ -3,6 +3,7 @@
 // validate against its schema (or be cut by max_tokens, finish_reason "length"); forced tool
 // calls come back as tool_calls; a schema keyword we cannot enforce is a 400 naming it.
 #include "server/model_admin.hpp"
+#include "server/sse_payloads.hpp"
 
 #include <string>
 
@@ -47,16 +48,7 @@ void check_person(const std::string& text) {
     CHECK(json::serialize(v) == text);
 }
 
-std::vector<std::string> sse_data(const std::string& body) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while ((at = body.find("data: ", at)) != std::string::npos) {
-        const auto end = body.find("\n\n", at);
-        out.push_back(body.substr(at + 6, end - at - 6));
-        at = end;
-    }
-    return out;
-}
+using test::sse_data;
 
 std::string response_format(const char* schema) {
     return R"("response_format":{"type":"json_schema","json_schema":{"name":"person","strict":true,"schema":)" +
