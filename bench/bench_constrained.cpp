@@ -135,6 +135,7 @@ int main(int argc, char** argv) {
     std::string schema = default_schema;
     int threads = 2, streams = 32, steps = 200, pairs = 5;
     std::uint32_t max_tokens = 128;
+    std::string arm = "both";
     app.add_option("-m,--model", model_path, "GGUF model");
     app.add_option("--threads", threads, "engine threads");
     app.add_option("--streams", streams, "concurrent streams (rows per decode step)");
@@ -142,6 +143,10 @@ int main(int argc, char** argv) {
     app.add_option("--pairs", pairs, "interleaved (unconstrained, constrained) run pairs");
     app.add_option("--max-tokens", max_tokens, "a stream restarts after this many tokens");
     app.add_option("--schema", schema, "JSON Schema text (default: a list of records)");
+    app.add_option("--arm", arm,
+                   "both (interleaved pairs), free or constrained (one arm only: for callgrind, "
+                   "whose instruction counts do not depend on the machine's load)")
+        ->check(CLI::IsMember({"both", "free", "constrained"}));
     CLI11_PARSE(app, argc, argv);
 
     model::engine_options opt;
@@ -163,6 +168,16 @@ int main(int argc, char** argv) {
     // One warm-up run of each arm (page faults, the mask cache's first fills are part of the
     // constrained arm's cost and are measured again in every run: the cache persists, as in the
     // server, where it is per schema).
+    if (arm != "both") {
+        // One arm, no warm-up: run it with --steps 0 and --steps N under callgrind; the
+        // difference is the instructions of N steps.
+        const auto f =
+            run(**eng, prompt, streams, steps, max_tokens, arm == "free" ? nullptr : *compiled, 0);
+        std::printf("%s: %llu tokens, %llu restarts\n", arm.c_str(),
+                    static_cast<unsigned long long>(f.tokens),
+                    static_cast<unsigned long long>(f.restarts));
+        return 0;
+    }
     (void)run(**eng, prompt, streams, 20, max_tokens, nullptr, 99);
     (void)run(**eng, prompt, streams, 20, max_tokens, *compiled, 99);
     std::vector<double> free_tps, con_tps, mask_us, free_cpu, con_cpu;

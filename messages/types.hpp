@@ -120,8 +120,8 @@ struct generate_request {
     /// Structured output: a JSON Schema (JSON text) the generated text must match, decoded under
     /// its mask (model/constrain/). Empty = free text. The version that runs the request
     /// compiles it before queueing; a schema it cannot enforce is a 400 naming `schema_param`.
-    std::string json_schema;
-    std::string schema_param; ///< the request field the schema came from (response_format, tools)
+    std::string json_schema{};
+    std::string schema_param{}; ///< the request field the schema came from (response_format, tools)
 };
 
 template <class Inspector>
@@ -191,7 +191,7 @@ struct step_chunk {
     std::uint32_t n_sampled = 0;
     /// The request's JSON Schema, on the chunk that starts a sequence (like `params`): the
     /// executor masks every sampled token of the sequence with it. Empty = unconstrained.
-    std::string json_schema;
+    std::string json_schema{};
 };
 
 template <class Inspector>
