@@ -1,6 +1,7 @@
 #include "actors/batcher.hpp"
 
 #include "messages/errors.hpp"
+#include "model/constrain/token_constraint.hpp"
 #include "model/sampling/stop_rules.hpp"
 #include "model/tokenizer/tokenizer_stream.hpp"
 
@@ -352,6 +353,8 @@ void kick_step(batcher_pointer self) {
             sc.params = it->second.req.params;
             sc.n_sampled = it->second.n_generated;
             mark_prompt_rows(it->second, sc);
+            if (c.part.pos0 == 0)
+                sc.json_schema = it->second.req.json_schema;
         }
         batch.chunks.push_back(std::move(sc));
     }
@@ -411,6 +414,21 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
                     ? clock::time_point{std::chrono::microseconds(req.t_received_us)}
                     : now;
             const auto timeout = req.timeout_ms > 0 ? req.timeout_ms : st.opt.default_timeout_ms;
+            // A schema is compiled (once per schema, cached) before the request is queued, so one
+            // that cannot be enforced is a 400 before any stream starts.
+            if (!req.json_schema.empty()) {
+                if (!st.tokenizer)
+                    return msg::to_caf_error(bitnet::error{
+                        errc::invalid_argument,
+                        "structured output needs the model's tokenizer, and this server has none",
+                        req.schema_param});
+                auto compiled =
+                    model::constrain::schema_cache::shared().get(req.json_schema, *st.tokenizer);
+                if (!compiled)
+                    return msg::to_caf_error(bitnet::error{
+                        errc::invalid_argument, compiled.error().message,
+                        req.schema_param.empty() ? "response_format" : req.schema_param});
+            }
             sched::seq_request sr;
             sr.id = req.id;
             sr.prompt = req.prompt;
@@ -486,6 +504,7 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.finished = st.finished;
             out.model_version = st.opt.model_version;
             out.outstanding_tokens = ps.outstanding_tokens;
+            out.schema_compilations = model::constrain::schema_cache::shared().compilations();
             return out;
         },
     };

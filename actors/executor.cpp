@@ -2,6 +2,7 @@
 
 #include "actors/engine_kinds.hpp"
 #include "messages/errors.hpp"
+#include "model/constrain/token_constraint.hpp"
 #include "model/engine/device_choice.hpp"
 #include "model/engine/model_config.hpp"
 #include "model/gguf/ggml_type.hpp"
@@ -16,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include <malloc.h>
@@ -29,6 +31,11 @@ namespace {
 struct seq_state {
     model::sampler sampler;
     std::vector<msg::token_id> tokens;
+    /// Structured output: where the sequence stands in its schema (null: unconstrained).
+    std::optional<model::constrain::token_constraint> constraint;
+    /// Generated tokens the constraint has still to take (a sequence re-prefilled after a
+    /// preemption replays them once its whole prefix is back).
+    std::uint32_t replay = 0;
 };
 
 /// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
@@ -48,6 +55,7 @@ struct executor_state {
     model::device_choice device;
     std::unordered_map<std::uint64_t, seq_state> seqs;
     std::vector<std::int32_t> score_order; ///< scratch of prompt scoring's top alternatives
+    std::vector<float> masked; ///< scratch: a logits row with the schema's mask applied
     static inline const char* name = "executor";
 };
 
@@ -84,16 +92,48 @@ result<void> check_ids(const msg::step_chunk& c, std::uint32_t n_vocab) {
     return {};
 }
 
-/// A sequence's first chunk (or its first after a preemption) gets its sampler.
-void prepare_seq(executor_state& st, const msg::step_chunk& c) {
+/// A sequence's first chunk (or its first after a preemption) gets its sampler, and its
+/// constraint when the request has a schema.
+result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
     auto it = st.seqs.find(c.part.seq);
     if (c.part.pos0 == 0 || it == st.seqs.end()) {
         auto smp = make_sampler(c.params);
         // Re-prefilled after a preemption: the draws continue where they stopped, so seeded
         // sampling gives the same tokens with or without KV pressure.
         smp.resume_after(c.n_sampled);
-        st.seqs.insert_or_assign(c.part.seq, seq_state{std::move(smp), {}});
+        seq_state s{std::move(smp), {}, std::nullopt, 0};
+        if (!c.json_schema.empty()) {
+            // The batcher compiled it before queueing: this is a cache hit.
+            auto compiled =
+                model::constrain::schema_cache::shared().get(c.json_schema, st.engine->vocab());
+            if (!compiled)
+                return compiled.error();
+            s.constraint.emplace(std::move(*compiled));
+            s.replay = c.n_sampled;
+        }
+        st.seqs.insert_or_assign(c.part.seq, std::move(s));
     }
+    return {};
+}
+
+/// The logits row of a constrained sequence with every token its schema does not allow at -inf.
+/// Errors when no token fits (a sequence cut by the context, or a schema whose value cannot be
+/// finished from here).
+result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
+                                          std::span<const float> row) {
+    auto& con = *s.constraint;
+    if (s.replay > 0) {
+        const auto from = s.tokens.size() - std::min<std::size_t>(s.replay, s.tokens.size());
+        for (auto i = from; i < s.tokens.size(); ++i)
+            (void)con.accept(s.tokens[i]);
+        s.replay = 0;
+    }
+    const bool any = model::constrain::apply_mask(*con.allowed(), row, st.masked);
+    if (!any)
+        return error{errc::invalid_argument,
+                     "structured output: no token can continue the JSON value here",
+                     "response_format"};
+    return std::span<const float>(st.masked);
 }
 
 /// After a successful pass: `c` joins its sequence's tokens and, when it asked for logits, its
@@ -110,9 +150,18 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
                                               "asked for one (seq " +
                                                   std::to_string(c.part.seq) + ")"},
                         out);
-    auto smp = s.sampler.sample(so.row(row, st.engine->config().n_vocab), s.tokens);
+    std::span<const float> logits = so.row(row, st.engine->config().n_vocab);
+    if (s.constraint) {
+        auto m = masked_row(st, s, logits);
+        if (!m)
+            return fail_seq(st, c, m.error(), out);
+        logits = *m;
+    }
+    auto smp = s.sampler.sample(logits, s.tokens);
     if (!smp)
         return fail_seq(st, c, smp.error(), out);
+    if (s.constraint)
+        (void)s.constraint->accept(smp->token);
     msg::sampled_token t{c.part.seq, smp->token, smp->logprob, {}, {}};
     for (const auto& alt : smp->top_logprobs) {
         t.top_tokens.push_back(alt.token);
@@ -214,7 +263,10 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
             fail_seq(st, c, ok.error(), out);
             continue;
         }
-        prepare_seq(st, c);
+        if (auto ok = prepare_seq(st, c); !ok) {
+            fail_seq(st, c, ok.error(), out);
+            continue;
+        }
         picked.push_back(i);
     }
     if (!picked.empty()) {

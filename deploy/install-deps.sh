@@ -21,6 +21,7 @@ packages=(
     python3                          # small helper scripts in tests
     openssl curl                     # HTTPS and cluster TLS tests: certificates made at test
                                      # time, curl --cacert as the client
+    json-schema-test-suite           # the official JSON Schema cases (tests/constrain)
 )
 
 source "$(dirname "${BASH_SOURCE[0]}")/apt-missing.sh"

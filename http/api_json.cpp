@@ -1,5 +1,7 @@
 #include "http/api_json.hpp"
 
+#include "http/api_structured.hpp"
+
 #include <boost/json.hpp>
 
 #include <cmath>
@@ -308,6 +310,8 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     if (kind != api_kind::native)
         if (auto e = read_stream_options(f, in))
             return *e;
+    if (auto e = read_structured(o, kind, in))
+        return *e;
     if (f.failed())
         return f.error();
     return in;

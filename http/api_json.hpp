@@ -41,6 +41,11 @@ struct inference_input {
     /// Completions `echo`: the prompt comes back before the completion (with its own logprobs
     /// when logprobs are asked); allows max_tokens 0 (score the prompt, generate nothing).
     bool echo = false;
+    /// Structured output (api_structured.hpp): the JSON Schema to decode under, the field it
+    /// came from, and whether the reply is a tool call.
+    std::string json_schema;
+    std::string schema_param;
+    bool tool_call = false;
 };
 
 using parse_result = std::variant<inference_input, api_error>;

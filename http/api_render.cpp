@@ -40,7 +40,8 @@ json::object stats_json(const msg::batcher_stats& x) {
             {"kv_blocks_total", x.kv_blocks_total},
             {"steps", x.steps},
             {"preemptions", x.preemptions},
-            {"finished", x.finished}};
+            {"finished", x.finished},
+            {"schema_compilations", x.schema_compilations}};
 }
 
 // The kernel family of each op and how it was chosen; times in whole nanoseconds (Boost.JSON
@@ -291,6 +292,21 @@ std::string chat_body(const std::string& req_id, std::int64_t created, const msg
            R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":{"role":"assistant","content":)" +
            quoted(text) + R"(},"logprobs":)" + logprobs + R"(,"finish_reason":)" +
            quoted(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
+}
+
+std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
+                                const msg::completion& c, const std::string& text,
+                                const std::optional<std::string>& tool_calls) {
+    const bool whole = tool_calls && c.finish_reason != "length" && c.finish_reason != "deadline";
+    const std::string message =
+        whole ? R"({"role":"assistant","content":null,"tool_calls":)" + *tool_calls + "}"
+              : R"({"role":"assistant","content":)" + quoted(text) + "}";
+    return R"({"id":"chatcmpl-)" + req_id.substr(4) + R"(","object":"chat.completion","created":)" +
+           std::to_string(created) + R"(,"model":)" + quoted(c.model) +
+           R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":)" + message +
+           R"(,"logprobs":null,"finish_reason":)" +
+           quoted(whole ? std::string("tool_calls") : openai_finish(c.finish_reason)) +
+           R"(}],"usage":)" + usage_json(c) + "}";
 }
 
 std::string completion_body(const std::string& req_id, std::int64_t created,

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -110,6 +111,12 @@ struct chunk_head {
 [[nodiscard]] std::string chat_body(const std::string& req_id, std::int64_t created,
                                     const msg::completion& c, const std::string& text,
                                     const std::string& logprobs);
+
+/// POST /v1/chat/completions with a forced tool call: `tool_calls` (JSON text) with content null
+/// and finish_reason "tool_calls"; without them (the call was cut), the text as content.
+[[nodiscard]] std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
+                                              const msg::completion& c, const std::string& text,
+                                              const std::optional<std::string>& tool_calls);
 
 /// POST /v1/completions; `logprobs` is JSON text ("null" when not asked for).
 [[nodiscard]] std::string completion_body(const std::string& req_id, std::int64_t created,

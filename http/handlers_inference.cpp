@@ -6,6 +6,7 @@
 // and keeps the request log, metrics and the drain-cut answers.
 #include "http/api_json.hpp"
 #include "http/echo_render.hpp"
+#include "http/api_structured.hpp"
 #include "http/session.hpp"
 #include "messages/errors.hpp"
 
@@ -102,6 +103,9 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.prio = in.prio;
     g.timeout_ms = in.timeout_ms;
     g.client_key = client_key_;
+    g.json_schema = std::move(in.json_schema);
+    g.schema_param = std::move(in.schema_param);
+    c.tool_call = in.tool_call;
     c.active = call_count(srv_.sessions);
     g.t_received_us =
         std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
@@ -234,6 +238,8 @@ void session::stream_token(const msg::token_event& ev, bool lp) {
         sse_event("token", native_token_event(ev));
         break;
     case route_kind::chat:
+        if (call_->tool_call)
+            break; // the call goes out whole at the end (stream_done_events)
         if (!ev.text.empty() || lp)
             sse_data(
                 chat_chunk(head(), R"({"content":)" + quoted(ev.text) + "}", "null",
@@ -284,6 +290,9 @@ void session::on_done(msg::completion c) {
     std::string body;
     if (call_->kind == route_kind::native)
         body = native_body(call_->req_id, c, call_->text, call_->tokens);
+    else if (call_->kind == route_kind::chat && call_->tool_call)
+        body = chat_tool_call_body(call_->req_id, call_->created, c, call_->text,
+                                   tool_calls_json(call_->text, call_->req_id, false));
     else if (call_->kind == route_kind::chat)
         body = chat_body(call_->req_id, call_->created, c, call_->text,
                          call_->want_logprobs ? chat_logprobs_object(call_->lp_chat) : "null");
@@ -308,7 +317,23 @@ void session::stream_done_events(const msg::completion& c) {
         sse_event("done", native_done_event(c));
         break;
     case route_kind::chat:
-        sse_data(chat_chunk(head(), "{}", finish));
+        if (call_->tool_call) {
+            // One delta with the whole call, then the finish: OpenAI's shape, in one piece.
+            if (auto calls = tool_calls_json(call_->text, call_->req_id, true)) {
+                sse_data(chat_chunk(
+                    head(), R"({"role":"assistant","content":null,"tool_calls":)" + *calls + "}",
+                    "null"));
+                if (!call_->cut && c.finish_reason != "length" && c.finish_reason != "deadline")
+                    sse_data(chat_chunk(head(), "{}", quoted("tool_calls")));
+                else
+                    sse_data(chat_chunk(head(), "{}", finish));
+            } else {
+                sse_data(chat_chunk(head(), R"({"content":)" + quoted(call_->text) + "}", "null"));
+                sse_data(chat_chunk(head(), "{}", finish));
+            }
+        } else {
+            sse_data(chat_chunk(head(), "{}", finish));
+        }
         if (call_->include_usage)
             sse_data(chat_usage_chunk(head(), c));
         if (call_->cut)

@@ -107,6 +107,7 @@ private:
         /// The prompt as sent, when it was text: what `echo` gives back (token ids are echoed
         /// as the model's tokenizer renders them).
         std::optional<std::string> echo_text;
+        bool tool_call = false; ///< chat: the text is a forced tool call, sent as tool_calls
     };
 
     // ---- transport (session.cpp) -------------------------------------------------------

@@ -123,13 +123,19 @@ struct generate_request {
     /// With echo: score every prompt token from the same forward pass (teacher forcing): its
     /// log-probability given the tokens before it, and params.n_logprobs alternatives.
     bool prompt_logprobs = false;
+    /// Structured output: a JSON Schema (JSON text) the generated text must match, decoded under
+    /// its mask (model/constrain/). Empty = free text. The version that runs the request
+    /// compiles it before queueing; a schema it cannot enforce is a 400 naming `schema_param`.
+    std::string json_schema{};
+    std::string schema_param{}; ///< the request field the schema came from (response_format, tools)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
-             x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs);
+             x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs, x.json_schema,
+             x.schema_param);
 }
 
 /// The prompt as a request with generate_request::echo gets it back (OpenAI's `echo`): its
@@ -220,11 +226,15 @@ struct step_chunk {
     /// With part.all_logits: the prompt token that follows the chunk (scored from the chunk's
     /// last row), or -1 when the chunk ends the prompt (that row samples instead).
     token_id next_token = -1;
+    /// The request's JSON Schema, on the chunk that starts a sequence (like `params`): the
+    /// executor masks every sampled token of the sequence with it. Empty = unconstrained.
+    std::string json_schema{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
-    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token);
+    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token,
+             x.json_schema);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.
@@ -454,13 +464,16 @@ struct batcher_stats {
     /// Prompt tokens still to prefill plus tokens still to generate (up to max_tokens), over the
     /// queued and running requests: the work a replica holds, for routing.
     std::uint64_t outstanding_tokens = 0;
+    /// Structured output: JSON Schemas compiled in this process so far (a schema that comes
+    /// again is a cache hit and does not count).
+    std::uint64_t schema_compilations = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
     return f(caf::meta::type_name("batcher_stats"), x.model, x.waiting, x.waiting_prompt_tokens,
              x.running, x.kv_blocks_used, x.kv_blocks_total, x.steps, x.preemptions, x.finished,
-             x.model_version, x.outstanding_tokens);
+             x.model_version, x.outstanding_tokens, x.schema_compilations);
 }
 
 } // namespace bitnet::msg

@@ -12,6 +12,8 @@ using namespace bitnet;
 
 namespace {
 
+using test::sse_data;
+
 std::string greedy(const std::string& prompt, int max_tokens) {
     return R"({"prompt":)" + boost::json::serialize(boost::json::value(prompt)) +
            R"(,"max_tokens":)" + std::to_string(max_tokens) + R"(,"temperature":0})";

@@ -25,7 +25,8 @@ caf_or_net='<(caf/|boost/beast|boost/asio)'
 # (";" separates: "|" is the regex alternation).
 # Rooms and dependencies not listed here are allowed on purpose:
 #   model -> kernels, common          the model is built on the kernels
-#   model/ sub-rooms: gguf <- tokenizer <- engine; sampling stands alone; engine -> all three
+#   model/ sub-rooms: gguf <- tokenizer <- engine; sampling stands alone; engine -> all three;
+#                     constrain -> tokenizer (and what it includes)
 #   messages -> model, common, CAF    model value types only (sampling_params, seq_chunk), as the map allows
 #   actors -> messages, model, kernels, common, CAF
 #   http -> messages, common, CAF, Beast/Asio (http bridges asio threads to actors)
@@ -37,6 +38,9 @@ rules=(
     "model/gguf;${ours}model/(tokenizer|sampling|engine)/;model/gguf/ (the file format) must not include the model sub-rooms above it"
     "model/tokenizer;${ours}model/(sampling|engine)/;model/tokenizer/ may include model/gguf/ only of the model sub-rooms"
     "model/sampling;${ours}model/(gguf|tokenizer|engine)/;model/sampling/ must not include the other model sub-rooms"
+    # constrain masks the vocabulary, so it reads the tokenizer's pieces; it knows nothing of the
+    # engine or the sampler (the executor applies its mask to the logits before sampling).
+    "model/constrain;${ours}model/(sampling|engine)/;model/constrain/ may include model/tokenizer/ only of the model sub-rooms"
     "http;${ours}(model|kernels)/;http/ must not include model/ or kernels/ (it talks to messages/)"
     "actors;${ours}http/;actors/ must not include http/"
     "messages;${ours}(actors|http)/;messages/ must not include actors/ or http/"

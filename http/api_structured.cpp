@@ -1,0 +1,156 @@
+#include "http/api_structured.hpp"
+
+#include <boost/json.hpp>
+
+namespace bitnet::http {
+
+namespace json = boost::json;
+
+namespace {
+
+/// The schema of one call of `fn`: its name, and arguments valid for its parameters.
+json::value call_schema(const std::string& name, const json::value* parameters) {
+    json::object props;
+    props["name"] = json::object{{"const", name}};
+    props["arguments"] = parameters ? *parameters : json::value(json::object{{"type", "object"}});
+    return json::object{{"type", "object"},
+                        {"properties", std::move(props)},
+                        {"required", json::array{"name", "arguments"}},
+                        {"additionalProperties", false}};
+}
+
+std::optional<api_error> read_response_format(const json::value& rf, inference_input& in) {
+    const auto* o = rf.if_object();
+    const auto* type = o ? o->if_contains("type") : nullptr;
+    if (!type || !type->is_string())
+        return invalid_value("response_format",
+                             "response_format must be an object with a \"type\": text, "
+                             "json_object or json_schema");
+    const std::string_view t = type->get_string();
+    if (t == "text")
+        return std::nullopt;
+    if (t == "json_object") {
+        in.json_schema = R"({"type":"object"})";
+    } else if (t == "json_schema") {
+        const auto* js = o->if_contains("json_schema");
+        const auto* schema =
+            js && js->is_object() ? js->get_object().if_contains("schema") : nullptr;
+        if (!schema || !(schema->is_object() || schema->is_bool()))
+            return invalid_value("response_format",
+                                 "response_format json_schema needs \"json_schema\": {\"name\", "
+                                 "\"schema\": {...}, \"strict\"}");
+        in.json_schema = json::serialize(*schema);
+    } else {
+        return invalid_value("response_format",
+                             "response_format type must be text, json_object or json_schema");
+    }
+    in.schema_param = "response_format";
+    return std::nullopt;
+}
+
+std::optional<api_error> read_tools(const json::object& body, inference_input& in) {
+    const auto* tools = body.if_contains("tools");
+    const auto* choice = body.if_contains("tool_choice");
+    if (!tools || tools->is_null())
+        return choice && !choice->is_null() &&
+                       !(choice->is_string() && choice->get_string() == "none")
+                   ? std::optional<api_error>(
+                         invalid_value("tool_choice", "tool_choice needs \"tools\""))
+                   : std::nullopt;
+    if (!tools->is_array() || tools->get_array().empty())
+        return invalid_value("tools", "tools must be a non-empty array of functions");
+    std::vector<std::pair<std::string, const json::value*>> fns;
+    for (const auto& t : tools->get_array()) {
+        const auto* to = t.if_object();
+        const auto* fn = to ? to->if_contains("function") : nullptr;
+        const auto* fo = fn ? fn->if_object() : nullptr;
+        const auto* name = fo ? fo->if_contains("name") : nullptr;
+        if (!to || !to->contains("type") || to->at("type") != "function" || !name ||
+            !name->is_string() || name->get_string().empty())
+            return invalid_value("tools", "each tool must be {\"type\":\"function\",\"function\":"
+                                          "{\"name\",\"description\",\"parameters\"}}");
+        const auto* params = fo->if_contains("parameters");
+        if (params && !params->is_object())
+            return invalid_value("tools", "a function's parameters must be a JSON Schema object");
+        fns.emplace_back(std::string(name->get_string()), params);
+    }
+    // "auto" (the default with tools) and "none": plain generation; our chat templates do not
+    // render tools, so "auto" is left to the model (README, "Tool calls").
+    if (!choice || choice->is_null())
+        return std::nullopt;
+    json::array alts;
+    if (choice->is_string()) {
+        const std::string_view c = choice->get_string();
+        if (c == "none" || c == "auto")
+            return std::nullopt;
+        if (c != "required")
+            return invalid_value("tool_choice", "tool_choice must be none, auto, required or "
+                                                "{\"type\":\"function\",\"function\":{\"name\"}}");
+        for (const auto& [n, p] : fns)
+            alts.push_back(call_schema(n, p));
+    } else {
+        const auto* co = choice->if_object();
+        const auto* fn = co ? co->if_contains("function") : nullptr;
+        const auto* name = fn && fn->is_object() ? fn->get_object().if_contains("name") : nullptr;
+        if (!name || !name->is_string())
+            return invalid_value("tool_choice", "tool_choice must be none, auto, required or "
+                                                "{\"type\":\"function\",\"function\":{\"name\"}}");
+        for (const auto& [n, p] : fns)
+            if (n == name->get_string())
+                alts.push_back(call_schema(n, p));
+        if (alts.empty())
+            return invalid_value("tool_choice", "tool_choice names the function \"" +
+                                                    std::string(name->get_string()) +
+                                                    "\", which is not among the tools");
+    }
+    if (!in.json_schema.empty())
+        return invalid_value("tool_choice",
+                             "a forced tool call and response_format cannot be used together");
+    in.json_schema = alts.size() == 1 ? json::serialize(alts[0])
+                                      : json::serialize(json::object{{"anyOf", std::move(alts)}});
+    in.schema_param = "tools";
+    in.tool_call = true;
+    return std::nullopt;
+}
+
+} // namespace
+
+std::optional<api_error> read_structured(const json::object& body, api_kind kind,
+                                         inference_input& in) {
+    if (kind == api_kind::native) {
+        if (const auto* s = body.if_contains("json_schema"); s && !s->is_null()) {
+            if (!s->is_object() && !s->is_bool())
+                return invalid_value("json_schema", "json_schema must be a JSON Schema object");
+            in.json_schema = json::serialize(*s);
+            in.schema_param = "json_schema";
+        }
+        return std::nullopt;
+    }
+    if (const auto* rf = body.if_contains("response_format"); rf && !rf->is_null())
+        if (auto e = read_response_format(*rf, in))
+            return e;
+    if (kind == api_kind::chat)
+        return read_tools(body, in);
+    return std::nullopt;
+}
+
+std::optional<std::string> tool_calls_json(const std::string& text, const std::string& req_id,
+                                           bool with_index) {
+    boost::system::error_code ec;
+    const auto v = json::parse(text, ec);
+    const auto* o = ec ? nullptr : v.if_object();
+    const auto* name = o ? o->if_contains("name") : nullptr;
+    const auto* args = o ? o->if_contains("arguments") : nullptr;
+    if (!name || !name->is_string() || !args)
+        return std::nullopt;
+    json::object fn{{"name", name->get_string()}, {"arguments", json::serialize(*args)}};
+    json::object call;
+    if (with_index)
+        call["index"] = 0;
+    call["id"] = "call_" + req_id.substr(req_id.find('-') + 1);
+    call["type"] = "function";
+    call["function"] = std::move(fn);
+    return json::serialize(json::array{std::move(call)});
+}
+
+} // namespace bitnet::http

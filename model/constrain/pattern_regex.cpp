@@ -1,0 +1,531 @@
+#include "model/constrain/pattern_regex.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace bitnet::model::constrain {
+
+namespace {
+
+constexpr std::uint64_t sticky_match = 1ULL << 63; ///< a match was seen and the end is free
+constexpr std::uint32_t max_states = 63;
+constexpr std::uint32_t no_limit = 0xFFFFFFFF;
+
+struct ast {
+    enum kind_t { chr, cat, alt, rep } kind = cat;
+    std::int32_t cls = -1;
+    std::vector<std::unique_ptr<ast>> kids;
+    std::uint32_t min = 0, max = 0;
+};
+
+error unsupported(std::string_view pattern, const std::string& what) {
+    return error{errc::unsupported,
+                 "pattern \"" + std::string(pattern) + "\": " + what +
+                     " is not supported (supported: literals, ., [classes], \\d \\w \\s, groups, "
+                     "|, * + ? {n,m}, ^ first and $ last)"};
+}
+
+/// Decodes one UTF-8 code point at `i` (a malformed byte is taken as itself).
+std::uint32_t next_cp(std::string_view s, std::size_t& i) {
+    const auto b = static_cast<std::uint8_t>(s[i++]);
+    int more = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : 0;
+    std::uint32_t cp = more == 3 ? b & 0x07 : more == 2 ? b & 0x0F : more == 1 ? b & 0x1F : b;
+    for (; more > 0 && i < s.size(); --more)
+        cp = (cp << 6) | (static_cast<std::uint8_t>(s[i++]) & 0x3F);
+    return cp;
+}
+
+} // namespace
+
+bool pattern_regex::char_class::contains(std::uint32_t cp) const noexcept {
+    bool in = false;
+    for (const auto& [lo, hi] : ranges)
+        if (cp >= lo && cp <= hi) {
+            in = true;
+            break;
+        }
+    return in != negated;
+}
+
+bool pattern_regex::char_class::intersects(std::uint32_t lo, std::uint32_t hi) const {
+    if (!negated) {
+        for (const auto& [a, b] : ranges)
+            if (a <= hi && b >= lo)
+                return true;
+        return false;
+    }
+    // Negated: some code point of [lo, hi] lies outside every range.
+    auto sorted = ranges;
+    std::sort(sorted.begin(), sorted.end());
+    std::uint64_t cur = lo;
+    for (const auto& [a, b] : sorted) {
+        if (a > cur)
+            return cur <= hi;
+        cur = std::max<std::uint64_t>(cur, std::uint64_t{b} + 1);
+        if (cur > hi)
+            return false;
+    }
+    return cur <= hi;
+}
+
+bool pattern_regex::can_step(std::uint64_t state, std::uint32_t lo, std::uint32_t hi) const {
+    if (!anchored_start_ || (state & sticky_match))
+        return true; // a new attempt can start at any character
+    for (std::uint64_t m = state & ~sticky_match; m; m &= m - 1) {
+        const auto k = static_cast<std::size_t>(__builtin_ctzll(m));
+        for (const auto& [cls, t] : moves_[k])
+            if (classes_[static_cast<std::size_t>(cls)].intersects(lo, hi))
+                return true;
+    }
+    return false;
+}
+
+struct regex_builder {
+    std::string_view pat;
+    std::size_t i = 0;
+    std::vector<pattern_regex::char_class> classes;
+    std::optional<error> err;
+
+    bool at_end() const { return i >= pat.size(); }
+    char peek() const { return pat[i]; }
+
+    void fail(const std::string& what) {
+        if (!err)
+            err = unsupported(pat, what);
+    }
+
+    std::int32_t add_class(pattern_regex::char_class c) {
+        classes.push_back(std::move(c));
+        return static_cast<std::int32_t>(classes.size() - 1);
+    }
+
+    /// `\d`-style escapes as ranges; false when `c` is not one.
+    static bool shorthand(char c, pattern_regex::char_class& out) {
+        using R = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+        const R digit{{'0', '9'}};
+        const R word{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+        const R space{{'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680},
+                      {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
+                      {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+        switch (c) {
+        case 'd':
+            out.ranges = digit;
+            return true;
+        case 'D':
+            out.ranges = digit;
+            out.negated = true;
+            return true;
+        case 'w':
+            out.ranges = word;
+            return true;
+        case 'W':
+            out.ranges = word;
+            out.negated = true;
+            return true;
+        case 's':
+            out.ranges = space;
+            return true;
+        case 'S':
+            out.ranges = space;
+            out.negated = true;
+            return true;
+        default:
+            return false;
+        }
+    }
+
+    /// The code point an escape stands for (after the backslash), or nothing when unsupported.
+    std::optional<std::uint32_t> escaped_cp() {
+        if (at_end()) {
+            fail("a trailing backslash");
+            return std::nullopt;
+        }
+        const char c = pat[i++];
+        switch (c) {
+        case 'n':
+            return '\n';
+        case 't':
+            return '\t';
+        case 'r':
+            return '\r';
+        case 'f':
+            return '\f';
+        case 'v':
+            return '\v';
+        case '0':
+            return 0;
+        default:
+            break;
+        }
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+            fail(std::string("the escape \\") + c);
+            return std::nullopt;
+        }
+        return static_cast<std::uint8_t>(c);
+    }
+
+    std::unique_ptr<ast> leaf(std::int32_t cls) {
+        auto a = std::make_unique<ast>();
+        a->kind = ast::chr;
+        a->cls = cls;
+        return a;
+    }
+
+    std::unique_ptr<ast> parse_class() { // after '['
+        pattern_regex::char_class c;
+        if (!at_end() && peek() == '^') {
+            c.negated = true;
+            ++i;
+        }
+        bool first = true;
+        while (!at_end() && (peek() != ']' || first)) {
+            first = false;
+            std::uint32_t lo = 0;
+            if (peek() == '\\') {
+                ++i;
+                pattern_regex::char_class sh;
+                if (!at_end() && shorthand(peek(), sh)) {
+                    ++i;
+                    if (sh.negated) {
+                        fail("a negated shorthand inside a class");
+                        return nullptr;
+                    }
+                    c.ranges.insert(c.ranges.end(), sh.ranges.begin(), sh.ranges.end());
+                    continue;
+                }
+                auto e = escaped_cp();
+                if (!e)
+                    return nullptr;
+                lo = *e;
+            } else {
+                lo = next_cp(pat, i);
+            }
+            std::uint32_t hi = lo;
+            if (i + 1 < pat.size() && peek() == '-' && pat[i + 1] != ']') {
+                ++i;
+                if (peek() == '\\') {
+                    ++i;
+                    auto e = escaped_cp();
+                    if (!e)
+                        return nullptr;
+                    hi = *e;
+                } else {
+                    hi = next_cp(pat, i);
+                }
+                if (hi < lo) {
+                    fail("a class range out of order");
+                    return nullptr;
+                }
+            }
+            c.ranges.emplace_back(lo, hi);
+        }
+        if (at_end()) {
+            fail("an unclosed [");
+            return nullptr;
+        }
+        ++i; // ']'
+        return leaf(add_class(std::move(c)));
+    }
+
+    std::unique_ptr<ast> parse_atom() {
+        const char c = peek();
+        if (c == '(') {
+            ++i;
+            if (i + 1 < pat.size() && peek() == '?') {
+                if (pat[i + 1] != ':') {
+                    fail("lookaround or named groups");
+                    return nullptr;
+                }
+                i += 2;
+            }
+            auto inner = parse_alt();
+            if (!inner)
+                return nullptr;
+            if (at_end() || peek() != ')') {
+                fail("an unclosed (");
+                return nullptr;
+            }
+            ++i;
+            return inner;
+        }
+        if (c == '[') {
+            ++i;
+            return parse_class();
+        }
+        if (c == '.') {
+            ++i;
+            pattern_regex::char_class any;
+            any.ranges = {{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}};
+            any.negated = true;
+            return leaf(add_class(std::move(any)));
+        }
+        if (c == '^' || c == '$') {
+            fail("an anchor inside the pattern");
+            return nullptr;
+        }
+        if (c == '*' || c == '+' || c == '?' || c == '{' || c == ')' || c == ']' || c == '}') {
+            fail(std::string("a bare ") + c);
+            return nullptr;
+        }
+        std::uint32_t cp = 0;
+        if (c == '\\') {
+            ++i;
+            pattern_regex::char_class sh;
+            if (!at_end() && shorthand(peek(), sh)) {
+                ++i;
+                return leaf(add_class(std::move(sh)));
+            }
+            auto e = escaped_cp();
+            if (!e)
+                return nullptr;
+            cp = *e;
+        } else {
+            cp = next_cp(pat, i);
+        }
+        pattern_regex::char_class one;
+        one.ranges = {{cp, cp}};
+        return leaf(add_class(std::move(one)));
+    }
+
+    bool read_int(std::uint32_t& out) {
+        const std::size_t s = i;
+        out = 0;
+        while (!at_end() && peek() >= '0' && peek() <= '9' && out < 1000)
+            out = out * 10 + static_cast<std::uint32_t>(pat[i++] - '0');
+        return i > s;
+    }
+
+    std::unique_ptr<ast> parse_repeat() {
+        auto a = parse_atom();
+        while (a && !at_end()) {
+            std::uint32_t mn = 0, mx = 0;
+            const char c = peek();
+            if (c == '*')
+                mn = 0, mx = no_limit;
+            else if (c == '+')
+                mn = 1, mx = no_limit;
+            else if (c == '?')
+                mn = 0, mx = 1;
+            else if (c == '{') {
+                ++i;
+                if (!read_int(mn)) {
+                    fail("a { that is not a count");
+                    return nullptr;
+                }
+                mx = mn;
+                if (!at_end() && peek() == ',') {
+                    ++i;
+                    if (!read_int(mx))
+                        mx = no_limit;
+                }
+                if (at_end() || peek() != '}' || mx < mn) {
+                    fail("a malformed {n,m}");
+                    return nullptr;
+                }
+            } else {
+                break;
+            }
+            ++i;
+            if (!at_end() && peek() == '?') {
+                ++i; // lazy: the same language
+            }
+            auto r = std::make_unique<ast>();
+            r->kind = ast::rep;
+            r->min = mn;
+            r->max = mx;
+            r->kids.push_back(std::move(a));
+            a = std::move(r);
+        }
+        return a;
+    }
+
+    std::unique_ptr<ast> parse_cat() {
+        auto a = std::make_unique<ast>();
+        a->kind = ast::cat;
+        while (!at_end() && peek() != '|' && peek() != ')') {
+            auto k = parse_repeat();
+            if (!k)
+                return nullptr;
+            a->kids.push_back(std::move(k));
+        }
+        return a;
+    }
+
+    std::unique_ptr<ast> parse_alt() {
+        auto first = parse_cat();
+        if (!first || at_end() || peek() != '|')
+            return first;
+        auto a = std::make_unique<ast>();
+        a->kind = ast::alt;
+        a->kids.push_back(std::move(first));
+        while (!at_end() && peek() == '|') {
+            ++i;
+            auto k = parse_cat();
+            if (!k)
+                return nullptr;
+            a->kids.push_back(std::move(k));
+        }
+        return a;
+    }
+
+    // ---- the epsilon-NFA ----
+    struct eps_state {
+        std::vector<std::pair<std::int32_t, std::uint32_t>> moves; ///< (class, target)
+        std::vector<std::uint32_t> eps;
+    };
+    std::vector<eps_state> st;
+
+    std::uint32_t fresh() {
+        st.emplace_back();
+        if (st.size() > 4096)
+            fail("a pattern this large");
+        return static_cast<std::uint32_t>(st.size() - 1);
+    }
+
+    std::uint32_t build(const ast& a, std::uint32_t entry) {
+        if (err)
+            return entry;
+        switch (a.kind) {
+        case ast::chr: {
+            const auto e = fresh();
+            st[entry].moves.emplace_back(a.cls, e);
+            return e;
+        }
+        case ast::cat: {
+            auto cur = entry;
+            for (const auto& k : a.kids)
+                cur = build(*k, cur);
+            return cur;
+        }
+        case ast::alt: {
+            const auto exit = fresh();
+            for (const auto& k : a.kids) {
+                const auto s = fresh();
+                st[entry].eps.push_back(s);
+                const auto x = build(*k, s);
+                st[x].eps.push_back(exit);
+            }
+            return exit;
+        }
+        case ast::rep: {
+            auto cur = entry;
+            for (std::uint32_t n = 0; n < a.min && !err; ++n) {
+                const auto s = fresh();
+                st[cur].eps.push_back(s);
+                cur = build(*a.kids[0], s);
+            }
+            if (a.max == no_limit) {
+                const auto loop = fresh();
+                st[cur].eps.push_back(loop);
+                const auto body = fresh();
+                st[loop].eps.push_back(body);
+                const auto x = build(*a.kids[0], body);
+                st[x].eps.push_back(loop);
+                return loop;
+            }
+            for (std::uint32_t n = a.min; n < a.max && !err; ++n) {
+                const auto s = fresh();
+                st[cur].eps.push_back(s);
+                const auto x = build(*a.kids[0], s);
+                const auto e = fresh();
+                st[cur].eps.push_back(e);
+                st[x].eps.push_back(e);
+                cur = e;
+            }
+            return cur;
+        }
+        }
+        return entry;
+    }
+
+    std::vector<std::uint32_t> closure(std::uint32_t s) const {
+        std::vector<std::uint32_t> out{s};
+        std::vector<bool> seen(st.size());
+        seen[s] = true;
+        for (std::size_t k = 0; k < out.size(); ++k)
+            for (auto e : st[out[k]].eps)
+                if (!seen[e]) {
+                    seen[e] = true;
+                    out.push_back(e);
+                }
+        return out;
+    }
+};
+
+result<pattern_regex> pattern_regex::compile(std::string_view pattern) {
+    regex_builder b;
+    std::string_view body = pattern;
+    pattern_regex out;
+    if (!body.empty() && body.front() == '^') {
+        out.anchored_start_ = true;
+        body.remove_prefix(1);
+    }
+    if (!body.empty() && body.back() == '$' && (body.size() < 2 || body[body.size() - 2] != '\\')) {
+        out.anchored_end_ = true;
+        body.remove_suffix(1);
+    }
+    b.pat = body;
+    auto tree = b.parse_alt();
+    if (!b.err && !b.at_end())
+        b.fail("an unmatched )");
+    if (b.err || !tree)
+        return b.err ? *b.err : unsupported(pattern, "this pattern");
+    const auto entry = b.fresh();
+    const auto final_state = b.build(*tree, entry);
+    if (b.err)
+        return *b.err;
+    // The states that matter are the entry and every target of a character move; a set of them
+    // (before closure) is the matcher's state.
+    std::vector<std::int32_t> index(b.st.size(), -1);
+    std::vector<std::uint32_t> important{entry};
+    index[entry] = 0;
+    for (const auto& s : b.st)
+        for (const auto& [cls, t] : s.moves)
+            if (index[t] < 0) {
+                index[t] = static_cast<std::int32_t>(important.size());
+                important.push_back(t);
+            }
+    if (important.size() > max_states)
+        return unsupported(pattern, "a pattern needing more than 63 NFA states");
+    out.classes_ = std::move(b.classes);
+    out.states_.resize(important.size());
+    out.moves_.resize(important.size());
+    for (std::size_t k = 0; k < important.size(); ++k)
+        for (auto s : b.closure(important[k])) {
+            if (s == final_state) {
+                out.states_[k].match = true;
+                out.match_mask_ |= 1ULL << k;
+            }
+            for (const auto& [cls, t] : b.st[s].moves)
+                out.moves_[k].emplace_back(cls, static_cast<std::uint32_t>(index[t]));
+        }
+    out.start_ = 1ULL;
+    if (!out.anchored_end_ && (out.start_ & out.match_mask_))
+        out.start_ |= sticky_match;
+    return out;
+}
+
+std::uint64_t pattern_regex::step(std::uint64_t state, std::uint32_t cp) const noexcept {
+    std::uint64_t next = state & sticky_match;
+    for (std::uint64_t m = state & ~sticky_match; m; m &= m - 1) {
+        const auto k = static_cast<std::size_t>(__builtin_ctzll(m));
+        for (const auto& [cls, t] : moves_[k])
+            if (classes_[static_cast<std::size_t>(cls)].contains(cp))
+                next |= 1ULL << t;
+    }
+    if (!anchored_start_)
+        next |= 1ULL;
+    if (!anchored_end_ && (next & match_mask_))
+        next |= sticky_match;
+    if (next & sticky_match)
+        return sticky_match; // matched with a free end: nothing else matters any more
+    return next;
+}
+
+bool pattern_regex::accepts(std::uint64_t state) const noexcept {
+    return (state & sticky_match) != 0 || (state & match_mask_) != 0;
+}
+
+} // namespace bitnet::model::constrain

@@ -1,0 +1,204 @@
+#include "model/constrain/token_constraint.hpp"
+
+#include "model/constrain/json_schema.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string_view>
+
+namespace bitnet::model::constrain {
+
+namespace {
+
+constexpr std::size_t max_cached_masks = 1 << 14; ///< per schema; the cache restarts past it
+constexpr std::size_t max_cached_schemas = 256;
+
+} // namespace
+
+bool apply_mask(const token_mask& mask, std::span<const float> row, std::vector<float>& out) {
+    out.assign(row.begin(), row.end());
+    bool any = false;
+    for (std::size_t w = 0; w < mask.size(); ++w) {
+        const std::uint64_t bits = mask[w];
+        any |= bits != 0;
+        if (bits == ~0ULL)
+            continue;
+        const std::size_t end = std::min(out.size(), (w + 1) * 64);
+        for (std::size_t i = w * 64; i < end; ++i)
+            if (!((bits >> (i & 63)) & 1))
+                out[i] = -std::numeric_limits<float>::infinity();
+    }
+    return any;
+}
+
+std::shared_ptr<const vocab_index> vocab_index::build(const tokenizer& tok) {
+    auto v = std::make_shared<vocab_index>();
+    v->n_vocab = tok.n_vocab();
+    v->pieces.resize(static_cast<std::size_t>(v->n_vocab));
+    v->nodes.emplace_back();
+    for (std::int32_t id = 0; id < v->n_vocab; ++id) {
+        if (tok.is_eog(id))
+            continue;
+        const auto t = tok.type_of(id);
+        if (t == token_type::control || t == token_type::unused)
+            continue;
+        const std::string piece(tok.token_to_piece(id, false));
+        if (piece.empty())
+            continue;
+        v->pieces[static_cast<std::size_t>(id)] = piece;
+        std::uint32_t at = 0;
+        for (char ch : piece) {
+            const auto b = static_cast<std::uint8_t>(ch);
+            auto& nx = v->nodes[at].next;
+            auto it = std::lower_bound(nx.begin(), nx.end(), std::make_pair(b, std::uint32_t{0}));
+            if (it != nx.end() && it->first == b) {
+                at = it->second;
+                continue;
+            }
+            const auto child = static_cast<std::uint32_t>(v->nodes.size());
+            nx.insert(it, {b, child});
+            v->nodes.emplace_back();
+            at = child;
+        }
+        v->nodes[at].tokens.push_back(id);
+    }
+    const auto eog = tok.eog_ids();
+    v->eog.assign(eog.begin(), eog.end());
+    return v;
+}
+
+compiled_constraint::compiled_constraint(grammar g, std::shared_ptr<const vocab_index> vocab)
+    : g_(std::move(g))
+    , vocab_(std::move(vocab)) {}
+
+void compiled_constraint::set_eog(const byte_matcher& m, token_mask& mask) const {
+    if (!m.complete(g_))
+        return;
+    for (auto id : vocab_->eog)
+        if (id >= 0 && id < vocab_->n_vocab)
+            mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
+}
+
+void compiled_constraint::walk(std::uint32_t at, const byte_matcher& m, token_mask& mask) const {
+    const auto& n = vocab_->nodes[at];
+    for (auto id : n.tokens)
+        mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
+    for (const auto& [b, child] : n.next) {
+        byte_matcher next = m;
+        if (next.feed(g_, b))
+            walk(child, next, mask);
+    }
+}
+
+token_mask compiled_constraint::mask_by_trie(const byte_matcher& m) const {
+    token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
+    if (!m.dead())
+        walk(0, m, mask);
+    set_eog(m, mask);
+    return mask;
+}
+
+token_mask compiled_constraint::mask_by_scan(const byte_matcher& m) const {
+    token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
+    for (std::int32_t id = 0; id < vocab_->n_vocab; ++id) {
+        const auto& piece = vocab_->pieces[static_cast<std::size_t>(id)];
+        if (piece.empty())
+            continue;
+        byte_matcher t = m;
+        if (t.feed(g_, piece))
+            mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
+    }
+    set_eog(m, mask);
+    return mask;
+}
+
+std::shared_ptr<const token_mask> compiled_constraint::mask_for(const byte_matcher& m) const {
+    auto key = m.key();
+    {
+        std::lock_guard lk(mu_);
+        if (auto it = cache_.find(key); it != cache_.end())
+            return it->second;
+    }
+    auto mask = std::make_shared<const token_mask>(mask_by_trie(m));
+    ++computed_;
+    std::lock_guard lk(mu_);
+    if (cache_.size() >= max_cached_masks)
+        cache_.clear();
+    cache_.emplace(std::move(key), mask);
+    return mask;
+}
+
+token_constraint::token_constraint(std::shared_ptr<const compiled_constraint> c)
+    : c_(std::move(c))
+    , m_(byte_matcher::start(c_->rules())) {}
+
+bool token_constraint::accept(std::int32_t id) {
+    const auto& v = c_->vocab();
+    if (id < 0 || id >= v.n_vocab)
+        return false;
+    if (std::find(v.eog.begin(), v.eog.end(), id) != v.eog.end())
+        return m_.complete(c_->rules());
+    const auto& piece = v.pieces[static_cast<std::size_t>(id)];
+    if (piece.empty())
+        return false;
+    return m_.feed(c_->rules(), piece);
+}
+
+std::shared_ptr<schema_cache::vocab_entry> schema_cache::vocab_of(const tokenizer& tok) {
+    const void* addr = &tok.vocab();
+    {
+        std::lock_guard lk(mu_);
+        if (auto it = vocabs_.find(addr); it != vocabs_.end())
+            return it->second;
+    }
+    // The content that decides the masks: every piece and the end-of-generation ids.
+    std::string fp = std::to_string(tok.n_vocab()) + ':';
+    std::size_t h = 0;
+    for (std::int32_t id = 0; id < tok.n_vocab(); ++id)
+        h = h * 1000003u ^ std::hash<std::string_view>{}(tok.token_to_piece(id, false)) ^
+            static_cast<std::size_t>(tok.type_of(id));
+    for (auto id : tok.eog_ids())
+        h = h * 31u + static_cast<std::size_t>(id);
+    fp += std::to_string(h);
+    std::shared_ptr<const vocab_index> index;
+    {
+        std::lock_guard lk(mu_);
+        if (auto it = by_fingerprint_.find(fp); it != by_fingerprint_.end())
+            index = it->second;
+    }
+    if (!index)
+        index = vocab_index::build(tok);
+    auto e = std::make_shared<vocab_entry>(vocab_entry{tok, fp, index});
+    std::lock_guard lk(mu_);
+    by_fingerprint_.emplace(fp, index);
+    return vocabs_.emplace(addr, e).first->second;
+}
+
+result<std::shared_ptr<const compiled_constraint>> schema_cache::get(std::string_view schema_json,
+                                                                     const tokenizer& tok) {
+    const auto ve = vocab_of(tok);
+    std::string key(schema_json);
+    key += '\0';
+    key += ve->fingerprint;
+    {
+        std::lock_guard lk(mu_);
+        if (auto it = schemas_.find(key); it != schemas_.end())
+            return it->second;
+    }
+    auto g = compile_json_schema(schema_json);
+    if (!g)
+        return g.error();
+    auto c = std::make_shared<const compiled_constraint>(std::move(*g), ve->index);
+    ++compiled_;
+    std::lock_guard lk(mu_);
+    if (schemas_.size() >= max_cached_schemas)
+        schemas_.clear();
+    return schemas_.emplace(std::move(key), c).first->second;
+}
+
+schema_cache& schema_cache::shared() {
+    static schema_cache c;
+    return c;
+}
+
+} // namespace bitnet::model::constrain

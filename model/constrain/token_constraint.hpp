@@ -1,0 +1,126 @@
+// Grammar -> tokens. The vocabulary's pieces (their bytes) sit in a trie built once per
+// tokenizer; the allowed-token mask of a matcher state is one walk of that trie, carrying the
+// matcher state down each edge and cutting every branch no configuration survives. Masks are
+// cached per state key (JSON output revisits the same states constantly: "inside a free string",
+// "after a comma"), so most decode steps cost a hash lookup.
+#pragma once
+
+#include "common/error.hpp"
+#include "model/constrain/byte_matcher.hpp"
+#include "model/constrain/grammar.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace bitnet::model::constrain {
+
+/// One bit per token id; set = the token may come next.
+using token_mask = std::vector<std::uint64_t>;
+
+[[nodiscard]] inline bool mask_has(const token_mask& m, std::int32_t id) noexcept {
+    return ((m[static_cast<std::size_t>(id) >> 6] >> (id & 63)) & 1) != 0;
+}
+
+/// `row` (one logits row) into `out` with every token `mask` does not allow at -infinity, so
+/// the sampler can only draw allowed ones. False when the mask allows no token at all.
+bool apply_mask(const token_mask& mask, std::span<const float> row, std::vector<float>& out);
+
+/// The tokenizer's pieces as bytes and as a trie, and its end-of-generation ids.
+struct vocab_index {
+    struct trie_node {
+        std::vector<std::pair<std::uint8_t, std::uint32_t>> next; ///< sorted by byte
+        std::vector<std::int32_t> tokens;                         ///< ids whose piece ends here
+    };
+    std::vector<trie_node> nodes;
+    std::vector<std::string> pieces; ///< per id; empty = never emitted as text (control tokens)
+    std::vector<std::int32_t> eog;
+    std::int32_t n_vocab = 0;
+
+    [[nodiscard]] static std::shared_ptr<const vocab_index> build(const tokenizer& tok);
+};
+
+/// A compiled schema for one tokenizer, shared by every sequence that uses the schema. Thread
+/// safe: the mask cache has a lock (held for a lookup, not while a mask is computed).
+class compiled_constraint {
+public:
+    compiled_constraint(grammar g, std::shared_ptr<const vocab_index> vocab);
+
+    [[nodiscard]] const grammar& rules() const noexcept { return g_; }
+    [[nodiscard]] const vocab_index& vocab() const noexcept { return *vocab_; }
+
+    /// The mask of state `m`, from the cache or computed (trie walk) and cached.
+    [[nodiscard]] std::shared_ptr<const token_mask> mask_for(const byte_matcher& m) const;
+    /// The same mask by the trie walk, uncached.
+    [[nodiscard]] token_mask mask_by_trie(const byte_matcher& m) const;
+    /// The same mask by walking every token's piece on its own: the plain reference the trie
+    /// walk is tested against.
+    [[nodiscard]] token_mask mask_by_scan(const byte_matcher& m) const;
+    /// How many masks were computed (cache misses).
+    [[nodiscard]] std::uint64_t masks_computed() const noexcept { return computed_.load(); }
+
+private:
+    grammar g_;
+    std::shared_ptr<const vocab_index> vocab_;
+    mutable std::mutex mu_;
+    mutable std::unordered_map<std::string, std::shared_ptr<const token_mask>> cache_;
+    mutable std::atomic<std::uint64_t> computed_{0};
+
+    void set_eog(const byte_matcher& m, token_mask& mask) const;
+    void walk(std::uint32_t at, const byte_matcher& m, token_mask& mask) const;
+};
+
+/// One sequence's place in its schema: the mask for the next token, and the token taken.
+class token_constraint {
+public:
+    explicit token_constraint(std::shared_ptr<const compiled_constraint> c);
+
+    [[nodiscard]] std::shared_ptr<const token_mask> allowed() const { return c_->mask_for(m_); }
+    /// Takes token `id`: its piece's bytes (nothing for an end-of-generation id). False when the
+    /// token does not fit; the state is then dead.
+    bool accept(std::int32_t id);
+    [[nodiscard]] bool complete() const { return m_.complete(c_->rules()); }
+    [[nodiscard]] bool dead() const noexcept { return m_.dead(); }
+    [[nodiscard]] const byte_matcher& state() const noexcept { return m_; }
+
+private:
+    std::shared_ptr<const compiled_constraint> c_;
+    byte_matcher m_;
+};
+
+/// Compiled schemas per (schema text, tokenizer), so a schema that comes again is not compiled
+/// again. One per process (`shared()`); thread safe.
+class schema_cache {
+public:
+    /// The compiled constraint of `schema_json` for `tok` (compile_json_schema's errors).
+    [[nodiscard]] result<std::shared_ptr<const compiled_constraint>>
+    get(std::string_view schema_json, const tokenizer& tok);
+    /// Schemas compiled so far (misses).
+    [[nodiscard]] std::uint64_t compilations() const noexcept { return compiled_.load(); }
+
+    [[nodiscard]] static schema_cache& shared();
+
+private:
+    struct vocab_entry {
+        tokenizer tok;           ///< held so the address that keys it cannot be reused by another
+        std::string fingerprint; ///< the vocabulary's content (two copies of a model: one key)
+        std::shared_ptr<const vocab_index> index;
+    };
+    std::mutex mu_;
+    /// By the tokenizer's address: the batcher and the executor of a version load the same
+    /// vocabulary separately; the fingerprint makes them share one compiled schema.
+    std::unordered_map<const void*, std::shared_ptr<vocab_entry>> vocabs_;
+    std::unordered_map<std::string, std::shared_ptr<const vocab_index>> by_fingerprint_;
+    std::unordered_map<std::string, std::shared_ptr<const compiled_constraint>> schemas_;
+    std::atomic<std::uint64_t> compiled_{0};
+
+    std::shared_ptr<vocab_entry> vocab_of(const tokenizer& tok);
+};
+
+} // namespace bitnet::model::constrain

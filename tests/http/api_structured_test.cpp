@@ -1,0 +1,97 @@
+// Structured output in requests: response_format, the native json_schema and forced tool calls
+// become one schema text with the field it came from; the tool-call rendering of a reply.
+#include "http/api_structured.hpp"
+
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+
+using namespace bitnet;
+using namespace bitnet::http;
+namespace json = boost::json;
+
+namespace {
+
+parse_result parse(std::string_view body, api_kind kind) {
+    return parse_inference(body, kind);
+}
+
+inference_input ok(std::string_view body, api_kind kind) {
+    auto r = parse(body, kind);
+    if (auto* e = std::get_if<api_error>(&r))
+        FAIL(e->message);
+    return std::get<inference_input>(r);
+}
+
+std::string param_of(std::string_view body, api_kind kind) {
+    auto r = parse(body, kind);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    CHECK(std::get<api_error>(r).status == 400);
+    return std::get<api_error>(r).param;
+}
+
+const char* tools = R"("tools":[{"type":"function","function":{"name":"f","parameters":
+    {"type":"object","properties":{"x":{"type":"integer"}}}}},{"type":"function",
+    "function":{"name":"g"}}])";
+
+} // namespace
+
+TEST_CASE("response_format: json_object, json_schema and text; native json_schema") {
+    auto o =
+        ok(R"({"prompt":"p","response_format":{"type":"json_object"}})", api_kind::completions);
+    CHECK(json::parse(o.json_schema) == json::parse(R"({"type":"object"})"));
+    CHECK(o.schema_param == "response_format");
+    auto s = ok(R"({"messages":[{"role":"user","content":"c"}],"response_format":{"type":
+        "json_schema","json_schema":{"name":"n","strict":true,"schema":{"enum":[1,2]}}}})",
+                api_kind::chat);
+    CHECK(json::parse(s.json_schema) == json::parse(R"({"enum":[1,2]})"));
+    CHECK_FALSE(s.tool_call);
+    CHECK(ok(R"({"prompt":"p","response_format":{"type":"text"}})", api_kind::completions)
+              .json_schema.empty());
+    auto n = ok(R"({"prompt":"p","json_schema":{"type":"string"}})", api_kind::native);
+    CHECK(json::parse(n.json_schema) == json::parse(R"({"type":"string"})"));
+    CHECK(n.schema_param == "json_schema");
+    CHECK(param_of(R"({"prompt":"p","response_format":{"type":"yaml"}})", api_kind::completions) ==
+          "response_format");
+    CHECK(param_of(R"({"prompt":"p","response_format":{"type":"json_schema"}})",
+                   api_kind::completions) == "response_format");
+}
+
+TEST_CASE("tools: required is any of the functions, a named choice is that one, auto is free") {
+    const std::string head = R"({"messages":[{"role":"user","content":"c"}],)";
+    auto r = ok(head + tools + R"(,"tool_choice":"required"})", api_kind::chat);
+    CHECK(r.tool_call);
+    CHECK(r.schema_param == "tools");
+    const auto any = json::parse(r.json_schema).as_object().at("anyOf").as_array();
+    REQUIRE(any.size() == 2);
+    CHECK(any[0].at("properties").at("name") == json::parse(R"({"const":"f"})"));
+    CHECK(any[0].at("properties").at("arguments").at("properties").at("x").at("type") == "integer");
+    CHECK(any[1].at("properties").at("arguments") == json::parse(R"({"type":"object"})"));
+    auto g = ok(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}}})",
+                api_kind::chat);
+    CHECK(json::parse(g.json_schema).at("properties").at("name").at("const") == "g");
+    auto a = ok(head + tools + R"(,"tool_choice":"auto"})", api_kind::chat);
+    CHECK(a.json_schema.empty());
+    CHECK_FALSE(a.tool_call);
+    CHECK(ok(head + tools + "}", api_kind::chat).json_schema.empty());
+    CHECK(param_of(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"h"}}})",
+                   api_kind::chat) == "tool_choice");
+    CHECK(param_of(head + R"("tools":[{"type":"function"}],"tool_choice":"required"})",
+                   api_kind::chat) == "tools");
+    CHECK(param_of(head + R"("tool_choice":"required"})", api_kind::chat) == "tool_choice");
+}
+
+TEST_CASE("tool_calls_json: arguments as a JSON string, nothing for a cut call") {
+    auto calls = tool_calls_json(R"({"arguments":{"x":1},"name":"f"})", "req-7", false);
+    REQUIRE(calls);
+    const auto a = json::parse(*calls).as_array();
+    REQUIRE(a.size() == 1);
+    CHECK(a[0].at("id") == "call_7");
+    CHECK(a[0].at("type") == "function");
+    CHECK(a[0].at("function").at("name") == "f");
+    CHECK(a[0].at("function").at("arguments") == R"({"x":1})");
+    CHECK_FALSE(a[0].as_object().contains("index"));
+    CHECK(json::parse(*tool_calls_json(R"({"name":"f","arguments":{}})", "req-1", true))
+              .as_array()[0]
+              .at("index") == 0);
+    CHECK_FALSE(tool_calls_json(R"({"name":"f","argu)", "req-1", false));
+}
