@@ -227,11 +227,11 @@ std::optional<api_error> read_priority(fields& f, inference_input& in) {
     return std::nullopt;
 }
 
-/// OpenAI routes: "stream", "n" (1 only) and "stream_options".
+/// OpenAI routes: "stream", "n" (the configured max_n is checked by the session) and
+/// "stream_options".
 std::optional<api_error> read_stream_options(fields& f, inference_input& in) {
     f.boolean("stream", in.stream);
-    std::uint32_t n = 1;
-    f.integer("n", 1, 1, n);
+    f.integer("n", 1, 127, in.n);
     if (const auto* so = f.get("stream_options")) {
         if (!so->is_object())
             return invalid_value("stream_options", "stream_options must be an object");
@@ -264,9 +264,14 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
         return *e;
     if (auto e = read_priority(f, in))
         return *e;
-    if (kind != api_kind::native)
+    if (kind != api_kind::native) {
         if (auto e = read_stream_options(f, in))
             return *e;
+    } else if (const auto* n = f.get("n"); n && !(n->is_int64() && n->get_int64() == 1)) {
+        // One generation per native request: its reply has one text and one token list.
+        return invalid_value("n", "the native routes generate one choice (n 1); ask "
+                                  "/v1/completions or /v1/chat/completions for n > 1");
+    }
     if (f.failed())
         return f.error();
     return in;

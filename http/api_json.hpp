@@ -38,6 +38,8 @@ struct inference_input {
     bool include_usage = false;
     /// Report the chosen tokens' log-probabilities (`params.n_logprobs` alternatives each).
     bool want_logprobs = false;
+    /// OpenAI `n`: choices from the one prompt (the server's max_n caps it; native routes: 1).
+    std::uint32_t n = 1;
 };
 
 using parse_result = std::variant<inference_input, api_error>;

@@ -68,6 +68,16 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.model = in.model.empty() ? srv_.opt.default_model : in.model;
     c.stream = kind == route_kind::native_stream || in.stream;
     c.include_usage = in.include_usage;
+    if (in.n > srv_.opt.max_n)
+        return send_error(route,
+                          api_error{400, "invalid_request_error", "invalid_value",
+                                    "n is " + std::to_string(in.n) +
+                                        "; this server generates at most max_n = " +
+                                        std::to_string(srv_.opt.max_n) + " choices per request",
+                                    "n", "ask for fewer choices", 0},
+                          c.req_id);
+    c.n_choices = in.n;
+    c.choices.resize(in.n);
 
     msg::generate_request g;
     g.id = id;
@@ -93,6 +103,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.prio = in.prio;
     g.timeout_ms = in.timeout_ms;
     g.client_key = client_key_;
+    g.n = in.n;
     c.active = call_count(srv_.sessions);
     g.t_received_us =
         std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
@@ -163,6 +174,8 @@ void session::on_token(msg::token_event ev) {
         srv_.m.token_generated();
     }
     const bool lp = call_->want_logprobs && real_token;
+    if (call_->n_choices > 1)
+        return choice_token(ev, lp);
     if (!sse_)
         return gather_token(std::move(ev), lp);
     call_->text += ev.text;
@@ -226,6 +239,8 @@ void session::on_done(msg::completion c) {
     }
     if (call_->stream && !sse_)
         begin_stream();
+    if (call_->n_choices > 1)
+        return choice_done(std::move(c));
     srv_.m.completion(c);
     srv_.m.request_done(call_->route, 200,
                         std::chrono::duration<double>(steady::now() - call_->start).count());

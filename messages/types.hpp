@@ -117,13 +117,20 @@ struct generate_request {
     /// another node: the batcher sends it the request's events batched per step
     /// (stream_batch), not one message per token to the sink. Null = events go to the sink.
     caf::actor relay;
+    /// Automatic prefix caching may serve the prompt's leading KV blocks from the cache. False
+    /// for requests that need every prompt position computed (prompt logprobs).
+    bool reuse_prefix = true;
+    /// Choices to generate from the one prompt (OpenAI `n`): the prompt is prefilled once and
+    /// its KV shared (copy on write); choice i samples with seed + i. Events and completions
+    /// carry the choice; the sink gets one completion per choice.
+    std::uint32_t n = 1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
-             x.t_received_us, x.client_key, x.n_resumed, x.relay);
+             x.t_received_us, x.client_key, x.n_resumed, x.relay, x.reuse_prefix, x.n);
 }
 
 /// One generated token on its way to the request's sink. `text` is the newly completed UTF-8
@@ -146,12 +153,14 @@ struct token_event {
     /// The alias that serves the request, on the first token: a node that routes a request
     /// without naming its model (its default is another node's) learns it here.
     std::string model;
+    std::uint32_t choice = 0; ///< which of the request's n choices (generate_request::n)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_event& x) {
     return f(caf::meta::type_name("token_event"), x.id, x.index, x.token, x.text, x.logprob,
-             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens, x.model);
+             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens, x.model,
+             x.choice);
 }
 
 /// The end of a request: why, how many tokens, and where the time went (microseconds).
@@ -167,13 +176,14 @@ struct completion {
     std::int64_t ttft_us = 0;
     std::int64_t decode_us = 0;
     std::int64_t total_us = 0;
+    std::uint32_t choice = 0; ///< which choice ended (one completion per choice)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion& x) {
     return f(caf::meta::type_name("completion"), x.id, x.finish_reason, x.model, x.model_version,
              x.prompt_tokens, x.completion_tokens, x.queue_us, x.prefill_us, x.ttft_us, x.decode_us,
-             x.total_us);
+             x.total_us, x.choice);
 }
 
 /// One sequence's part of a step: the engine's chunk as it will run. `params` rides along on the
@@ -184,11 +194,21 @@ struct step_chunk {
     model::seq_chunk part;
     sampling params;
     std::uint32_t n_sampled = 0;
+    /// Prefix caching, on the chunk that starts a sequence (pos0 == 0): its leading whole
+    /// blocks computed with prompt semantics (the executor offers them to the cache as they
+    /// fill), and how many of those it may take from the cache instead (0 = no lookup).
+    std::vector<token_id> prefix_tokens{};
+    std::uint32_t reuse_blocks = 0;
+    /// n > 1: after sampling this chunk's sequence, fork its KV to each of these sequences and
+    /// sample each from the same logits row with its own settings (its own seed).
+    std::vector<std::uint64_t> fork_to{};
+    std::vector<sampling> fork_params{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
-    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled);
+    return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.prefix_tokens,
+             x.reuse_blocks, x.fork_to, x.fork_params);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.
@@ -241,12 +261,16 @@ struct step_result {
     std::int64_t step_us = 0;
     std::uint32_t kv_blocks_free = 0;
     std::vector<seq_failure> failed;
+    /// Prompt positions taken from the prefix cache in this step, and prompt positions computed
+    /// (positions below a chunk's decoded_from that the forward pass ran).
+    std::uint32_t prefix_hit_tokens = 0;
+    std::uint32_t prompt_tokens_computed = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
-             x.failed);
+             x.failed, x.prefix_hit_tokens, x.prompt_tokens_computed);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.
@@ -399,13 +423,19 @@ struct batcher_stats {
     /// Prompt tokens still to prefill plus tokens still to generate (up to max_tokens), over the
     /// queued and running requests: the work a replica holds, for routing.
     std::uint64_t outstanding_tokens = 0;
+    /// Prefix caching since this version started: prompt tokens of sequences that looked the
+    /// cache up, the tokens it served, and prompt tokens the forward pass computed.
+    std::uint64_t prefix_query_tokens = 0;
+    std::uint64_t prefix_hit_tokens = 0;
+    std::uint64_t prompt_tokens_computed = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
     return f(caf::meta::type_name("batcher_stats"), x.model, x.waiting, x.waiting_prompt_tokens,
              x.running, x.kv_blocks_used, x.kv_blocks_total, x.steps, x.preemptions, x.finished,
-             x.model_version, x.outstanding_tokens);
+             x.model_version, x.outstanding_tokens, x.prefix_query_tokens, x.prefix_hit_tokens,
+             x.prompt_tokens_computed);
 }
 
 } // namespace bitnet::msg
