@@ -176,6 +176,17 @@ std::string json_list(const std::vector<std::string>& xs) {
     return out + "]";
 }
 
+piece_lookup pieces_of(const msg::token_event& ev) {
+    return [&ev](msg::token_id id) {
+        if (id == ev.token)
+            return ev.piece;
+        for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_pieces.size(); ++i)
+            if (ev.top_tokens[i] == id)
+                return ev.top_pieces[i];
+        return std::string{};
+    };
+}
+
 std::string usage_json(const msg::completion& c) {
     return R"({"prompt_tokens":)" + std::to_string(c.prompt_tokens) + R"(,"completion_tokens":)" +
            std::to_string(c.completion_tokens) + R"(,"total_tokens":)" +

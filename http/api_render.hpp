@@ -55,6 +55,10 @@ struct build_info;
 using piece_lookup = std::function<std::string(msg::token_id)>;
 
 /// Chat: `{"token","logprob","bytes","top_logprobs":[...]}` for one generated token.
+/// The pieces of a token event's token and its alternatives, as the batcher put them in the
+/// event (decoded by the version that ran the request).
+[[nodiscard]] piece_lookup pieces_of(const msg::token_event& ev);
+
 [[nodiscard]] std::string chat_logprob(const msg::token_event& ev, const piece_lookup& piece);
 
 /// Chat: `{"content":[entries]}`.

@@ -11,22 +11,6 @@
 
 namespace bitnet::http {
 
-namespace {
-
-/// The pieces of a token and its alternatives, as the batcher put them in the event.
-piece_lookup choice_pieces(const msg::token_event& ev) {
-    return [&ev](msg::token_id id) {
-        if (id == ev.token)
-            return ev.piece;
-        for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_pieces.size(); ++i)
-            if (ev.top_tokens[i] == id)
-                return ev.top_pieces[i];
-        return std::string{};
-    };
-}
-
-} // namespace
-
 void session::choice_token(const msg::token_event& ev, bool lp) {
     if (ev.choice >= call_->choices.size())
         return;
@@ -34,9 +18,9 @@ void session::choice_token(const msg::token_event& ev, bool lp) {
     std::string chat_lp;
     std::array<std::string, 4> cols;
     if (lp && call_->kind == route_kind::chat)
-        chat_lp = chat_logprob(ev, choice_pieces(ev));
+        chat_lp = chat_logprob(ev, pieces_of(ev));
     if (lp && call_->kind == route_kind::completions) {
-        cols = completion_logprob_columns(ev, choice_pieces(ev), ch.text_offset);
+        cols = completion_logprob_columns(ev, pieces_of(ev), ch.text_offset);
         ch.text_offset += ev.text.size();
     }
     ch.text += ev.text;

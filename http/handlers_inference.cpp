@@ -36,19 +36,6 @@ api_kind api_of(route_kind kind) {
                                              : api_kind::native;
 }
 
-/// The pieces of a token and its alternatives, as the batcher put them in the event (decoded by
-/// the version that ran the request).
-piece_lookup pieces_of(const msg::token_event& ev) {
-    return [&ev](msg::token_id id) {
-        if (id == ev.token)
-            return ev.piece;
-        for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_pieces.size(); ++i)
-            if (ev.top_tokens[i] == id)
-                return ev.top_pieces[i];
-        return std::string{};
-    };
-}
-
 } // namespace
 
 chunk_head session::head() const {

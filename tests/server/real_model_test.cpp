@@ -12,18 +12,6 @@ using namespace bitnet;
 
 namespace {
 
-/// The SSE `data:` payloads of a body, in order.
-std::vector<std::string> sse_data(const std::string& body) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while ((at = body.find("data: ", at)) != std::string::npos) {
-        const auto end = body.find("\n\n", at);
-        out.push_back(body.substr(at + 6, end - at - 6));
-        at = end;
-    }
-    return out;
-}
-
 std::string greedy(const std::string& prompt, int max_tokens) {
     return R"({"prompt":)" + boost::json::serialize(boost::json::value(prompt)) +
            R"(,"max_tokens":)" + std::to_string(max_tokens) + R"(,"temperature":0})";
@@ -167,7 +155,7 @@ TEST_CASE("OpenAI chat on a real model: plain and streamed agree, usage chunk, [
     auto st = s.post("/v1/chat/completions",
                      req + R"(,"stream":true,"stream_options":{"include_usage":true}})");
     REQUIRE(st.status == 200);
-    const auto chunks = sse_data(st.body);
+    const auto chunks = test::sse_data(st.body);
     REQUIRE(chunks.size() >= 4);
     CHECK(chunks.back() == "[DONE]");
     std::string streamed;

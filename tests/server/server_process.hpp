@@ -217,6 +217,18 @@ inline std::uint64_t rss_bytes(pid_t pid) {
     return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+/// The `data:` payloads of an SSE body, in order (OpenAI streams).
+inline std::vector<std::string> sse_data(const std::string& body) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while ((at = body.find("data: ", at)) != std::string::npos) {
+        const auto end = body.find("\n\n", at);
+        out.push_back(body.substr(at + 6, end - at - 6));
+        at = end;
+    }
+    return out;
+}
+
 /// The `event:` / `data:` pairs of a native SSE body, in order.
 inline std::vector<std::pair<std::string, std::string>> sse_events(const std::string& body) {
     std::vector<std::pair<std::string, std::string>> out;

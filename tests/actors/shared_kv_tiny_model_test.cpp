@@ -1,8 +1,11 @@
-// Automatic prefix caching through the batcher and a REAL executor on bitnet.cpp's tiny file
+// KV shared between sequences, through the batcher and a REAL executor on bitnet.cpp's tiny file
 // (random weights, greedy margins down to 0.003, so any KV row computed differently shows up as
-// other tokens): requests sharing a prefix give the tokens they give with the cache off, alone or
-// together, greedy or seeded, with or without preemption; the hits are counted; a request that
-// asks for no reuse (reuse_prefix false) computes its whole prompt.
+// other tokens):
+//  - automatic prefix caching: requests sharing a prefix give the tokens they give with the
+//    cache off, alone or together, greedy or seeded, with or without preemption; the hits are
+//    counted; a request that asks for no reuse (reuse_prefix false) computes its whole prompt;
+//  - n > 1: the choices fork the prompt's KV (prefilled once) and choice i gives the tokens of
+//    the single request with seed + i, also when choices are preempted and recomputed.
 #include "actors/actor_test_config.hpp"
 #include "actors/batcher.hpp"
 #include "actors/batcher_client.hpp"
@@ -175,4 +178,62 @@ TEST_CASE("tiny-i2_s prefix cache: under KV pressure (preemption, eviction) the 
     const auto others = sharing(random_tokens(25, rng), 4, 50, rng);
     (void)on.run(others);
     CHECK(on.run(renumbered(reqs, 20)) == want);
+}
+
+namespace {
+
+/// The generated ids of each choice of a request with `n` choices.
+std::vector<std::vector<msg::token_id>> choices_of(const test::transcript& t, std::uint32_t n) {
+    std::vector<std::vector<msg::token_id>> out(n);
+    for (const auto& e : t.tokens)
+        if (e.token >= 0 && e.choice < n)
+            out[e.choice].push_back(e.token);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("tiny-i2_s n > 1: one prefill, choice i is the single request with seed + i, also "
+          "under preemption") {
+    std::mt19937_64 rng(79);
+    msg::generate_request q;
+    q.id = 1;
+    q.prompt = random_tokens(23, rng);
+    q.max_tokens = 24;
+    q.params.temperature = 0.8f;
+    q.params.seed = 300;
+    q.n = 6;
+    cache_rig off(false, 0);
+    std::vector<std::vector<msg::token_id>> want;
+    for (std::uint32_t i = 0; i < q.n; ++i) {
+        auto single = q;
+        single.id = 10 + i;
+        single.n = 1;
+        single.params.seed = 300 + i;
+        want.push_back(off.run({single}).front());
+    }
+    const auto before = off.stats().prompt_tokens_computed;
+    const auto t = test::run_together(off.sys, off.batcher, {q}, std::chrono::seconds(60)).front();
+    CHECK(off.stats().prompt_tokens_computed - before == q.prompt.size()); // once, not n times
+    REQUIRE(t.dones.size() == q.n);
+    std::vector<std::uint32_t> ended;
+    for (const auto& d : t.dones) {
+        CHECK(d.id == q.id);
+        ended.push_back(d.choice);
+    }
+    std::sort(ended.begin(), ended.end());
+    CHECK(ended == std::vector<std::uint32_t>{0, 1, 2, 3, 4, 5});
+    CHECK(choices_of(t, q.n) == want);
+
+    // 24 blocks of 4: six choices of 23 + 24 tokens cannot all grow; the newest are preempted
+    // and recomputed (prompt + their own tokens), with and without the prefix cache.
+    for (const bool caching : {false, true}) {
+        CAPTURE(caching);
+        cache_rig tight(caching, 24);
+        const auto u =
+            test::run_together(tight.sys, tight.batcher, {q}, std::chrono::seconds(60)).front();
+        REQUIRE(u.dones.size() == q.n);
+        CHECK(choices_of(u, q.n) == want);
+        CHECK(tight.stats().preemptions > 0);
+    }
 }
