@@ -292,6 +292,8 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     for (const auto& s : r.samples)
         samples.push_back({s.seq, s.token, s.logprob});
     st.prefix_hit_tokens += r.prefix_hit_tokens;
+    for (std::size_t i = 0; i < r.extended.size() && i < r.extended_to.size(); ++i)
+        st.policy->prefix_attached(r.extended[i], r.extended_to[i]);
     st.prompt_tokens_computed += r.prompt_tokens_computed;
     auto out = st.policy->update_from_output(plan, samples, now);
     if (st.opt.step_observer && !plan.chunks.empty())

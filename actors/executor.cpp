@@ -34,6 +34,7 @@ struct seq_state {
     std::vector<msg::token_id> prefix_tokens;
     std::uint32_t reuse_blocks = 0;
     bool attaching = false;
+    std::uint32_t attached_to = 0; ///< KV length after the last attach (may pass the chunk)
 };
 
 /// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
@@ -96,16 +97,17 @@ void prepare_seq(executor_state& st, const msg::step_chunk& c) {
         // Re-prefilled after a preemption: the draws continue where they stopped, so seeded
         // sampling gives the same tokens with or without KV pressure.
         smp.resume_after(c.n_sampled);
-        seq_state s{std::move(smp), {}, c.prefix_tokens, c.reuse_blocks, c.reuse_blocks > 0};
+        seq_state s{std::move(smp), {}, c.prefix_tokens, c.reuse_blocks, c.reuse_blocks > 0, 0};
         st.seqs.insert_or_assign(c.part.seq, std::move(s));
     }
 }
 
 /// Prefix caching: attaches the cached whole blocks at the start of `c`'s chunk and returns
-/// what is left to compute (tokens may be empty: all of it came from the cache). The attach
-/// never leaves a lone prompt token to compute (a one-token chunk is computed as a decode, so
-/// its bits would differ from an uncached run's), and never the chunk's last token when it
-/// wants logits (reuse_blocks stops short of it).
+/// what is left to compute. When the cache holds the whole chunk (and more), nothing is left and
+/// the sequence may extend past the chunk (extend_cached). The attach never leaves a lone prompt
+/// token to compute (a one-token chunk is computed as a decode, so its bits would differ from an
+/// uncached run's), and never the chunk's last token when it wants logits (reuse_blocks stops
+/// short of it).
 model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
                                std::uint32_t& hit_tokens) {
     model::seq_chunk part = c.part;
@@ -120,16 +122,56 @@ model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
         return part;
     }
     const std::span<const msg::token_id> prefix(s.prefix_tokens);
-    auto upto = std::min({s.reuse_blocks, end / bt, eng.cached_prefix_blocks(prefix)});
-    if (upto * bt < end && end - upto * bt == 1 && !part.decodes(end - 1) && upto > part.pos0 / bt)
+    const auto avail = std::min(s.reuse_blocks, eng.cached_prefix_blocks(prefix));
+    auto upto = avail;
+    if (std::uint64_t{avail} * bt >= end) {
+        // All of the chunk is cached: its blocks (those the batcher counted for it) now.
+        upto = (end + bt - 1) / bt;
+    } else if (end - avail * bt == 1 && !part.decodes(end - 1) && upto > part.pos0 / bt) {
         --upto;
-    const auto attached = upto > part.pos0 / bt ? eng.attach_prefix(part.seq, prefix, upto) : 0u;
-    const auto from = part.pos0 + attached * bt;
+    }
+    const auto attached =
+        upto > part.pos0 / bt ? eng.attach_prefix(part.seq, prefix, upto, 0xffffffffu) : 0u;
+    const auto from = std::min(end, part.pos0 + attached * bt);
+    s.attached_to = part.pos0 + attached * bt;
     hit_tokens += attached * bt;
     s.attaching = from == end; // the next chunk may attach further only if this one did all
     part.tokens.erase(part.tokens.begin(), part.tokens.begin() + (from - part.pos0));
     part.pos0 = from;
     return part;
+}
+
+/// Prefix caching, after every chunk of the step has attached what it covers: sequences whose
+/// whole chunk came from the cache go on attaching cached blocks past it (up to reuse_blocks),
+/// so a long cached prompt costs one step, not one per chunk. Referenced blocks cost nothing;
+/// unreferenced (parked) ones take a free block each, and only as many are taken as the step's
+/// computed chunks leave free. The batcher learns the new lengths (step_result::extended).
+void extend_cached(executor_state& st, const msg::step_batch& batch,
+                   std::span<const model::seq_chunk> parts, std::span<const std::size_t> picked,
+                   msg::step_result& out) {
+    auto& eng = *st.engine;
+    std::uint64_t need = 0;
+    for (auto i : picked)
+        need +=
+            eng.kv_blocks_needed(parts[i].seq, static_cast<std::uint32_t>(parts[i].tokens.size()));
+    const std::uint32_t bt = eng.kv_block_tokens();
+    for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
+        const auto& c = batch.chunks[i];
+        auto it = st.seqs.find(c.part.seq);
+        if (!parts[i].tokens.empty() || it == st.seqs.end() || !it->second.attaching)
+            continue;
+        auto& s = it->second;
+        const auto free = eng.kv_blocks_free();
+        const auto spare = free > need ? static_cast<std::uint32_t>(free - need) : 0u;
+        const auto more = eng.attach_prefix(c.part.seq, s.prefix_tokens, s.reuse_blocks, spare);
+        out.prefix_hit_tokens += more * bt;
+        s.attached_to += more * bt;
+        // The last attached block may reach past the chunk even without more blocks.
+        if (s.attached_to > c.part.pos0 + c.part.tokens.size()) {
+            out.extended.push_back(c.part.seq);
+            out.extended_to.push_back(s.attached_to);
+        }
+    }
 }
 
 /// Offers the blocks `seq` has filled with prompt positions to the prefix cache.
@@ -190,7 +232,7 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
         }
         auto smp = make_sampler(j < c.fork_params.size() ? c.fork_params[j] : c.params);
         smp.resume_after(c.n_sampled);
-        seq_state k{std::move(smp), s.tokens, {}, 0, false};
+        seq_state k{std::move(smp), s.tokens, {}, 0, false, 0};
         st.seqs.insert_or_assign(child, std::move(k));
     }
     if (auto r = sample_into(st.seqs.at(c.part.seq), c.part.seq, logits, out); !r)
@@ -266,6 +308,7 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
         }
         picked.push_back(i);
     }
+    extend_cached(st, batch, parts, picked, out);
     if (!picked.empty()) {
         if (auto r = run_pass(st, batch, parts, picked, out); !r) {
             if (picked.size() == 1)

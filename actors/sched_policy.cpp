@@ -56,6 +56,17 @@ void policy::sync_kv_free(std::uint32_t engine_free) noexcept {
         kv_blocks_free_ = std::min(engine_free + pending_release_blocks_, cfg_.kv_blocks_total);
 }
 
+void policy::prefix_attached(request_id id, std::uint32_t n_tokens) noexcept {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end())
+        return;
+    auto& s = it->second;
+    if (s.st != state::running || n_tokens <= s.n_cached || n_tokens >= s.tokens.size())
+        return;
+    s.n_cached = n_tokens;
+    s.n_blocks = std::max(s.n_blocks, blocks_for(n_tokens));
+}
+
 result<void> policy::add(seq_request req, clock::time_point now) {
     if (req.prompt.empty())
         return error{errc::invalid_argument, "the prompt has no tokens"};

@@ -203,6 +203,10 @@ public:
     /// knows whether they came free. Without prefix_caching the policy's own count is exact and
     /// this does nothing.
     void sync_kv_free(std::uint32_t engine_free) noexcept;
+    /// Prefix caching: the executor attached cached blocks of `id` past its planned chunk, so its
+    /// KV now holds `n_tokens` positions (whole blocks, short of its last token); it continues
+    /// from there. Call before update_from_output for the step.
+    void prefix_attached(request_id id, std::uint32_t n_tokens) noexcept;
 
     /// Sequences that ended outside update_from_output (finish(), deadlines in schedule()).
     [[nodiscard]] std::vector<finished_seq> take_finished();

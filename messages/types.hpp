@@ -265,12 +265,16 @@ struct step_result {
     /// (positions below a chunk's decoded_from that the forward pass ran).
     std::uint32_t prefix_hit_tokens = 0;
     std::uint32_t prompt_tokens_computed = 0;
+    /// Prefix caching: sequences whose cached prefix reached past their chunk (nothing of it was
+    /// computed) and the length their KV now has; the policy continues them from there.
+    std::vector<std::uint64_t> extended{};
+    std::vector<std::uint32_t> extended_to{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
-             x.failed, x.prefix_hit_tokens, x.prompt_tokens_computed);
+             x.failed, x.prefix_hit_tokens, x.prompt_tokens_computed, x.extended, x.extended_to);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.

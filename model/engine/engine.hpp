@@ -62,11 +62,17 @@ public:
         return 0;
     }
     /// Extends `seq` (unknown, or holding whole attached blocks) with cached blocks of `tokens`,
-    /// up to `max_blocks` blocks in all; returns how many it attached. Their KV is not computed.
+    /// up to `max_blocks` blocks in all, at most `max_parked` of them unreferenced ones (each
+    /// takes a block off kv_blocks_free); returns how many it attached. Their KV is not computed.
     virtual std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                        std::uint32_t max_blocks) {
-        (void)seq, (void)tokens, (void)max_blocks;
+                                        std::uint32_t max_blocks, std::uint32_t max_parked) {
+        (void)seq, (void)tokens, (void)max_blocks, (void)max_parked;
         return 0;
+    }
+    /// Free blocks a chunk of `n_tokens` for `seq` takes (a copy-on-write copy included).
+    [[nodiscard]] virtual std::uint32_t kv_blocks_needed(seq_id seq, std::uint32_t n_tokens) const {
+        (void)seq;
+        return kv_blocks_for(n_tokens);
     }
     /// Offers the whole blocks of `seq` covered by `tokens` to the cache. The caller vouches
     /// they were computed with prompt semantics (never as one-token decode steps).

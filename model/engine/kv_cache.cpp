@@ -218,7 +218,7 @@ std::uint32_t kv_cache::cached_blocks(std::span<const std::int32_t> tokens) cons
 }
 
 std::uint32_t kv_cache::attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                      std::uint32_t max_blocks) {
+                                      std::uint32_t max_blocks, std::uint32_t max_parked) {
     const std::uint32_t bt = opt_.block_tokens;
     seq_state& s = seqs_[seq];
     if (s.n_tokens % bt != 0 || s.n_tokens / bt != s.blocks.size()) {
@@ -238,7 +238,7 @@ std::uint32_t kv_cache::attach_prefix(seq_id seq, std::span<const std::int32_t> 
             const auto block = tokens.subspan(s.blocks.size() * bt, bt);
             const auto key = prefix_index::chain(s.last_key, block);
             const auto found = index_.find(key, s.last_key, block);
-            if (!found)
+            if (!found || (ref_counts_[*found] == 0 && max_parked-- == 0))
                 break;
             if (ref_counts_[*found]++ == 0)
                 index_.unpark(*found);

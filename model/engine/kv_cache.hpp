@@ -125,8 +125,10 @@ public:
     /// most up to `max_blocks` blocks in all. `seq` is created when unknown. Returns how many
     /// blocks it attached (0 when `seq`'s length is not a whole number of blocks). Attached
     /// blocks are shared read-only: nothing is copied and no block is taken from the free list.
+    /// At most `max_parked` of the attached blocks may be parked ones (each takes one block off
+    /// the free count; referenced ones cost nothing).
     std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                std::uint32_t max_blocks);
+                                std::uint32_t max_blocks, std::uint32_t max_parked = 0xffffffffu);
     /// Indexes the whole blocks of `seq` that `tokens` (its tokens from position 0) covers and
     /// that are not indexed yet. The caller vouches that they were computed with prompt
     /// semantics. A block whose key another block holds stays private. Cheap when called again

@@ -157,6 +157,34 @@ TEST_CASE("tiny-i2_s prefix cache: shared-prefix requests give the uncached toke
           no_reuse.prompt.size());
 }
 
+TEST_CASE("tiny-i2_s prefix cache: a cached prefix longer than a step's token budget is "
+          "attached in one step, past the planned chunk") {
+    std::mt19937_64 rng(80);
+    const auto prefix = random_tokens(150, rng); // 37 whole blocks; the step budget is 64 tokens
+    const auto reqs = sharing(prefix, 3, 1, rng);
+    cache_rig off(false, 0);
+    std::vector<std::vector<msg::token_id>> want;
+    std::vector<std::uint64_t> off_steps;
+    for (const auto& q : reqs) {
+        const auto before = off.stats().steps;
+        want.push_back(off.run({q}).front());
+        off_steps.push_back(off.stats().steps - before);
+    }
+    cache_rig on(true, 0);
+    CHECK(on.run({reqs[0]}).front() == want[0]);
+    for (std::size_t k = 1; k < reqs.size(); ++k) {
+        const auto before = on.stats();
+        CHECK(on.run({reqs[k]}).front() == want[k]);
+        const auto after = on.stats();
+        CHECK(after.prefix_hit_tokens - before.prefix_hit_tokens >= 37 * 4);
+        // Uncached it takes 3 prefill steps (150+ tokens, 64 a step) and 23 decodes; with the
+        // prefix attached past the first chunk, 2 (attach, then the tail) and 23.
+        CHECK(after.steps - before.steps < off_steps[k]);
+        CHECK(after.prompt_tokens_computed - before.prompt_tokens_computed <
+              reqs[k].prompt.size() - 37 * 4 + 4);
+    }
+}
+
 TEST_CASE("tiny-i2_s prefix cache: under KV pressure (preemption, eviction) the tokens are the "
           "uncached ones") {
     std::mt19937_64 rng(78);
