@@ -263,8 +263,16 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
     const bool text = req.text.form != msg::prompt_form::ids;
     auto it = st.models.find(alias);
     // Another node's replica when it holds less work than this node's (or this node has none).
+    // Requests with n > 1 stay on this node when it serves the alias: the stream relay follows
+    // one choice per request (a moved stream resumes from the tokens it delivered).
+    if (it == st.models.end() && req.n > 1 && least_loaded_remote(st, alias) != nullptr)
+        return msg::to_caf_error({errc::invalid_argument,
+                                  "n > 1 is served by a node that holds model '" + alias +
+                                      "' itself; this node only relays it (ask with n 1, or "
+                                      "ask a node that serves it)",
+                                  "n"});
     if (auto* r = least_loaded_remote(st, alias);
-        r && (it == st.models.end() || load_of(*r) < load_of(it->second)))
+        r && (it == st.models.end() || (req.n <= 1 && load_of(*r) < load_of(it->second))))
         return submit_remote(self, *r, std::move(req), std::move(sink));
     if (it == st.models.end() && st.seen_remote.count(alias) > 0)
         return msg::to_caf_error(errc::replica_lost,

@@ -32,6 +32,11 @@ struct live_request {
     msg::prompt_echo echo;
     std::uint32_t echo_next = 1; ///< the next prompt position awaiting its score
     bool echo_sent = false;
+    /// Prefix caching: the prompt's leading whole blocks, all computed with prompt semantics
+    /// (positions below the chunks' decoded_from), for the executor's cache.
+    std::vector<msg::token_id> prefix_tokens;
+    /// n > 1: which choice this sequence is (req.id is the request's id for every choice).
+    std::uint32_t choice = 0;
 
     /// The text token `t` lets through: whole characters, minus anything a stop string may
     /// still claim (and nothing from a stop string on).
@@ -62,10 +67,15 @@ struct batcher_state {
     msg::executor_actor executor;
     std::unordered_map<msg::request_id, live_request> live;
     std::unordered_map<caf::actor_addr, msg::request_id> by_sink;
+    /// Request id -> its choices not reported yet (the sink's entry goes with the last).
+    std::unordered_map<msg::request_id, std::uint32_t> open_choices;
     bool in_flight = false;
     bool tick_pending = false;
     std::uint64_t steps = 0;
     std::uint64_t finished = 0;
+    std::uint64_t prefix_query_tokens = 0;
+    std::uint64_t prefix_hit_tokens = 0;
+    std::uint64_t prompt_tokens_computed = 0;
     /// Output for requests placed here by another node's relay, gathered over one pass of the
     /// mailbox and sent as one stream_batch per relay (flush()).
     std::vector<std::pair<caf::actor, msg::stream_batch>> outbox;
@@ -125,6 +135,16 @@ void flush(batcher_pointer self) {
     st.outbox.clear();
 }
 
+void fail_request(batcher_pointer self, msg::request_id rid);
+
+/// One choice of request `rid` is over: the sink's entry goes with the last.
+void close_choice(batcher_state& st, msg::request_id rid, const caf::actor_addr& sink) {
+    if (auto oc = st.open_choices.find(rid); oc == st.open_choices.end() || --oc->second == 0) {
+        st.by_sink.erase(sink);
+        st.open_choices.erase(rid);
+    }
+}
+
 /// Reports an ended sequence to its sink and forgets the request.
 void report(batcher_pointer self, const sched::finished_seq& f) {
     auto& st = self->state;
@@ -133,27 +153,32 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
         return;
     auto& lr = it->second;
     ++st.finished;
+    const auto rid = lr.req.id; // the request's id, whichever choice this is
     if (f.reason == sched::finish_reason::deadline && f.never_scheduled) {
         // Never started: the HTTP layer answers 504 rather than an empty completion.
-        emit_fail(self, lr, f.id,
+        emit_fail(self, lr, rid,
                   msg::to_caf_error(errc::timeout, "the deadline passed while the request "
                                                    "was queued"));
+        return fail_request(self, rid);
     } else if (f.reason == sched::finish_reason::error) {
-        emit_fail(self, lr, f.id,
+        emit_fail(self, lr, rid,
                   lr.failure ? msg::to_caf_error(*lr.failure)
                              : msg::to_caf_error(errc::internal,
                                                  "the model step failed for this request"));
+        return fail_request(self, rid);
     } else {
         if (auto tail = lr.flush(); !tail.empty()) {
             msg::token_event ev;
-            ev.id = f.id;
+            ev.id = rid;
+            ev.choice = lr.choice;
             ev.index = f.n_generated;
             ev.token = -1; // text only: the held-back end of the output
             ev.text = std::move(tail);
             emit_token(self, lr, std::move(ev));
         }
         msg::completion c;
-        c.id = f.id;
+        c.id = rid;
+        c.choice = lr.choice;
         c.finish_reason = sched::to_string(f.reason);
         c.model = st.opt.model;
         c.model_version = st.opt.model_version;
@@ -173,8 +198,33 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
                          lr.req.n_resumed);
         emit_done(self, lr, std::move(c));
     }
-    st.by_sink.erase(lr.sink.address());
+    const auto sink = lr.sink.address();
     st.live.erase(it);
+    close_choice(st, rid, sink);
+}
+
+/// The request failed (one of its choices did, or it never started): its other choices end
+/// without a word (the sink has the failure and quits).
+void fail_request(batcher_pointer self, msg::request_id rid) {
+    auto& st = self->state;
+    for (std::uint32_t i = 0; i < sched::max_choices; ++i) {
+        const auto seq = sched::choice_id(rid, i);
+        if (auto it = st.live.find(seq); it != st.live.end()) {
+            st.by_sink.erase(it->second.sink.address());
+            st.live.erase(it);
+        }
+        (void)st.policy->finish(seq, sched::finish_reason::cancelled, clock::now());
+    }
+    st.open_choices.erase(rid);
+    // Their finished_seq entries find no live request when reported: nothing is sent.
+}
+
+/// Ends every choice of request `rid` (client gone, explicit cancel).
+void cancel_request(batcher_pointer self, msg::request_id rid) {
+    auto& st = self->state;
+    for (std::uint32_t i = 0; i < sched::max_choices; ++i)
+        (void)st.policy->finish(sched::choice_id(rid, i), sched::finish_reason::cancelled,
+                                clock::now());
 }
 
 /// The bytes token `id` stands for, for logprobs; unused and reserved tokens have none, so their
@@ -268,19 +318,61 @@ void kick(batcher_pointer self);
 
 /// Ends the sequences the executor failed on their own (their batch-mates' samples are valid);
 /// each sink gets the executor's reason.
-void end_failed(batcher_pointer self, const msg::step_result& r, clock::time_point now) {
+void end_failed(batcher_pointer self, const msg::step_result& r, clock::time_point now,
+                bool choices) {
     auto& st = self->state;
     for (const auto& f : r.failed) {
+        if ((sched::choice_of(f.seq) != 0) != choices)
+            continue;
         if (auto it = st.live.find(f.seq); it != st.live.end())
             it->second.failure.emplace(static_cast<errc>(f.code), f.message, f.param);
         (void)st.policy->finish(f.seq, sched::finish_reason::error, now);
     }
 }
 
+/// n > 1: the live entries of the choices forked in `plan` (the policy births them when it
+/// applies the step): same sink and request, the choice's own seed, text and stop state.
+std::vector<msg::request_id> add_choices(batcher_state& st, const sched::step_plan& plan) {
+    std::vector<msg::request_id> added;
+    for (const auto& c : plan.chunks) {
+        auto parent = st.live.find(c.part.seq);
+        if (c.forks.empty() || parent == st.live.end())
+            continue;
+        for (auto child : c.forks) {
+            if (st.live.count(child))
+                continue;
+            const auto& p = parent->second;
+            live_request lr;
+            lr.sink = p.sink;
+            lr.req = p.req;
+            lr.req.n = 1;
+            lr.choice = sched::choice_of(child);
+            lr.req.params.seed = p.req.params.seed + lr.choice;
+            if (st.tokenizer)
+                lr.text.emplace(*st.tokenizer);
+            if (p.stops) {
+                std::vector<std::string> stops;
+                for (const auto& s : p.req.stop)
+                    if (!s.empty())
+                        stops.push_back(s);
+                if (auto m = model::stop_string_matcher::create(std::move(stops)))
+                    lr.stops.emplace(std::move(*m));
+            }
+            lr.received = p.received;
+            lr.n_generated = p.n_generated;
+            lr.prefix_tokens = p.prefix_tokens;
+            st.live.emplace(child, std::move(lr));
+            added.push_back(child);
+        }
+    }
+    return added;
+}
+
 void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::step_result& r) {
     auto& st = self->state;
     const auto now = clock::now();
-    end_failed(self, r, now);
+    const auto choices = add_choices(st, plan);
+    end_failed(self, r, now, false);
     // Prompt echoes first: they precede the request's generated tokens and its end.
     for (const auto& p : r.prompt_scores)
         take_prompt_score(st, p);
@@ -290,6 +382,10 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     samples.reserve(r.samples.size());
     for (const auto& s : r.samples)
         samples.push_back({s.seq, s.token, s.logprob});
+    st.prefix_hit_tokens += r.prefix_hit_tokens;
+    for (std::size_t i = 0; i < r.extended.size() && i < r.extended_to.size(); ++i)
+        st.policy->prefix_attached(r.extended[i], r.extended_to[i]);
+    st.prompt_tokens_computed += r.prompt_tokens_computed;
     auto out = st.policy->update_from_output(plan, samples, now);
     if (st.opt.step_observer && !plan.chunks.empty())
         caf::anon_send(st.opt.step_observer, msg::step_atom_v,
@@ -301,7 +397,8 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         auto& lr = it->second;
         const auto& smp = r.samples[ev.sample_index];
         msg::token_event te;
-        te.id = ev.id;
+        te.id = lr.req.id;
+        te.choice = lr.choice;
         te.index = ev.index;
         te.token = ev.token;
         te.logprob = ev.logprob;
@@ -323,8 +420,40 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         if (stop_hit)
             (void)st.policy->finish(ev.id, sched::finish_reason::stop, now);
     }
+    end_failed(self, r, now, true); // choices that could not sample: born just now
     report_all(self, out.finished);
     report_all(self, st.policy->take_finished());
+    for (auto child : choices) {
+        auto it = st.live.find(child);
+        if (it == st.live.end() || st.policy->contains(child))
+            continue;
+        // Never born (the request ended meanwhile): nothing to report for it.
+        const auto sink = it->second.sink.address();
+        st.live.erase(it);
+        close_choice(st, sched::request_of(child), sink);
+    }
+    st.policy->sync_kv_free(r.kv_blocks_free);
+}
+
+/// Prefix caching on the chunk that starts (or restarts, after a preemption) a sequence: the
+/// blocks the executor may offer to the cache, and how many it may take from it. The last known
+/// token is always computed (its logits are sampled), and so is the token before it when it is a
+/// prompt token: a lone prompt token would be computed as a one-token decode and differ from an
+/// uncached run. Requests that need every prompt position computed (reuse_prefix false) only
+/// offer their blocks.
+void add_prefix(batcher_state& st, live_request& lr, msg::step_chunk& sc) {
+    if (!st.opt.policy.prefix_caching || sc.part.pos0 != 0 || lr.prefix_tokens.empty())
+        return;
+    sc.prefix_tokens = lr.prefix_tokens;
+    // Prompt logprobs need every prompt position's logits row: nothing may come from the cache.
+    if (!lr.req.reuse_prefix || lr.req.prompt_logprobs)
+        return;
+    const std::uint32_t bt = std::max(st.opt.policy.kv_block_tokens, 1u);
+    const auto n_prompt = static_cast<std::uint32_t>(lr.req.prompt.size()) - lr.req.n_resumed;
+    const std::uint32_t n_known = n_prompt + lr.n_generated; // n_generated counts resumed ones
+    const auto whole = static_cast<std::uint32_t>(lr.prefix_tokens.size()) / bt;
+    sc.reuse_blocks = n_known > n_prompt ? whole : std::min(whole, (n_known - 2) / bt);
+    st.prefix_query_tokens += n_known;
 }
 
 void kick_step(batcher_pointer self) {
@@ -355,6 +484,13 @@ void kick_step(batcher_pointer self) {
             mark_prompt_rows(it->second, sc);
             if (c.part.pos0 == 0)
                 sc.json_schema = it->second.req.json_schema;
+            add_prefix(st, it->second, sc);
+            for (auto child : c.forks) {
+                sc.fork_to.push_back(child);
+                auto p = sc.params;
+                p.seed += sched::choice_of(child); // choice i samples with seed + i
+                sc.fork_params.push_back(p);
+            }
         }
         batch.chunks.push_back(std::move(sc));
     }
@@ -400,8 +536,8 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             return;
         const auto id = it->second;
         st.by_sink.erase(it);
-        if (st.policy->finish(id, sched::finish_reason::cancelled, clock::now()))
-            report_all(self, st.policy->take_finished());
+        cancel_request(self, id);
+        report_all(self, st.policy->take_finished());
         kick(self); // releases its KV now even when no step is running
     });
     return {
@@ -439,6 +575,7 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             sr.n_resumed = req.n_resumed;
             if (req.prompt_logprobs)
                 sr.max_chunk_tokens = echo_chunk_tokens;
+            sr.n_choices = std::max(req.n, 1u);
             live_request lr;
             // A resumed stream's first run sent the echo already.
             lr.echo_sent = req.n_resumed > 0;
@@ -467,11 +604,22 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
                         "n_resumed"});
                 lr.n_generated = req.n_resumed;
             }
+            const auto sr_choices = sr.n_choices;
             if (auto added = st.policy->add(std::move(sr), received); !added)
                 return msg::to_caf_error(added.error());
             const auto id = req.id;
             self->monitor(sink);
             st.by_sink[sink.address()] = id;
+            st.open_choices[id] = sr_choices;
+            if (st.opt.policy.prefix_caching) {
+                // Whole blocks of the original prompt (resumed tokens were decoded); a one-token
+                // prompt is itself computed as a decode (seq_chunk::decoded_from 0).
+                const std::size_t n_prompt = req.prompt.size() - req.n_resumed;
+                const std::size_t bt = std::max(st.opt.policy.kv_block_tokens, 1u);
+                const std::size_t n = n_prompt > 1 ? n_prompt / bt * bt : 0;
+                lr.prefix_tokens.assign(req.prompt.begin(),
+                                        req.prompt.begin() + static_cast<std::ptrdiff_t>(n));
+            }
             lr.sink = std::move(sink);
             lr.received = received;
             lr.req = std::move(req);
@@ -481,8 +629,8 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
         },
         [self](msg::cancel_atom, msg::request_id id) {
             auto& st = self->state;
-            if (st.policy->finish(id, sched::finish_reason::cancelled, clock::now()))
-                report_all(self, st.policy->take_finished());
+            cancel_request(self, id);
+            report_all(self, st.policy->take_finished());
             kick(self);
         },
         [self](msg::tick_atom) {
@@ -505,6 +653,9 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.model_version = st.opt.model_version;
             out.outstanding_tokens = ps.outstanding_tokens;
             out.schema_compilations = model::constrain::schema_cache::shared().compilations();
+            out.prefix_query_tokens = st.prefix_query_tokens;
+            out.prefix_hit_tokens = st.prefix_hit_tokens;
+            out.prompt_tokens_computed = st.prompt_tokens_computed;
             return out;
         },
     };

@@ -36,6 +36,13 @@ struct seq_state {
     /// Generated tokens the constraint has still to take (a sequence re-prefilled after a
     /// preemption replays them once its whole prefix is back).
     std::uint32_t replay = 0;
+    /// Prefix caching: the leading whole blocks computed with prompt semantics (offered to the
+    /// cache as they fill), how many of them may come from the cache, and whether every block so
+    /// far did (a sequence attaches only until its first computed block).
+    std::vector<msg::token_id> prefix_tokens;
+    std::uint32_t reuse_blocks = 0;
+    bool attaching = false;
+    std::uint32_t attached_to = 0; ///< KV length after the last attach (may pass the chunk)
 };
 
 /// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
@@ -55,7 +62,7 @@ struct executor_state {
     model::device_choice device;
     std::unordered_map<std::uint64_t, seq_state> seqs;
     std::vector<std::int32_t> score_order; ///< scratch of prompt scoring's top alternatives
-    std::vector<float> masked; ///< scratch: a logits row with the schema's mask applied
+    std::vector<float> masked;             ///< scratch: a logits row with the schema's mask applied
     static inline const char* name = "executor";
 };
 
@@ -101,7 +108,8 @@ result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
         // Re-prefilled after a preemption: the draws continue where they stopped, so seeded
         // sampling gives the same tokens with or without KV pressure.
         smp.resume_after(c.n_sampled);
-        seq_state s{std::move(smp), {}, std::nullopt, 0};
+        seq_state s{std::move(smp),     {}, std::nullopt, 0, c.prefix_tokens, c.reuse_blocks,
+                    c.reuse_blocks > 0, 0};
         if (!c.json_schema.empty()) {
             // The batcher compiled it before queueing: this is a cache hit.
             auto compiled =
@@ -136,6 +144,117 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
     return std::span<const float>(st.masked);
 }
 
+/// Prefix caching: attaches the cached whole blocks at the start of `c`'s chunk and returns
+/// what is left to compute. When the cache holds the whole chunk (and more), nothing is left and
+/// the sequence may extend past the chunk (extend_cached). The attach never leaves a lone prompt
+/// token to compute (a one-token chunk is computed as a decode, so its bits would differ from an
+/// uncached run's), and never the chunk's last token when it wants logits (reuse_blocks stops
+/// short of it).
+model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
+                               std::uint32_t& hit_tokens) {
+    model::seq_chunk part = c.part;
+    auto& s = st.seqs.at(c.part.seq);
+    if (!s.attaching)
+        return part;
+    auto& eng = *st.engine;
+    const std::uint32_t bt = eng.kv_block_tokens();
+    const auto end = part.pos0 + static_cast<std::uint32_t>(part.tokens.size());
+    if (part.pos0 % bt != 0 || part.pos0 / bt >= s.reuse_blocks) {
+        s.attaching = false;
+        return part;
+    }
+    const std::span<const msg::token_id> prefix(s.prefix_tokens);
+    const auto avail = std::min(s.reuse_blocks, eng.cached_prefix_blocks(prefix));
+    auto upto = avail;
+    if (std::uint64_t{avail} * bt >= end) {
+        // All of the chunk is cached: its blocks (those the batcher counted for it) now.
+        upto = (end + bt - 1) / bt;
+    } else if (end - avail * bt == 1 && !part.decodes(end - 1) && upto > part.pos0 / bt) {
+        --upto;
+    }
+    const auto attached =
+        upto > part.pos0 / bt ? eng.attach_prefix(part.seq, prefix, upto, 0xffffffffu) : 0u;
+    const auto from = std::min(end, part.pos0 + attached * bt);
+    s.attached_to = part.pos0 + attached * bt;
+    hit_tokens += attached * bt;
+    s.attaching = from == end; // the next chunk may attach further only if this one did all
+    part.tokens.erase(part.tokens.begin(), part.tokens.begin() + (from - part.pos0));
+    part.pos0 = from;
+    return part;
+}
+
+/// Prefix caching, after every chunk of the step has attached what it covers: sequences whose
+/// whole chunk came from the cache go on attaching cached blocks past it (up to reuse_blocks),
+/// so a long cached prompt costs one step, not one per chunk. Referenced blocks cost nothing;
+/// unreferenced (parked) ones take a free block each, and only as many are taken as the step's
+/// computed chunks leave free. The batcher learns the new lengths (step_result::extended).
+void extend_cached(executor_state& st, const msg::step_batch& batch,
+                   std::span<const model::seq_chunk> parts, std::span<const std::size_t> picked,
+                   msg::step_result& out) {
+    auto& eng = *st.engine;
+    std::uint64_t need = 0;
+    for (auto i : picked)
+        need +=
+            eng.kv_blocks_needed(parts[i].seq, static_cast<std::uint32_t>(parts[i].tokens.size()));
+    const std::uint32_t bt = eng.kv_block_tokens();
+    for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
+        const auto& c = batch.chunks[i];
+        auto it = st.seqs.find(c.part.seq);
+        if (!parts[i].tokens.empty() || it == st.seqs.end() || !it->second.attaching)
+            continue;
+        auto& s = it->second;
+        const auto free = eng.kv_blocks_free();
+        const auto spare = free > need ? static_cast<std::uint32_t>(free - need) : 0u;
+        const auto more = eng.attach_prefix(c.part.seq, s.prefix_tokens, s.reuse_blocks, spare);
+        out.prefix_hit_tokens += more * bt;
+        s.attached_to += more * bt;
+        // The last attached block may reach past the chunk even without more blocks.
+        if (s.attached_to > c.part.pos0 + c.part.tokens.size()) {
+            out.extended.push_back(c.part.seq);
+            out.extended_to.push_back(s.attached_to);
+        }
+    }
+}
+
+/// Offers the blocks `seq` has filled with prompt positions to the prefix cache.
+void publish_prefix(executor_state& st, std::uint64_t seq) {
+    auto it = st.seqs.find(seq);
+    if (it != st.seqs.end() && !it->second.prefix_tokens.empty())
+        st.engine->publish_prefix(seq, it->second.prefix_tokens);
+}
+
+/// Prompt positions (below decoded_from) a chunk computes: the prefill work it does.
+std::uint32_t prompt_positions(const model::seq_chunk& part) {
+    const auto end = part.pos0 + static_cast<std::uint32_t>(part.tokens.size());
+    const auto lim = std::min(end, part.decoded_from);
+    return lim > part.pos0 ? lim - part.pos0 : 0;
+}
+
+/// Draws `seq`'s next token from `logits` with its sampler into `out`, under its schema's mask
+/// when it has one (the matcher then takes the token).
+result<void> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
+                         std::span<const float> logits, msg::step_result& out) {
+    if (s.constraint) {
+        auto m = masked_row(st, s, logits);
+        if (!m)
+            return m.error();
+        logits = *m;
+    }
+    auto smp = s.sampler.sample(logits, s.tokens);
+    if (!smp)
+        return smp.error();
+    if (s.constraint)
+        (void)s.constraint->accept(smp->token);
+    msg::sampled_token t{seq, smp->token, smp->logprob, {}, {}};
+    for (const auto& alt : smp->top_logprobs) {
+        t.top_tokens.push_back(alt.token);
+        t.top_logprobs.push_back(alt.logprob);
+    }
+    // The sampled token joins s.tokens when it comes back as the next chunk.
+    out.samples.push_back(std::move(t));
+    return {};
+}
+
 /// After a successful pass: `c` joins its sequence's tokens and, when it asked for logits, its
 /// sampler draws from row `row` of `so`.
 void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::step_output& so,
@@ -150,25 +269,34 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
                                               "asked for one (seq " +
                                                   std::to_string(c.part.seq) + ")"},
                         out);
-    std::span<const float> logits = so.row(row, st.engine->config().n_vocab);
-    if (s.constraint) {
-        auto m = masked_row(st, s, logits);
-        if (!m)
-            return fail_seq(st, c, m.error(), out);
-        logits = *m;
+    const auto logits = so.row(row, st.engine->config().n_vocab);
+    // n > 1: the choices fork from this sequence now, while the KV holds just the prompt, and
+    // draw from the same logits row, each with its own sampler (its own seed).
+    for (std::size_t j = 0; j < c.fork_to.size(); ++j) {
+        const auto child = c.fork_to[j];
+        if (auto f = st.engine->fork(c.part.seq, child); !f) {
+            for (std::size_t k = 0; k < j; ++k) {
+                st.engine->release(c.fork_to[k]);
+                st.seqs.erase(c.fork_to[k]);
+            }
+            return fail_seq(st, c, f.error(), out);
+        }
+        auto smp = make_sampler(j < c.fork_params.size() ? c.fork_params[j] : c.params);
+        smp.resume_after(c.n_sampled);
+        // Each choice continues from the prompt's schema state with a matcher of its own.
+        seq_state k{std::move(smp), s.tokens, s.constraint, s.replay, {}, 0, false, 0};
+        st.seqs.insert_or_assign(child, std::move(k));
     }
-    auto smp = s.sampler.sample(logits, s.tokens);
-    if (!smp)
-        return fail_seq(st, c, smp.error(), out);
-    if (s.constraint)
-        (void)s.constraint->accept(smp->token);
-    msg::sampled_token t{c.part.seq, smp->token, smp->logprob, {}, {}};
-    for (const auto& alt : smp->top_logprobs) {
-        t.top_tokens.push_back(alt.token);
-        t.top_logprobs.push_back(alt.logprob);
-    }
-    // The sampled token joins s.tokens when it comes back as the next chunk.
-    out.samples.push_back(std::move(t));
+    if (auto r = sample_into(st, st.seqs.at(c.part.seq), c.part.seq, logits, out); !r)
+        return fail_seq(st, c, r.error(), out);
+    for (const auto child : c.fork_to)
+        if (auto r = sample_into(st, st.seqs.at(child), child, logits, out); !r) {
+            // A choice that cannot sample fails its request like the sequence it came from.
+            st.engine->release(child);
+            st.seqs.erase(child);
+            out.failed.push_back({child, static_cast<std::int32_t>(r.error().value()),
+                                  r.error().message, r.error().param});
+        }
 }
 
 /// Prompt logprobs (echo) of a chunk with all_logits: every token after the chunk's first is
@@ -215,18 +343,20 @@ bool score_prompt_chunk(executor_state& st, const msg::step_chunk& c, const mode
     return true;
 }
 
-/// Runs the chunks `picked` (indices into batch.chunks) in one pass and samples them.
+/// Runs the chunks `picked` (indices into batch.chunks; `parts` are what is left of them to
+/// compute after the prefix cache) in one pass and samples them.
 result<void> run_pass(executor_state& st, const msg::step_batch& batch,
-                      std::span<const std::size_t> picked, msg::step_result& out) {
+                      std::span<const model::seq_chunk> parts, std::span<const std::size_t> picked,
+                      msg::step_result& out) {
     std::vector<model::seq_chunk> chunks;
     chunks.reserve(picked.size());
-    for (auto i : picked) {
-        const auto& c = batch.chunks[i];
-        chunks.push_back(c.part);
-    }
+    for (auto i : picked)
+        chunks.push_back(parts[i]);
     auto so = try_step(*st.engine, chunks);
     if (!so)
         return so.error();
+    for (const auto& p : chunks)
+        out.prompt_tokens_computed += prompt_positions(p);
     for (std::size_t k = 0; k < picked.size(); ++k)
         if (score_prompt_chunk(st, batch.chunks[picked[k]], *so, k, out))
             sample_chunk(st, batch.chunks[picked[k]], *so,
@@ -240,9 +370,10 @@ result<void> run_pass(executor_state& st, const msg::step_batch& batch,
 /// runs alone (a failed pass leaves every KV cache as it was), so only the sequences that fail
 /// by themselves fail and the rest get the same tokens they would have had in the batch.
 void run_apart(executor_state& st, const msg::step_batch& batch,
-               std::span<const std::size_t> picked, msg::step_result& out) {
+               std::span<const model::seq_chunk> parts, std::span<const std::size_t> picked,
+               msg::step_result& out) {
     for (auto i : picked)
-        if (auto r = run_pass(st, batch, std::span<const std::size_t>(&i, 1), out); !r)
+        if (auto r = run_pass(st, batch, parts, std::span<const std::size_t>(&i, 1), out); !r)
             fail_seq(st, batch.chunks[i], r.error(), out);
 }
 
@@ -257,6 +388,7 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
     const auto n_vocab = st.engine->config().n_vocab;
     std::vector<std::size_t> picked;
     picked.reserve(batch.chunks.size());
+    std::vector<model::seq_chunk> parts(batch.chunks.size());
     for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
         const auto& c = batch.chunks[i];
         if (auto ok = check_ids(c, n_vocab); !ok) {
@@ -267,16 +399,26 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
             fail_seq(st, c, ok.error(), out);
             continue;
         }
+        parts[i] = attach_cached(st, c, out.prefix_hit_tokens);
+        if (parts[i].tokens.empty()) {
+            // All of it came from the cache (a chunk that wants logits never does).
+            auto& s = st.seqs.at(c.part.seq);
+            s.tokens.insert(s.tokens.end(), c.part.tokens.begin(), c.part.tokens.end());
+            continue;
+        }
         picked.push_back(i);
     }
+    extend_cached(st, batch, parts, picked, out);
     if (!picked.empty()) {
-        if (auto r = run_pass(st, batch, picked, out); !r) {
+        if (auto r = run_pass(st, batch, parts, picked, out); !r) {
             if (picked.size() == 1)
                 fail_seq(st, batch.chunks[picked[0]], r.error(), out);
             else
-                run_apart(st, batch, picked, out);
+                run_apart(st, batch, parts, picked, out);
         }
     }
+    for (const auto& c : batch.chunks)
+        publish_prefix(st, c.part.seq);
     out.kv_blocks_free = st.engine->kv_blocks_free();
     out.step_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)

@@ -26,7 +26,8 @@ const char* to_string(finish_reason r) noexcept {
 policy::policy(policy_config cfg)
     : cfg_(std::move(cfg))
     , eog_(cfg_.eog_ids.begin(), cfg_.eog_ids.end())
-    , kv_blocks_free_(cfg_.kv_blocks_total) {
+    , kv_blocks_free_(cfg_.kv_blocks_total)
+    , kv_shared_(cfg_.prefix_caching) {
     // A zero would make a step that can never hold anything; the config loader rejects these,
     // clamp here so the policy's own invariants do not depend on it.
     cfg_.max_batch_tokens = std::max(cfg_.max_batch_tokens, 1u);
@@ -42,9 +43,42 @@ std::uint32_t policy::blocks_for(std::uint32_t n_tokens) const noexcept {
     return (n_tokens + cfg_.kv_block_tokens - 1) / cfg_.kv_block_tokens;
 }
 
+std::uint32_t policy::private_blocks(const sequence& s) const noexcept {
+    if (!kv_shared_)
+        return s.n_blocks;
+    const std::uint32_t prompt = s.n_prompt == 1 ? 0 : s.n_prompt;
+    const std::uint32_t shareable = std::min(s.n_cached, prompt) / cfg_.kv_block_tokens;
+    return s.n_blocks - std::min(s.n_blocks, shareable);
+}
+
+void policy::sync_kv_free(std::uint32_t engine_free) noexcept {
+    if (kv_shared_)
+        kv_blocks_free_ = std::min(engine_free + pending_release_blocks_, cfg_.kv_blocks_total);
+}
+
+void policy::prefix_attached(request_id id, std::uint32_t n_tokens) noexcept {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end())
+        return;
+    auto& s = it->second;
+    if (s.st != state::running || n_tokens <= s.n_cached || n_tokens >= s.tokens.size())
+        return;
+    s.n_cached = n_tokens;
+    s.n_blocks = std::max(s.n_blocks, blocks_for(n_tokens));
+}
+
 result<void> policy::add(seq_request req, clock::time_point now) {
     if (req.prompt.empty())
         return error{errc::invalid_argument, "the prompt has no tokens"};
+    if (req.n_choices == 0 || req.n_choices > max_choices || request_of(req.id) != req.id)
+        return error{errc::invalid_argument,
+                     "n must be within 1.." + std::to_string(max_choices) +
+                         " and the request id below 2^56",
+                     "n"};
+    // The choices fork when the prompt's first token is sampled: a prompt-only request
+    // (max_tokens 0, echo) has nothing to fork from.
+    if (req.n_choices > 1 && req.max_tokens == 0)
+        return error{errc::invalid_argument, "n > 1 needs max_tokens of at least 1", "n"};
     if (seqs_.count(req.id))
         return error{errc::invalid_argument,
                      "request id " + std::to_string(req.id) + " is already queued or running"};
@@ -128,6 +162,9 @@ std::uint32_t policy::plan_chunk(request_id id, sequence& s, std::uint32_t max_t
     // a one-token chunk.
     c.part.decoded_from = s.n_prompt == 1 ? 0 : s.n_prompt;
     c.epoch = s.epoch;
+    if (c.part.want_logits && s.req.n_choices > 1 && !s.forked)
+        for (std::uint32_t i = 1; i < s.req.n_choices; ++i)
+            c.forks.push_back(choice_id(id, i));
     plan.chunks.push_back(std::move(c));
     plan.n_tokens += n;
     // Counted as computed now, so a plan prepared while this one runs continues after it.
@@ -163,7 +200,7 @@ void policy::preempt(request_id id, step_plan& plan, std::uint32_t& budget,
         ++seqs_left;
         plan.chunks.erase(it);
     }
-    kv_blocks_free_ += s.n_blocks;
+    kv_blocks_free_ += private_blocks(s);
     s.n_blocks = 0;
     s.n_cached = 0;
     ++s.epoch;
@@ -270,17 +307,49 @@ step_plan policy::schedule(clock::time_point now) {
     // plan's chunks run, so the blocks counted free above are free in the engine too.
     plan.release.insert(plan.release.end(), pending_release_.begin(), pending_release_.end());
     pending_release_.clear();
+    pending_release_blocks_ = 0;
     return plan;
+}
+
+void policy::birth_choices(const step_plan& plan) {
+    for (const auto& c : plan.chunks) {
+        if (c.forks.empty())
+            continue;
+        auto it = seqs_.find(c.part.seq);
+        if (it == seqs_.end())
+            continue;
+        auto& s = it->second;
+        if (s.forked || s.st != state::running || s.epoch != c.epoch ||
+            s.n_cached != s.tokens.size())
+            continue;
+        s.forked = true;
+        kv_shared_ = true;
+        // Every choice shares the whole blocks; a partly filled last block is shared too and each
+        // choice's first append copies it (the engine counts one copy per sharer): counting only
+        // the whole blocks as held makes each choice plan that block again, which covers it.
+        // The engine's report (sync_kv_free) settles the count after every step.
+        const std::uint32_t whole = s.n_cached / cfg_.kv_block_tokens;
+        s.n_blocks = std::min(s.n_blocks, whole);
+        for (auto child : c.forks) {
+            if (seqs_.count(child))
+                continue;
+            sequence k = s;
+            k.req.id = child;
+            k.req.n_choices = 1;
+            seqs_.emplace(child, std::move(k));
+            running_.push_back(child);
+        }
+    }
 }
 
 step_outcome policy::update_from_output(const step_plan& plan, std::span<const sample> samples,
                                         clock::time_point now) {
     step_outcome out;
+    birth_choices(plan);
     for (std::size_t si = 0; si < samples.size(); ++si) {
         const auto& smp = samples[si];
-        auto cit = std::find_if(plan.chunks.begin(), plan.chunks.end(), [&](const chunk& c) {
-            return c.part.seq == smp.id && c.part.want_logits;
-        });
+        auto cit = std::find_if(plan.chunks.begin(), plan.chunks.end(),
+                                [&](const chunk& c) { return c.want_logits_for(smp.id); });
         auto sit = seqs_.find(smp.id);
         if (cit == plan.chunks.end() || sit == seqs_.end())
             continue; // cancelled or finished meanwhile
@@ -347,7 +416,9 @@ void policy::end(request_id id, finish_reason reason, clock::time_point now,
         running_.erase(std::find(running_.begin(), running_.end(), id));
     }
     if (s.n_blocks > 0) {
-        kv_blocks_free_ += s.n_blocks;
+        const auto freed = private_blocks(s);
+        kv_blocks_free_ += freed;
+        pending_release_blocks_ += freed;
         pending_release_.push_back(id);
     }
     finished_seq f;

@@ -20,6 +20,7 @@
 #include "messages/ids.hpp"
 #include "model/engine/batch.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -69,7 +70,24 @@ struct seq_request {
     /// chunk that returns every token's logits (echo's prompt logprobs) costs n_vocab floats per
     /// token, so such requests prefill in bounded pieces.
     std::uint32_t max_chunk_tokens = 0;
+    /// Choices (OpenAI `n`, at most max_choices): the prompt is prefilled once; when its first
+    /// token is sampled the sequence forks into n sequences sharing its KV (choice_id).
+    std::uint32_t n_choices = 1;
 };
+
+/// n > 1: choice i (1 <= i < max_choices) of request `id` runs as sequence choice_id(id, i);
+/// choice 0 is the request's own sequence. Request ids stay below 2^56 (a cluster node's ids
+/// use bits 32..55), so the high byte is free for the choice.
+inline constexpr std::uint32_t max_choices = 128;
+[[nodiscard]] constexpr request_id choice_id(request_id id, std::uint32_t i) noexcept {
+    return id | (static_cast<request_id>(i) << 56);
+}
+[[nodiscard]] constexpr request_id request_of(request_id seq) noexcept {
+    return seq & ((request_id{1} << 56) - 1);
+}
+[[nodiscard]] constexpr std::uint32_t choice_of(request_id seq) noexcept {
+    return static_cast<std::uint32_t>(seq >> 56);
+}
 
 /// One sequence's share of a step: the engine's chunk as the executor will run it (its `seq` is
 /// the request id; `want_logits`: it reaches the end of the known tokens, sample after it), and
@@ -77,6 +95,15 @@ struct seq_request {
 struct chunk {
     model::seq_chunk part;
     std::uint32_t epoch = 0;
+    /// n > 1, on the chunk whose logits give the first token: the choices' sequences to fork
+    /// from this one after the pass (each samples the same row with its own seed).
+    std::vector<request_id> forks{};
+
+    /// Whether a sample for sequence `id` answers this chunk (its own, or a fork's).
+    [[nodiscard]] bool want_logits_for(request_id id) const noexcept {
+        return part.want_logits &&
+               (part.seq == id || std::find(forks.begin(), forks.end(), id) != forks.end());
+    }
 };
 
 struct step_plan {
@@ -174,10 +201,23 @@ public:
     /// take_finished(); its KV is released with the next plan.
     bool finish(request_id id, finish_reason reason, clock::time_point now);
 
+    /// Prefix caching: the engine's free block count after the step just applied (executor's
+    /// step_result). With prefix_caching the policy takes it as the truth, plus the private
+    /// blocks of sequences ended since that the engine has not released yet: a released
+    /// sequence's cacheable blocks may still be held by another sequence, so only the engine
+    /// knows whether they came free. Without prefix_caching the policy's own count is exact and
+    /// this does nothing.
+    void sync_kv_free(std::uint32_t engine_free) noexcept;
+    /// Prefix caching: the executor attached cached blocks of `id` past its planned chunk, so its
+    /// KV now holds `n_tokens` positions (whole blocks, short of its last token); it continues
+    /// from there. Call before update_from_output for the step.
+    void prefix_attached(request_id id, std::uint32_t n_tokens) noexcept;
+
     /// Sequences that ended outside update_from_output (finish(), deadlines in schedule()).
     [[nodiscard]] std::vector<finished_seq> take_finished();
 
     [[nodiscard]] bool has_unfinished() const noexcept { return !seqs_.empty(); }
+    [[nodiscard]] bool contains(request_id id) const noexcept { return seqs_.count(id) != 0; }
     [[nodiscard]] bool has_waiting() const noexcept;
     [[nodiscard]] policy_stats stats() const;
     [[nodiscard]] const policy_config& config() const noexcept { return cfg_; }
@@ -192,11 +232,15 @@ private:
         std::uint32_t n_blocks = 0;   ///< KV blocks held
         std::uint32_t n_generated = 0;
         std::uint32_t epoch = 0; ///< bumped on preemption
+        bool forked = false;     ///< n > 1: its choices exist
         state st = state::waiting;
         seq_timings timings;
     };
 
     [[nodiscard]] std::uint32_t blocks_for(std::uint32_t n_tokens) const noexcept;
+    /// Blocks of `s` certain to come free when it is released: all of them without prefix
+    /// caching; with it, those past its whole prompt blocks (which the cache may share).
+    [[nodiscard]] std::uint32_t private_blocks(const sequence& s) const noexcept;
     /// Removes a sequence, frees its blocks (released with the next plan) and records why.
     void end(request_id id, finish_reason reason, clock::time_point now,
              std::vector<finished_seq>& out);
@@ -208,6 +252,8 @@ private:
                                                   std::uint32_t n) const noexcept;
     /// Tries to give `s` a chunk of up to `max_tokens`, allocating its blocks; 0 if none fit.
     std::uint32_t plan_chunk(request_id id, sequence& s, std::uint32_t max_tokens, step_plan& plan);
+    /// n > 1: the choices of the chunks in `plan` that forked (before their samples apply).
+    void birth_choices(const step_plan& plan);
     /// The priority level whose turn it is to admit, or -1 when nothing waits.
     [[nodiscard]] int next_priority();
 
@@ -222,6 +268,10 @@ private:
     std::uint64_t next_step_ = 1;
     std::uint64_t preemptions_ = 0;
     std::vector<request_id> pending_release_;
+    std::uint32_t pending_release_blocks_ = 0; ///< private_blocks of pending_release_
+    /// Blocks may be shared between sequences (prefix caching, or n > 1 forks): a released
+    /// sequence's prompt blocks count as free once the engine says so (sync_kv_free).
+    bool kv_shared_ = false;
     std::vector<finished_seq> finished_;
 };
 

@@ -43,6 +43,11 @@ struct server_config {
     /// Tokens in a step that carries decodes (decodes + prefill chunks); msg::batch_policy.
     std::uint32_t decoding_batch_tokens = 128;
     std::uint32_t max_batch_seqs = 32;
+    /// 1 = automatic prefix caching (msg::batch_policy::prefix_caching); 0 = every prompt is
+    /// computed in full.
+    std::uint32_t prefix_caching = 1;
+    /// The largest OpenAI `n` (choices sharing one prompt's KV); above it a request is a 400.
+    std::uint32_t max_n = 8;
 
     // Admission.
     std::uint32_t max_waiting_requests = 256;

@@ -270,11 +270,11 @@ std::optional<api_error> read_priority(fields& f, inference_input& in) {
     return std::nullopt;
 }
 
-/// OpenAI routes: "stream", "n" (1 only) and "stream_options".
+/// OpenAI routes: "stream", "n" (the configured max_n is checked by the session) and
+/// "stream_options".
 std::optional<api_error> read_stream_options(fields& f, inference_input& in) {
     f.boolean("stream", in.stream);
-    std::uint32_t n = 1;
-    f.integer("n", 1, 1, n);
+    f.integer("n", 1, 127, in.n);
     if (const auto* so = f.get("stream_options")) {
         if (!so->is_object())
             return invalid_value("stream_options", "stream_options must be an object");
@@ -307,11 +307,22 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
         return *e;
     if (auto e = read_priority(f, in))
         return *e;
-    if (kind != api_kind::native)
+    if (kind != api_kind::native) {
         if (auto e = read_stream_options(f, in))
             return *e;
+    } else if (const auto* n = f.get("n"); n && !(n->is_int64() && n->get_int64() == 1)) {
+        // One generation per native request: its reply has one text and one token list.
+        return invalid_value("n", "the native routes generate one choice (n 1); ask "
+                                  "/v1/completions or /v1/chat/completions for n > 1");
+    }
+    // The prompt echo is one per request; choices fork only once the first token is sampled.
+    if (in.echo && in.n > 1)
+        f.fail("n", "echo takes n 1 (the prompt and its logprobs come back once per request)");
     if (auto e = read_structured(o, kind, in))
         return *e;
+    // A forced tool call is rendered from one choice's text (message.tool_calls).
+    if (in.tool_call && in.n > 1)
+        f.fail("n", "a forced tool call (tool_choice required or a named function) takes n 1");
     if (f.failed())
         return f.error();
     return in;

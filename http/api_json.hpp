@@ -46,6 +46,8 @@ struct inference_input {
     std::string json_schema;
     std::string schema_param;
     bool tool_call = false;
+    /// OpenAI `n`: choices from the one prompt (the server's max_n caps it; native routes: 1).
+    std::uint32_t n = 1;
 };
 
 using parse_result = std::variant<inference_input, api_error>;

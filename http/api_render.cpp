@@ -41,7 +41,10 @@ json::object stats_json(const msg::batcher_stats& x) {
             {"steps", x.steps},
             {"preemptions", x.preemptions},
             {"finished", x.finished},
-            {"schema_compilations", x.schema_compilations}};
+            {"schema_compilations", x.schema_compilations},
+            {"prefix_cache_query_tokens", x.prefix_query_tokens},
+            {"prefix_cache_hit_tokens", x.prefix_hit_tokens},
+            {"prompt_tokens_computed", x.prompt_tokens_computed}};
 }
 
 // The kernel family of each op and how it was chosen; times in whole nanoseconds (Boost.JSON
@@ -174,6 +177,17 @@ std::string json_list(const std::vector<std::string>& xs) {
     return out + "]";
 }
 
+piece_lookup pieces_of(const msg::token_event& ev) {
+    return [&ev](msg::token_id id) {
+        if (id == ev.token)
+            return ev.piece;
+        for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_pieces.size(); ++i)
+            if (ev.top_tokens[i] == id)
+                return ev.top_pieces[i];
+        return std::string{};
+    };
+}
+
 std::string usage_json(const msg::completion& c) {
     return R"({"prompt_tokens":)" + std::to_string(c.prompt_tokens) + R"(,"completion_tokens":)" +
            std::to_string(c.completion_tokens) + R"(,"total_tokens":)" +
@@ -228,21 +242,23 @@ std::string completion_logprobs_object(const std::array<std::vector<std::string>
 // ---- inference: streams ------------------------------------------------------------------
 
 std::string chat_chunk(const chunk_head& h, const std::string& delta, const std::string& finish,
-                       const std::string& logprobs) {
+                       const std::string& logprobs, std::uint32_t index) {
     return R"({"id":"chatcmpl-)" + std::string(h.req_id.substr(4)) +
            R"(","object":"chat.completion.chunk","created":)" + std::to_string(h.created) +
            R"(,"model":)" + quoted(h.model) +
-           R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"delta":)" + delta +
-           R"(,"logprobs":)" + logprobs + R"(,"finish_reason":)" + finish + R"(}],"usage":null})";
+           R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":)" + std::to_string(index) +
+           R"(,"delta":)" + delta + R"(,"logprobs":)" + logprobs + R"(,"finish_reason":)" + finish +
+           R"(}],"usage":null})";
 }
 
 std::string completion_chunk(const chunk_head& h, const std::string& text,
-                             const std::string& finish, const std::string& logprobs) {
+                             const std::string& finish, const std::string& logprobs,
+                             std::uint32_t index) {
     return R"({"id":"cmpl-)" + std::string(h.req_id.substr(4)) +
            R"(","object":"text_completion","created":)" + std::to_string(h.created) +
            R"(,"model":)" + quoted(h.model) + R"(,"choices":[{"text":)" + quoted(text) +
-           R"(,"index":0,"logprobs":)" + logprobs + R"(,"finish_reason":)" + finish +
-           R"(}],"usage":null})";
+           R"(,"index":)" + std::to_string(index) + R"(,"logprobs":)" + logprobs +
+           R"(,"finish_reason":)" + finish + R"(}],"usage":null})";
 }
 
 std::string chat_usage_chunk(const chunk_head& h, const msg::completion& c) {
@@ -360,8 +376,12 @@ std::string health_body(const status_snapshot& snap, const build_info& b, bool h
 
 std::string stats_body(const std::vector<msg::batcher_stats>& stats, const live_stats& live) {
     json::array models;
-    for (const auto& x : stats)
+    std::uint64_t queried = 0, hit = 0;
+    for (const auto& x : stats) {
         models.push_back(stats_json(x));
+        queried += x.prefix_query_tokens;
+        hit += x.prefix_hit_tokens;
+    }
     json::object rejects;
     for (const auto& [reason, n] : live.rejects)
         rejects[reason] = n;
@@ -378,7 +398,10 @@ std::string stats_body(const std::vector<msg::batcher_stats>& stats, const live_
             R"(},"tokens_per_second":{"prompt":{"10s":)" + fixed(live.prompt_tps_10s, 2) +
             R"(,"60s":)" + fixed(live.prompt_tps_60s, 2) + R"(},"generated":{"10s":)" +
             fixed(live.generated_tps_10s, 2) + R"(,"60s":)" + fixed(live.generated_tps_60s, 2) +
-            "}}}";
+            R"(}},"prefix_cache":{"query_tokens":)" + std::to_string(queried) +
+            R"(,"hit_tokens":)" + std::to_string(hit) + R"(,"hit_rate":)" +
+            fixed(queried > 0 ? static_cast<double>(hit) / static_cast<double>(queried) : 0.0, 4) +
+            "}}";
     return body;
 }
 

@@ -56,6 +56,10 @@ struct build_info;
 using piece_lookup = std::function<std::string(msg::token_id)>;
 
 /// Chat: `{"token","logprob","bytes","top_logprobs":[...]}` for one generated token.
+/// The pieces of a token event's token and its alternatives, as the batcher put them in the
+/// event (decoded by the version that ran the request).
+[[nodiscard]] piece_lookup pieces_of(const msg::token_event& ev);
+
 [[nodiscard]] std::string chat_logprob(const msg::token_event& ev, const piece_lookup& piece);
 
 /// Chat: `{"content":[entries]}`.
@@ -80,15 +84,17 @@ struct chunk_head {
     std::string_view model;
 };
 
-/// A `chat.completion.chunk`; `delta`, `finish` and `logprobs` are JSON text.
+/// A `chat.completion.chunk`; `delta`, `finish` and `logprobs` are JSON text; `index` is the
+/// choice (n > 1).
 [[nodiscard]] std::string chat_chunk(const chunk_head& h, const std::string& delta,
                                      const std::string& finish,
-                                     const std::string& logprobs = "null");
+                                     const std::string& logprobs = "null", std::uint32_t index = 0);
 
-/// A streamed `text_completion`; `finish` and `logprobs` are JSON text.
+/// A streamed `text_completion`; `finish` and `logprobs` are JSON text; `index`: the choice.
 [[nodiscard]] std::string completion_chunk(const chunk_head& h, const std::string& text,
                                            const std::string& finish,
-                                           const std::string& logprobs = "null");
+                                           const std::string& logprobs = "null",
+                                           std::uint32_t index = 0);
 
 /// The last chunk of a stream with `include_usage`: no choices, the usage.
 [[nodiscard]] std::string chat_usage_chunk(const chunk_head& h, const msg::completion& c);

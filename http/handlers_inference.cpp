@@ -5,8 +5,8 @@
 // one plain reply. Bytes come from api_render.hpp; this file decides which and when,
 // and keeps the request log, metrics and the drain-cut answers.
 #include "http/api_json.hpp"
-#include "http/echo_render.hpp"
 #include "http/api_structured.hpp"
+#include "http/echo_render.hpp"
 #include "http/session.hpp"
 #include "messages/errors.hpp"
 
@@ -38,19 +38,6 @@ api_kind api_of(route_kind kind) {
                                              : api_kind::native;
 }
 
-/// The pieces of a token and its alternatives, as the batcher put them in the event (decoded by
-/// the version that ran the request).
-piece_lookup pieces_of(const msg::token_event& ev) {
-    return [&ev](msg::token_id id) {
-        if (id == ev.token)
-            return ev.piece;
-        for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_pieces.size(); ++i)
-            if (ev.top_tokens[i] == id)
-                return ev.top_pieces[i];
-        return std::string{};
-    };
-}
-
 } // namespace
 
 chunk_head session::head() const {
@@ -70,6 +57,16 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.model = in.model.empty() ? srv_.opt.default_model : in.model;
     c.stream = kind == route_kind::native_stream || in.stream;
     c.include_usage = in.include_usage;
+    if (in.n > srv_.opt.max_n)
+        return send_error(route,
+                          api_error{400, "invalid_request_error", "invalid_value",
+                                    "n is " + std::to_string(in.n) +
+                                        "; this server generates at most max_n = " +
+                                        std::to_string(srv_.opt.max_n) + " choices per request",
+                                    "n", "ask for fewer choices", 0},
+                          c.req_id);
+    c.n_choices = in.n;
+    c.choices.resize(in.n);
 
     msg::generate_request g;
     g.id = id;
@@ -106,6 +103,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.json_schema = std::move(in.json_schema);
     g.schema_param = std::move(in.schema_param);
     c.tool_call = in.tool_call;
+    g.n = in.n;
     c.active = call_count(srv_.sessions);
     g.t_received_us =
         std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
@@ -179,6 +177,8 @@ void session::on_token(msg::token_event ev) {
         srv_.m.token_generated();
     }
     const bool lp = call_->want_logprobs && real_token;
+    if (call_->n_choices > 1)
+        return choice_token(ev, lp);
     if (!sse_)
         return gather_token(std::move(ev), lp);
     call_->text += ev.text;
@@ -274,6 +274,8 @@ void session::on_done(msg::completion c) {
     }
     if (call_->stream && !sse_)
         begin_stream();
+    if (call_->n_choices > 1)
+        return choice_done(std::move(c));
     srv_.m.completion(c);
     srv_.m.request_done(call_->route, 200,
                         std::chrono::duration<double>(steady::now() - call_->start).count());

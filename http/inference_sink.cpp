@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 namespace bitnet::http {
@@ -21,6 +22,8 @@ msg::sink_actor::behavior_type sink_fn(msg::sink_actor::pointer self, msg::admis
     // removed, and holds the sink's control block (the whole actor's memory) until then: a sink
     // that quits without demonitoring leaks about 1 KiB per request into a long-lived batcher.
     auto watched = std::make_shared<caf::actor_addr>();
+    // n > 1: one completion per choice; the request is over with the last.
+    auto choices_left = std::make_shared<std::uint32_t>(std::max(req.n, 1u));
     auto finish = [self, watched](caf::error reason = {}) {
         if (*watched)
             self->demonitor(*watched);
@@ -53,9 +56,10 @@ msg::sink_actor::behavior_type sink_fn(msg::sink_actor::pointer self, msg::admis
     self->set_exit_handler([finish](caf::exit_msg& em) { finish(std::move(em.reason)); });
     return {
         [t](msg::token_atom, msg::token_event& ev) { t->on_token(std::move(ev)); },
-        [t, finish](msg::done_atom, msg::completion& c) {
+        [t, finish, choices_left](msg::done_atom, msg::completion& c) {
             t->on_done(std::move(c));
-            finish();
+            if (--*choices_left == 0)
+                finish();
         },
         [t, finish](msg::fail_atom, msg::request_id, caf::error& e) {
             t->on_fail(std::move(e));

@@ -124,6 +124,27 @@ struct metrics::impl {
                                               .Name("bitnet_cluster_link_bytes_total")
                                               .Help("serialized bytes of those messages")
                                               .Register(*reg);
+    // Automatic prefix caching, counted from the batchers' cumulative figures (deltas since the
+    // last poll, per model version: a new version's batcher starts from zero).
+    pm::Counter& prefix_queries = pm::BuildCounter()
+                                      .Name("bitnet_prefix_cache_queries_total")
+                                      .Help("prompt tokens of sequences that looked up the "
+                                            "prefix cache")
+                                      .Register(*reg)
+                                      .Add({});
+    pm::Counter& prefix_hits = pm::BuildCounter()
+                                   .Name("bitnet_prefix_cache_hits_total")
+                                   .Help("prompt tokens served from the prefix cache")
+                                   .Register(*reg)
+                                   .Add({});
+    pm::Counter& prompt_computed = pm::BuildCounter()
+                                       .Name("bitnet_prompt_tokens_computed_total")
+                                       .Help("prompt positions the forward pass computed "
+                                             "(prefill work, after the prefix cache)")
+                                       .Register(*reg)
+                                       .Add({});
+    std::mutex prefix_mu;
+    std::map<std::string, std::array<std::uint64_t, 3>> prefix_seen; ///< model+version -> last
     std::string node; ///< this node's name, the `node` label of the cluster series
     pm::Counter& tls_handshake_failures =
         pm::BuildCounter()
@@ -162,6 +183,12 @@ struct metrics::impl {
                                .Help("alias of bitnet_request_duration_seconds")
                                .Register(*reg)
                                .Add({}, k_latency);
+    pm::Gauge& v_prefix_rate = pm::BuildGauge()
+                                   .Name("vllm:gpu_prefix_cache_hit_rate")
+                                   .Help("bitnet_prefix_cache_hits_total / "
+                                         "bitnet_prefix_cache_queries_total since start")
+                                   .Register(*reg)
+                                   .Add({});
 };
 
 metrics::metrics()
@@ -283,6 +310,26 @@ void metrics::queues(const std::vector<msg::batcher_stats>& stats) {
     const double ratio = total > 0 ? used / total : 0.0;
     impl_->kv_usage.Set(ratio);
     impl_->v_kv.Set(ratio);
+    prefix_counts(stats);
+}
+
+void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
+    std::lock_guard lk(impl_->prefix_mu);
+    for (const auto& s : stats) {
+        auto& seen = impl_->prefix_seen[s.model + '\n' + s.model_version];
+        const std::array<std::uint64_t, 3> now{s.prefix_query_tokens, s.prefix_hit_tokens,
+                                               s.prompt_tokens_computed};
+        // Figures only grow within a version; a smaller one is a restarted batcher: all new.
+        auto delta = [&](std::size_t i) {
+            return static_cast<double>(now[i] >= seen[i] ? now[i] - seen[i] : now[i]);
+        };
+        impl_->prefix_queries.Increment(delta(0));
+        impl_->prefix_hits.Increment(delta(1));
+        impl_->prompt_computed.Increment(delta(2));
+        seen = now;
+    }
+    const double q = impl_->prefix_queries.Value();
+    impl_->v_prefix_rate.Set(q > 0 ? impl_->prefix_hits.Value() / q : 0.0);
 }
 
 void metrics::model_info(const std::vector<std::array<std::string, 4>>& served) {

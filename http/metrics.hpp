@@ -42,8 +42,10 @@ public:
     void prompt_processed(std::uint32_t n);
     void token_generated();
     [[nodiscard]] live_stats live() const;
-    /// Gauges from the batchers' stats (running, waiting per priority, KV usage).
+    /// Gauges from the batchers' stats (running, waiting per priority, KV usage), and the
+    /// prefix cache's counters from their cumulative figures (prefix_counts).
     void queues(const std::vector<msg::batcher_stats>& stats);
+    void prefix_counts(const std::vector<msg::batcher_stats>& stats);
     /// bitnet_model_info{alias,version,format,device} = 1 for each served version (alias, version,
     /// format, device); versions no longer served leave the family.
     void model_info(const std::vector<std::array<std::string, 4>>& served);

@@ -41,6 +41,8 @@ struct server_options {
     std::uint16_t port = 0; ///< 0 = ephemeral
     unsigned io_threads = 1;
     std::uint64_t max_body_bytes = 1 << 20;
+    /// The largest OpenAI `n` (choices per request); above it a request is a 400 naming `n`.
+    std::uint32_t max_n = 8;
     /// Request line + headers, and a chunked body's trailers: 431 past it. The connection's read
     /// buffer is bounded by it too, so no header or trailer block can grow memory without end.
     std::uint32_t max_header_bytes = 16384;

@@ -108,6 +108,16 @@ private:
         /// as the model's tokenizer renders them).
         std::optional<std::string> echo_text;
         bool tool_call = false; ///< chat: the text is a forced tool call, sent as tool_calls
+        /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
+        struct choice {
+            std::string text;
+            std::vector<std::string> lp_chat;
+            std::array<std::vector<std::string>, 4> lp_cols;
+            std::size_t text_offset = 0;
+            std::optional<msg::completion> done;
+        };
+        std::uint32_t n_choices = 1;
+        std::vector<choice> choices;
     };
 
     // ---- transport (session.cpp) -------------------------------------------------------
@@ -204,6 +214,9 @@ private:
     void stream_done_events(const msg::completion& c);
     void stream_token(const msg::token_event& ev, bool lp);
     void gather_token(msg::token_event ev, bool lp);
+    // n > 1 (handlers_choices.cpp): a choice's token, a choice's end, the request's end.
+    void choice_token(const msg::token_event& ev, bool lp);
+    void choice_done(msg::completion c);
     [[nodiscard]] chunk_head head() const;
 
     // ---- health, metrics, stats, models (handlers_status.cpp) --------------------------

@@ -27,6 +27,10 @@ struct batch_policy {
     /// levels wait (a level with nothing waiting yields its turn).
     std::array<std::uint32_t, n_priorities> weights{4, 2, 1};
     std::vector<token_id> eog_ids; ///< the model's end-of-generation tokens
+    /// Automatic prefix caching: sequences start from the longest cached prefix of whole KV
+    /// blocks. The policy then counts a released sequence's shareable blocks as free only once
+    /// the engine reports them free (sync_kv_free), as other sequences may hold them.
+    bool prefix_caching = false;
 };
 
 } // namespace bitnet::msg

@@ -128,14 +128,21 @@ struct generate_request {
     /// compiles it before queueing; a schema it cannot enforce is a 400 naming `schema_param`.
     std::string json_schema{};
     std::string schema_param{}; ///< the request field the schema came from (response_format, tools)
+    /// Automatic prefix caching may serve the prompt's leading KV blocks from the cache. False
+    /// for requests that need every prompt position computed (prompt logprobs).
+    bool reuse_prefix = true;
+    /// Choices to generate from the one prompt (OpenAI `n`): the prompt is prefilled once and
+    /// its KV shared (copy on write); choice i samples with seed + i. Events and completions
+    /// carry the choice; the sink gets one completion per choice.
+    std::uint32_t n = 1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
-             x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs, x.json_schema,
-             x.schema_param);
+             x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs,
+             x.json_schema, x.schema_param, x.reuse_prefix, x.n);
 }
 
 /// The prompt as a request with generate_request::echo gets it back (OpenAI's `echo`): its
@@ -185,12 +192,14 @@ struct token_event {
     /// Non-empty `echo.tokens`: this event is the prompt echo of a generate_request::echo request
     /// (token -1, index 0, no text of its own), sent once before any generated token.
     prompt_echo echo;
+    std::uint32_t choice = 0; ///< which of the request's n choices (generate_request::n)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_event& x) {
     return f(caf::meta::type_name("token_event"), x.id, x.index, x.token, x.text, x.logprob,
-             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens, x.model, x.echo);
+             x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens, x.model, x.echo,
+             x.choice);
 }
 
 /// The end of a request: why, how many tokens, and where the time went (microseconds).
@@ -206,13 +215,14 @@ struct completion {
     std::int64_t ttft_us = 0;
     std::int64_t decode_us = 0;
     std::int64_t total_us = 0;
+    std::uint32_t choice = 0; ///< which choice ended (one completion per choice)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion& x) {
     return f(caf::meta::type_name("completion"), x.id, x.finish_reason, x.model, x.model_version,
              x.prompt_tokens, x.completion_tokens, x.queue_us, x.prefill_us, x.ttft_us, x.decode_us,
-             x.total_us);
+             x.total_us, x.choice);
 }
 
 /// One sequence's part of a step: the engine's chunk as it will run. `params` rides along on the
@@ -229,12 +239,21 @@ struct step_chunk {
     /// The request's JSON Schema, on the chunk that starts a sequence (like `params`): the
     /// executor masks every sampled token of the sequence with it. Empty = unconstrained.
     std::string json_schema{};
+    /// Prefix caching, on the chunk that starts a sequence (pos0 == 0): its leading whole
+    /// blocks computed with prompt semantics (the executor offers them to the cache as they
+    /// fill), and how many of those it may take from the cache instead (0 = no lookup).
+    std::vector<token_id> prefix_tokens{};
+    std::uint32_t reuse_blocks = 0;
+    /// n > 1: after sampling this chunk's sequence, fork its KV to each of these sequences and
+    /// sample each from the same logits row with its own settings (its own seed).
+    std::vector<std::uint64_t> fork_to{};
+    std::vector<sampling> fork_params{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
     return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token,
-             x.json_schema);
+             x.json_schema, x.prefix_tokens, x.reuse_blocks, x.fork_to, x.fork_params);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.
@@ -306,12 +325,21 @@ struct step_result {
     std::vector<seq_failure> failed;
     /// Prompt tokens scored in this step (chunks with all_logits), in chunk and position order.
     std::vector<prompt_score> prompt_scores;
+    /// Prompt positions taken from the prefix cache in this step, and prompt positions computed
+    /// (positions below a chunk's decoded_from that the forward pass ran).
+    std::uint32_t prefix_hit_tokens = 0;
+    std::uint32_t prompt_tokens_computed = 0;
+    /// Prefix caching: sequences whose cached prefix reached past their chunk (nothing of it was
+    /// computed) and the length their KV now has; the policy continues them from there.
+    std::vector<std::uint64_t> extended{};
+    std::vector<std::uint32_t> extended_to{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
-             x.failed, x.prompt_scores);
+             x.failed, x.prompt_scores, x.prefix_hit_tokens, x.prompt_tokens_computed, x.extended,
+             x.extended_to);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.
@@ -467,13 +495,19 @@ struct batcher_stats {
     /// Structured output: JSON Schemas compiled in this process so far (a schema that comes
     /// again is a cache hit and does not count).
     std::uint64_t schema_compilations = 0;
+    /// Prefix caching since this version started: prompt tokens of sequences that looked the
+    /// cache up, the tokens it served, and prompt tokens the forward pass computed.
+    std::uint64_t prefix_query_tokens = 0;
+    std::uint64_t prefix_hit_tokens = 0;
+    std::uint64_t prompt_tokens_computed = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
     return f(caf::meta::type_name("batcher_stats"), x.model, x.waiting, x.waiting_prompt_tokens,
              x.running, x.kv_blocks_used, x.kv_blocks_total, x.steps, x.preemptions, x.finished,
-             x.model_version, x.outstanding_tokens, x.schema_compilations);
+             x.model_version, x.outstanding_tokens, x.schema_compilations, x.prefix_query_tokens,
+             x.prefix_hit_tokens, x.prompt_tokens_computed);
 }
 
 } // namespace bitnet::msg

@@ -59,6 +59,21 @@ public:
     [[nodiscard]] result<void> fork(seq_id from, seq_id to) override {
         return cache_.fork(from, to);
     }
+    [[nodiscard]] std::uint32_t
+    cached_prefix_blocks(std::span<const std::int32_t> tokens) const override {
+        return cache_.cached_blocks(tokens);
+    }
+    std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
+                                std::uint32_t max_blocks, std::uint32_t max_parked) override {
+        return cache_.attach_prefix(seq, tokens, max_blocks, max_parked);
+    }
+    [[nodiscard]] std::uint32_t kv_blocks_needed(seq_id seq,
+                                                 std::uint32_t n_tokens) const override {
+        return cache_.blocks_needed(seq, n_tokens);
+    }
+    void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens) override {
+        cache_.publish_prefix(seq, tokens);
+    }
     [[nodiscard]] result<step_output> step(std::span<const seq_chunk> batch) override;
 
 private:

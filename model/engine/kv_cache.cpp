@@ -1,6 +1,7 @@
 // Paged KV cache allocator (see kv_cache.hpp for the pool layout and the copy-on-write rule).
 #include "model/engine/kv_cache.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
@@ -53,6 +54,7 @@ result<kv_cache> kv_cache::create(const kv_cache_options& opt) {
     c.pool_.reset(static_cast<std::uint16_t*>(::operator new[](
         static_cast<std::size_t>(n_blocks * per_block), std::align_val_t{pool_alignment})));
     c.ref_counts_.assign(c.n_blocks_, 0);
+    c.index_ = prefix_index(c.n_blocks_, opt.block_tokens);
     c.free_list_.resize(c.n_blocks_);
     // Stack order: block 0 on top, so allocation order is predictable in tests and logs.
     for (std::uint32_t i = 0; i < c.n_blocks_; ++i)
@@ -97,14 +99,24 @@ bool kv_cache::can_append(seq_id seq, std::uint32_t n_tokens) const noexcept {
 }
 
 kv_cache::block_id kv_cache::take_block() noexcept {
-    const block_id b = free_list_.back();
-    free_list_.pop_back();
+    block_id b = 0;
+    if (!free_list_.empty()) {
+        b = free_list_.back();
+        free_list_.pop_back();
+    } else {
+        // Callers check n_blocks_free() first, which counts parked blocks: one is there.
+        b = *index_.evict_lru();
+    }
     ref_counts_[b] = 1;
     return b;
 }
 
 void kv_cache::release_block(block_id b) noexcept {
-    if (--ref_counts_[b] == 0)
+    if (--ref_counts_[b] != 0)
+        return;
+    if (index_.indexed(b))
+        index_.park(b); // stays findable until the pool needs it
+    else
         free_list_.push_back(b);
 }
 
@@ -154,6 +166,12 @@ result<void> kv_cache::truncate(seq_id seq, std::uint32_t n_tokens) {
                                                  " tokens from " + seq_name(seq) + " of length " +
                                                  std::to_string(s.n_tokens));
     s.n_tokens -= n_tokens;
+    if (s.n_keyed * opt_.block_tokens > s.n_tokens) {
+        // Only a failed step truncates, and only rows it appended, so this does not happen; if
+        // it did, the keys are recomputed from position 0 by the next publish.
+        s.n_keyed = 0;
+        s.last_key = prefix_index::root;
+    }
     const std::uint32_t keep = blocks_for(s.n_tokens);
     while (s.blocks.size() > keep) {
         release_block(s.blocks.back());
@@ -183,6 +201,73 @@ result<void> kv_cache::fork(seq_id src, seq_id dst) {
         ++ref_counts_[b];
     seqs_.emplace(dst, std::move(copy));
     return {};
+}
+
+std::uint32_t kv_cache::cached_blocks(std::span<const std::int32_t> tokens) const {
+    const std::uint32_t bt = opt_.block_tokens;
+    prefix_index::key_type parent = prefix_index::root;
+    std::uint32_t n = 0;
+    for (; std::size_t{n + 1} * bt <= tokens.size(); ++n) {
+        const auto block = tokens.subspan(std::size_t{n} * bt, bt);
+        const auto key = prefix_index::chain(parent, block);
+        if (!index_.find(key, parent, block))
+            break;
+        parent = key;
+    }
+    return n;
+}
+
+std::uint32_t kv_cache::attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
+                                      std::uint32_t max_blocks, std::uint32_t max_parked) {
+    const std::uint32_t bt = opt_.block_tokens;
+    seq_state& s = seqs_[seq];
+    if (s.n_tokens % bt != 0 || s.n_tokens / bt != s.blocks.size()) {
+        if (s.blocks.empty())
+            seqs_.erase(seq);
+        return 0;
+    }
+    // Keys of the blocks it holds already (computed, not attached) come first.
+    const auto held = static_cast<std::uint32_t>(s.blocks.size());
+    for (; s.n_keyed < held && std::size_t{s.n_keyed + 1} * bt <= tokens.size(); ++s.n_keyed)
+        s.last_key =
+            prefix_index::chain(s.last_key, tokens.subspan(std::size_t{s.n_keyed} * bt, bt));
+    std::uint32_t attached = 0;
+    if (s.n_keyed == held) {
+        while (s.blocks.size() < max_blocks &&
+               (s.blocks.size() + 1) * std::size_t{bt} <= tokens.size()) {
+            const auto block = tokens.subspan(s.blocks.size() * bt, bt);
+            const auto key = prefix_index::chain(s.last_key, block);
+            const auto found = index_.find(key, s.last_key, block);
+            if (!found || (ref_counts_[*found] == 0 && max_parked-- == 0))
+                break;
+            if (ref_counts_[*found]++ == 0)
+                index_.unpark(*found);
+            s.blocks.push_back(*found);
+            s.n_tokens += bt;
+            s.last_key = key;
+            ++s.n_keyed;
+            ++attached;
+        }
+    }
+    if (s.blocks.empty())
+        seqs_.erase(seq);
+    return attached;
+}
+
+void kv_cache::publish_prefix(seq_id seq, std::span<const std::int32_t> tokens) {
+    auto it = seqs_.find(seq);
+    if (it == seqs_.end())
+        return;
+    seq_state& s = it->second;
+    const std::uint32_t bt = opt_.block_tokens;
+    const auto full =
+        static_cast<std::uint32_t>(std::min<std::size_t>(s.n_tokens / bt, tokens.size() / bt));
+    for (; s.n_keyed < full; ++s.n_keyed) {
+        const auto block = tokens.subspan(std::size_t{s.n_keyed} * bt, bt);
+        const auto key = prefix_index::chain(s.last_key, block);
+        (void)index_.insert(s.blocks[s.n_keyed], key, s.last_key, block);
+        s.last_key = key;
+    }
 }
 
 std::span<const kv_cache::block_id> kv_cache::block_table(seq_id seq) const noexcept {

@@ -14,13 +14,20 @@
 // full blocks can be shared freely. A fork shares every block of the source, including a partly
 // filled last block. Whoever appends first into a shared partly filled block gets a private copy
 // of it (allocated by `append`, data copied for all layers) before the forward pass writes the new
-// rows. Prefix sharing across unrelated requests can later reuse the same reference counts.
+// rows.
+//
+// Prefix caching. Full blocks can be indexed by the tokens they and everything before them hold
+// (prefix_index.hpp). A new sequence attaches the longest indexed prefix instead of computing it
+// (attach_prefix), taking a reference like a fork does. A block whose last reference goes stays
+// indexed and counts as free: it is evicted, least recently released first, only when a block is
+// needed and the free list is empty. Referenced blocks are never evicted.
 //
 // Thread-compatibility: not synchronised; one owner (the executor's thread) calls it.
 #pragma once
 
 #include "common/error.hpp"
 #include "model/engine/batch.hpp"
+#include "model/engine/prefix_index.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -70,8 +77,13 @@ public:
     [[nodiscard]] const kv_cache_options& options() const noexcept { return opt_; }
     [[nodiscard]] std::uint32_t block_tokens() const noexcept { return opt_.block_tokens; }
     [[nodiscard]] std::uint32_t n_blocks_total() const noexcept { return n_blocks_; }
+    /// Blocks a sequence can take: the free list plus indexed blocks nobody references.
     [[nodiscard]] std::uint32_t n_blocks_free() const noexcept {
-        return static_cast<std::uint32_t>(free_list_.size());
+        return static_cast<std::uint32_t>(free_list_.size()) + index_.n_parked();
+    }
+    /// Blocks in the prefix index (referenced or not).
+    [[nodiscard]] std::uint32_t n_blocks_indexed() const noexcept {
+        return static_cast<std::uint32_t>(index_.size());
     }
     [[nodiscard]] std::uint32_t n_blocks_used() const noexcept {
         return n_blocks_ - n_blocks_free();
@@ -106,6 +118,23 @@ public:
     /// `src` is unknown, invalid_argument when `dst` exists or equals `src`.
     [[nodiscard]] result<void> fork(seq_id src, seq_id dst);
 
+    /// How many leading whole blocks of `tokens` (a prompt from position 0) the index holds.
+    [[nodiscard]] std::uint32_t cached_blocks(std::span<const std::int32_t> tokens) const;
+    /// Extends `seq` with indexed blocks of `tokens` (its tokens from position 0; a partial last
+    /// block is ignored) that follow the whole blocks it holds, as long as they are found and at
+    /// most up to `max_blocks` blocks in all. `seq` is created when unknown. Returns how many
+    /// blocks it attached (0 when `seq`'s length is not a whole number of blocks). Attached
+    /// blocks are shared read-only: nothing is copied and no block is taken from the free list.
+    /// At most `max_parked` of the attached blocks may be parked ones (each takes one block off
+    /// the free count; referenced ones cost nothing).
+    std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
+                                std::uint32_t max_blocks, std::uint32_t max_parked = 0xffffffffu);
+    /// Indexes the whole blocks of `seq` that `tokens` (its tokens from position 0) covers and
+    /// that are not indexed yet. The caller vouches that they were computed with prompt
+    /// semantics. A block whose key another block holds stays private. Cheap when called again
+    /// with the same or a longer prefix: it continues where it stopped.
+    void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens);
+
     /// The block table of `seq` (empty for an unknown sequence).
     [[nodiscard]] std::span<const block_id> block_table(seq_id seq) const noexcept;
     /// How many sequences reference block `b`.
@@ -130,6 +159,9 @@ private:
     struct seq_state {
         std::vector<block_id> blocks;
         std::uint32_t n_tokens = 0;
+        /// Leading blocks whose prefix key is known (attached or published), and the last one's.
+        std::uint32_t n_keyed = 0;
+        prefix_index::key_type last_key = prefix_index::root;
     };
     struct aligned_delete {
         void operator()(std::uint16_t* p) const noexcept;
@@ -152,6 +184,7 @@ private:
     std::vector<std::uint32_t> ref_counts_; ///< per block; 0 = free
     std::vector<block_id> free_list_;       ///< a stack; lowest ids handed out first
     std::unordered_map<seq_id, seq_state> seqs_;
+    prefix_index index_;
 };
 
 } // namespace bitnet::model

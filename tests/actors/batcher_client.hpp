@@ -10,6 +10,7 @@
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -21,7 +22,8 @@ namespace bitnet::test {
 /// Everything a sink received for one request.
 struct transcript {
     std::vector<msg::token_event> tokens; ///< including a text-only tail (token -1), if any
-    std::optional<msg::completion> done;
+    std::optional<msg::completion> done;  ///< the last one (n > 1: one per choice, in `dones`)
+    std::vector<msg::completion> dones;
     std::optional<bitnet::error> failed;
 
     [[nodiscard]] std::string text() const {
@@ -57,8 +59,9 @@ inline std::vector<transcript> run_together(caf::actor_system& sys,
             (*sinks[i])->receive(
                 [&](msg::token_atom, msg::token_event ev) { out[i].tokens.push_back(ev); },
                 [&](msg::done_atom, msg::completion c) {
+                    out[i].dones.push_back(c);
                     out[i].done = c;
-                    finished[i] = true;
+                    finished[i] = out[i].dones.size() >= std::max(reqs[i].n, 1u);
                 },
                 [&](msg::fail_atom, msg::request_id, caf::error e) {
                     out[i].failed = msg::from_caf_error(e);

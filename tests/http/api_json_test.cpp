@@ -93,7 +93,13 @@ TEST_CASE("OpenAI chat and completions fields") {
     CHECK(error_of(R"({"messages":[]})", api_kind::chat).param == "messages");
     CHECK(error_of(R"({"messages":[{"role":"robot","content":"x"}]})", api_kind::chat).param ==
           "messages");
-    CHECK(error_of(R"({"prompt":"x","n":2})", api_kind::completions).param == "n");
+    // n: 1..127 here (the server's max_n is checked by the session); native routes take 1 only.
+    CHECK(ok(R"({"prompt":"x","n":2})", api_kind::completions).n == 2);
+    CHECK(ok(R"({"prompt":"x"})", api_kind::completions).n == 1);
+    CHECK(error_of(R"({"prompt":"x","n":0})", api_kind::completions).param == "n");
+    CHECK(error_of(R"({"prompt":"x","n":128})", api_kind::completions).param == "n");
+    CHECK(error_of(R"({"prompt":"x","n":2})", api_kind::native).param == "n");
+    CHECK(ok(R"({"prompt":"x","n":1})", api_kind::native).n == 1);
     CHECK(ok(R"({"prompt":"x","stop":"\n"})", api_kind::completions).stop.size() == 1);
 }
 

@@ -224,6 +224,18 @@ inline std::uint64_t rss_bytes(pid_t pid) {
     return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
+/// The `data:` payloads of an SSE body, in order (OpenAI streams).
+inline std::vector<std::string> sse_data(const std::string& body) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while ((at = body.find("data: ", at)) != std::string::npos) {
+        const auto end = body.find("\n\n", at);
+        out.push_back(body.substr(at + 6, end - at - 6));
+        at = end;
+    }
+    return out;
+}
+
 /// The `event:` / `data:` pairs of a native SSE body, in order.
 inline std::vector<std::pair<std::string, std::string>> sse_events(const std::string& body) {
     std::vector<std::pair<std::string, std::string>> out;
@@ -249,18 +261,6 @@ inline std::size_t count_of(const std::string& text, const std::string& what) {
 inline double sample(const std::string& metrics, const std::string& series) {
     const auto at = metrics.find("\n" + series + " ");
     return at == std::string::npos ? 0.0 : std::stod(metrics.substr(at + series.size() + 2));
-}
-
-/// The SSE `data:` payloads of a body (OpenAI streams), in order.
-inline std::vector<std::string> sse_data(const std::string& body) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    while ((at = body.find("data: ", at)) != std::string::npos) {
-        const auto end = body.find("\n\n", at);
-        out.push_back(body.substr(at + 6, end - at - 6));
-        at = end;
-    }
-    return out;
 }
 
 inline boost::json::object parse_object(const std::string& body) {

@@ -134,6 +134,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c, const caf::act
     bo.policy.max_batch_tokens = c.max_batch_tokens;
     bo.policy.decoding_batch_tokens = c.decoding_batch_tokens;
     bo.policy.max_batch_seqs = c.max_batch_seqs;
+    bo.policy.prefix_caching = c.prefix_caching != 0;
     bo.policy.weights = {c.priority_weight_high, c.priority_weight_normal, c.priority_weight_low};
     bo.default_timeout_ms = c.default_timeout_ms;
     return spec;
@@ -176,6 +177,7 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.port = static_cast<std::uint16_t>(cfg.port);
     ho.io_threads = cfg.io_threads;
     ho.max_body_bytes = cfg.max_body_bytes;
+    ho.max_n = cfg.max_n;
     ho.read_timeout = std::chrono::milliseconds(cfg.read_timeout_ms);
     ho.write_timeout = std::chrono::milliseconds(cfg.write_timeout_ms);
     ho.sse_ping = std::chrono::milliseconds(cfg.sse_ping_ms);
