@@ -220,3 +220,37 @@ TEST_CASE("echo: bad combinations get clear 400s") {
     // The server is still serving.
     CHECK(s.post("/v1/completions", R"({"prompt":"hi","max_tokens":1})").status == 200);
 }
+
+TEST_CASE("echo logprobs with the prefix cache warm: the same values as a cold server") {
+    // A prompt-logprobs request never takes cached blocks (their rows were never computed):
+    // after a plain request has filled the cache with the same prompt, the echo's values must
+    // still equal those of a server without the cache.
+    test::server_process warm;
+    test::server_process cold({"--prefix-caching", "0"});
+    std::string prompt = "The cat sat on the mat and looked at the dog, who sat on the rug and "
+                         "looked back at the cat for a long time before either of them moved.";
+    const auto plain = R"({"prompt":")" + prompt + R"(","max_tokens":1,"temperature":0})";
+    REQUIRE(warm.post("/v1/completions", plain).status == 200);
+    const auto echo = R"({"prompt":")" + prompt + R"(","max_tokens":0,"echo":true,"logprobs":2})";
+    const auto hits = [&] {
+        return test::parse_object(warm.get("/v1/stats").body)
+            .at("prefix_cache")
+            .as_object()
+            .at("hit_tokens")
+            .as_int64();
+    };
+    const auto hits_before = hits();
+    auto a = warm.post("/v1/completions", echo);
+    auto b = cold.post("/v1/completions", echo);
+    CHECK(hits() == hits_before); // the echo took nothing from the cache
+    REQUIRE(warm.post("/v1/completions", plain).status == 200);
+    CHECK(hits() > hits_before); // while the same prompt without echo does
+    REQUIRE_MESSAGE(a.status == 200, a.body);
+    REQUIRE_MESSAGE(b.status == 200, b.body);
+    const auto la =
+        test::parse_object(a.body).at("choices").as_array().at(0).as_object().at("logprobs");
+    const auto lb =
+        test::parse_object(b.body).at("choices").as_array().at(0).as_object().at("logprobs");
+    CHECK(la.as_object().at("token_logprobs").as_array().size() > 16);
+    CHECK(la == lb);
+}

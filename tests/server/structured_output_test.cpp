@@ -262,3 +262,53 @@ TEST_CASE("structured output: a keyword that cannot be enforced is a 400 naming 
     auto bad = s.post("/v1/completions", R"({"prompt":"x","response_format":{"type":"yaml"}})");
     CHECK(bad.status == 400);
 }
+
+TEST_CASE("structured output with n > 1: every choice decodes under its own matcher") {
+    // The choices fork from the prompt's sequence and copy its schema state: each must validate
+    // on its own, and choice i must equal the single request with seed + i (the mask and the
+    // seed stream are per choice, so nothing of one choice leaks into another).
+    test::server_process s;
+    const std::string body =
+        R"({"prompt":"A person:","max_tokens":48,"temperature":1,"seed":7,"n":4,)" +
+        response_format(person_schema) + "}";
+    auto r = s.post("/v1/completions", body);
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    const auto& choices = test::parse_object(r.body).at("choices").as_array();
+    REQUIRE(choices.size() == 4);
+    for (std::size_t i = 0; i < choices.size(); ++i) {
+        const auto& c = choices[i].as_object();
+        CHECK(c.at("index").as_int64() == static_cast<std::int64_t>(i));
+        const std::string text(c.at("text").as_string());
+        if (c.at("finish_reason").as_string() == "stop")
+            check_person(text);
+        else
+            CHECK(c.at("finish_reason").as_string() == "length");
+        const std::string one = R"({"prompt":"A person:","max_tokens":48,"temperature":1,"seed":)" +
+                                std::to_string(7 + i) + "," + response_format(person_schema) + "}";
+        auto single = s.post("/v1/completions", one);
+        REQUIRE(single.status == 200);
+        CHECK_MESSAGE(test::parse_object(single.body)
+                              .at("choices")
+                              .as_array()
+                              .at(0)
+                              .as_object()
+                              .at("text")
+                              .as_string() == text,
+                      "choice " << i);
+    }
+}
+
+TEST_CASE("a forced tool call and an echo take n 1: 400s naming n") {
+    test::server_process s;
+    auto tool = s.post(
+        "/v1/chat/completions",
+        R"({"messages":[{"role":"user","content":"x"}],"n":2,"tool_choice":"required","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}}}]})");
+    CHECK(tool.status == 400);
+    CHECK(test::parse_object(tool.body).at("error").as_object().at("param").as_string() == "n");
+    auto echo = s.post("/v1/completions",
+                       R"({"prompt":"Hi","max_tokens":0,"echo":true,"logprobs":1,"n":2})");
+    CHECK(echo.status == 400);
+    CHECK(test::parse_object(echo.body).at("error").as_object().at("param").as_string() == "n");
+    CHECK(s.post("/v1/completions", R"({"prompt":"Hi","max_tokens":0,"echo":true,"logprobs":1})")
+              .status == 200);
+}
