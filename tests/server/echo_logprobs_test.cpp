@@ -224,27 +224,44 @@ TEST_CASE("echo: bad combinations get clear 400s") {
 TEST_CASE("echo logprobs with the prefix cache warm: the same values as a cold server") {
     // A prompt-logprobs request never takes cached blocks (their rows were never computed):
     // after a plain request has filled the cache with the same prompt, the echo's values must
-    // still equal those of a server without the cache.
+    // still equal those of a server without the cache, and the echo adds no cache hits: `warm`
+    // (plain, echo, plain) ends with exactly the hits of `twice` (plain, plain).
     test::server_process warm;
+    test::server_process twice;
     test::server_process cold({"--prefix-caching", "0"});
-    std::string prompt = "The cat sat on the mat and looked at the dog, who sat on the rug and "
-                         "looked back at the cat for a long time before either of them moved.";
+    // Several KV blocks long, so the plain request leaves whole blocks in the cache.
+    std::string prompt;
+    for (int i = 0; i < 3; ++i)
+        prompt += "The cat sat on the mat and looked at the dog, who sat on the rug and looked "
+                  "back at the cat for a long time before either of them moved. ";
     const auto plain = R"({"prompt":")" + prompt + R"(","max_tokens":1,"temperature":0})";
-    REQUIRE(warm.post("/v1/completions", plain).status == 200);
     const auto echo = R"({"prompt":")" + prompt + R"(","max_tokens":0,"echo":true,"logprobs":2})";
-    const auto hits = [&] {
-        return test::parse_object(warm.get("/v1/stats").body)
-            .at("prefix_cache")
-            .as_object()
-            .at("hit_tokens")
-            .as_int64();
-    };
-    const auto hits_before = hits();
-    auto a = warm.post("/v1/completions", echo);
-    auto b = cold.post("/v1/completions", echo);
-    CHECK(hits() == hits_before); // the echo took nothing from the cache
     REQUIRE(warm.post("/v1/completions", plain).status == 200);
-    CHECK(hits() > hits_before); // while the same prompt without echo does
+    auto a = warm.post("/v1/completions", echo);
+    REQUIRE(warm.post("/v1/completions", plain).status == 200);
+    auto b = cold.post("/v1/completions", echo);
+    REQUIRE(twice.post("/v1/completions", plain).status == 200);
+    REQUIRE(twice.post("/v1/completions", plain).status == 200);
+
+    // The stats the batchers report reach /v1/stats a moment later: wait for the second plain
+    // request's hits to show on both servers.
+    const auto hits = [](const test::server_process& s) {
+        for (int i = 0;; ++i) {
+            const auto h = test::parse_object(s.get("/v1/stats").body)
+                               .at("prefix_cache")
+                               .as_object()
+                               .at("hit_tokens")
+                               .as_int64();
+            if (h > 0 || i == 100)
+                return h;
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+    };
+    const auto h_twice = hits(twice);
+    CHECK(h_twice > 0); // the plain repeat is served from the cache
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    CHECK(hits(warm) == hits(twice)); // and the echo between took nothing
+
     REQUIRE_MESSAGE(a.status == 200, a.body);
     REQUIRE_MESSAGE(b.status == 200, b.body);
     const auto la =

@@ -273,7 +273,8 @@ TEST_CASE("structured output with n > 1: every choice decodes under its own matc
         response_format(person_schema) + "}";
     auto r = s.post("/v1/completions", body);
     REQUIRE_MESSAGE(r.status == 200, r.body);
-    const auto& choices = test::parse_object(r.body).at("choices").as_array();
+    const auto reply = test::parse_object(r.body);
+    const auto& choices = reply.at("choices").as_array();
     REQUIRE(choices.size() == 4);
     for (std::size_t i = 0; i < choices.size(); ++i) {
         const auto& c = choices[i].as_object();
