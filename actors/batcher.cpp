@@ -1,9 +1,8 @@
 #include "actors/batcher.hpp"
 
+#include "actors/batcher_internal.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"
-#include "model/sampling/stop_rules.hpp"
-#include "model/tokenizer/tokenizer_stream.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -15,85 +14,7 @@
 
 namespace bitnet::actors {
 
-namespace {
-
-using sched::clock;
-
-struct live_request {
-    msg::sink_actor sink;
-    msg::generate_request req;
-    std::optional<model::token_stream> text;         ///< with a tokenizer
-    std::optional<model::stop_string_matcher> stops; ///< with stop strings
-    clock::time_point received{};
-    std::uint32_t n_generated = 0; ///< tokens delivered so far (the sampler's draws to replay)
-    std::optional<bitnet::error> failure; ///< why the executor failed this sequence alone
-    /// echo: the prompt's scores gathered so far (prompt_logprobs), and whether the echo event
-    /// went out (it goes once, before any generated token).
-    msg::prompt_echo echo;
-    std::uint32_t echo_next = 1; ///< the next prompt position awaiting its score
-    bool echo_sent = false;
-    /// Prefix caching: the prompt's leading whole blocks, all computed with prompt semantics
-    /// (positions below the chunks' decoded_from), for the executor's cache.
-    std::vector<msg::token_id> prefix_tokens;
-    /// n > 1: which choice this sequence is (req.id is the request's id for every choice).
-    std::uint32_t choice = 0;
-
-    /// The text token `t` lets through: whole characters, minus anything a stop string may
-    /// still claim (and nothing from a stop string on).
-    std::string push(msg::token_id t) {
-        if (!text)
-            return {};
-        auto piece = text->push(t);
-        return stops ? stops->feed(piece).emit : piece;
-    }
-    /// The end for another reason than a stop string: what was held back.
-    std::string flush() {
-        if (!text)
-            return {};
-        auto piece = text->flush();
-        if (!stops)
-            return piece;
-        auto out = stops->feed(piece).emit;
-        return stops->matched() ? out : out + stops->flush();
-    }
-    [[nodiscard]] bool stopped() const noexcept { return stops && stops->matched(); }
-};
-
-struct batcher_state {
-    explicit batcher_state() = default;
-    std::unique_ptr<sched::policy> policy;
-    msg::batcher_order opt;
-    std::shared_ptr<const model::tokenizer> tokenizer;
-    msg::executor_actor executor;
-    std::unordered_map<msg::request_id, live_request> live;
-    std::unordered_map<caf::actor_addr, msg::request_id> by_sink;
-    /// Request id -> its choices not reported yet (the sink's entry goes with the last).
-    std::unordered_map<msg::request_id, std::uint32_t> open_choices;
-    bool in_flight = false;
-    bool tick_pending = false;
-    std::uint64_t steps = 0;
-    std::uint64_t finished = 0;
-    std::uint64_t prefix_query_tokens = 0;
-    std::uint64_t prefix_hit_tokens = 0;
-    std::uint64_t prompt_tokens_computed = 0;
-    /// Output for requests placed here by another node's relay, gathered over one pass of the
-    /// mailbox and sent as one stream_batch per relay (flush()).
-    std::vector<std::pair<caf::actor, msg::stream_batch>> outbox;
-    static inline const char* name = "batcher";
-};
-
-using batcher_pointer = msg::batcher_actor::stateful_pointer<batcher_state>;
-
-/// The most prompt tokens per chunk of a prompt_logprobs request: each returns a logits row
-/// (n_vocab floats: 64 MiB for 128 rows of a 128k vocabulary), so the pass's memory stays bounded
-/// whatever the step budget.
-constexpr std::uint32_t echo_chunk_tokens = 128;
-
-std::int64_t us_between(clock::time_point a, clock::time_point b) {
-    if (a == clock::time_point{} || b == clock::time_point{} || b < a)
-        return 0;
-    return std::chrono::duration_cast<std::chrono::microseconds>(b - a).count();
-}
+namespace batcher_detail {
 
 /// The batch bound for `relay`, opened on first use.
 msg::stream_batch& batch_for(batcher_state& st, const caf::actor& relay) {
@@ -109,6 +30,18 @@ void emit_token(batcher_pointer self, const live_request& lr, msg::token_event e
         batch_for(self->state, lr.req.relay).tokens.push_back(std::move(ev));
     else
         self->send(lr.sink, msg::token_atom_v, std::move(ev));
+}
+
+} // namespace batcher_detail
+
+namespace {
+
+using namespace batcher_detail;
+
+std::int64_t us_between(clock::time_point a, clock::time_point b) {
+    if (a == clock::time_point{} || b == clock::time_point{} || b < a)
+        return 0;
+    return std::chrono::duration_cast<std::chrono::microseconds>(b - a).count();
 }
 
 void emit_done(batcher_pointer self, const live_request& lr, msg::completion c) {
@@ -225,88 +158,6 @@ void cancel_request(batcher_pointer self, msg::request_id rid) {
     for (std::uint32_t i = 0; i < sched::max_choices; ++i)
         (void)st.policy->finish(sched::choice_id(rid, i), sched::finish_reason::cancelled,
                                 clock::now());
-}
-
-/// The bytes token `id` stands for, for logprobs; unused and reserved tokens have none, so their
-/// vocabulary entry stands in.
-std::string piece_of(const model::tokenizer& tok, msg::token_id id) {
-    auto piece = tok.token_to_piece(id, true);
-    return std::string(piece.empty() ? tok.token_text(id) : piece);
-}
-
-/// A chunk of a prompt_logprobs request asks for every row it holds that scores a prompt token
-/// not scored yet (row p scores token p + 1), and names the prompt token after it; chunks of the
-/// generated part, or recomputed after a preemption once scored, ask for nothing more.
-void mark_prompt_rows(const live_request& lr, msg::step_chunk& sc) {
-    if (!lr.req.prompt_logprobs || lr.echo_sent)
-        return;
-    const auto n_prompt = static_cast<std::uint32_t>(lr.req.prompt.size());
-    const auto pos0 = sc.part.pos0;
-    const auto end = pos0 + static_cast<std::uint32_t>(sc.part.tokens.size());
-    if (n_prompt < 2 || pos0 + 1 >= n_prompt || end < lr.echo_next)
-        return; // no row here scores a prompt token still unscored
-    sc.part.all_logits = true;
-    sc.next_token = end < n_prompt ? lr.req.prompt[end] : -1;
-}
-
-/// Takes one prompt token's score (in position order; repeats and strays are dropped).
-void take_prompt_score(batcher_state& st, const msg::prompt_score& p) {
-    auto it = st.live.find(p.seq);
-    if (it == st.live.end())
-        return;
-    auto& lr = it->second;
-    if (!lr.req.prompt_logprobs || lr.echo_sent || p.pos != lr.echo_next ||
-        p.pos >= lr.req.prompt.size() || lr.req.prompt[p.pos] != p.token)
-        return;
-    auto& e = lr.echo;
-    if (lr.echo_next == 1)
-        e.n_top = static_cast<std::uint32_t>(p.top_tokens.size());
-    e.logprobs.push_back(p.logprob);
-    for (std::size_t i = 0; i < e.n_top; ++i) {
-        // Every row has the same number of alternatives (min(k, n_vocab)); pad defensively.
-        const bool have = i < p.top_tokens.size() && i < p.top_logprobs.size();
-        const msg::token_id t = have ? p.top_tokens[i] : p.token;
-        e.top_tokens.push_back(t);
-        e.top_logprobs.push_back(have ? p.top_logprobs[i] : p.logprob);
-        if (st.tokenizer)
-            e.top_pieces.push_back(piece_of(*st.tokenizer, t));
-    }
-    ++lr.echo_next;
-}
-
-/// Sends a request's prompt echo once it is whole (every prompt token scored, when asked): its
-/// tokens, their pieces, and the detokenized text with each token's offset in it.
-void send_echo_when_ready(batcher_pointer self, msg::request_id id) {
-    auto& st = self->state;
-    auto it = st.live.find(id);
-    if (it == st.live.end())
-        return;
-    auto& lr = it->second;
-    const auto& prompt = lr.req.prompt;
-    if (!lr.req.echo || lr.echo_sent || (lr.req.prompt_logprobs && lr.echo_next < prompt.size()))
-        return;
-    msg::token_event ev;
-    ev.id = id;
-    ev.token = -1;
-    ev.prompt_tokens = static_cast<std::uint32_t>(prompt.size());
-    ev.model = st.opt.model;
-    ev.echo = std::move(lr.echo);
-    auto& e = ev.echo;
-    e.tokens = prompt;
-    if (st.tokenizer) {
-        model::token_stream text(*st.tokenizer);
-        for (auto t : prompt) {
-            e.pieces.push_back(piece_of(*st.tokenizer, t));
-            e.text_offsets.push_back(static_cast<std::uint32_t>(e.text.size()));
-            e.text += text.push(t);
-        }
-        e.text += text.flush();
-    } else {
-        e.pieces.assign(prompt.size(), std::string{});
-        e.text_offsets.assign(prompt.size(), 0);
-    }
-    lr.echo_sent = true;
-    emit_token(self, lr, std::move(ev));
 }
 
 void report_all(batcher_pointer self, const std::vector<sched::finished_seq>& fs) {
