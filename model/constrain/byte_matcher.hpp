@@ -15,7 +15,7 @@ namespace bitnet::model::constrain {
 
 struct frame {
     std::uint32_t node = 0;
-    std::uint16_t phase = 0; ///< where inside the value (per kind; byte_matcher.cpp)
+    std::uint16_t phase = 0; ///< where inside the value (per kind; byte_matcher_impl.hpp)
     std::uint16_t aux = 0;   ///< key position, trie node, sign
     std::uint32_t x = 0;     ///< count (members, items, code points), literal position
     std::uint32_t y = 0;     ///< property index, code point being decoded, residue

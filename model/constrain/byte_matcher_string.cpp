@@ -1,0 +1,204 @@
+// The stepper's string handling: the opening and closing quote, escapes (canonical ones only),
+// UTF-8 validation, and the per-character checks of minLength/maxLength, pattern and excluded
+// names. Split off from byte_matcher.cpp, which walks the rest of the grammar, to keep each file
+// to one concern; the two share the stepper through byte_matcher_impl.hpp.
+#include "model/constrain/byte_matcher_impl.hpp"
+
+#include <algorithm>
+
+namespace bitnet::model::constrain::internal {
+
+/// A code point of the string's contents is complete.
+bool stepper::on_char(frame& f, const node& n, std::uint32_t cp) {
+    if (n.count_cap > 0 || n.max_count != unbounded) {
+        const auto nx = f.x + 1;
+        if (nx > n.max_count)
+            return false;
+        f.x = std::min(nx, n.count_cap);
+    }
+    if (n.regex >= 0) {
+        f.z = g_.regexes[static_cast<std::size_t>(n.regex)].step(f.z, cp);
+        if (f.z == 0)
+            return false;
+    }
+    f.phase = str_body;
+    return true;
+}
+
+/// Whether a character in [lo, hi] may still come: a UTF-8 sequence or an escape under way
+/// is only taken when some completion of it fits (the length and the pattern), so a mask
+/// never leads into a state no token can leave.
+bool stepper::possible(const frame& f, const node& n, std::uint32_t lo, std::uint32_t hi) const {
+    if (n.max_count != unbounded && f.x + 1 > n.max_count)
+        return false;
+    return n.regex < 0 || g_.regexes[static_cast<std::size_t>(n.regex)].can_step(f.z, lo, hi);
+}
+
+/// The code points a UTF-8 sequence can still become, after its bytes so far.
+std::pair<std::uint32_t, std::uint32_t> stepper::utf8_range(std::uint16_t phase, std::uint32_t y) {
+    switch (phase) {
+    case str_e0:
+        return {0x800, 0xFFF};
+    case str_ed:
+        return {0xD000, 0xD7FF};
+    case str_f0:
+        return {0x10000, 0x3FFFF};
+    case str_f4:
+        return {0x100000, 0x10FFFF};
+    default:
+        break;
+    }
+    const int rest = phase == str_cont1 ? 1 : phase == str_cont2 ? 2 : 3;
+    const std::uint32_t lo = y << (6 * rest);
+    return {lo, lo | ((1u << (6 * rest)) - 1)};
+}
+
+void stepper::string(frame_stack c, std::uint8_t b, const node& n) {
+    frame& f = c.back();
+    if (f.phase == 0) {
+        if (b != '"')
+            return;
+        f.phase = str_body;
+        if (n.regex >= 0)
+            f.z = g_.regexes[static_cast<std::size_t>(n.regex)].start();
+        return emit(std::move(c));
+    }
+    if (f.phase == str_body && b == '"') {
+        if (f.x < n.min_count)
+            return;
+        if (n.regex >= 0 && !g_.regexes[static_cast<std::size_t>(n.regex)].accepts(f.z))
+            return;
+        if (n.exclude >= 0 && f.aux != byte_trie::dead &&
+            g_.tries[static_cast<std::size_t>(n.exclude)].nodes[f.aux].terminal)
+            return;
+        c.pop_back();
+        return emit(std::move(c));
+    }
+    if (n.exclude >= 0)
+        f.aux = g_.tries[static_cast<std::size_t>(n.exclude)].step(f.aux, b);
+    auto cont = [&](std::uint16_t next, std::uint8_t lo = 0x80, std::uint8_t hi = 0xBF) {
+        if (b < lo || b > hi)
+            return;
+        f.y = (f.y << 6) | (b & 0x3Fu);
+        if (next == str_body) {
+            if (!on_char(f, n, f.y))
+                return;
+        } else {
+            f.phase = next;
+            const auto [first, last] = utf8_range(next, f.y);
+            if (!possible(f, n, first, last))
+                return;
+        }
+        emit(std::move(c));
+    };
+    auto hex = [](std::uint8_t h) -> int {
+        return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
+    };
+    switch (f.phase) {
+    case str_body:
+        if (b == '\\') {
+            if (!possible(f, n, 0, 0x1F) && !possible(f, n, '"', '"') &&
+                !possible(f, n, '\\', '\\'))
+                return;
+            f.phase = str_escape;
+            return emit(std::move(c));
+        }
+        if (b < 0x20)
+            return;
+        if (b < 0x80)
+            return on_char(f, n, b) ? emit(std::move(c)) : void();
+        if (b >= 0xC2 && b <= 0xDF)
+            f.phase = str_cont1, f.y = b & 0x1Fu;
+        else if (b == 0xE0)
+            f.phase = str_e0, f.y = 0;
+        else if (b == 0xED)
+            f.phase = str_ed, f.y = 0xD;
+        else if (b >= 0xE1 && b <= 0xEF)
+            f.phase = str_cont2, f.y = b & 0x0Fu;
+        else if (b == 0xF0)
+            f.phase = str_f0, f.y = 0;
+        else if (b >= 0xF1 && b <= 0xF3)
+            f.phase = str_cont3, f.y = b & 0x07u;
+        else if (b == 0xF4)
+            f.phase = str_f4, f.y = 4;
+        else
+            return;
+        if (const auto [lo, hi] = utf8_range(f.phase, f.y); !possible(f, n, lo, hi))
+            return;
+        return emit(std::move(c));
+    case str_escape: {
+        std::uint32_t cp = 0;
+        switch (b) {
+        case '"':
+            cp = '"';
+            break;
+        case '\\':
+            cp = '\\';
+            break;
+        case 'b':
+            cp = '\b';
+            break;
+        case 'f':
+            cp = '\f';
+            break;
+        case 'n':
+            cp = '\n';
+            break;
+        case 'r':
+            cp = '\r';
+            break;
+        case 't':
+            cp = '\t';
+            break;
+        case 'u':
+            f.phase = str_u;
+            return emit(std::move(c));
+        default:
+            return; // "\/" and the rest: not canonical
+        }
+        return on_char(f, n, cp) ? emit(std::move(c)) : void();
+    }
+    case str_u:
+    case str_u0:
+        if (b != '0')
+            return;
+        f.phase = f.phase == str_u ? str_u0 : str_u00;
+        return emit(std::move(c));
+    case str_u00:
+        if (b != '0' && b != '1')
+            return;
+        f.y = b - '0';
+        if (!possible(f, n, f.y * 16, f.y * 16 + 15))
+            return;
+        f.phase = str_u00x;
+        return emit(std::move(c));
+    case str_u00x: {
+        const int h = hex(b);
+        if (h < 0)
+            return;
+        const auto cp = f.y * 16 + static_cast<std::uint32_t>(h);
+        // Characters with a short escape are written with it.
+        if (cp == '\b' || cp == '\f' || cp == '\n' || cp == '\r' || cp == '\t')
+            return;
+        return on_char(f, n, cp) ? emit(std::move(c)) : void();
+    }
+    case str_cont1:
+        return cont(str_body);
+    case str_cont2:
+        return cont(str_cont1);
+    case str_cont3:
+        return cont(str_cont2);
+    case str_e0:
+        return cont(str_cont1, 0xA0, 0xBF);
+    case str_ed:
+        return cont(str_cont1, 0x80, 0x9F);
+    case str_f0:
+        return cont(str_cont2, 0x90, 0xBF);
+    case str_f4:
+        return cont(str_cont2, 0x80, 0x8F);
+    default:
+        return;
+    }
+}
+
+} // namespace bitnet::model::constrain::internal
