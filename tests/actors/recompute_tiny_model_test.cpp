@@ -11,10 +11,10 @@
 #include "actors/batcher.hpp"
 #include "actors/batcher_client.hpp"
 #include "actors/executor.hpp"
+#include "actors/tiny_model_rig.hpp"
 #include "messages/errors.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/tokenizer/tokenizer.hpp"
-#include "support/test_data.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
@@ -27,10 +27,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string tiny_path = test::data_path("bitnetcpp/tiny-i2_s.gguf");
-
 std::shared_ptr<const model::tokenizer> tiny_tokenizer() {
-    auto file = model::gguf_file::open(tiny_path);
+    auto file = model::gguf_file::open(test::tiny_model_path);
     REQUIRE(file);
     auto vocab = model::read_tokenizer_vocab(*file);
     REQUIRE(vocab);
@@ -48,21 +46,8 @@ struct tiny_rig {
     msg::batcher_actor batcher;
 
     explicit tiny_rig(std::uint32_t kv_blocks) {
-        msg::executor_order eo;
-        eo.alias = "tiny";
-        eo.engine.model_path = tiny_path;
-        eo.engine.n_threads = 2;
-        eo.engine.kv_block_tokens = 4;
-        eo.engine.kv_budget_bytes = 16ull << 20;
-        exec = actors::spawn_executor(sys, eo);
-        msg::batcher_order bo;
-        bo.model = "tiny";
-        bo.policy.kv_block_tokens = 4;
-        bo.policy.kv_blocks_total = kv_blocks;
-        bo.policy.n_ctx = 512;
-        bo.policy.max_batch_seqs = 8;
-        bo.policy.max_batch_tokens = 64;
-        bo.policy.decoding_batch_tokens = 32;
+        exec = actors::spawn_executor(sys, test::tiny_executor_order());
+        const auto bo = test::tiny_batcher_order(kv_blocks);
         // No end-of-generation ids: every run goes to max_tokens, so runs compare whole.
         batcher = actors::spawn_batcher(sys, bo, exec, tiny_tokenizer());
     }
@@ -76,14 +61,7 @@ struct tiny_rig {
 
 using test::transcript;
 
-/// Token ids of the generated tokens (not the text-only tail).
-std::vector<msg::token_id> ids_of(const transcript& t) {
-    std::vector<msg::token_id> out;
-    for (const auto& e : t.tokens)
-        if (e.token >= 0)
-            out.push_back(e.token);
-    return out;
-}
+using test::generated_ids;
 
 /// The text of the events with index >= from (the tail included).
 std::string text_from(const transcript& t, std::uint32_t from) {
@@ -100,13 +78,6 @@ std::vector<transcript> run_together(tiny_rig& r, const std::vector<msg::generat
 
 transcript run_one(tiny_rig& r, const msg::generate_request& req) {
     return run_together(r, {req}).front();
-}
-
-std::vector<msg::token_id> random_prompt(std::size_t n, std::mt19937_64& rng) {
-    std::vector<msg::token_id> p(n);
-    for (auto& t : p)
-        t = static_cast<msg::token_id>(rng() % 7900); // below the control ids (BOS 7936)
-    return p;
 }
 
 msg::generate_request make_req(msg::request_id id, std::vector<msg::token_id> prompt,
@@ -132,13 +103,13 @@ TEST_CASE("tiny-i2_s: greedy and seeded generations are the same with and withou
     for (std::uint64_t k = 0; k < 4; ++k) {
         const float temperature = k % 2 == 0 ? 0.0f : 0.8f;
         reqs.push_back(
-            make_req(k + 1, random_prompt(6 + rng() % 7, rng), n_gen, temperature, 500 + k));
+            make_req(k + 1, test::random_tokens(6 + rng() % 7, rng), n_gen, temperature, 500 + k));
     }
     std::vector<std::vector<msg::token_id>> alone;
     for (const auto& q : reqs) {
         auto t = run_one(r, q);
         REQUIRE(t.done);
-        alone.push_back(ids_of(t));
+        alone.push_back(generated_ids(t));
     }
     CHECK(r.stats().preemptions == 0);
     for (auto& q : reqs)
@@ -149,7 +120,7 @@ TEST_CASE("tiny-i2_s: greedy and seeded generations are the same with and withou
         CAPTURE(k);
         REQUIRE(together[k].done);
         CHECK(together[k].done->completion_tokens == n_gen);
-        CHECK(ids_of(together[k]) == alone[k]);
+        CHECK(generated_ids(together[k]) == alone[k]);
     }
 }
 
@@ -161,7 +132,7 @@ TEST_CASE("tiny-i2_s: a stream resumed after k tokens continues with the first r
     msg::request_id next_id = 1;
     for (const float temperature : {0.0f, 0.8f}) {
         CAPTURE(temperature);
-        const auto prompt = random_prompt(9, rng);
+        const auto prompt = test::random_tokens(9, rng);
         const auto first_of = [&](std::vector<std::string> stops) {
             auto q = make_req(next_id++, prompt, n_gen, temperature, 4242);
             q.stop = std::move(stops);
@@ -178,7 +149,7 @@ TEST_CASE("tiny-i2_s: a stream resumed after k tokens continues with the first r
                                              text.substr(text.size() / 2, 1) + "\x03"};
         const transcript first = first_of(stops);
         REQUIRE(text_from(first, 0) == text);
-        const auto ids = ids_of(first);
+        const auto ids = generated_ids(first);
         for (std::uint32_t k = 1; k < n_gen; ++k) { // every cut point
             CAPTURE(k);
             auto q = make_req(next_id++, prompt, n_gen, temperature, 4242);
@@ -187,7 +158,7 @@ TEST_CASE("tiny-i2_s: a stream resumed after k tokens continues with the first r
             q.n_resumed = k;
             const transcript resumed = run_one(r, q);
             REQUIRE(resumed.done);
-            CHECK(ids_of(resumed) == std::vector<msg::token_id>(ids.begin() + k, ids.end()));
+            CHECK(generated_ids(resumed) == std::vector<msg::token_id>(ids.begin() + k, ids.end()));
             REQUIRE_FALSE(resumed.tokens.empty());
             CHECK(resumed.tokens.front().index == k);
             for (std::size_t i = 0; i < resumed.tokens.size(); ++i)

@@ -10,9 +10,9 @@
 #include "actors/batcher.hpp"
 #include "actors/batcher_client.hpp"
 #include "actors/executor.hpp"
+#include "actors/tiny_model_rig.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/tokenizer/tokenizer.hpp"
-#include "support/test_data.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
@@ -25,8 +25,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string tiny_path = test::data_path("bitnetcpp/tiny-i2_s.gguf");
-
 /// A real executor whose engine pool holds `kv_blocks` blocks of 4 tokens (0 = plenty) and a
 /// batcher whose policy counts the same pool, with prefix caching on or off.
 struct cache_rig {
@@ -36,26 +34,14 @@ struct cache_rig {
     msg::batcher_actor batcher;
 
     cache_rig(bool prefix_caching, std::uint32_t kv_blocks) {
-        msg::executor_order eo;
-        eo.alias = "tiny";
-        eo.engine.model_path = tiny_path;
-        eo.engine.n_threads = 2;
-        eo.engine.kv_block_tokens = 4;
-        eo.engine.kv_budget_bytes = 16ull << 20;
+        auto eo = test::tiny_executor_order();
         if (kv_blocks > 0) {
             const auto probe = info_of(actors::spawn_executor(sys, eo));
             eo.engine.kv_budget_bytes = probe.kv_pool_bytes / probe.kv_blocks_total * kv_blocks;
         }
         exec = actors::spawn_executor(sys, eo);
         const auto info = info_of(exec);
-        msg::batcher_order bo;
-        bo.model = "tiny";
-        bo.policy.kv_block_tokens = 4;
-        bo.policy.kv_blocks_total = info.kv_blocks_total;
-        bo.policy.n_ctx = 512;
-        bo.policy.max_batch_seqs = 8;
-        bo.policy.max_batch_tokens = 64;
-        bo.policy.decoding_batch_tokens = 32;
+        auto bo = test::tiny_batcher_order(info.kv_blocks_total);
         bo.policy.prefix_caching = prefix_caching;
         batcher = actors::spawn_batcher(sys, bo, exec, nullptr);
     }
@@ -79,22 +65,13 @@ struct cache_rig {
         std::vector<std::vector<msg::token_id>> out;
         for (const auto& t : test::run_together(sys, batcher, reqs, std::chrono::seconds(60))) {
             REQUIRE(t.done);
-            std::vector<msg::token_id> ids;
-            for (const auto& e : t.tokens)
-                if (e.token >= 0)
-                    ids.push_back(e.token);
-            out.push_back(std::move(ids));
+            out.push_back(test::generated_ids(t));
         }
         return out;
     }
 };
 
-std::vector<msg::token_id> random_tokens(std::size_t n, std::mt19937_64& rng) {
-    std::vector<msg::token_id> p(n);
-    for (auto& t : p)
-        t = static_cast<msg::token_id>(rng() % 7900); // below the control ids (BOS 7936)
-    return p;
-}
+using test::random_tokens;
 
 /// Requests sharing `prefix`, each with a tail of its own; odd ones seeded, even ones greedy.
 std::vector<msg::generate_request> sharing(const std::vector<msg::token_id>& prefix, int n,
