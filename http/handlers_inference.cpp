@@ -88,8 +88,8 @@ void session::start_inference(const std::string& route, route_kind kind, const s
         in.want_logprobs && kind != route_kind::native && kind != route_kind::native_stream;
     g.token_pieces = c.want_logprobs;
     // Completions `echo`: the prompt comes back first, scored token by token (teacher forcing)
-    // when logprobs are asked. A scored prompt's logits rows are computed in its own pass, so
-    // such a request must not take a prefix from a cache.
+    // when logprobs are asked. Every scored row must be computed, so the batcher gives a
+    // prompt_logprobs request no cached prefix.
     g.echo = in.echo;
     g.prompt_logprobs = in.echo && c.want_logprobs;
     c.echo = in.echo;
