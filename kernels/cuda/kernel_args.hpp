@@ -1,0 +1,147 @@
+// The arguments of every CUDA kernel of ours: plain structs of device pointers and sizes, passed
+// by value to a launch (so trivially copyable), the same for the device and the simulated grid.
+// Each struct's comment is the kernel's contract; the CPU kernel it must agree with is named there.
+// Pointers are device pointers (host pointers under the simulation). Row strides are in elements.
+#pragma once
+
+#include <cstdint>
+
+namespace bitnet::kernels::cuda {
+
+/// kernels::rms_norm: y[r] = x[src(r)] / sqrt(mean(x²) + eps) * weight, for r < n_rows, where
+/// src(r) = rows ? rows[r] : r (the logits gather only the rows they need).
+struct rms_norm_args {
+    const float* x = nullptr;
+    std::uint32_t ldx = 0;
+    const float* weight = nullptr;
+    float* y = nullptr;
+    std::uint32_t ldy = 0;
+    std::uint32_t n_rows = 0;
+    std::uint32_t n = 0;
+    float eps = 0.0f;
+    const std::int32_t* rows = nullptr;
+};
+
+/// kernels::quantize_activations: per row, absmax (in double, 1e-5 floor) → scale = 127 / max as
+/// float, codes rounded half to even, clamped to [-128, 127]; the same bytes and scales.
+struct quantize_args {
+    const float* x = nullptr;
+    std::uint32_t ldx = 0;
+    std::uint32_t n_rows = 0;
+    std::uint32_t k = 0;
+    std::int8_t* q = nullptr; ///< [n_rows][ldq]
+    std::uint32_t ldq = 0;
+    float* scale = nullptr; ///< [n_rows]
+};
+
+/// kernels::ternary_matmul (scalar family) times out_multiplier: y[t][m] for t < n_rows, m < rows,
+/// from the weights in the GPU layout (ternary_gpu_layout.hpp) and quantize_args' codes/scales.
+/// Integer dot products are exact, so the result must equal the CPU's bit for bit.
+struct ternary_gemm_args {
+    const std::uint8_t* w = nullptr; ///< GPU layout
+    std::uint32_t rows = 0;          ///< M
+    std::uint32_t cols = 0;          ///< K, a multiple of 128
+    float w_scale = 0.0f;
+    const std::int8_t* q = nullptr;
+    std::uint32_t ldq = 0;
+    const float* act_scale = nullptr;
+    std::uint32_t n_rows = 0; ///< T (1 = the decode GEMV)
+    float* y = nullptr;
+    std::uint32_t ldy = 0;
+    float out_multiplier = 1.0f;
+};
+
+/// kernels::f16_matmul: y[t][m] = Σ_k f16(x[t][k]) · w[m][k], in f16_matmul's summation order
+/// (16 lanes of FMAs, folded by halves), so bit for bit. x rows are gathered (rows ? rows[t] : t).
+struct f16_gemm_args {
+    const std::uint16_t* w = nullptr; ///< [rows][cols] F16 bits
+    std::uint32_t rows = 0;
+    std::uint32_t cols = 0;
+    const float* x = nullptr;
+    std::uint32_t ldx = 0;
+    std::uint32_t n_rows = 0;
+    float* y = nullptr;
+    std::uint32_t ldy = 0;
+};
+
+/// kernels::rope_apply (NEOX or normal style): rotates, in place, heads of `n_heads` in every row
+/// t < n_rows of x by the angles of position pos[t], read from a table computed on the host with
+/// kernels::rope_angles_for (cos then sin, head_dim / 2 each per position).
+struct rope_args {
+    float* x = nullptr;
+    std::uint32_t ldx = 0;
+    std::uint32_t n_rows = 0;
+    std::uint32_t n_heads = 0;
+    std::uint32_t head_dim = 0;
+    bool neox = true;
+    const float* cos_sin = nullptr; ///< [n_positions][head_dim] : cos[head_dim/2], sin[head_dim/2]
+    const std::int32_t* pos = nullptr;
+};
+
+/// The forward pass's KV write: row t's K and V (n_kv floats each) rounded to F16 (f32_to_f16)
+/// into the pool at half offsets k_dst[t] and v_dst[t].
+struct kv_append_args {
+    const float* k = nullptr;
+    const float* v = nullptr;
+    std::uint32_t ld = 0;
+    std::uint32_t n_rows = 0;
+    std::uint32_t n_kv = 0;
+    std::uint16_t* pool = nullptr;
+    const std::uint64_t* k_dst = nullptr;
+    const std::uint64_t* v_dst = nullptr;
+};
+
+/// kernels::attention_one_token for every query row t < n_rows: q row t attends over positions
+/// [0, n_ctx[t]) of its sequence, whose K/V tiles start at half offsets k_tiles[table[t] + i] and
+/// v_tiles[...] for block i (tile = [block_tokens][n_kv_head][head_dim] F16, as model::kv_cache).
+/// round_probs[t] != 0: probabilities rounded to F16 (decode semantics). scratch: n_rows · n_head ·
+/// max_ctx floats for the scores.
+struct paged_attention_args {
+    const float* q = nullptr;
+    std::uint32_t ldq = 0;
+    float* out = nullptr;
+    std::uint32_t ldo = 0;
+    std::uint32_t n_rows = 0;
+    std::uint32_t n_head = 0;
+    std::uint32_t n_kv_head = 0;
+    std::uint32_t head_dim = 0;
+    float scale = 0.0f;
+    std::uint32_t block_tokens = 0;
+    const std::uint16_t* pool = nullptr;
+    const std::uint64_t* k_tiles = nullptr; ///< per (row, block): offsets, row t's from table[t]
+    const std::uint64_t* v_tiles = nullptr;
+    const std::uint32_t* table = nullptr;
+    const std::uint32_t* n_ctx = nullptr;
+    const std::uint8_t* round_probs = nullptr;
+    float* scratch = nullptr;
+    std::uint32_t max_ctx = 0;
+};
+
+/// kernels::gated_activation with ReLU²: z[i] = relu(g[i])² · u[i], n elements (z may alias g).
+struct relu_sqr_gate_args {
+    const float* g = nullptr;
+    const float* u = nullptr;
+    float* z = nullptr;
+    std::uint64_t n = 0;
+};
+
+/// The residual: x[i] += d[i], n elements.
+struct add_args {
+    float* x = nullptr;
+    const float* d = nullptr;
+    std::uint64_t n = 0;
+};
+
+/// Every kernel, for the launch tables of the device and of the simulation (ops.hpp).
+#define BITNET_CUDA_KERNELS(X)                                                                     \
+    X(rms_norm)                                                                                    \
+    X(quantize)                                                                                    \
+    X(ternary_gemm)                                                                                \
+    X(f16_gemm)                                                                                    \
+    X(rope)                                                                                        \
+    X(kv_append)                                                                                   \
+    X(paged_attention)                                                                             \
+    X(relu_sqr_gate)                                                                               \
+    X(add)
+
+} // namespace bitnet::kernels::cuda

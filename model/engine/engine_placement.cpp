@@ -1,0 +1,35 @@
+#include "model/engine/engine_placement.hpp"
+
+#include <charconv>
+
+namespace bitnet::model {
+
+result<placement> parse_placement(std::string_view text) {
+    if (text == "cpu")
+        return placement{"cpu", 0};
+    if (text == "cuda")
+        return placement{"cuda", 0};
+    for (std::string_view kind : {std::string_view("cuda"), std::string_view("sim")}) {
+        if (text.size() > kind.size() + 1 && text.substr(0, kind.size()) == kind &&
+            text[kind.size()] == ':') {
+            const std::string_view digits = text.substr(kind.size() + 1);
+            int index = -1;
+            const auto [end, ec] =
+                std::from_chars(digits.data(), digits.data() + digits.size(), index);
+            if (ec == std::errc() && end == digits.data() + digits.size() && index >= 0 &&
+                index < 64)
+                return placement{std::string(kind), index};
+        }
+    }
+    return error(errc::invalid_argument,
+                 "device \"" + std::string(text) + "\" is not cpu, cuda, cuda:N or sim:N");
+}
+
+result<std::unique_ptr<engine>> load_engine_on(const engine_options& opt, const placement& where) {
+    if (where.kind == "cpu")
+        return engine::load(opt);
+    // The CUDA engine lands with issue 16's engine work.
+    return error(errc::unsupported, where.name() + ": the CUDA engine is not built yet");
+}
+
+} // namespace bitnet::model
