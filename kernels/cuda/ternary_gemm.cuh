@@ -21,6 +21,9 @@
 #include "kernels/cuda/kernel_args.hpp"
 #include "kernels/cuda/ternary_gpu_layout.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace bitnet::kernels::cuda {
 
 /// 16 int8 activations as the 4 int32 a dp4a takes (16-byte aligned: ldq and the base are
@@ -190,6 +193,12 @@ template <class Launcher>
 void launch(const ternary_gemm_args& a, Launcher& l) {
     if (a.rows == 0 || a.n_rows == 0)
         return;
+    // The layout's words and the 128-bit activation loads need these; a wrong call is an error
+    // here, on the host, rather than a misaligned access on the device.
+    if (a.cols % 128 != 0 || a.ldq % 16 != 0)
+        throw std::invalid_argument("ternary_gemm: cols (" + std::to_string(a.cols) +
+                                    ") must be a multiple of 128 and ldq (" +
+                                    std::to_string(a.ldq) + ") of 16");
     if (a.n_rows <= ternary_gemv_kernel::max_tokens) {
         const unsigned rows_per_block = ternary_gemv_kernel::threads / warp_size;
         l.template run<ternary_gemv_kernel>(
