@@ -32,31 +32,21 @@ TEST_CASE("gpu quantize equals quantize_activations bit for bit") {
     const auto o = device_or_skip();
     if (!o)
         return;
-    std::uint32_t seed = 1;
-    for (const auto& s : test::cuda::quantize_shapes)
-        test::cuda::check_quantize(*o, s, seed++);
+    test::cuda::check_quantize_table(*o);
 }
 
 TEST_CASE("gpu ternary_gemm equals the scalar ternary_matmul bit for bit") {
     const auto o = device_or_skip();
     if (!o)
         return;
-    std::uint32_t seed = 21;
-    for (const auto& s : test::cuda::ternary_shapes) {
-        test::cuda::check_ternary_gemm(*o, s, seed++, 1.0f);
-        test::cuda::check_ternary_gemm(*o, s, seed++, 0.3f);
-    }
+    test::cuda::check_ternary_gemm_table(*o);
 }
 
 TEST_CASE("gpu f16_gemm equals f16_matmul bit for bit") {
     const auto o = device_or_skip();
     if (!o)
         return;
-    std::uint32_t seed = 11;
-    for (const auto& s : test::cuda::f16_shapes) {
-        test::cuda::check_f16_gemm(*o, s, seed++, false);
-        test::cuda::check_f16_gemm(*o, s, seed++, true);
-    }
+    test::cuda::check_f16_gemm_table(*o);
 }
 
 TEST_CASE("gpu device memory, pinned memory and stream copies round-trip") {
