@@ -237,6 +237,77 @@ TEST_SUITE("cuda_sim") {
         MESSAGE("paged_attention on the simulated grid: max |error| / max |V| = " << worst);
     }
 
+    TEST_CASE(
+        "cuda_sim paged_attention takes the CPU's order where the block's sum would round apart") {
+        // Scores 0, h1, h2, then 2045 times -38: in the CPU's order the sum of the exponentials is
+        // exactly (1 + e^h1) + e^h2, every later e^-38 (< half an ulp of the sum) rounded away,
+        // while the block adds the small ones among themselves first and keeps about 4e-14 of them.
+        // h1 and h2 were found by search so that 1/sum lies 3.6e-15 (relative) above the midpoint
+        // between two floats: the CPU's 1/sum rounds up, the block's would round down.
+        const std::uint32_t n = 2048;
+        const std::uint32_t head_dim = 16;
+        const std::uint32_t block_tokens = 16;
+        const std::uint16_t h1 = 0x9804; // -0.00196075
+        const std::uint16_t h2 = 0xbbac; // -0.958984
+        const double sum = (1.0 + static_cast<double>(expf(f16_to_f32(h1)))) +
+                           static_cast<double>(expf(f16_to_f32(h2)));
+        REQUIRE(static_cast<float>(1.0 / sum) != static_cast<float>(1.0 / (sum * (1.0 + 0x1p-44))));
+
+        const std::vector<std::uint32_t> n_ctx = {n};
+        paged_pool pool = make_pool(n_ctx, block_tokens, block_tokens * head_dim, 31);
+        for (std::uint32_t p = 0; p < n; ++p) { // K row p = (score, 0, ..., 0)
+            std::uint16_t* k =
+                pool.halves.data() + pool.k_tiles[p / block_tokens] + (p % block_tokens) * head_dim;
+            std::fill(k, k + head_dim, std::uint16_t{0});
+            k[0] = p == 0 ? std::uint16_t{0} : p == 1 ? h1 : p == 2 ? h2 : f32_to_f16(-38.0f);
+        }
+        std::vector<float> q(head_dim, 0.0f);
+        q[0] = 1.0f;
+
+        const std::uint32_t n_blocks = n / block_tokens;
+        std::vector<const std::uint16_t*> kb, vb;
+        for (std::uint32_t i = 0; i < n_blocks; ++i) {
+            kb.push_back(pool.halves.data() + pool.k_tiles[i]);
+            vb.push_back(pool.halves.data() + pool.v_tiles[i]);
+        }
+        const paged_kv kv{kb.data(), vb.data(), block_tokens, n};
+        std::vector<float> want(head_dim);
+        attention_scratch scratch;
+        attention_one_token(q.data(), attention_shape{1, 1, head_dim, 1.0f}, kv, false, want.data(),
+                            scratch);
+
+        const auto o = cuda::make_simulated_ops();
+        test::device_vector<float> dq(*o, q);
+        test::device_vector<float> dout(*o, head_dim);
+        test::device_vector<std::uint16_t> dpool(*o, pool.halves);
+        test::device_vector<std::uint64_t> dk(*o, pool.k_tiles);
+        test::device_vector<std::uint64_t> dv(*o, pool.v_tiles);
+        test::device_vector<std::uint32_t> dtable(*o, pool.table);
+        test::device_vector<std::uint32_t> dctx(*o, n_ctx);
+        test::device_vector<float> dscratch(*o, n);
+        cuda::paged_attention_args a;
+        a.q = dq.get();
+        a.ldq = head_dim;
+        a.out = dout.get();
+        a.ldo = head_dim;
+        a.n_rows = 1;
+        a.n_head = 1;
+        a.n_kv_head = 1;
+        a.head_dim = head_dim;
+        a.scale = 1.0f;
+        a.block_tokens = block_tokens;
+        a.pool = dpool.get();
+        a.k_tiles = dk.get();
+        a.v_tiles = dv.get();
+        a.table = dtable.get();
+        a.n_ctx = dctx.get();
+        a.round_probs = nullptr; // none rounded
+        a.scratch = dscratch.get();
+        a.max_ctx = n;
+        o->run(a);
+        CHECK(test::first_bit_difference(dout.download(), want) == -1);
+    }
+
     TEST_CASE("cuda_sim paged_attention refuses shapes its block cannot hold") {
         const auto o = cuda::make_simulated_ops();
         cuda::paged_attention_args a;
