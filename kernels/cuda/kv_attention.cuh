@@ -2,6 +2,7 @@
 // (kv_append), and single-token attention over the pool's block table (paged_attention).
 #pragma once
 
+#include "kernels/cuda/cpu_order_sum.hpp"
 #include "kernels/cuda/grid.hpp"
 #include "kernels/cuda/kernel_args.hpp"
 #include "kernels/cuda/rounded_math.hpp"
@@ -49,11 +50,10 @@ struct kv_append_kernel {
 ///     order exactly: it too keeps one accumulator per element).
 /// Fidelity: the dot products and V·P are the CPU's operations in the CPU's order, so bit for
 /// bit (K and the rounded q are F16, so each K·q product is exact in float anyway). The softmax
-/// sum is in double in a block order, then checked as in norm.cuh: when every double near 1/sum
-/// gives the same float (same_float_within), the CPU's 1/sum gives it too; otherwise thread 0
-/// redoes the CPU's sequential sum. The one operation that is not the CPU's is expf: on the
-/// simulated grid it is the host's glibc expf, so the whole output is bit for bit (tested); on a
-/// GPU it is CUDA's expf (within 2 ulps; never build with --use_fast_math, which would make it
+/// sum is in double in a block order, falling back to the CPU's order where the order could
+/// change 1/sum as a float (cpu_order_sum.hpp). The one operation that is not the CPU's is expf: on
+/// the simulated grid it is the host's glibc expf, so the whole output is bit for bit (tested); on
+/// a GPU it is CUDA's expf (within 2 ulps; never build with --use_fast_math, which would make it
 /// __expf, nor -ftz=true, which would flush the tiny probabilities). A probability then moves by
 /// a few float ulps, and the output by far less than 2^-16 of the largest |V|; with
 /// probabilities rounded to F16 a probability may land on the neighbouring half, 2^-10 of itself
@@ -147,28 +147,14 @@ struct paged_attention_kernel {
             }
             part[t] = sum;
         });
-        warp_sum(b, part);
-        b.threads([&](unsigned t) {
-            if (t % warp_size == 0)
-                warp_sum_of[t / warp_size] = part[t];
-        });
-        b.sync();
-        b.threads([&](unsigned t) {
-            if (t != 0)
-                return;
-            double sum = 0.0;
-            for (unsigned w = 0; w < n_warps; ++w)
-                sum += warp_sum_of[w];
-            double inv = 1.0 / sum;
-            if (!same_float_within(inv, order_tolerance(n, nt, 1.0))) {
-                sum = 0.0; // the CPU's order, for the rare head where the order shows
+        finish_sum_as_cpu(
+            b, part, warp_sum_of, inv_shared, n, 1.0, [](double sum) { return 1.0 / sum; },
+            [&] {
+                double sum = 0.0;
                 for (unsigned p = 0; p < n; ++p)
                     sum += static_cast<double>(s[p]);
-                inv = 1.0 / sum;
-            }
-            inv_shared = static_cast<float>(inv);
-        });
-        b.sync();
+                return sum;
+            });
 
         b.threads([&](unsigned t) {
             const float inv = inv_shared;
