@@ -185,11 +185,12 @@ struct f16_shape {
     std::uint32_t cols;
     std::uint32_t n_tok;
 };
-/// cols below, on and off the 16 lanes and the 512-column chunks; rows off the 16-row blocks;
-/// tokens off the 4-token blocks.
+/// cols below, on and off the 16 lanes and the 512-column chunks, multiples of 8 (16-byte rows:
+/// the vector loads) and not, multiples of 8 but not of 16 (a thread pair's last step half past
+/// the end); rows off the 128-row blocks; tokens off the 4-token blocks.
 inline const std::vector<f16_shape> f16_shapes = {
-    {1, 1, 1},   {15, 15, 1},   {17, 16, 2},  {16, 17, 3},   {33, 100, 4},
-    {5, 513, 5}, {40, 1030, 9}, {3, 2560, 1}, {20, 512, 12},
+    {1, 1, 1},     {15, 15, 1},  {17, 16, 2},   {16, 17, 3}, {33, 100, 4},  {5, 513, 5},
+    {40, 1030, 9}, {3, 2560, 1}, {20, 512, 12}, {6, 40, 1},  {130, 520, 3}, {129, 1032, 6},
 };
 
 inline void check_f16_gemm(kc::ops& o, const f16_shape& s, std::uint32_t seed, bool gather) {
