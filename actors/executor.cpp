@@ -480,14 +480,30 @@ msg::warmup_report run_warmup(executor_state& st, std::uint32_t n_tokens) {
     return out;
 }
 
+/// Where this executor runs and why: "auto" is resolved against this build and the devices the
+/// runtime sees; a named placement (the supervisor's choice from the version's device list) runs
+/// where it says, with the supervisor's reason when it gave one (a fallback says from where).
+model::device_choice device_of(const msg::executor_order& order) {
+    if (order.device.empty() || order.device == "auto") {
+        auto c = model::choose_device("auto", model::cuda_built(), model::cuda_device_count());
+        if (!order.device_reason.empty())
+            c.reason = order.device_reason;
+        return c;
+    }
+    // "cuda" alone means device 0, as model::parse_placement reads it.
+    const std::string name = order.device == "cuda" ? std::string("cuda:0") : order.device;
+    return {name, order.device_reason.empty() ? "requested " + name : order.device_reason};
+}
+
 msg::executor_actor::behavior_type executor_fn(executor_pointer self, msg::executor_order order) {
     // Once this executor is gone (engine, KV pool and repacked weights freed on its thread),
     // hand the freed heap pages of every malloc arena back to the OS: a server that loads and
     // unloads versions keeps a flat RSS instead of one retained arena per past thread.
     self->attach_functor([] { ::malloc_trim(0); });
     auto& init = self->state;
-    init.device =
-        model::choose_device(order.device, model::cuda_built(), model::cuda_device_count());
+    init.device = device_of(order);
+    // The engine kinds see a concrete placement: "auto" is resolved here, once.
+    order.device = init.device.device;
     init.order = std::move(order);
     auto loaded = make_engine(init.order);
     if (loaded)
