@@ -1,0 +1,259 @@
+// Device fallback through the supervisor: a version whose CUDA placement cannot load starts again
+// on the next placement of its list (the CPU last) and serves there, its info and status saying
+// from where and why; a CUDA executor that crashes after loading restarts on the CPU. The engines
+// are stand-ins registered under a kind of this test's own: one that refuses every placement but
+// the CPU (as a machine without a GPU does), so the real CUDA engine is not needed.
+#include "actors/admission.hpp"
+#include "actors/engine_kinds.hpp"
+#include "actors/fake_engine.hpp"
+#include "actors/supervisor.hpp"
+#include "messages/errors.hpp"
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <doctest/doctest.h>
+
+#include <mutex>
+#include <thread>
+
+using namespace bitnet;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct test_config : caf::actor_system_config {
+    test_config() {
+        msg::register_messages(*this);
+        set("scheduler.max-threads", 2);
+    }
+};
+
+/// What the stand-in engine kind saw and the supervisor reported, shared with the test.
+struct device_log {
+    std::mutex mu;
+    std::vector<std::string> loads;                 ///< the placement of every load, in order
+    std::vector<actors::device_fallback> fallbacks; ///< on_fallback's reports
+    std::vector<std::string> loads_now() {
+        std::lock_guard lock(mu);
+        return loads;
+    }
+    std::vector<actors::device_fallback> fallbacks_now() {
+        std::lock_guard lock(mu);
+        return fallbacks;
+    }
+};
+
+/// An executor order whose engine loads only on the placements in `loadable`; elsewhere it
+/// fails as the CUDA side does on a machine without a device.
+msg::executor_order order_loading_on(std::shared_ptr<device_log> log,
+                                     std::vector<std::string> loadable,
+                                     std::shared_ptr<test::fake_engine_probe> probe) {
+    static std::atomic<int> n_kinds{0};
+    const auto kind = "test-device-" + std::to_string(++n_kinds);
+    actors::register_engine_kind(
+        kind,
+        [log, loadable,
+         probe](const msg::executor_order& o) -> result<std::unique_ptr<model::engine>> {
+            {
+                std::lock_guard lock(log->mu);
+                log->loads.push_back(o.device);
+            }
+            if (std::find(loadable.begin(), loadable.end(), o.device) == loadable.end())
+                return error{errc::unsupported, o.device + ": no CUDA device " +
+                                                    o.device.substr(o.device.find(':') + 1) +
+                                                    " (0 present)"};
+            return std::make_unique<test::fake_engine>(32, 0ms, probe);
+        });
+    msg::executor_order eo;
+    eo.engine_kind = kind;
+    return eo;
+}
+
+/// The serving version of `alias`, polled (bounded) until `ready(status)` holds.
+template <class Pred>
+msg::model_status wait_status(caf::scoped_actor& self, const msg::supervisor_actor& sup,
+                              Pred ready) {
+    msg::model_status out;
+    for (int i = 0; i < 800; ++i) {
+        bool done = false;
+        self->request(sup, 5s, msg::models_atom_v)
+            .receive(
+                [&](const std::vector<msg::model_status>& ms) {
+                    if (ms.size() == 1) {
+                        out = ms[0];
+                        done = ready(out);
+                    }
+                },
+                [](caf::error&) {});
+        if (done)
+            break;
+        std::this_thread::sleep_for(5ms);
+    }
+    return out;
+}
+
+/// One request through admission, to its completion (bounded).
+std::optional<msg::completion> complete_one(caf::scoped_actor& self,
+                                            const msg::admission_actor& adm, msg::request_id id) {
+    msg::generate_request req;
+    req.id = id;
+    req.model = "m";
+    req.prompt = {1, 2, 3};
+    req.max_tokens = 4;
+    bool accepted = false;
+    self->request(adm, 5s, msg::submit_atom_v, req, caf::actor_cast<msg::sink_actor>(self))
+        .receive([&](msg::request_id) { accepted = true; },
+                 [](caf::error& e) { FAIL(caf::to_string(e)); });
+    if (!accepted)
+        return std::nullopt;
+    std::optional<msg::completion> done;
+    for (int i = 0; i < 16 && !done; ++i)
+        self->receive([](msg::token_atom, const msg::token_event&) {},
+                      [&](msg::done_atom, msg::completion c) { done = c; },
+                      caf::after(10s) >> [] {});
+    return done;
+}
+
+struct rig {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    std::shared_ptr<device_log> log = std::make_shared<device_log>();
+    std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
+    msg::admission_actor adm;
+    msg::supervisor_actor sup;
+
+    rig(std::vector<std::string> devices, std::vector<std::string> loadable) {
+        actors::admission_options ao;
+        ao.default_model = "m";
+        adm = actors::spawn_admission(sys, ao);
+        actors::supervisor_options so;
+        so.admission = adm;
+        so.probation = 0ms; // a crash is a crash, not a rollback (there is nothing to roll to)
+        so.on_fallback = [l = log](const actors::device_fallback& f) {
+            std::lock_guard lock(l->mu);
+            l->fallbacks.push_back(f);
+        };
+        actors::model_spec spec;
+        spec.alias = "m";
+        spec.executor = order_loading_on(log, std::move(loadable), probe);
+        spec.devices = std::move(devices);
+        spec.executor.device = spec.devices.front();
+        so.models.push_back(spec);
+        sup = actors::spawn_supervisor(sys, so);
+    }
+    ~rig() {
+        caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+        caf::anon_send_exit(adm, caf::exit_reason::user_shutdown);
+    }
+};
+
+} // namespace
+
+TEST_CASE("a CUDA placement that cannot load falls back to the CPU, which takes the traffic") {
+    rig r({"cuda:0", "cpu"}, {"cpu"});
+    caf::scoped_actor self{r.sys};
+    const auto m = wait_status(self, r.sup, [](const msg::model_status& s) {
+        return s.state == "ready" || s.state == "failed";
+    });
+    REQUIRE(m.state == "ready");
+    CHECK(r.log->loads_now() == std::vector<std::string>{"cuda:0", "cpu"});
+    CHECK(m.info.device == "cpu");
+    CHECK(m.info.device_reason.find("fallback from cuda:0") == 0);
+    CHECK(m.info.device_reason.find("no CUDA device 0") != std::string::npos);
+    CHECK(m.device_fallbacks == 1);
+    CHECK(m.restarts == 0); // a fallback is not a restart
+    REQUIRE(m.versions.size() == 1);
+    CHECK(m.versions[0].device_fallbacks == 1);
+    const auto f = r.log->fallbacks_now();
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].alias == "m");
+    CHECK(f[0].from == "cuda:0");
+    CHECK(f[0].to == "cpu");
+    CHECK(f[0].reason_class == "no_device");
+
+    // The CPU replica serves: requests complete, and the engine's steps ran.
+    for (msg::request_id id = 1; id <= 3; ++id) {
+        auto done = complete_one(self, r.adm, id);
+        REQUIRE(done);
+        CHECK(done->finish_reason == "length");
+        CHECK(done->completion_tokens == 4);
+    }
+    CHECK(r.probe->steps > 0);
+}
+
+TEST_CASE("every failing placement of the list is tried in order before the CPU") {
+    rig r({"cuda:1", "sim:0", "cpu"}, {"cpu"});
+    caf::scoped_actor self{r.sys};
+    const auto m = wait_status(self, r.sup, [](const msg::model_status& s) {
+        return s.state == "ready" || s.state == "failed";
+    });
+    REQUIRE(m.state == "ready");
+    CHECK(r.log->loads_now() == std::vector<std::string>{"cuda:1", "sim:0", "cpu"});
+    CHECK(m.info.device == "cpu");
+    CHECK(m.info.device_reason.find("fallback from sim:0") == 0);
+    CHECK(m.device_fallbacks == 2);
+    const auto f = r.log->fallbacks_now();
+    REQUIRE(f.size() == 2);
+    CHECK(f[0].from == "cuda:1");
+    CHECK(f[0].to == "sim:0");
+    CHECK(f[1].from == "sim:0");
+    CHECK(f[1].to == "cpu");
+    CHECK(complete_one(self, r.adm, 1).has_value());
+}
+
+TEST_CASE("a placement that loads is kept: no fallback") {
+    rig r({"cuda:0", "cpu"}, {"cuda:0", "cpu"});
+    caf::scoped_actor self{r.sys};
+    const auto m = wait_status(self, r.sup, [](const msg::model_status& s) {
+        return s.state == "ready" || s.state == "failed";
+    });
+    REQUIRE(m.state == "ready");
+    CHECK(m.info.device == "cuda:0");
+    CHECK(m.device_fallbacks == 0);
+    CHECK(r.log->fallbacks_now().empty());
+    CHECK(r.log->loads_now() == std::vector<std::string>{"cuda:0"});
+}
+
+TEST_CASE("a CPU that cannot load the model is the model's failure, not a device's") {
+    rig r({"cpu"}, {});
+    caf::scoped_actor self{r.sys};
+    const auto m =
+        wait_status(self, r.sup, [](const msg::model_status& s) { return s.state == "failed"; });
+    CHECK(m.state == "failed");
+    CHECK(m.device_fallbacks == 0);
+    CHECK(r.log->fallbacks_now().empty());
+}
+
+TEST_CASE("a CUDA executor that crashes after loading restarts on the CPU and serves there") {
+    rig r({"cuda:0", "cpu"}, {"cuda:0", "cpu"});
+    caf::scoped_actor self{r.sys};
+    auto m = wait_status(self, r.sup, [](const msg::model_status& s) {
+        return s.state == "ready" || s.state == "failed";
+    });
+    REQUIRE(m.state == "ready");
+    REQUIRE(m.info.device == "cuda:0");
+    CHECK(complete_one(self, r.adm, 1).has_value());
+
+    // The executor dies while serving (the supervisor's crash hook kills it as a fault would).
+    self->send(r.sup, msg::crash_atom_v, std::string("m"));
+    m = wait_status(self, r.sup, [](const msg::model_status& s) {
+        return (s.state == "ready" && s.info.device == "cpu") || s.state == "failed";
+    });
+    REQUIRE(m.state == "ready");
+    CHECK(m.info.device == "cpu");
+    CHECK(m.info.device_reason.find("fallback from cuda:0") == 0);
+    CHECK(m.info.device_reason.find("crash injected") != std::string::npos);
+    CHECK(m.device_fallbacks == 1);
+    CHECK(m.restarts == 1); // the existing restart path, on the next placement
+    const auto f = r.log->fallbacks_now();
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].reason_class == "crashed");
+    CHECK(r.log->loads_now() == std::vector<std::string>{"cuda:0", "cpu"});
+    for (msg::request_id id = 2; id <= 3; ++id) {
+        auto done = complete_one(self, r.adm, id);
+        REQUIRE(done);
+        CHECK(done->finish_reason == "length");
+    }
+}
