@@ -3,6 +3,7 @@
 // from where and why; a CUDA executor that crashes after loading restarts on the CPU. The engines
 // are stand-ins registered under a kind of this test's own: one that refuses every placement but
 // the CPU (as a machine without a GPU does), so the real CUDA engine is not needed.
+#include "actors/actor_test_config.hpp"
 #include "actors/admission.hpp"
 #include "actors/engine_kinds.hpp"
 #include "actors/fake_engine.hpp"
@@ -11,7 +12,6 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
@@ -22,13 +22,6 @@ using namespace bitnet;
 using namespace std::chrono_literals;
 
 namespace {
-
-struct test_config : caf::actor_system_config {
-    test_config() {
-        msg::register_messages(*this);
-        set("scheduler.max-threads", 2);
-    }
-};
 
 /// What the stand-in engine kind saw and the supervisor reported, shared with the test.
 struct device_log {
@@ -94,6 +87,13 @@ msg::model_status wait_status(caf::scoped_actor& self, const msg::supervisor_act
     return out;
 }
 
+/// The version once it serves or has failed (bounded).
+msg::model_status wait_settled(caf::scoped_actor& self, const msg::supervisor_actor& sup) {
+    return wait_status(self, sup, [](const msg::model_status& s) {
+        return s.state == "ready" || s.state == "failed";
+    });
+}
+
 /// One request through admission, to its completion (bounded).
 std::optional<msg::completion> complete_one(caf::scoped_actor& self,
                                             const msg::admission_actor& adm, msg::request_id id) {
@@ -117,7 +117,7 @@ std::optional<msg::completion> complete_one(caf::scoped_actor& self,
 }
 
 struct rig {
-    test_config cfg;
+    test::actor_test_config cfg;
     caf::actor_system sys{cfg};
     std::shared_ptr<device_log> log = std::make_shared<device_log>();
     std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
@@ -154,9 +154,7 @@ struct rig {
 TEST_CASE("a CUDA placement that cannot load falls back to the CPU, which takes the traffic") {
     rig r({"cuda:0", "cpu"}, {"cpu"});
     caf::scoped_actor self{r.sys};
-    const auto m = wait_status(self, r.sup, [](const msg::model_status& s) {
-        return s.state == "ready" || s.state == "failed";
-    });
+    const auto m = wait_settled(self, r.sup);
     REQUIRE(m.state == "ready");
     CHECK(r.log->loads_now() == std::vector<std::string>{"cuda:0", "cpu"});
     CHECK(m.info.device == "cpu");
@@ -186,9 +184,7 @@ TEST_CASE("a CUDA placement that cannot load falls back to the CPU, which takes 
 TEST_CASE("every failing placement of the list is tried in order before the CPU") {
     rig r({"cuda:1", "sim:0", "cpu"}, {"cpu"});
     caf::scoped_actor self{r.sys};
-    const auto m = wait_status(self, r.sup, [](const msg::model_status& s) {
-        return s.state == "ready" || s.state == "failed";
-    });
+    const auto m = wait_settled(self, r.sup);
     REQUIRE(m.state == "ready");
     CHECK(r.log->loads_now() == std::vector<std::string>{"cuda:1", "sim:0", "cpu"});
     CHECK(m.info.device == "cpu");
@@ -206,9 +202,7 @@ TEST_CASE("every failing placement of the list is tried in order before the CPU"
 TEST_CASE("a placement that loads is kept: no fallback") {
     rig r({"cuda:0", "cpu"}, {"cuda:0", "cpu"});
     caf::scoped_actor self{r.sys};
-    const auto m = wait_status(self, r.sup, [](const msg::model_status& s) {
-        return s.state == "ready" || s.state == "failed";
-    });
+    const auto m = wait_settled(self, r.sup);
     REQUIRE(m.state == "ready");
     CHECK(m.info.device == "cuda:0");
     CHECK(m.device_fallbacks == 0);
@@ -229,9 +223,7 @@ TEST_CASE("a CPU that cannot load the model is the model's failure, not a device
 TEST_CASE("a CUDA executor that crashes after loading restarts on the CPU and serves there") {
     rig r({"cuda:0", "cpu"}, {"cuda:0", "cpu"});
     caf::scoped_actor self{r.sys};
-    auto m = wait_status(self, r.sup, [](const msg::model_status& s) {
-        return s.state == "ready" || s.state == "failed";
-    });
+    auto m = wait_settled(self, r.sup);
     REQUIRE(m.state == "ready");
     REQUIRE(m.info.device == "cuda:0");
     CHECK(complete_one(self, r.adm, 1).has_value());
