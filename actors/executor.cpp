@@ -1,6 +1,7 @@
 #include "actors/executor.hpp"
 
 #include "actors/engine_kinds.hpp"
+#include "kernels/cuda/ops.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"
 #include "model/engine/device_choice.hpp"
@@ -69,10 +70,13 @@ struct executor_state {
 using executor_pointer = msg::executor_actor::stateful_pointer<executor_state>;
 
 /// One forward pass; an exception (an allocation failing, say) is this pass's error, not the
-/// actor's end (the engine leaves the KV cache as it was either way).
+/// actor's end (the engine leaves the KV cache as it was either way). A device's failure is not:
+/// it goes on to the step handler, which ends the executor (see there).
 result<model::step_output> try_step(model::engine& eng, std::span<const model::seq_chunk> chunks) {
     try {
         return eng.step(chunks);
+    } catch (const kernels::cuda::device_error&) {
+        throw;
     } catch (const std::exception& e) {
         return error{errc::internal, std::string("step threw: ") + e.what()};
     }
@@ -520,6 +524,15 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, msg::execu
                 if (!r)
                     return msg::to_caf_error(r.error());
                 return std::move(*r);
+            } catch (const kernels::cuda::device_error& e) {
+                // A failed launch leaves a CUDA context unusable: every later step would fail
+                // too. The executor ends as a crash does, and the supervisor starts the version
+                // again on the next placement of its list (the CPU last).
+                auto why = msg::to_caf_error(
+                    errc::internal, self->state.device.device + " failed in a step (" +
+                                        kernels::cuda::failure_name(e.kind()) + "): " + e.what());
+                self->quit(why);
+                return why;
             } catch (const std::exception& e) {
                 return msg::to_caf_error(errc::internal, std::string("step threw: ") + e.what());
             }

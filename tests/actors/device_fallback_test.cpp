@@ -8,6 +8,7 @@
 #include "actors/engine_kinds.hpp"
 #include "actors/fake_engine.hpp"
 #include "actors/supervisor.hpp"
+#include "kernels/cuda/ops.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_cast.hpp>
@@ -15,6 +16,8 @@
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -38,17 +41,57 @@ struct device_log {
     }
 };
 
+/// A stand-in CUDA engine whose device fails in a step, as a failed launch (an illegal address,
+/// say) does: the CUDA ops throw device_error from the engine's step. `after_warmup`: the
+/// executor's warm-up (its one sequence, id max, executor.cpp) passes and the first request's
+/// step fails; otherwise the warm-up's first step does.
+class failing_device_engine final : public model::engine {
+public:
+    failing_device_engine(std::unique_ptr<model::engine> inner, bool after_warmup)
+        : inner_(std::move(inner))
+        , after_warmup_(after_warmup) {}
+    const model::model_config& config() const noexcept override { return inner_->config(); }
+    const model::tokenizer& vocab() const noexcept override { return inner_->vocab(); }
+    std::string describe() const override { return "stand-in CUDA engine"; }
+    std::uint64_t weight_bytes() const noexcept override { return 0; }
+    std::uint64_t kv_pool_bytes() const noexcept override { return 0; }
+    std::uint32_t kv_block_tokens() const noexcept override { return inner_->kv_block_tokens(); }
+    std::uint32_t kv_blocks_total() const noexcept override { return inner_->kv_blocks_total(); }
+    std::uint32_t kv_blocks_free() const noexcept override { return inner_->kv_blocks_free(); }
+    void release(model::seq_id seq) override { inner_->release(seq); }
+    result<void> fork(model::seq_id from, model::seq_id to) override {
+        return inner_->fork(from, to);
+    }
+    result<model::step_output> step(std::span<const model::seq_chunk> batch) override {
+        const bool warmup = std::all_of(batch.begin(), batch.end(), [](const auto& c) {
+            return c.seq == std::numeric_limits<std::uint64_t>::max();
+        });
+        if (after_warmup_ && warmup)
+            return inner_->step(batch);
+        throw kernels::cuda::device_error(kernels::cuda::device_failure::launch_failed,
+                                          "an illegal memory access was encountered");
+    }
+
+private:
+    std::unique_ptr<model::engine> inner_;
+    bool after_warmup_;
+};
+
 /// An executor order whose engine loads only on the placements in `loadable`; elsewhere it
-/// fails as the CUDA side does on a machine without a device.
+/// fails as the CUDA side does on a machine without a device. On the placements in
+/// `failing_steps` the engine loads but its device fails in a step (after the warm-up when
+/// `after_warmup`).
 msg::executor_order order_loading_on(std::shared_ptr<device_log> log,
                                      std::vector<std::string> loadable,
-                                     std::shared_ptr<test::fake_engine_probe> probe) {
+                                     std::shared_ptr<test::fake_engine_probe> probe,
+                                     std::vector<std::string> failing_steps = {},
+                                     bool after_warmup = true) {
     static std::atomic<int> n_kinds{0};
     const auto kind = "test-device-" + std::to_string(++n_kinds);
     actors::register_engine_kind(
         kind,
-        [log, loadable,
-         probe](const msg::executor_order& o) -> result<std::unique_ptr<model::engine>> {
+        [log, loadable, probe, failing_steps,
+         after_warmup](const msg::executor_order& o) -> result<std::unique_ptr<model::engine>> {
             {
                 std::lock_guard lock(log->mu);
                 log->loads.push_back(o.device);
@@ -57,7 +100,11 @@ msg::executor_order order_loading_on(std::shared_ptr<device_log> log,
                 return error{errc::unsupported, o.device + ": no CUDA device " +
                                                     o.device.substr(o.device.find(':') + 1) +
                                                     " (0 present)"};
-            return std::make_unique<test::fake_engine>(32, 0ms, probe);
+            auto e = std::make_unique<test::fake_engine>(32, 0ms, probe);
+            if (std::find(failing_steps.begin(), failing_steps.end(), o.device) !=
+                failing_steps.end())
+                return std::make_unique<failing_device_engine>(std::move(e), after_warmup);
+            return e;
         });
     msg::executor_order eo;
     eo.engine_kind = kind;
@@ -124,7 +171,8 @@ struct rig {
     msg::admission_actor adm;
     msg::supervisor_actor sup;
 
-    rig(std::vector<std::string> devices, std::vector<std::string> loadable) {
+    rig(std::vector<std::string> devices, std::vector<std::string> loadable,
+        std::vector<std::string> failing_steps = {}, bool after_warmup = true) {
         actors::admission_options ao;
         ao.default_model = "m";
         adm = actors::spawn_admission(sys, ao);
@@ -137,7 +185,8 @@ struct rig {
         };
         actors::model_spec spec;
         spec.alias = "m";
-        spec.executor = order_loading_on(log, std::move(loadable), probe);
+        spec.executor = order_loading_on(log, std::move(loadable), probe, std::move(failing_steps),
+                                         after_warmup);
         spec.devices = std::move(devices);
         spec.executor.device = spec.devices.front();
         so.models.push_back(spec);
@@ -248,4 +297,59 @@ TEST_CASE("a CUDA executor that crashes after loading restarts on the CPU and se
         REQUIRE(done);
         CHECK(done->finish_reason == "length");
     }
+}
+
+TEST_CASE("a device that fails in a step ends its executor, and the CPU serves what comes next") {
+    rig r({"cuda:0", "cpu"}, {"cuda:0", "cpu"}, {"cuda:0"});
+    caf::scoped_actor self{r.sys};
+    auto m = wait_settled(self, r.sup);
+    REQUIRE(m.state == "ready");
+    REQUIRE(m.info.device == "cuda:0");
+    // The first request meets the failed launch: it ends (its step failed), it does not hang.
+    msg::generate_request req;
+    req.id = 1;
+    req.model = "m";
+    req.prompt = {1, 2, 3};
+    req.max_tokens = 4;
+    self->request(r.adm, 5s, msg::submit_atom_v, req, caf::actor_cast<msg::sink_actor>(self))
+        .receive([](msg::request_id) {}, [](caf::error& e) { FAIL(caf::to_string(e)); });
+    bool failed = false;
+    self->receive(
+        [](msg::token_atom, const msg::token_event&) {},
+        [](msg::done_atom, const msg::completion&) { FAIL("completed on a failed device"); },
+        [&](msg::fail_atom, msg::request_id, const caf::error&) { failed = true; },
+        caf::after(10s) >> [] {});
+    CHECK(failed);
+    // The version restarts on the CPU, which takes the traffic.
+    m = wait_status(self, r.sup, [](const msg::model_status& s) {
+        return (s.state == "ready" && s.info.device == "cpu") || s.state == "failed";
+    });
+    REQUIRE(m.state == "ready");
+    CHECK(m.info.device == "cpu");
+    CHECK(m.info.device_reason.find("fallback from cuda:0") == 0);
+    CHECK(m.info.device_reason.find("illegal memory access") != std::string::npos);
+    const auto f = r.log->fallbacks_now();
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].reason_class == "crashed");
+    for (msg::request_id id = 2; id <= 3; ++id) {
+        auto done = complete_one(self, r.adm, id);
+        REQUIRE(done);
+        CHECK(done->finish_reason == "length");
+    }
+}
+
+TEST_CASE("a device that fails the warm-up is left for the next placement before serving") {
+    rig r({"cuda:0", "cpu"}, {"cuda:0", "cpu"}, {"cuda:0"}, false);
+    caf::scoped_actor self{r.sys};
+    const auto m = wait_settled(self, r.sup);
+    REQUIRE(m.state == "ready");
+    CHECK(m.info.device == "cpu");
+    CHECK(m.info.device_reason.find("fallback from cuda:0: warm-up failed") == 0);
+    CHECK(m.info.device_reason.find("illegal memory access") != std::string::npos);
+    CHECK(m.restarts == 0);
+    const auto f = r.log->fallbacks_now();
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].reason_class == "warmup_failed");
+    CHECK(r.log->loads_now() == std::vector<std::string>{"cuda:0", "cpu"});
+    CHECK(complete_one(self, r.adm, 1).has_value());
 }
