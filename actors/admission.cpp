@@ -242,7 +242,7 @@ result<msg::text_actor> text_side(admission_pointer self, const std::string& ali
     auto it = self->state.models.find(alias);
     if (it == self->state.models.end()) {
         // Served only by other nodes: their text side (the same file tokenizes the same).
-        if (auto* r = least_loaded_remote(self->state, alias); r && r->view.text)
+        if (auto* r = best_remote(self->state, alias); r && r->view.text)
             return caf::actor_cast<msg::text_actor>(r->view.text);
         return error{errc::not_found, "no model '" + alias + "'"};
     }
@@ -262,17 +262,19 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
     const auto alias = req.model.empty() ? default_alias(st) : req.model;
     const bool text = req.text.form != msg::prompt_form::ids;
     auto it = st.models.find(alias);
-    // Another node's replica when it holds less work than this node's (or this node has none).
+    // Another node's replica when it ranks before this node's (a faster device class, or the
+    // same class and less work; actors/device_placements.hpp), or this node has none.
     // Requests with n > 1 stay on this node when it serves the alias: the stream relay follows
     // one choice per request (a moved stream resumes from the tokens it delivered).
-    if (it == st.models.end() && req.n > 1 && least_loaded_remote(st, alias) != nullptr)
+    if (it == st.models.end() && req.n > 1 && best_remote(st, alias) != nullptr)
         return msg::to_caf_error({errc::invalid_argument,
                                   "n > 1 is served by a node that holds model '" + alias +
                                       "' itself; this node only relays it (ask with n 1, or "
                                       "ask a node that serves it)",
                                   "n"});
-    if (auto* r = least_loaded_remote(st, alias);
-        r && (it == st.models.end() || (req.n <= 1 && load_of(*r) < load_of(it->second))))
+    if (auto* r = best_remote(st, alias);
+        r &&
+        (it == st.models.end() || (req.n <= 1 && ranks_before(rank_of(*r), rank_of(it->second)))))
         return submit_remote(self, *r, std::move(req), std::move(sink));
     if (it == st.models.end() && st.seen_remote.count(alias) > 0)
         return msg::to_caf_error(errc::replica_lost,
@@ -355,7 +357,7 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             if (st.draining)
                 return {false, "draining"};
             const auto alias = default_alias(st);
-            if (st.models.count(alias) == 0 && least_loaded_remote(self->state, alias) == nullptr)
+            if (st.models.count(alias) == 0 && best_remote(self->state, alias) == nullptr)
                 return {false, st.opt.default_model.empty() && alias.empty()
                                    ? std::string("no model is served")
                                    : "default model '" + alias + "' is not ready"};

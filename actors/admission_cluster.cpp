@@ -1,6 +1,7 @@
 // Admission's routing to other nodes' replicas (actors/admission.hpp, "In a cluster"): the
-// replica with the least outstanding work, requests tokenized by a remote text actor and handed to
-// the stream relay, and the replica a lost stream continues on.
+// replica on the fastest device class with the least outstanding work (ranks_before), requests
+// tokenized by a remote text actor and handed to the stream relay, and the replica a lost stream
+// continues on.
 #include "actors/admission_state.hpp"
 #include "messages/errors.hpp"
 
@@ -16,16 +17,25 @@ std::uint64_t load_of(const remote_replica& r) {
     return r.view.outstanding_tokens + r.work_since;
 }
 
-/// The least loaded replica of `alias` on another node, of `version` unless it is empty.
-remote_replica* least_loaded_remote(admission_state& st, const std::string& alias,
-                                    const std::string& version) {
+replica_rank rank_of(const model_queue& q) {
+    return {q.info.device, load_of(q)};
+}
+replica_rank rank_of(const remote_replica& r) {
+    // A node from before replica_view had a device still sends it in its info.
+    return {r.view.device.empty() ? r.view.info.device : r.view.device, load_of(r)};
+}
+
+/// The best replica of `alias` on another node (fastest device class, then least loaded), of
+/// `version` unless it is empty.
+remote_replica* best_remote(admission_state& st, const std::string& alias,
+                            const std::string& version) {
     auto it = st.remote.find(alias);
     if (it == st.remote.end())
         return nullptr;
     remote_replica* best = nullptr;
     for (auto& r : it->second)
         if ((version.empty() || r.view.version == version) &&
-            (!best || load_of(r) < load_of(*best)))
+            (!best || ranks_before(rank_of(r), rank_of(*best))))
             best = &r;
     return best;
 }
@@ -43,6 +53,7 @@ msg::replica_view local_view(const admission_state& st, const std::string& alias
     v.outstanding_tokens = load_of(q);
     v.running = q.last.running;
     v.waiting = q.last.waiting[0] + q.last.waiting[1] + q.last.waiting[2] + q.admitted_since;
+    v.device = q.info.device;
     return v;
 }
 
@@ -109,7 +120,7 @@ caf::result<msg::request_id> submit_remote(admission_pointer self, remote_replic
                     return; // its node was lost meanwhile: the request started over
                 req.prompt = std::move(ids);
                 // The replica as it is now (a heartbeat may have refreshed it meanwhile).
-                auto* now = least_loaded_remote(self->state, view.alias, view.version);
+                auto* now = best_remote(self->state, view.alias, view.version);
                 remote_replica fallback{view};
                 if (auto no = remote_refusal(self, now ? *now : fallback, req))
                     rp.deliver(std::move(*no));
@@ -153,15 +164,15 @@ void restart_encodes(admission_pointer self, const std::string& node) {
     }
 }
 
-/// A stream's new replica after its node was lost: the same version, the least loaded, here or
-/// on a node that is up.
+/// A stream's new replica after its node was lost: the same version, the best ranked (device
+/// class, then load), here or on a node that is up.
 caf::result<msg::replica_view> place(admission_pointer self, const std::string& alias,
                                      const std::string& version) {
     auto& st = self->state;
-    auto* r = least_loaded_remote(st, alias, version);
+    auto* r = best_remote(st, alias, version);
     auto it = st.models.find(alias);
     const bool local_fits = it != st.models.end() && it->second.last.model_version == version;
-    if (local_fits && (!r || load_of(it->second) <= load_of(*r))) {
+    if (local_fits && (!r || !ranks_before(rank_of(*r), rank_of(it->second)))) {
         it->second.work_since += 1; // the next request sees it as busier
         return local_view(st, alias, it->second);
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "actors/admission.hpp"
+#include "actors/device_placements.hpp"
 #include "actors/key_quota.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
@@ -93,9 +94,14 @@ using admission_pointer = msg::admission_actor::stateful_pointer<admission_state
 /// The work a replica holds: what it last reported plus what was sent to it since.
 [[nodiscard]] std::uint64_t load_of(const model_queue& q);
 [[nodiscard]] std::uint64_t load_of(const remote_replica& r);
-/// The least loaded replica of `alias` on another node, of `version` unless it is empty.
-[[nodiscard]] remote_replica* least_loaded_remote(admission_state& st, const std::string& alias,
-                                                  const std::string& version = {});
+/// How routing ranks a replica: its device's speed class, then its outstanding work
+/// (actors/device_placements.hpp, ranks_before).
+[[nodiscard]] replica_rank rank_of(const model_queue& q);
+[[nodiscard]] replica_rank rank_of(const remote_replica& r);
+/// The best replica of `alias` on another node (fastest device class, then least loaded), of
+/// `version` unless it is empty.
+[[nodiscard]] remote_replica* best_remote(admission_state& st, const std::string& alias,
+                                          const std::string& version = {});
 /// This node's replica of `alias` as the cluster sees it.
 [[nodiscard]] msg::replica_view local_view(const admission_state& st, const std::string& alias,
                                            const model_queue& q);

@@ -1,5 +1,6 @@
 #include "actors/engine_kinds.hpp"
 
+#include "model/engine/engine_placement.hpp"
 #include "model/gguf/regular_file.hpp"
 
 #include <spdlog/spdlog.h>
@@ -10,14 +11,20 @@
 namespace bitnet::actors {
 namespace {
 
-/// The engine the order's file holds, refused unless the path still names the file the
-/// supervisor hashed and verified (its identity then is in the order): otherwise the version's
-/// id and checks would describe other bytes than the ones it runs.
+/// The engine the order's file holds, on the order's placement (the executor resolved "auto"
+/// before), refused unless the path still names the file the supervisor hashed and verified (its
+/// identity then is in the order): otherwise the version's id and checks would describe other
+/// bytes than the ones it runs.
 result<std::unique_ptr<model::engine>> load_gguf(const msg::executor_order& order) {
-    spdlog::info("model '{}': loading {}", order.alias, order.engine.model_path);
-    auto e = model::engine::load(order.engine);
+    auto where = model::parse_placement(order.device);
+    if (!where)
+        return where.error();
+    spdlog::info("model '{}': loading {} on {}", order.alias, order.engine.model_path,
+                 where->name());
+    auto e = model::load_engine_on(order.engine, *where);
     if (!e) {
-        spdlog::error("model '{}': load failed: {}", order.alias, e.error().to_string());
+        spdlog::error("model '{}': load on {} failed: {}", order.alias, where->name(),
+                      e.error().to_string());
         return e;
     }
     if (order.file != model::file_identity{}) {

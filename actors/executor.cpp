@@ -1,6 +1,7 @@
 #include "actors/executor.hpp"
 
 #include "actors/engine_kinds.hpp"
+#include "kernels/cuda/ops.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"
 #include "model/engine/device_choice.hpp"
@@ -69,10 +70,13 @@ struct executor_state {
 using executor_pointer = msg::executor_actor::stateful_pointer<executor_state>;
 
 /// One forward pass; an exception (an allocation failing, say) is this pass's error, not the
-/// actor's end (the engine leaves the KV cache as it was either way).
+/// actor's end (the engine leaves the KV cache as it was either way). A device's failure is not:
+/// it goes on to the step handler, which ends the executor (see there).
 result<model::step_output> try_step(model::engine& eng, std::span<const model::seq_chunk> chunks) {
     try {
         return eng.step(chunks);
+    } catch (const kernels::cuda::device_error&) {
+        throw;
     } catch (const std::exception& e) {
         return error{errc::internal, std::string("step threw: ") + e.what()};
     }
@@ -480,14 +484,30 @@ msg::warmup_report run_warmup(executor_state& st, std::uint32_t n_tokens) {
     return out;
 }
 
+/// Where this executor runs and why: "auto" is resolved against this build and the devices the
+/// runtime sees; a named placement (the supervisor's choice from the version's device list) runs
+/// where it says, with the supervisor's reason when it gave one (a fallback says from where).
+model::device_choice device_of(const msg::executor_order& order) {
+    if (order.device.empty() || order.device == "auto") {
+        auto c = model::choose_device("auto", model::cuda_built(), model::cuda_device_count());
+        if (!order.device_reason.empty())
+            c.reason = order.device_reason;
+        return c;
+    }
+    // "cuda" alone means device 0, as model::parse_placement reads it.
+    const std::string name = order.device == "cuda" ? std::string("cuda:0") : order.device;
+    return {name, order.device_reason.empty() ? "requested " + name : order.device_reason};
+}
+
 msg::executor_actor::behavior_type executor_fn(executor_pointer self, msg::executor_order order) {
     // Once this executor is gone (engine, KV pool and repacked weights freed on its thread),
     // hand the freed heap pages of every malloc arena back to the OS: a server that loads and
     // unloads versions keeps a flat RSS instead of one retained arena per past thread.
     self->attach_functor([] { ::malloc_trim(0); });
     auto& init = self->state;
-    init.device =
-        model::choose_device(order.device, model::cuda_built(), model::cuda_device_count());
+    init.device = device_of(order);
+    // The engine kinds see a concrete placement: "auto" is resolved here, once.
+    order.device = init.device.device;
     init.order = std::move(order);
     auto loaded = make_engine(init.order);
     if (loaded)
@@ -504,6 +524,15 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, msg::execu
                 if (!r)
                     return msg::to_caf_error(r.error());
                 return std::move(*r);
+            } catch (const kernels::cuda::device_error& e) {
+                // A failed launch leaves a CUDA context unusable: every later step would fail
+                // too. The executor ends as a crash does, and the supervisor starts the version
+                // again on the next placement of its list (the CPU last).
+                auto why = msg::to_caf_error(
+                    errc::internal, self->state.device.device + " failed in a step (" +
+                                        kernels::cuda::failure_name(e.kind()) + "): " + e.what());
+                self->quit(why);
+                return why;
             } catch (const std::exception& e) {
                 return msg::to_caf_error(errc::internal, std::string("step threw: ") + e.what());
             }

@@ -1,6 +1,7 @@
 // The supervisor actor: its behaviour is the list of messages it answers, each a short handler
 // over the version table (version_table.hpp) and the lifecycle steps (supervisor_loader.cpp,
 // supervisor_swaps.cpp).
+#include "actors/device_placements.hpp"
 #include "actors/supervisor_internal.hpp"
 #include "messages/errors.hpp"
 
@@ -138,10 +139,18 @@ void on_down(supervisor_pointer self, const caf::down_msg& dm) {
             v.executor = nullptr;
         else
             v.batcher = nullptr;
+        const auto reason = msg::from_caf_error(dm.reason);
+        // An executor that ends before it serves failed on its placement (its load, or a
+        // restart's): the next placement of the version's device list takes over, if any.
+        const bool before_serving = v.state == vstate::loading || v.state == vstate::validating ||
+                                    v.state == vstate::warming || v.restarting;
+        if (exec && before_serving &&
+            fall_back(self, v, reason.message, fallback_reason_class(reason.message)))
+            return;
         auto why = std::string(exec ? "executor" : "batcher") + " of '" + v.alias + "' (" +
                    (v.id.empty() ? "new version" : "version " + v.id) +
-                   ") stopped: " + msg::from_caf_error(dm.reason).to_string();
-        on_child_down(self, v, why);
+                   ") stopped: " + reason.to_string();
+        on_child_down(self, v, why, exec);
         return;
     }
 }

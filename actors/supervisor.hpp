@@ -13,6 +13,10 @@
 //   unload:   the alias leaves admission, its versions drain and are unloaded. An alias that never
 //             served (only failed loads) is cleared at once.
 // Versions loaded at start-up restart (bounded) after a load failure or crash outside probation.
+// Device fallback (model_spec::devices): an executor whose placement is not the CPU and that fails
+// to load, fails its warm-up or crashes starts again on the next placement of its list, the CPU
+// last, whatever kind of version it is; a fallback is not a restart (it does not use up
+// max_restarts) and is reported through on_fallback and the version's device_fallbacks.
 // A load reads only a regular GGUF file (type and magic checked before it is hashed) that stays
 // unchanged from its open to the engine's load; its loader thread stops early (cancel flag) once
 // the version failed, was unloaded or the supervisor stops.
@@ -52,6 +56,23 @@ struct model_spec {
     /// The version's text side (tokenizer, chat template): its text actor is spawned beside its
     /// batcher and routed to admission with it.
     text_options text;
+    /// The placements it may run on, in preference order (actors/device_placements.hpp): the
+    /// executor starts on executor.device (normally the first); when that placement fails to
+    /// load, fails its warm-up or crashes, the executor starts again on the next one, the CPU
+    /// last. Empty: executor.device, then the CPU.
+    std::vector<std::string> devices;
+};
+
+/// One move of a version to its next placement, for the log, metrics and /health.
+struct device_fallback {
+    std::string alias;
+    std::string version;
+    std::string from; ///< the placement that failed ("cuda:0")
+    std::string to;   ///< where it starts again ("cpu")
+    /// The metric label: not_built | no_driver | no_device | out_of_memory | format_unsupported |
+    /// load_failed | warmup_failed | crashed.
+    std::string reason_class;
+    std::string reason; ///< the failure's own words
 };
 
 struct supervisor_options {
@@ -78,6 +99,8 @@ struct supervisor_options {
     /// Called when an operation from the API ends: "success", "failed" or "rollback" (successful
     /// rollbacks, manual or automatic); bitnet_model_swaps_total counts them.
     std::function<void(const std::string& result)> on_swap;
+    /// Called on the supervisor's thread at every device fallback (bitnet_device_fallbacks_total).
+    std::function<void(const device_fallback&)> on_fallback;
 };
 
 [[nodiscard]] msg::supervisor_actor spawn_supervisor(caf::actor_system& sys,

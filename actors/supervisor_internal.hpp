@@ -59,6 +59,21 @@ void unload_version(supervisor_pointer self, version_rec& v, std::string note = 
 /// Ends an unload of `alias` once nothing of it is resident.
 void finish_unload_if_done(supervisor_pointer self, const std::string& alias);
 
+// ---- supervisor_devices.cpp: device fallback -------------------------------------------------
+
+/// Moves `v`'s executor order to the next placement of its device list after `why` (its failure
+/// on the current one, classed `reason_class`), counting and reporting the fallback. False when
+/// there is none (the current placement is the CPU, or `v` has no spec).
+bool advance_placement(supervisor_pointer self, version_rec& v, const std::string& why,
+                       const std::string& reason_class);
+/// The executor of `v` failed on its placement before serving (load, warm-up, a restart's load):
+/// it starts again on the next placement. False when there is none (the caller fails `v`).
+bool fall_back(supervisor_pointer self, version_rec& v, const std::string& why,
+               const std::string& reason_class);
+/// fall_back, else fail_version.
+void fail_on_device(supervisor_pointer self, version_rec& v, const std::string& why,
+                    const std::string& reason_class);
+
 // ---- supervisor_swaps.cpp: serving, replacing, recovering -----------------------------------
 
 /// Points admission at version `serial` for its alias, then marks it ready and retires the
@@ -71,6 +86,9 @@ void unroute_and_unload(supervisor_pointer self, const std::string& alias);
 /// The periodic check of draining versions (tick).
 void poll_drains(supervisor_pointer self);
 /// A child of `v` stopped unasked: fail, restart in place, or auto-rollback in probation.
-void on_child_down(supervisor_pointer self, version_rec& v, const std::string& why);
+/// `executor`: the child was its executor (a crash on a non-CPU placement restarts on the next
+/// placement of its device list).
+void on_child_down(supervisor_pointer self, version_rec& v, const std::string& why,
+                   bool executor = false);
 
 } // namespace bitnet::actors

@@ -296,15 +296,17 @@ void spawn_pair(supervisor_pointer self, version_rec& v) {
                             if (!w || w->executor != exec)
                                 return;
                             if (!r.finite)
-                                return fail_version(self, *w, "warm-up failed: " + r.failure);
+                                return fail_on_device(self, *w, "warm-up failed: " + r.failure,
+                                                      "warmup_failed");
                             on_warm(self, *w);
                         },
                         [self, serial, exec](const caf::error& e) {
                             auto* w = find_version(self, serial);
                             if (w && w->executor == exec && !receiver_down(e))
-                                fail_version(self, *w,
-                                             "warm-up failed: " +
-                                                 msg::from_caf_error(e).to_string());
+                                fail_on_device(self, *w,
+                                               "warm-up failed: " +
+                                                   msg::from_caf_error(e).to_string(),
+                                               "warmup_failed");
                         });
             },
             [self, serial, exec](const caf::error& e) {

@@ -158,7 +158,7 @@ void poll_drains(supervisor_pointer self) {
         self->delayed_send(self, std::chrono::milliseconds(20), msg::tick_atom_v);
 }
 
-void on_child_down(supervisor_pointer self, version_rec& v, const std::string& why) {
+void on_child_down(supervisor_pointer self, version_rec& v, const std::string& why, bool executor) {
     auto& st = self->state;
     auto& a = st.table.alias(v.alias);
     switch (v.state) {
@@ -212,6 +212,10 @@ void on_child_down(supervisor_pointer self, version_rec& v, const std::string& w
     ++v.restarts;
     v.failure = why;
     stop_pair(self, v);
+    // A crashed executor on a CUDA placement restarts on the next one (the CPU last): the
+    // device that crashed is the likeliest cause, and the CPU can serve the same version.
+    if (executor)
+        advance_placement(self, v, why, "crashed");
     v.restarting = true;
     v.has_info = false;
     self->state.table.set_state(v, vstate::loading);

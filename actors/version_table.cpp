@@ -199,6 +199,7 @@ msg::version_status version_table::version_view(const version_rec& v) {
     s.loaded_at = v.loaded_at;
     if (v.has_info)
         s.info = v.info;
+    s.device_fallbacks = v.device_fallbacks;
     return s;
 }
 
@@ -224,6 +225,7 @@ msg::model_status version_table::alias_view(const std::string& alias, const alia
         m.loaded_at = shown->loaded_at;
         if (shown->has_info)
             m.info = shown->info;
+        m.device_fallbacks = shown->device_fallbacks;
     }
     if (a.unloading)
         m.state = "draining";

@@ -65,6 +65,7 @@ struct version_rec {
     bool restartable = false; ///< start-up versions restart after failures (bounded)
     bool restarting = false;  ///< a serving version's pair is being restarted
     std::uint32_t restarts = 0;
+    std::uint32_t device_fallbacks = 0; ///< moves to the next placement of spec.devices
     bool unload_after_drain = false;
     bool drain_poll = false;
     sup_clock::time_point flipped_at{};

@@ -1,5 +1,6 @@
 #include "conf/server_config.hpp"
 
+#include "common/placement_name.hpp"
 #include "conf/cluster_rules.hpp"
 #include "conf/host_port.hpp"
 #include "conf/tls_rules.hpp"
@@ -130,6 +131,9 @@ std::span<const field> fields() {
         {"tls_cert", &server_config::tls_cert, 0, 0,
          "PEM certificate chain: serve HTTPS on the port (with tls_key; re-read on SIGHUP)"},
         {"tls_key", &server_config::tls_key, 0, 0, "PEM private key of tls_cert"},
+        {"devices", &server_config::devices, 0, 0,
+         "placements in preference order: auto, cpu, cuda, cuda:N, sim:N (comma-separated; the "
+         "CPU is always the last resort)"},
     };
     return table;
 }
@@ -155,6 +159,8 @@ std::string text_problem(std::string_view key, std::string_view value) {
         return is_valid_node_name(value)
                    ? std::string{}
                    : "'" + std::string(value) + "' is not 1..64 letters, digits, '.', '_' or '-'";
+    if (key == "devices")
+        return placement_name_problem(value);
     if (key == "cluster_listen" || key == "cluster_join") {
         auto hp = parse_host_port(value);
         if (!hp)
@@ -449,6 +455,12 @@ result<void> validate(const server_config& cfg) {
     for (const auto& k : cfg.admin_api_keys)
         if (k.size() < 8)
             return fail("admin_api_keys", "keys must be at least 8 characters");
+    if (cfg.devices.empty())
+        return fail("devices", "must name at least one placement (auto, cpu, cuda, cuda:N or "
+                               "sim:N); the default is auto");
+    for (const auto& d : cfg.devices)
+        if (auto why = placement_name_problem(d); !why.empty())
+            return fail("devices", why);
     BITNET_TRY(detail::validate_cluster(cfg));
     return detail::validate_tls(cfg);
 }

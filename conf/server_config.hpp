@@ -112,6 +112,13 @@ struct server_config {
     std::string tls_cert;
     std::string tls_key;
 
+    // Devices (README, "Devices and placements").
+    /// Placements in preference order: "auto" (every CUDA device the runtime reports, in index
+    /// order), "cpu", "cuda" (= cuda:0), "cuda:N", "sim:N" (the CUDA engine on the simulated
+    /// grid: tests). The CPU is always the last resort, listed or not: a version whose placement
+    /// cannot serve it moves to the next one, finally the CPU (flag/env: comma-separated).
+    std::vector<std::string> devices{"auto"};
+
     /// The entry `default_model` names (or the first), or nullptr when no model is configured.
     [[nodiscard]] const model_entry* default_entry() const noexcept;
 };

@@ -101,7 +101,8 @@ json::object version_json(const msg::version_status& v) {
         {"format", known ? json::value(v.info.format) : json::value(nullptr)},
         {"device", known ? json::value(v.info.device) : json::value(nullptr)},
         {"weight_bytes", known ? json::value(v.info.weight_bytes) : json::value(nullptr)},
-        {"kv_pool_bytes", known ? json::value(v.info.kv_pool_bytes) : json::value(nullptr)}};
+        {"kv_pool_bytes", known ? json::value(v.info.kv_pool_bytes) : json::value(nullptr)},
+        {"device_fallbacks", v.device_fallbacks}};
     if (!v.failure.empty())
         o["failure"] = v.failure;
     return o;
@@ -336,6 +337,31 @@ std::string completion_body(const std::string& req_id, std::int64_t created,
 
 // ---- operational routes ------------------------------------------------------------------
 
+namespace {
+
+/// /health's "devices": the placement list and what the CUDA runtime reported at start-up.
+json::object devices_json(const device_inventory& d) {
+    json::array placements, cuda_devices;
+    for (const auto& p : d.placements)
+        placements.emplace_back(p);
+    for (const auto& c : d.cuda_devices)
+        cuda_devices.push_back({{"index", c.index},
+                                {"name", c.name},
+                                {"sm", c.sm},
+                                {"total_bytes", c.total_bytes},
+                                {"free_bytes", c.free_bytes}});
+    return {{"placements", std::move(placements)},
+            {"cpu", true},
+            {"cuda",
+             {{"built", d.cuda_built},
+              {"driver_version", d.cuda_driver_version},
+              {"runtime_version", d.cuda_runtime_version},
+              {"devices", std::move(cuda_devices)},
+              {"error", d.cuda_error.empty() ? json::value(nullptr) : json::value(d.cuda_error)}}}};
+}
+
+} // namespace
+
 std::string health_body(const status_snapshot& snap, const build_info& b, bool has_supervisor,
                         std::int64_t uptime_s) {
     json::object build{{"git_sha", b.git_sha},
@@ -344,10 +370,15 @@ std::string health_body(const status_snapshot& snap, const build_info& b, bool h
                        {"cpu_features", b.cpu_features}};
     json::array models, executors;
     for (const auto& m : snap.models) {
-        json::object mo{{"alias", m.alias},
-                        {"version", m.version},
-                        {"state", m.state},
-                        {"restarts", m.restarts}};
+        const bool known = !m.info.device.empty();
+        json::object mo{
+            {"alias", m.alias},
+            {"version", m.version},
+            {"state", m.state},
+            {"restarts", m.restarts},
+            {"device", known ? json::value(m.info.device) : json::value(nullptr)},
+            {"device_reason", known ? json::value(m.info.device_reason) : json::value(nullptr)},
+            {"device_fallbacks", m.device_fallbacks}};
         if (!m.failure.empty())
             mo["failure"] = m.failure;
         models.push_back(std::move(mo));
@@ -370,7 +401,8 @@ std::string health_body(const status_snapshot& snap, const build_info& b, bool h
                       {"version", b.version},
                       {"build", std::move(build)},
                       {"uptime_s", uptime_s},
-                      {"components", std::move(components)}};
+                      {"components", std::move(components)},
+                      {"devices", devices_json(b.devices)}};
     return json::serialize(root);
 }
 
@@ -425,6 +457,7 @@ std::string model_detail_body(const msg::model_status& m,
         o["kernels"] = kernels_json(m.info.kernels);
     }
     o["restarts"] = m.restarts;
+    o["device_fallbacks"] = m.device_fallbacks;
     o["failure"] = m.failure.empty() ? json::value(nullptr) : json::value(m.failure);
     json::array versions, ops;
     for (const auto& v : m.versions)

@@ -2,6 +2,7 @@
 // DELETE /v1/models/{alias}, and the test hook POST /v1/models/{alias}/crash. Each order goes
 // to the supervisor from a helper actor (no asio thread waits); its ticket comes back onto the
 // connection's strand as a 202 or the refusal's error (404, 409, 400).
+#include "common/placement_name.hpp"
 #include "http/session.hpp"
 
 #include <boost/asio/post.hpp>
@@ -162,9 +163,13 @@ void session::do_load(const std::string& body) {
         return;
     order.warmup = *warmup;
     if (const auto* d = o->if_contains("device"); d && !d->is_null()) {
-        if (!d->is_string() ||
-            (d->get_string() != "auto" && d->get_string() != "cpu" && d->get_string() != "cuda"))
-            return send_error(route, invalid_value("device", "device must be auto, cpu or cuda"),
+        const auto why = d->is_string() ? placement_name_problem(d->get_string())
+                                        : std::string("device must be a string");
+        if (!why.empty())
+            return send_error(route,
+                              invalid_value("device", "device must be auto, cpu, cuda, cuda:N or "
+                                                      "sim:N (N 0..63): " +
+                                                          why),
                               "-");
         order.device = d->get_string();
     }

@@ -106,7 +106,7 @@ void session::do_models(std::string alias) {
             for (const auto& x : snap.stats)
                 if (!x.model.empty())
                     snap.models.push_back(
-                        {x.model, "1", "ready", {}, {}, {}, 0, 0, {}, {}, {}, {}});
+                        {x.model, "1", "ready", {}, {}, {}, 0, 0, {}, {}, {}, {}, 0});
         if (alias.empty())
             return self->send_json(route, 200, models_list_body(snap.models));
         for (const auto& m : snap.models)

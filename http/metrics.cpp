@@ -101,6 +101,12 @@ struct metrics::impl {
                                          .Name("bitnet_model_swaps_total")
                                          .Help("model hot-swaps by result")
                                          .Register(*reg);
+    pm::Family<pm::Counter>& device_fallbacks =
+        pm::BuildCounter()
+            .Name("bitnet_device_fallbacks_total")
+            .Help("model versions moved to their next placement (finally the CPU) because a "
+                  "device could not serve them, by alias, from, to and reason")
+            .Register(*reg);
     pm::Family<pm::Gauge>& build =
         pm::BuildGauge().Name("bitnet_build_info").Help("build version").Register(*reg);
     // The cluster (actors/cluster_node.hpp), each series labelled with the node that counts it.
@@ -375,6 +381,12 @@ void metrics::link(const std::string& peer, const std::string& direction, const 
 
 void metrics::swap(const std::string& result) {
     impl_->swaps.Add({{"result", result}}).Increment();
+}
+
+void metrics::device_fallback(const std::string& alias, const std::string& from,
+                              const std::string& to, const std::string& reason) {
+    impl_->device_fallbacks.Add({{"alias", alias}, {"from", from}, {"to", to}, {"reason", reason}})
+        .Increment();
 }
 
 void metrics::tls_handshake_failed() {

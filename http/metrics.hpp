@@ -61,6 +61,11 @@ public:
               std::uint64_t bytes);
     /// bitnet_model_swaps_total{result}: success | failed | rollback.
     void swap(const std::string& result);
+    /// bitnet_device_fallbacks_total{alias,from,to,reason}: a model version moved from placement
+    /// `from` to `to` because `from` could not serve it (reason: not_built | no_driver |
+    /// no_device | out_of_memory | format_unsupported | load_failed | warmup_failed | crashed).
+    void device_fallback(const std::string& alias, const std::string& from, const std::string& to,
+                         const std::string& reason);
     /// bitnet_build_info{version,git_sha} = 1 (the server sets it once; until then it is absent).
     void build_info(const std::string& version, const std::string& git_sha);
     /// HTTPS: bitnet_tls_handshake_failures_total (TLS hellos whose handshake failed: old

@@ -43,12 +43,15 @@ struct replica_view {
     std::uint64_t outstanding_tokens = 0;
     std::uint32_t running = 0;
     std::uint32_t waiting = 0;
+    /// The placement its executor runs on ("cpu", "cuda:N", "sim:N"): routing prefers the
+    /// fastest device class first (actors/device_placements.hpp, ranks_before).
+    std::string device;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, replica_view& x) {
     return f(caf::meta::type_name("replica_view"), x.node, x.alias, x.version, x.batcher, x.text,
-             x.info, x.outstanding_tokens, x.running, x.waiting);
+             x.info, x.outstanding_tokens, x.running, x.waiting, x.device);
 }
 
 /// A model as one node of the cluster serves it, for GET /v1/cluster.

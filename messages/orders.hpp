@@ -24,7 +24,9 @@ struct executor_order {
     /// the process registered (actors/engine_kinds.hpp; tests register stand-in engines).
     std::string engine_kind = "gguf";
     model::engine_options engine; ///< engine.model_path is the model file
-    std::string device = "auto";  ///< "auto" | "cpu" | "cuda"
+    /// Where it runs: "auto" (the first CUDA device when one is usable, else the CPU), "cpu",
+    /// "cuda" (= cuda:0), "cuda:N" or "sim:N" (actors/device_placements.hpp).
+    std::string device = "auto";
     /// End-of-generation ids reported in executor_info for the batcher's policy; empty = the
     /// engine tokenizer's eog_ids().
     std::vector<token_id> eog_ids;
@@ -33,6 +35,9 @@ struct executor_order {
     /// the engine unless the path still names that file, so the version's id and checks describe
     /// the bytes it runs. All zero: not checked.
     model::file_identity file;
+    /// Why this placement, when the supervisor chose it (e.g. "fallback from cuda:0: ..."):
+    /// reported as executor_info::device_reason. Empty: the executor says why itself.
+    std::string device_reason;
 };
 
 /// Everything a batcher needs besides its executor and, in this process, its tokenizer (a
@@ -58,7 +63,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_policy& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, executor_order& x) {
     return f(caf::meta::type_name("executor_order"), x.alias, x.engine_kind, x.engine, x.device,
-             x.eog_ids, x.file_sha256, x.file);
+             x.eog_ids, x.file_sha256, x.file, x.device_reason);
 }
 
 template <class Inspector>

@@ -374,7 +374,7 @@ struct load_order {
     std::string path;
     std::string version;         ///< empty = the first 12 hex digits of the file's SHA-256
     bool warmup = true;          ///< run a short generation and check its logits before the flip
-    std::string device = "auto"; ///< auto|cpu|cuda
+    std::string device = "auto"; ///< auto|cpu|cuda|cuda:N|sim:N (auto: the server's devices)
 };
 
 template <class Inspector>
@@ -425,12 +425,15 @@ struct version_status {
     std::string file_sha256;
     std::int64_t loaded_at = 0; ///< unix seconds it became ready; 0 = never
     executor_info info;         ///< meaningful once its executor answered (warming onwards)
+    /// Times its executor moved to the next placement of its device list (a CUDA placement
+    /// that failed to load or crashed; info.device_reason says the last why).
+    std::uint32_t device_fallbacks = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, version_status& x) {
     return f(caf::meta::type_name("version_status"), x.version, x.state, x.failure, x.path,
-             x.file_sha256, x.loaded_at, x.info);
+             x.file_sha256, x.loaded_at, x.info, x.device_fallbacks);
 }
 
 /// One model-management operation (load, rollback, unload, or the supervisor's own
@@ -468,13 +471,14 @@ struct model_status {
     std::string file_sha256;
     std::vector<version_status> versions;     ///< newest first, ended ones only the last few
     std::vector<operation_status> operations; ///< newest first, the last few
+    std::uint32_t device_fallbacks = 0;       ///< of the version the flat fields describe
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_status& x) {
     return f(caf::meta::type_name("model_status"), x.alias, x.version, x.state, x.failure, x.path,
              x.previous_version, x.restarts, x.loaded_at, x.info, x.file_sha256, x.versions,
-             x.operations);
+             x.operations, x.device_fallbacks);
 }
 
 /// One model's queue and batch state, for /v1/stats, /metrics and Retry-After.

@@ -10,9 +10,11 @@
 // the HTTPS certificate and key (tls_cert, tls_key) for new connections and never ends the
 // process.
 #include "actors/admission.hpp"
+#include "actors/device_placements.hpp"
 #include "actors/supervisor.hpp"
 #include "cluster_start.hpp"
 #include "conf/server_config.hpp"
+#include "device_startup.hpp"
 #include "http/metrics.hpp"
 #include "http/server.hpp"
 #include "http/tls_context.hpp"
@@ -105,8 +107,9 @@ caf::actor spawn_step_metrics(caf::actor_system& sys, std::shared_ptr<http::metr
 /// A version's spec from a load order (start-up models and POST /v1/models/load alike): its
 /// text side read from the file, its executor and batcher orders from the configuration. Runs on
 /// the supervisor's loader thread: reading the tokenizer touches no weights.
-result<actors::model_spec> spec_for(const conf::server_config& c, const caf::actor& step_metrics,
-                                    const msg::load_order& order) {
+result<actors::model_spec> spec_for(const conf::server_config& c,
+                                    const http::device_inventory& devices,
+                                    const caf::actor& step_metrics, const msg::load_order& order) {
     auto text = server::read_model_text(order.path);
     if (!text)
         return error{text.error().value(),
@@ -121,7 +124,11 @@ result<actors::model_spec> spec_for(const conf::server_config& c, const caf::act
     spec.kv_budget_bytes = c.kv_budget_bytes;
     auto& eo = spec.executor;
     eo.alias = order.alias;
-    eo.device = order.device;
+    // Its placements: the server's list for "auto", else the one named and then the CPU.
+    spec.devices = actors::placements_for(order.device, devices.placements,
+                                          static_cast<int>(devices.cuda_devices.size()));
+    eo.device = spec.devices.front();
+    eo.device_reason = server::first_placement_reason(devices, spec.devices, order.device);
     eo.engine.model_path = order.path;
     eo.engine.n_threads = static_cast<int>(c.n_threads);
     eo.engine.kv_budget_bytes = c.kv_budget_bytes;
@@ -141,6 +148,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c, const caf::act
 }
 
 actors::supervisor_options supervisor_options_for(const conf::server_config& cfg,
+                                                  const http::device_inventory& devices,
                                                   msg::admission_actor admission,
                                                   caf::actor step_metrics,
                                                   std::shared_ptr<http::metrics> metrics) {
@@ -149,16 +157,20 @@ actors::supervisor_options supervisor_options_for(const conf::server_config& cfg
     so.memory_budget_bytes = cfg.memory_budget_bytes;
     so.probation = std::chrono::seconds(cfg.probation_s);
     so.drain_timeout = std::chrono::milliseconds(cfg.default_timeout_ms);
-    so.make_spec = [c = cfg, step_metrics](const msg::load_order& order) {
-        return spec_for(c, step_metrics, order);
+    so.make_spec = [c = cfg, devices, step_metrics](const msg::load_order& order) {
+        return spec_for(c, devices, step_metrics, order);
     };
     so.on_serving = [](const std::string& alias, const actors::model_spec* serving) {
         if (serving)
-            spdlog::info("model '{}': serving {}", alias, serving->path);
+            spdlog::info("model '{}': serving {} on {} ({})", alias, serving->path,
+                         serving->executor.device, serving->executor.device_reason);
         else
             spdlog::info("model '{}': unloaded", alias);
     };
     so.on_swap = [metrics](const std::string& result) { metrics->swap(result); };
+    so.on_fallback = [metrics](const actors::device_fallback& f) {
+        metrics->device_fallback(f.alias, f.from, f.to, f.reason_class);
+    };
     for (const auto& m : cfg.models) {
         msg::load_order order;
         order.alias = m.alias;
@@ -328,8 +340,9 @@ int main(int argc, char** argv) {
     auto admission = actors::spawn_admission(sys, ao);
 
     auto step_metrics = spawn_step_metrics(sys, metrics);
+    const auto devices = server::start_devices(cfg->devices);
     auto supervisor = actors::spawn_supervisor(
-        sys, supervisor_options_for(*cfg, admission, step_metrics, metrics));
+        sys, supervisor_options_for(*cfg, devices, admission, step_metrics, metrics));
     auto cluster = server::start_cluster(sys, *cfg, *node, admission, supervisor, metrics);
     if (!cluster) {
         spdlog::error("{}", cluster.error().to_string());
@@ -339,6 +352,7 @@ int main(int argc, char** argv) {
         return 1;
     }
     auto ho = http_options_for(*cfg);
+    ho.build.devices = devices;
     ho.supervisor = supervisor;
     ho.shared_metrics = metrics;
     ho.cluster = *cluster;
