@@ -21,22 +21,23 @@ if [ ! -f "$lib" ]; then
     echo "check-cuda-build: FAIL: nvcc exists but $lib was not built (is BITNET_CUDA OFF in $build?)" >&2
     exit 1
 fi
-if ! readelf -S "$lib" | grep -q nv_fatbin; then
+if ! readelf -S "$lib" | grep nv_fatbin >/dev/null; then
     echo "check-cuda-build: FAIL: $lib holds no device code (.nv_fatbin)" >&2
     exit 1
 fi
 for arch in 80 90; do
     if ! grep -q "device_ops.cu" "$build/compile_commands.json" ||
-        ! grep "device_ops.cu" "$build/compile_commands.json" | grep -q "code=\[compute_$arch,sm_$arch\]"; then
+        ! grep "device_ops.cu" "$build/compile_commands.json" | grep "code=\[compute_$arch,sm_$arch\]" >/dev/null; then
         echo "check-cuda-build: FAIL: device_ops.cu is not compiled for sm_$arch" >&2
         exit 1
     fi
 done
 echo "check-cuda-build: $lib has device code for sm_80 and sm_90"
 
-out=$(ctest --test-dir "$build" -L gpu --output-on-failure --no-tests=error 2>&1) || {
+out=$(ctest --test-dir "$build" -L gpu -V --no-tests=error 2>&1) || {
     echo "$out"
     echo "check-cuda-build: FAIL: the gpu suite failed" >&2
     exit 1
 }
-echo "$out" | tail -n 4
+echo "$out" | grep -i "skip" | sed -E 's/^[0-9]+: //' | sort | uniq -c | head -n 5 || true
+echo "$out" | grep -E "tests passed|tests failed" || true
