@@ -83,7 +83,6 @@ private:
         std::uint32_t pos = 0;
     };
 
-    [[nodiscard]] result<void> validate(std::span<const seq_chunk> batch) const;
     /// The pass over a validated batch whose KV rows are appended; may throw (allocation).
     [[nodiscard]] step_output forward(std::span<const seq_chunk> batch);
     // The pass's parts: work buffers, token slots, embeddings and RoPE angles (returns the
@@ -92,8 +91,6 @@ private:
     void attention_block(std::span<const seq_chunk> batch, std::uint32_t layer, std::size_t T);
     void ffn_block(std::uint32_t layer, std::size_t T);
     [[nodiscard]] step_output logits_for(std::span<const seq_chunk> batch);
-    /// Undoes the KV growth of `appended` after a pass that did not complete.
-    void roll_back(std::span<const seq_chunk> appended) noexcept;
     void bitlinear(const projection& p, const kernels::quantized_acts& a, float* y,
                    std::size_t ldy);
     void attention_layer(std::span<const seq_chunk> batch, std::uint32_t layer);
