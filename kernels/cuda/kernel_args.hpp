@@ -52,7 +52,8 @@ struct ternary_gemm_args {
 };
 
 /// kernels::f16_matmul: y[t][m] = Σ_k f16(x[t][k]) · w[m][k], in f16_matmul's summation order
-/// (16 lanes of FMAs, folded by halves), so bit for bit. x rows are gathered (rows ? rows[t] : t).
+/// (16 lanes of FMAs, folded by halves), so bit for bit. x rows are gathered
+/// (x_rows ? x_rows[t] : t).
 struct f16_gemm_args {
     const std::uint16_t* w = nullptr; ///< [rows][cols] F16 bits
     std::uint32_t rows = 0;
@@ -62,6 +63,7 @@ struct f16_gemm_args {
     std::uint32_t n_rows = 0;
     float* y = nullptr;
     std::uint32_t ldy = 0;
+    const std::int32_t* x_rows = nullptr; ///< the gather: x row of token t is x_rows[t] (or t)
 };
 
 /// kernels::rope_apply (NEOX or normal style): rotates, in place, heads of `n_heads` in every row

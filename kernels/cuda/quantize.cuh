@@ -1,16 +1,92 @@
-// Placeholder: the kernel bodies of this group land with issue 16's kernel work.
+// Per-token int8 quantization of activations on the device: kernels::quantize_activations' bytes
+// and scales, bit for bit. One block per row. The absmax is exact in any order (a max of floats,
+// widened to double exactly), so a block reduction gives the CPU's value; the scale is the same
+// double division narrowed to float; codes use the same float product rounded half to even
+// (rintf on the device, nearbyint in the default rounding mode on the host) and the same clamp.
 #pragma once
 
 #include "kernels/cuda/grid.hpp"
 #include "kernels/cuda/kernel_args.hpp"
 
-#include <stdexcept>
+#if !defined(__CUDACC__)
+#include <cmath>
+#endif
 
 namespace bitnet::kernels::cuda {
 
+/// x rounded to the nearest integer, ties to even (the CPU's std::nearbyint in the default mode).
+BITNET_DEVICE float round_half_even(float x) {
+#if defined(__CUDACC__)
+    return rintf(x);
+#else
+    return std::nearbyint(x);
+#endif
+}
+
+BITNET_DEVICE float abs_of(float x) {
+#if defined(__CUDACC__)
+    return fabsf(x);
+#else
+    return std::fabs(x);
+#endif
+}
+
+struct quantize_kernel {
+    using args = quantize_args;
+    static constexpr unsigned threads = 256;
+
+    static BITNET_DEVICE void body(const block& b, const args& a) {
+        const unsigned row = b.x();
+        const float* x = a.x + static_cast<std::size_t>(row) * a.ldx;
+        std::int8_t* q = a.q + static_cast<std::size_t>(row) * a.ldq;
+        BITNET_SHARED float warp_maxima[max_threads / warp_size];
+        BITNET_SHARED float scale;
+
+        // |x| maxima: per thread over a stride, then per warp. `v > m` keeps m for a NaN, as the
+        // CPU's std::max(max, v) does.
+        per_thread<float> m;
+        b.threads([&](unsigned t) {
+            float mt = 0.0f;
+            for (unsigned i = t; i < a.k; i += b.size()) {
+                const float v = abs_of(x[i]);
+                mt = v > mt ? v : mt;
+            }
+            m[t] = mt;
+        });
+        warp_max(b, m);
+        b.threads([&](unsigned t) {
+            if (t % warp_size == 0)
+                warp_maxima[t / warp_size] = m[t];
+        });
+        b.sync();
+        b.threads([&](unsigned t) {
+            if (t != 0)
+                return;
+            double max = 1e-5;
+            for (unsigned w = 0; w < b.size() / warp_size; ++w) {
+                const double v = static_cast<double>(warp_maxima[w]);
+                max = v > max ? v : max;
+            }
+            scale = static_cast<float>(127.0 / max);
+            a.scale[row] = scale;
+        });
+        b.sync();
+        b.threads([&](unsigned t) {
+            const float s = scale;
+            for (unsigned i = t; i < a.k; i += b.size()) {
+                float r = round_half_even(x[i] * s);
+                r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);
+                q[i] = static_cast<std::int8_t>(static_cast<int>(r));
+            }
+        });
+    }
+};
+
 template <class Launcher>
-void launch(const quantize_args&, Launcher&) {
-    throw std::logic_error("the quantize kernel is not written yet");
+void launch(const quantize_args& a, Launcher& l) {
+    if (a.n_rows == 0)
+        return;
+    l.template run<quantize_kernel>({a.n_rows, 1, quantize_kernel::threads}, a);
 }
 
 } // namespace bitnet::kernels::cuda
