@@ -15,23 +15,22 @@ error in_file(const std::string& path, const error& e) {
 
 } // namespace
 
-result<model_parts>
-load_model_parts(const engine_options& opt, kernels::isa family,
-                 const std::function<result<void>(const model_config&)>& check_config) {
+result<model_parts> load_model_parts(const engine_options& opt, kernels::isa family,
+                                     const model_check& check) {
     auto file = gguf_file::open(opt.model_path);
     if (!file)
         return in_file(opt.model_path, file.error());
     auto config = read_model_config(*file);
     if (!config)
         return in_file(opt.model_path, config.error());
-    if (check_config) {
-        auto ok = check_config(*config);
-        if (!ok)
-            return in_file(opt.model_path, ok.error());
-    }
     auto tensors = map_model_tensors(*file, *config);
     if (!tensors)
         return in_file(opt.model_path, tensors.error());
+    if (check) {
+        auto ok = check(*config, *tensors);
+        if (!ok)
+            return in_file(opt.model_path, ok.error());
+    }
     auto vocab_data = read_tokenizer_vocab(*file);
     if (!vocab_data)
         return in_file(opt.model_path, vocab_data.error());

@@ -1,5 +1,8 @@
 #include "model/engine/engine_placement.hpp"
 
+#include "kernels/cuda/ops.hpp"
+#include "model/engine/cuda_engine.hpp"
+
 #include <charconv>
 
 namespace bitnet::model {
@@ -28,8 +31,20 @@ result<placement> parse_placement(std::string_view text) {
 result<std::unique_ptr<engine>> load_engine_on(const engine_options& opt, const placement& where) {
     if (where.kind == "cpu")
         return engine::load(opt);
-    // The CUDA engine lands with issue 16's engine work.
-    return error(errc::unsupported, where.name() + ": the CUDA engine is not built yet");
+    namespace cuda = kernels::cuda;
+    std::unique_ptr<cuda::ops> device;
+    if (where.kind == "sim") {
+        device = cuda::make_simulated_ops();
+    } else {
+        // The device first: a machine without a driver or a GPU says so before the file is read.
+        try {
+            device = cuda::make_device_ops(where.index);
+        } catch (const cuda::device_error& e) {
+            return error(errc::unsupported,
+                         where.name() + ": " + cuda::failure_name(e.kind()) + ": " + e.what());
+        }
+    }
+    return load_cuda_engine(opt, std::move(device));
 }
 
 } // namespace bitnet::model

@@ -21,12 +21,12 @@ struct model_parts {
 };
 
 /// Opens `opt.model_path` and reads its config, tensors, tokenizer and weights (repacked for
-/// `family`); `check_config`, when given, may refuse the model after its hyper-parameters are
-/// read and before the weights are (errors are prefixed with the file's path). The file's image
-/// is gone when this returns: the parts own copies of everything they read.
-[[nodiscard]] result<model_parts>
-load_model_parts(const engine_options& opt, kernels::isa family,
-                 const std::function<result<void>(const model_config&)>& check_config = {});
+/// `family`); `check`, when given, may refuse the model once its hyper-parameters and tensors are
+/// known, before the weights are read (errors are prefixed with the file's path). The file's
+/// image is gone when this returns: the parts own copies of everything they read.
+using model_check = std::function<result<void>(const model_config&, const model_tensors&)>;
+[[nodiscard]] result<model_parts> load_model_parts(const engine_options& opt, kernels::isa family,
+                                                   const model_check& check = {});
 
 /// The KV cache's shape for `config` and `opt`'s budget and block size.
 [[nodiscard]] kv_cache_options kv_options_for(const model_config& config,

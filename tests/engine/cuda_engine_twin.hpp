@@ -1,0 +1,59 @@
+// The CUDA engine beside the CPU engine on the same model: loading it on the simulated grid, and
+// stepping both with the same batch while comparing every logits row they return.
+#pragma once
+
+#include "engine_fixture.hpp"
+#include "model/engine/engine_placement.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace bitnet::test {
+
+inline std::unique_ptr<model::engine> load_sim_engine(const std::string& path,
+                                                      std::uint64_t kv_bytes = 64ull << 20) {
+    model::engine_options opt;
+    opt.model_path = path;
+    opt.kv_budget_bytes = kv_bytes;
+    auto e = model::load_engine_on(opt, model::placement{"sim", 0});
+    REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
+    return std::move(*e);
+}
+
+/// What the comparisons saw: rows compared, the largest |cpu - cuda| of any logit, and the
+/// smallest top-1/top-2 margin of the CPU's rows (how close a tie came).
+struct twin_record {
+    std::size_t rows = 0;
+    double max_diff = 0.0;
+    double min_margin = 1e30;
+};
+
+/// Runs `batch` on both engines; requires the same rows, the same top-1 in every row, and adds
+/// the differences to `rec`. Returns the CPU's output (for the next tokens).
+inline model::step_output step_twins(model::engine& cpu, model::engine& cuda,
+                                     const std::vector<model::seq_chunk>& batch, twin_record& rec) {
+    auto a = cpu.step(batch);
+    REQUIRE_MESSAGE(a, (a ? std::string() : a.error().to_string()));
+    auto b = cuda.step(batch);
+    REQUIRE_MESSAGE(b, (b ? std::string() : b.error().to_string()));
+    REQUIRE(a->rows_for_chunk == b->rows_for_chunk);
+    REQUIRE(a->first_row_for_chunk == b->first_row_for_chunk);
+    REQUIRE(a->logits.size() == b->logits.size());
+    const std::uint32_t n_vocab = cpu.config().n_vocab;
+    for (std::size_t r = 0; r * n_vocab < a->logits.size(); ++r) {
+        const auto ra = a->row(r, n_vocab);
+        const auto rb = b->row(r, n_vocab);
+        CAPTURE(r);
+        CHECK(argmax(ra) == argmax(rb));
+        for (std::size_t i = 0; i < n_vocab; ++i)
+            rec.max_diff = std::max(rec.max_diff, std::fabs(double{ra[i]} - double{rb[i]}));
+        std::vector<float> sorted(ra.begin(), ra.end());
+        std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+        rec.min_margin = std::min(rec.min_margin, double{sorted[0]} - double{sorted[1]});
+        ++rec.rows;
+    }
+    CHECK(cpu.kv_blocks_free() == cuda.kv_blocks_free());
+    return std::move(*a);
+}
+
+} // namespace bitnet::test
