@@ -31,12 +31,21 @@
 
 namespace bitnet::model {
 
+/// Caps on the buffers that would otherwise grow with max_batch_tokens × context (the attention
+/// scores' scratch) or × vocabulary (the logits): a step past them runs its attention or its
+/// logits in several launches. Tests lower them to exercise that on a tiny model.
+struct cuda_buffer_caps {
+    std::uint64_t logits_bytes = 64ull << 20;            ///< 130 rows of a 128k vocabulary
+    std::uint64_t attention_scratch_bytes = 64ull << 20; ///< at least one row at full context
+};
+
 /// Loads `opt`'s model onto `device`. errc::unsupported, with the reason in the message, when the
 /// model cannot run there: "format unsupported on CUDA: ..." (TL1/TL2 projections, a SiLU
 /// feed-forward, Q8_0 logits) or "out of memory on <device>: needs N bytes, M free"; the other
 /// errors are engine::load's (a bad file is bad on every device).
 [[nodiscard]] result<std::unique_ptr<engine>>
-load_cuda_engine(const engine_options& opt, std::unique_ptr<kernels::cuda::ops> device);
+load_cuda_engine(const engine_options& opt, std::unique_ptr<kernels::cuda::ops> device,
+                 const cuda_buffer_caps& caps = {});
 
 class cuda_engine final : public engine {
 public:
@@ -89,7 +98,8 @@ public:
 
 private:
     friend result<std::unique_ptr<engine>> load_cuda_engine(const engine_options&,
-                                                            std::unique_ptr<kernels::cuda::ops>);
+                                                            std::unique_ptr<kernels::cuda::ops>,
+                                                            const cuda_buffer_caps&);
 
     /// One BitLinear on the device.
     struct device_projection {
@@ -128,7 +138,7 @@ private:
     [[nodiscard]] device_projection upload_projection(const projection& p);
     void upload_weights(model_weights& w);
     /// Sizes (and unless `dry`, allocates) every per-step buffer; returns their device bytes.
-    std::uint64_t plan_buffers(bool dry);
+    std::uint64_t plan_buffers(const cuda_buffer_caps& caps, bool dry);
 
     // Step (cuda_engine.cpp).
     [[nodiscard]] step_output forward(std::span<const seq_chunk> batch);

@@ -18,14 +18,6 @@ namespace cuda = kernels::cuda;
 
 const std::string unsupported_prefix = "format unsupported on CUDA: ";
 
-/// Logits rows per f16_gemm launch: the logits buffer (device and pinned) holds this many rows of
-/// n_vocab floats, at most 64 MiB (a 128k vocabulary: 130 rows), and every row of a step when
-/// that fits. A step wanting more rows (all_logits) runs the logits in several launches.
-constexpr std::uint64_t logits_buffer_bytes = 64ull << 20;
-/// The attention scores' scratch: at most 64 MiB, and at least one row at full context. Steps
-/// whose rows × context exceed it attend in several launches (cuda_engine::prepare_step).
-constexpr std::uint64_t scratch_bytes_max = 64ull << 20;
-
 /// Device allocations are rounded up to 256 bytes (cudaMalloc's alignment), so the estimate is.
 std::uint64_t rounded(std::uint64_t bytes) {
     return (bytes + 255) / 256 * 256;
@@ -184,7 +176,7 @@ void cuda_engine::upload_weights(model_weights& w) {
 
 // Every per-step buffer, sized for max_batch_tokens rows. `dry` only adds up the device bytes
 // (the load's memory check), so that the check and the allocation cannot disagree.
-std::uint64_t cuda_engine::plan_buffers(bool dry) {
+std::uint64_t cuda_engine::plan_buffers(const cuda_buffer_caps& caps, bool dry) {
     const model_config& c = config_;
     const std::uint64_t T = opt_.max_batch_tokens;
     const std::uint64_t n_wide = std::max({c.n_embd, c.n_embd_q(), c.n_ff});
@@ -192,12 +184,14 @@ std::uint64_t cuda_engine::plan_buffers(bool dry) {
     // Rows share their chunk's block list, so a step lists at most one table per chunk (at most
     // T chunks), each of at most the blocks of the longest sequence.
     tiles_capacity_ = static_cast<std::uint32_t>(T * ((rope_positions_ + bt - 1) / bt));
+    // Logits rows per f16_gemm launch (at least one), and rows × context the attention scratch
+    // holds (at least one row at full context): every row of a step when that fits the caps.
     logits_rows_max_ = static_cast<std::uint32_t>(
-        std::clamp<std::uint64_t>(logits_buffer_bytes / (std::uint64_t{c.n_vocab} * 4), 1, T));
+        std::clamp<std::uint64_t>(caps.logits_bytes / (std::uint64_t{c.n_vocab} * 4), 1, T));
     scratch_row_ctx_ = std::max<std::uint64_t>(
         rope_positions_,
         std::min<std::uint64_t>(T * rope_positions_,
-                                scratch_bytes_max / (std::uint64_t{c.n_head} * 4)));
+                                caps.attention_scratch_bytes / (std::uint64_t{c.n_head} * 4)));
 
     std::uint64_t total = 0;
     auto take = [&](device_memory& m, std::uint64_t bytes) {
@@ -242,7 +236,8 @@ std::uint64_t cuda_engine::plan_buffers(bool dry) {
 }
 
 result<std::unique_ptr<engine>> load_cuda_engine(const engine_options& opt,
-                                                 std::unique_ptr<kernels::cuda::ops> device) {
+                                                 std::unique_ptr<kernels::cuda::ops> device,
+                                                 const cuda_buffer_caps& caps) {
     if (opt.q8_logits)
         return error(errc::unsupported,
                      unsupported_prefix +
@@ -269,14 +264,14 @@ result<std::unique_ptr<engine>> load_cuda_engine(const engine_options& opt,
             std::uint64_t{e->cache_.n_blocks_total()} * e->cache_.block_tokens()));
         need = weight_device_bytes(parts->weights, e->config_) +
                rounded(std::uint64_t{e->rope_positions_} * e->config_.head_dim * 4) +
-               e->plan_buffers(true);
+               e->plan_buffers(caps, true);
         free = e->ops_->free_bytes();
         if (need > free)
             return error(errc::unsupported, "out of memory on " + where + ": needs " +
                                                 std::to_string(need) + " bytes, " +
                                                 std::to_string(free) + " free");
         e->upload_weights(parts->weights);
-        (void)e->plan_buffers(false);
+        (void)e->plan_buffers(caps, false);
         e->ops_->finish();
     } catch (const cuda::device_error& err) {
         if (err.kind() == cuda::device_failure::out_of_memory)

@@ -75,12 +75,14 @@ TEST_CASE("cuda engine (simulated grid): teacher-forced top-1 equals the CPU eng
     }
 }
 
-TEST_CASE("cuda engine (simulated grid): batched steps of several sequences, prefill chunks, "
-          "all_logits rows, decodes and a fork match the CPU engine") {
-    scratch_dir dir;
-    const std::string path = make_model(dir, "bitnet-b1.58", 3);
-    auto cpu = load_engine(path);
-    auto cuda = load_sim_engine(path);
+namespace {
+
+/// Batched steps of several sequences on both engines (KV pools of `kv_bytes`), the CUDA engine
+/// with `caps` when given.
+void batched_steps(const std::string& path, std::uint64_t kv_bytes,
+                   const model::cuda_buffer_caps* caps) {
+    auto cpu = load_engine(path, 2, kv_bytes);
+    auto cuda = load_sim_engine(path, kv_bytes, caps);
     const std::uint32_t n_vocab = cpu->config().n_vocab;
     twin_record rec;
 
@@ -164,4 +166,25 @@ TEST_CASE("cuda engine (simulated grid): batched steps of several sequences, pre
         cuda->release(s);
     }
     CHECK(cuda->kv_blocks_free() == cuda->kv_blocks_total());
+}
+
+} // namespace
+
+TEST_CASE("cuda engine (simulated grid): batched steps of several sequences, prefill chunks, "
+          "all_logits rows, decodes and a fork match the CPU engine") {
+    scratch_dir dir;
+    const std::string path = make_model(dir, "bitnet-b1.58", 3);
+    SUBCASE("every row in one launch") {
+        batched_steps(path, 64ull << 20, nullptr);
+    }
+    SUBCASE("logits and attention split over several launches") {
+        // 16 KV blocks of 16 tokens (16 KiB each on this shape): 256 positions, and the scratch
+        // at its floor of one row at full context, 256 row-positions, so the first step's 59
+        // rows attend in several launches (rows × longest context ≤ 256 each); 3 logits rows
+        // per launch (the 35 rows of the first step in 12 launches).
+        model::cuda_buffer_caps caps;
+        caps.logits_bytes = 3 * 512 * 4;
+        caps.attention_scratch_bytes = 1;
+        batched_steps(path, 16 * 16384, &caps);
+    }
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine_fixture.hpp"
+#include "model/engine/cuda_engine.hpp"
 #include "model/engine/engine_placement.hpp"
 
 #include <algorithm>
@@ -10,12 +11,17 @@
 
 namespace bitnet::test {
 
-inline std::unique_ptr<model::engine> load_sim_engine(const std::string& path,
-                                                      std::uint64_t kv_bytes = 64ull << 20) {
+/// The CUDA engine on the simulated grid, through the "sim:0" placement, or with lowered buffer
+/// caps when `caps` is given.
+inline std::unique_ptr<model::engine>
+load_sim_engine(const std::string& path, std::uint64_t kv_bytes = 64ull << 20,
+                const model::cuda_buffer_caps* caps = nullptr) {
     model::engine_options opt;
     opt.model_path = path;
     opt.kv_budget_bytes = kv_bytes;
-    auto e = model::load_engine_on(opt, model::placement{"sim", 0});
+    auto e = caps != nullptr
+                 ? model::load_cuda_engine(opt, kernels::cuda::make_simulated_ops(), *caps)
+                 : model::load_engine_on(opt, model::placement{"sim", 0});
     REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
     return std::move(*e);
 }
