@@ -15,10 +15,10 @@ namespace bitnet::model {
 
 cpu_engine::cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
                        kernel_plan plan, const engine_options& opt)
-    : config_(std::move(config))
+    : paged_kv_engine(std::move(cache))
+    , config_(std::move(config))
     , vocab_(std::move(vocab))
     , weights_(std::move(weights))
-    , cache_(std::move(cache))
     , plan_(std::move(plan))
     , opt_(opt)
     , n_threads_(kernels::resolve_threads(opt.n_threads))

@@ -177,22 +177,42 @@ void cuda_engine::bitlinear(const device_projection& p, std::uint32_t n_rows, fl
     ops_->run(a);
 }
 
+// A block's input: the residual stream normed into cur, quantized once for its projections.
+void cuda_engine::norm_and_quantize(const device_memory& w, std::uint32_t T) {
+    norm(x_.as<float>(), config_.n_embd, w, T, config_.n_embd, cur_.as<float>());
+    quantize(cur_.as<float>(), T, config_.n_embd);
+}
+
+// A block's output: its n-wide rows `in` (sub-normed into cur when the model has sub-norms),
+// quantized, projected back to n_embd by `w` into cur, and added to the residual stream.
+void cuda_engine::block_output(const float* in, std::uint32_t n, const device_memory& sub_norm,
+                               const device_projection& w, std::uint32_t T) {
+    auto* cur = cur_.as<float>();
+    if (config_.has_sub_norms) {
+        norm(in, n, sub_norm, T, n, cur);
+        in = cur;
+    }
+    quantize(in, T, n);
+    bitlinear(w, T, cur); // its input now lives in acts_q_
+    cuda::add_args a;
+    a.x = x_.as<float>();
+    a.d = cur;
+    a.n = std::uint64_t{T} * config_.n_embd;
+    ops_->run(a);
+}
+
 // Norm, Q/K/V projections, RoPE, KV append, attention, (sub-norm), output projection, residual.
 void cuda_engine::attention_block(std::uint32_t l, std::uint32_t T) {
     const model_config& c = config_;
-    const std::uint32_t n_embd = c.n_embd;
     const std::uint32_t n_q = c.n_embd_q();
     const std::uint32_t n_kv = c.n_embd_kv();
     const device_layer& L = layers_[l];
-    auto* x = x_.as<float>();
-    auto* cur = cur_.as<float>();
     auto* q = q_.as<float>();
     auto* k = k_.as<float>();
     auto* v = v_.as<float>();
     auto* attn = attn_.as<float>();
 
-    norm(x, n_embd, L.attn_norm, T, n_embd, cur);
-    quantize(cur, T, n_embd);
+    norm_and_quantize(L.attn_norm, T);
     bitlinear(L.wq, T, q);
     bitlinear(L.wk, T, k);
     bitlinear(L.wv, T, v);
@@ -248,33 +268,17 @@ void cuda_engine::attention_block(std::uint32_t l, std::uint32_t T) {
         ops_->run(a);
     }
 
-    const float* o_in = attn;
-    if (c.has_sub_norms) {
-        norm(attn, n_q, L.attn_sub_norm, T, n_q, cur);
-        o_in = cur;
-    }
-    quantize(o_in, T, n_q);
-    bitlinear(L.wo, T, cur); // its input now lives in acts_q_
-    cuda::add_args add;
-    add.x = x;
-    add.d = cur;
-    add.n = std::uint64_t{T} * n_embd;
-    ops_->run(add);
+    block_output(attn, n_q, L.attn_sub_norm, L.wo, T);
 }
 
 // Feed-forward block: gate and up share one quantized input (LLM_FFN_PAR), ReLU² gating.
 void cuda_engine::ffn_block(std::uint32_t l, std::uint32_t T) {
-    const model_config& c = config_;
-    const std::uint32_t n_embd = c.n_embd;
-    const std::uint32_t n_ff = c.n_ff;
+    const std::uint32_t n_ff = config_.n_ff;
     const device_layer& L = layers_[l];
-    auto* x = x_.as<float>();
-    auto* cur = cur_.as<float>();
     auto* gate = gate_.as<float>();
     auto* up = up_.as<float>();
 
-    norm(x, n_embd, L.ffn_norm, T, n_embd, cur);
-    quantize(cur, T, n_embd);
+    norm_and_quantize(L.ffn_norm, T);
     bitlinear(L.w_gate, T, gate);
     bitlinear(L.w_up, T, up);
     cuda::relu_sqr_gate_args g;
@@ -283,18 +287,7 @@ void cuda_engine::ffn_block(std::uint32_t l, std::uint32_t T) {
     g.z = gate;
     g.n = std::uint64_t{T} * n_ff;
     ops_->run(g);
-    const float* d_in = gate;
-    if (c.has_sub_norms) {
-        norm(gate, n_ff, L.ffn_sub_norm, T, n_ff, cur);
-        d_in = cur;
-    }
-    quantize(d_in, T, n_ff);
-    bitlinear(L.w_down, T, cur);
-    cuda::add_args add;
-    add.x = x;
-    add.d = cur;
-    add.n = std::uint64_t{T} * n_embd;
-    ops_->run(add);
+    block_output(gate, n_ff, L.ffn_sub_norm, L.w_down, T);
 }
 
 // The rows select_logits_rows picks (the CPU engine's rule): the final norm gathers exactly those

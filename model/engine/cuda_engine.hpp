@@ -24,6 +24,7 @@
 #include "model/engine/engine.hpp"
 #include "model/engine/kv_cache.hpp"
 #include "model/engine/model_weights.hpp"
+#include "model/engine/paged_kv_engine.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <memory>
@@ -47,7 +48,7 @@ struct cuda_buffer_caps {
 load_cuda_engine(const engine_options& opt, std::unique_ptr<kernels::cuda::ops> device,
                  const cuda_buffer_caps& caps = {});
 
-class cuda_engine final : public engine {
+class cuda_engine final : public paged_kv_engine {
 public:
     [[nodiscard]] const model_config& config() const noexcept override { return config_; }
     [[nodiscard]] const tokenizer& vocab() const noexcept override { return vocab_; }
@@ -57,37 +58,6 @@ public:
     }
     [[nodiscard]] std::uint64_t bytes_per_decode_token() const noexcept override {
         return projection_bytes_ + logits_bytes_;
-    }
-    [[nodiscard]] std::uint64_t kv_pool_bytes() const noexcept override {
-        return cache_.pool_bytes();
-    }
-    [[nodiscard]] std::uint32_t kv_block_tokens() const noexcept override {
-        return cache_.block_tokens();
-    }
-    [[nodiscard]] std::uint32_t kv_blocks_total() const noexcept override {
-        return cache_.n_blocks_total();
-    }
-    [[nodiscard]] std::uint32_t kv_blocks_free() const noexcept override {
-        return cache_.n_blocks_free();
-    }
-    void release(seq_id seq) override { cache_.free(seq); }
-    [[nodiscard]] result<void> fork(seq_id from, seq_id to) override {
-        return cache_.fork(from, to);
-    }
-    [[nodiscard]] std::uint32_t
-    cached_prefix_blocks(std::span<const std::int32_t> tokens) const override {
-        return cache_.cached_blocks(tokens);
-    }
-    std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                std::uint32_t max_blocks, std::uint32_t max_parked) override {
-        return cache_.attach_prefix(seq, tokens, max_blocks, max_parked);
-    }
-    [[nodiscard]] std::uint32_t kv_blocks_needed(seq_id seq,
-                                                 std::uint32_t n_tokens) const override {
-        return cache_.blocks_needed(seq, n_tokens);
-    }
-    void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens) override {
-        cache_.publish_prefix(seq, tokens);
     }
     [[nodiscard]] result<step_output> step(std::span<const seq_chunk> batch) override;
 
@@ -152,11 +122,13 @@ private:
               std::uint32_t n, float* y, const std::int32_t* rows = nullptr);
     void quantize(const float* x, std::uint32_t n_rows, std::uint32_t k);
     void bitlinear(const device_projection& p, std::uint32_t n_rows, float* y);
+    void norm_and_quantize(const device_memory& w, std::uint32_t T);
+    void block_output(const float* in, std::uint32_t n, const device_memory& sub_norm,
+                      const device_projection& w, std::uint32_t T);
 
     std::unique_ptr<kernels::cuda::ops> ops_; // first: every buffer below is released through it
     model_config config_;
     tokenizer vocab_;
-    kv_cache cache_;
     engine_options opt_;
     /// What stays on the host after upload: the token embedding (rows looked up per step).
     model_weights host_weights_;

@@ -80,10 +80,10 @@ std::uint64_t weight_device_bytes(const model_weights& w, const model_config& c)
 
 cuda_engine::cuda_engine(std::unique_ptr<kernels::cuda::ops> device, model_config config,
                          tokenizer vocab, kv_cache cache, const engine_options& opt)
-    : ops_(std::move(device))
+    : paged_kv_engine(std::move(cache))
+    , ops_(std::move(device))
     , config_(std::move(config))
     , vocab_(std::move(vocab))
-    , cache_(std::move(cache))
     , opt_(opt) {}
 
 device_memory cuda_engine::alloc(std::size_t bytes) {
