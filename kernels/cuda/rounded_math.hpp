@@ -46,21 +46,4 @@ BITNET_DEVICE float rsqrt_rn(float v) {
 #endif
 }
 
-/// Whether every double within relative distance `tol` of v converts to the same float as v.
-/// Rounding to nearest is monotonic, so the two ends of the interval decide. Used after a sum in
-/// double taken in a different order than the CPU's: when the two sums can differ by at most
-/// `tol` relative and this holds, the floats made from them are the same bits. False for NaN.
-BITNET_DEVICE bool same_float_within(double v, double tol) {
-    return static_cast<float>(v * (1.0 - tol)) == static_cast<float>(v * (1.0 + tol));
-}
-
-/// The relative distance two sums in double of the same n non-negative terms can be apart when
-/// taken in different orders, followed by `extra_ops` more correctly rounded operations: each
-/// is within (n - 1 + extra_ops)·2^-53 (to first order) of the exact value, whatever the order;
-/// twice that, padded for the second-order terms and for the `slots` zero partials a block adds
-/// (additions of zero are exact, but counting them keeps the bound obviously safe).
-BITNET_DEVICE double order_tolerance(double n, double slots, double extra_ops) {
-    return 4.0 * (n + slots + extra_ops + 2.0) * 0x1p-53;
-}
-
 } // namespace bitnet::kernels::cuda

@@ -1,12 +1,10 @@
 // Shared pieces of the simulated-grid kernel tests (cuda_*_sim_test.cpp): device buffers over a
 // kernels::cuda::ops (allocated, uploaded and downloaded through it, so the tests go through the
-// same interface and launch table as the engine), and float comparisons in ulps.
+// same interface and launch table as the engine).
 #pragma once
 
 #include "kernels/cuda/ops.hpp"
 
-#include <bit>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -43,16 +41,5 @@ private:
     std::size_t n_;
     T* p_;
 };
-
-/// Distance in units in the last place between two finite floats (0 when bitwise equal; 0 for +0
-/// and -0 too, which only a bitwise comparison tells apart).
-inline std::int64_t ulp_distance(float a, float b) {
-    const auto key = [](float f) {
-        const auto u = static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(f));
-        return u & 0x80000000 ? -(u & 0x7fffffff) : u;
-    };
-    const std::int64_t d = key(a) - key(b);
-    return d < 0 ? -d : d;
-}
 
 } // namespace bitnet::test
