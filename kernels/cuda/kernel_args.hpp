@@ -36,7 +36,8 @@ struct quantize_args {
 
 /// kernels::ternary_matmul (scalar family) times out_multiplier: y[t][m] for t < n_rows, m < rows,
 /// from the weights in the GPU layout (ternary_gpu_layout.hpp) and quantize_args' codes/scales.
-/// Integer dot products are exact, so the result must equal the CPU's bit for bit.
+/// Integer dot products are exact, so the result must equal the CPU's bit for bit. q and ldq must
+/// be multiples of 16 bytes (the kernels read 16 codes at once); launch() checks ldq and cols.
 struct ternary_gemm_args {
     const std::uint8_t* w = nullptr; ///< GPU layout
     std::uint32_t rows = 0;          ///< M

@@ -1,11 +1,13 @@
 // The ternary product on the device (kernels::ternary_matmul's scalar family, then
 // cpu_engine::bitlinear's out_multiplier), over the GPU layout of ternary_gpu_layout.hpp.
 // Two variants, chosen in launch():
-//   - ternary_gemv_kernel (T ≤ 4 tokens, decode): one warp per weight row; lane l reads words
-//     l, l+32, ... of the row (one 128-byte transaction per warp step) and the 16 matching int8
-//     activations of each token (one 128-bit load, from L1/L2: every warp of the block reads the
-//     same ones), 4 dp4a per word per token; the warp's partial sums meet in a shuffle butterfly.
-//     Weights are read exactly once per launch, 2 bits each: the bytes a decode token moves.
+//   - ternary_gemv_kernel (T ≤ 4 tokens, decode): one warp per weight row; lane l reads 16-byte
+//     quads l, l+32, ... of the row (4 words = 64 columns per 128-bit load, so a warp step is one
+//     512-byte contiguous read and each lane keeps 16 bytes in flight per load, which a memory-
+//     bound kernel needs more than instructions) and the 64 matching int8 activations of each
+//     token (from L1/L2: every warp of the block reads the same ones), 16 dp4a per quad per
+//     token; the warp's partial sums meet in a shuffle butterfly. Weights are read exactly once
+//     per launch, 2 bits each: the bytes a decode token moves.
 //   - ternary_gemm_tiled_kernel (T > 4: batched decode, prefill): a block computes 64 rows × 16
 //     tokens; per 128-column chunk it stages the 64 rows' 8 weight words and the 16 tokens' 128
 //     activations in shared memory, then each thread decodes one row's words once and uses each
@@ -20,6 +22,9 @@
 #include "kernels/cuda/grid.hpp"
 #include "kernels/cuda/kernel_args.hpp"
 #include "kernels/cuda/ternary_gpu_layout.hpp"
+
+#include <stdexcept>
+#include <string>
 
 namespace bitnet::kernels::cuda {
 
@@ -58,6 +63,22 @@ BITNET_DEVICE std::uint32_t load_weight_word(const std::uint8_t* w, std::size_t 
 #endif
 }
 
+/// Words 4u .. 4u+3 of a row of the layout: one 128-bit load (rows are cols / 4 bytes, a multiple
+/// of 32, and device allocations are 256-byte aligned).
+struct weight_quad {
+    std::uint32_t w[4];
+};
+BITNET_DEVICE weight_quad load_weight_quad(const std::uint8_t* row, std::size_t u) {
+#if defined(__CUDACC__)
+    const uint4 v = reinterpret_cast<const uint4*>(row)[u];
+    return {{v.x, v.y, v.z, v.w}};
+#else
+    weight_quad r;
+    std::memcpy(r.w, row + 16 * u, sizeof r.w);
+    return r;
+#endif
+}
+
 /// The CPU's float steps after the exact integer sum (ternary_rows_scalar, then bitlinear).
 BITNET_DEVICE float ternary_output(std::int32_t dot, float act_scale, const ternary_gemm_args& a) {
     float y = static_cast<float>(dot) / act_scale * a.w_scale;
@@ -70,9 +91,11 @@ struct ternary_gemv_kernel {
     using args = ternary_gemm_args;
     static constexpr unsigned threads = 256; ///< 8 warps, 8 rows per block
     static constexpr unsigned max_tokens = 4;
+    static constexpr unsigned quad_words = 4; ///< 64 columns, one 128-bit load per lane
 
     static BITNET_DEVICE void body(const block& b, const args& a) {
-        const std::uint32_t words = a.cols / ternary_gpu_word_cols;
+        // K is a multiple of 128, so a row is a whole number of 16-byte quads.
+        const std::uint32_t quads = a.cols / (ternary_gpu_word_cols * quad_words);
         const std::uint32_t n_tok = a.n_rows < max_tokens ? a.n_rows : max_tokens;
         const std::uint32_t first_row = b.x() * (b.size() / warp_size);
         per_thread<std::int32_t> acc[max_tokens];
@@ -82,27 +105,36 @@ struct ternary_gemv_kernel {
             const std::uint32_t m = first_row + t / warp_size;
             if (m >= a.rows)
                 return;
-            const std::uint8_t* row = a.w + static_cast<std::size_t>(m) * words * 4;
-            for (std::uint32_t j = t % warp_size; j < words; j += warp_size) {
-                const std::uint32_t word = load_weight_word(row, j);
-                const std::int32_t w0 = decode_group(word, 0);
-                const std::int32_t w1 = decode_group(word, 1);
-                const std::int32_t w2 = decode_group(word, 2);
-                const std::int32_t w3 = decode_group(word, 3);
+            const std::uint8_t* row = a.w + static_cast<std::size_t>(m) * a.cols / 4;
+            for (std::uint32_t u = t % warp_size; u < quads; u += warp_size) {
+                const weight_quad wq = load_weight_quad(row, u);
 #if defined(__CUDACC__)
 #pragma unroll
 #endif
-                for (unsigned tt = 0; tt < max_tokens; ++tt) {
-                    if (tt >= n_tok)
-                        break;
-                    const int8x16 q = load_int8x16(a.q + static_cast<std::size_t>(tt) * a.ldq +
-                                                   std::size_t{16} * j);
-                    std::int32_t s = acc[tt][t];
-                    s = dp4a(w0, q.v[0], s);
-                    s = dp4a(w1, q.v[1], s);
-                    s = dp4a(w2, q.v[2], s);
-                    s = dp4a(w3, q.v[3], s);
-                    acc[tt][t] = s;
+                for (unsigned i = 0; i < quad_words; ++i) {
+                    const std::uint32_t word = wq.w[i];
+                    const std::int32_t w0 = decode_group(word, 0);
+                    const std::int32_t w1 = decode_group(word, 1);
+                    const std::int32_t w2 = decode_group(word, 2);
+                    const std::int32_t w3 = decode_group(word, 3);
+                    // Word 4u + i covers columns 16 (4u + i) .. + 15.
+                    const std::size_t col =
+                        std::size_t{ternary_gpu_word_cols} * (quad_words * u + i);
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+                    for (unsigned tt = 0; tt < max_tokens; ++tt) {
+                        if (tt >= n_tok)
+                            break;
+                        const int8x16 q =
+                            load_int8x16(a.q + static_cast<std::size_t>(tt) * a.ldq + col);
+                        std::int32_t sum = acc[tt][t];
+                        sum = dp4a(w0, q.v[0], sum);
+                        sum = dp4a(w1, q.v[1], sum);
+                        sum = dp4a(w2, q.v[2], sum);
+                        sum = dp4a(w3, q.v[3], sum);
+                        acc[tt][t] = sum;
+                    }
                 }
             }
         });
@@ -190,6 +222,12 @@ template <class Launcher>
 void launch(const ternary_gemm_args& a, Launcher& l) {
     if (a.rows == 0 || a.n_rows == 0)
         return;
+    // The layout's words and the 128-bit activation loads need these; a wrong call is an error
+    // here, on the host, rather than a misaligned access on the device.
+    if (a.cols % 128 != 0 || a.ldq % 16 != 0)
+        throw std::invalid_argument("ternary_gemm: cols (" + std::to_string(a.cols) +
+                                    ") must be a multiple of 128 and ldq (" +
+                                    std::to_string(a.ldq) + ") of 16");
     if (a.n_rows <= ternary_gemv_kernel::max_tokens) {
         const unsigned rows_per_block = ternary_gemv_kernel::threads / warp_size;
         l.template run<ternary_gemv_kernel>(

@@ -1,5 +1,7 @@
 #include "model/engine/device_choice.hpp"
 
+#include "kernels/cuda/ops.hpp"
+
 namespace bitnet::model {
 
 device_choice choose_device(std::string_view requested, bool built, int devices) {
@@ -23,8 +25,8 @@ bool cuda_built() noexcept {
 }
 
 int cuda_device_count() noexcept {
-    // The CUDA kernels' runtime query lands with kernels/cuda; until then no build has CUDA.
-    return 0;
+    // The runtime's own count (0 in a build without CUDA or on a machine without a driver).
+    return static_cast<int>(kernels::cuda::enumerate_devices().devices.size());
 }
 
 } // namespace bitnet::model

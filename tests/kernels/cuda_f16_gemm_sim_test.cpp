@@ -8,9 +8,5 @@ using namespace bitnet;
 
 TEST_CASE("cuda_sim f16_gemm equals f16_matmul bit for bit") {
     const auto o = kernels::cuda::make_simulated_ops();
-    std::uint32_t seed = 11;
-    for (const auto& s : test::cuda::f16_shapes) {
-        test::cuda::check_f16_gemm(*o, s, seed++, false);
-        test::cuda::check_f16_gemm(*o, s, seed++, true);
-    }
+    test::cuda::check_f16_gemm_table(*o);
 }

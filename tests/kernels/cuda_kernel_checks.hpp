@@ -265,4 +265,30 @@ inline void check_f16_gemm(kc::ops& o, const f16_shape& s, std::uint32_t seed, b
     CHECK(first_bit_difference(dy.read(), expect) == -1);
 }
 
+// ---- the tables: every shape of a kernel, with fixed seeds (the simulated and the gpu suites) ---
+
+inline void check_quantize_table(kc::ops& o) {
+    std::uint32_t seed = 1;
+    for (const auto& s : quantize_shapes)
+        check_quantize(o, s, seed++);
+}
+
+/// With and without out_multiplier (BitNet's per-projection scale, applied after the product).
+inline void check_ternary_gemm_table(kc::ops& o) {
+    std::uint32_t seed = 21;
+    for (const auto& s : ternary_shapes) {
+        check_ternary_gemm(o, s, seed++, 1.0f);
+        check_ternary_gemm(o, s, seed++, 0.3f);
+    }
+}
+
+/// With and without the gather of x rows.
+inline void check_f16_gemm_table(kc::ops& o) {
+    std::uint32_t seed = 11;
+    for (const auto& s : f16_shapes) {
+        check_f16_gemm(o, s, seed++, false);
+        check_f16_gemm(o, s, seed++, true);
+    }
+}
+
 } // namespace bitnet::test::cuda

@@ -1,0 +1,87 @@
+// The `gpu` suite (ctest -L gpu; built only with CUDA): the same kernel-against-CPU comparisons
+// as the simulated-grid tests (tests/kernels/cuda_kernel_checks.hpp), kernels × shapes, on
+// make_device_ops(0). Without a device every case prints one skip line and passes, so the suite
+// can run in every CI job.
+#include "kernels/cuda/ops.hpp"
+#include "kernels/cuda_kernel_checks.hpp"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+
+using namespace bitnet;
+namespace kc = bitnet::kernels::cuda;
+
+namespace {
+
+/// Device 0, or null after a skip line saying why there is none.
+std::unique_ptr<kc::ops> device_or_skip() {
+    const kc::device_report r = kc::enumerate_devices();
+    if (r.devices.empty()) {
+        MESSAGE("skip: no CUDA device (" << r.error << ")");
+        return nullptr;
+    }
+    auto o = kc::make_device_ops(0);
+    MESSAGE("on " << o->describe());
+    return o;
+}
+
+} // namespace
+
+TEST_CASE("gpu quantize equals quantize_activations bit for bit") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_quantize_table(*o);
+}
+
+TEST_CASE("gpu ternary_gemm equals the scalar ternary_matmul bit for bit") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_ternary_gemm_table(*o);
+}
+
+TEST_CASE("gpu f16_gemm equals f16_matmul bit for bit") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_f16_gemm_table(*o);
+}
+
+TEST_CASE("gpu device memory, pinned memory and stream copies round-trip") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    const std::size_t n = 1 << 20;
+    auto* pinned = static_cast<std::uint8_t*>(o->alloc_pinned(n));
+    for (std::size_t i = 0; i < n; ++i)
+        pinned[i] = static_cast<std::uint8_t>(i * 7);
+    void* a = o->alloc(n);
+    void* b = o->alloc(n);
+    o->upload(a, pinned, n);
+    o->copy(b, a, n);
+    std::vector<std::uint8_t> back(n);
+    o->download(back.data(), b, n);
+    o->finish();
+    bool same = true;
+    for (std::size_t i = 0; i < n; ++i)
+        same = same && back[i] == static_cast<std::uint8_t>(i * 7);
+    CHECK(same);
+    o->release(a);
+    o->release(b);
+    o->release_pinned(pinned);
+    CHECK(o->free_bytes() > 0);
+}
+
+TEST_CASE("gpu an impossible allocation throws out_of_memory") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    try {
+        (void)o->alloc(std::size_t{1} << 50);
+        FAIL("a 1 PiB allocation succeeded");
+    } catch (const kc::device_error& e) {
+        CHECK(e.kind() == kc::device_failure::out_of_memory);
+    }
+}
