@@ -4,6 +4,7 @@
 #include "model/engine/cuda_engine.hpp"
 
 #include <charconv>
+#include <string>
 
 namespace bitnet::model {
 
@@ -40,8 +41,13 @@ result<std::unique_ptr<engine>> load_engine_on(const engine_options& opt, const 
         try {
             device = cuda::make_device_ops(where.index);
         } catch (const cuda::device_error& e) {
+            // "cuda:0: no_driver: <the runtime's words>" (the device's own prefix said once).
+            std::string_view why = e.what();
+            const std::string prefix = where.name() + ": ";
+            if (why.substr(0, prefix.size()) == prefix)
+                why.remove_prefix(prefix.size());
             return error(errc::unsupported,
-                         where.name() + ": " + cuda::failure_name(e.kind()) + ": " + e.what());
+                         prefix + cuda::failure_name(e.kind()) + ": " + std::string(why));
         }
     }
     return load_cuda_engine(opt, std::move(device));

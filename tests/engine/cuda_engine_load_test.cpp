@@ -146,6 +146,7 @@ TEST_CASE("cuda engine: a CUDA placement on a machine without a usable GPU fails
     const std::string& m = r.error().message;
     CAPTURE(m);
     CHECK(m.rfind("cuda:0: ", 0) == 0);
+    CHECK(m.find("cuda:0", 1) == std::string::npos); // the device named once
     CHECK((m.find("not_built") != std::string::npos || m.find("no_driver") != std::string::npos ||
            m.find("no_device") != std::string::npos));
 }
