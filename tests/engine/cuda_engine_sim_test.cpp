@@ -11,41 +11,6 @@ using namespace bitnet::test;
 
 namespace {
 
-// The bound on |cpu logit - cuda logit|. Every CUDA kernel's contract is the CPU kernel's bits
-// (kernels/cuda/kernel_args.hpp, each checked bit for bit on the simulated grid by its own test),
-// and the engine calls them on the same inputs in the same order, so the logits are the same
-// bits: any difference at all means a kernel or the engine's plumbing (a stride, an offset, a
-// block table) departs from the CPU, and that is what this test exists to catch.
-constexpr double logit_tolerance = 0.0;
-
-std::vector<model::seq_chunk> one(model::seq_chunk c) {
-    return {std::move(c)};
-}
-
-/// The CPU's greedy tokens after `prompt`, then both engines fed prompt + those tokens one step
-/// at a time: the same top-1 at every step, logits within logit_tolerance.
-twin_record teacher_forced(const std::string& path, const std::vector<std::int32_t>& prompt,
-                           std::size_t n_gen) {
-    auto cpu = load_engine(path);
-    auto cuda = load_sim_engine(path);
-    const std::vector<std::int32_t> generated = greedy_alone(*cpu, 1, prompt, n_gen);
-    twin_record rec;
-    model::seq_chunk c{7, prompt, 0, true};
-    for (std::size_t i = 0; i <= generated.size(); ++i) {
-        CAPTURE(i);
-        const auto out = step_twins(*cpu, *cuda, one(c), rec);
-        if (i < generated.size()) // the CPU's own greedy choice, as when it generated alone
-            CHECK(argmax(out.row(0, cpu->config().n_vocab)) == generated[i]);
-        c.pos0 += static_cast<std::uint32_t>(c.tokens.size());
-        if (i < generated.size())
-            c.tokens = {generated[i]};
-    }
-    cpu->release(7);
-    cuda->release(7);
-    CHECK(cuda->kv_blocks_free() == cuda->kv_blocks_total());
-    return rec;
-}
-
 std::vector<std::int32_t> tokens(std::size_t n, std::int32_t first, std::int32_t stride) {
     std::vector<std::int32_t> t(n);
     for (std::size_t i = 0; i < n; ++i)
@@ -59,15 +24,12 @@ TEST_CASE("cuda engine (simulated grid): teacher-forced top-1 equals the CPU eng
           "step") {
     scratch_dir dir;
     const std::vector<std::int32_t> prompt{1, 300, 42, 7, 15, 8, 260, 99, 3, 401, 77};
-    SUBCASE("synthetic tiny model (bitnet-model make --shape tiny)") {
-        const twin_record rec = teacher_forced(make_model(dir, "bitnet-b1.58"), prompt, 24);
-        MESSAGE("rows " << rec.rows << ", max |logit diff| " << rec.max_diff
-                        << ", smallest CPU top-1/top-2 margin " << rec.min_margin);
-        CHECK(rec.rows == 25);
-        CHECK(rec.max_diff <= logit_tolerance);
-    }
-    SUBCASE("bitnet.cpp's own tiny file") {
-        const twin_record rec = teacher_forced(data_path("bitnetcpp/tiny-i2_s.gguf"), prompt, 24);
+    // The synthetic tiny model (`bitnet-model make --shape tiny`), and bitnet.cpp's own tiny file.
+    for (const std::string& path :
+         {make_model(dir, "bitnet-b1.58"), data_path("bitnetcpp/tiny-i2_s.gguf")}) {
+        CAPTURE(path);
+        const twin_record rec =
+            teacher_forced(*load_engine(path), *load_sim_engine(path), prompt, 24);
         MESSAGE("rows " << rec.rows << ", max |logit diff| " << rec.max_diff
                         << ", smallest CPU top-1/top-2 margin " << rec.min_margin);
         CHECK(rec.rows == 25);

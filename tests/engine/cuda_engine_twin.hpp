@@ -26,6 +26,13 @@ load_sim_engine(const std::string& path, std::uint64_t kv_bytes = 64ull << 20,
     return std::move(*e);
 }
 
+// The bound on |cpu logit - cuda logit|. Every CUDA kernel's contract is the CPU kernel's bits
+// (kernels/cuda/kernel_args.hpp, each checked bit for bit on the simulated grid by its own test),
+// and the engine calls them on the same inputs in the same order, so the logits are the same
+// bits: any difference at all means a kernel or the engine's plumbing (a stride, an offset, a
+// block table) departs from the CPU, and that is what these tests exist to catch.
+inline constexpr double logit_tolerance = 0.0;
+
 /// What the comparisons saw: rows compared, the largest |cpu - cuda| of any logit, and the
 /// smallest top-1/top-2 margin of the CPU's rows (how close a tie came).
 struct twin_record {
@@ -60,6 +67,28 @@ inline model::step_output step_twins(model::engine& cpu, model::engine& cuda,
     }
     CHECK(cpu.kv_blocks_free() == cuda.kv_blocks_free());
     return std::move(*a);
+}
+
+/// The CPU's greedy tokens after `prompt`, then both engines fed prompt + those tokens one step
+/// at a time (teacher forcing): the same top-1 at every step, every logit compared.
+inline twin_record teacher_forced(model::engine& cpu, model::engine& cuda,
+                                  const std::vector<std::int32_t>& prompt, std::size_t n_gen) {
+    const std::vector<std::int32_t> generated = greedy_alone(cpu, 1, prompt, n_gen);
+    twin_record rec;
+    model::seq_chunk c{7, prompt, 0, true};
+    for (std::size_t i = 0; i <= generated.size(); ++i) {
+        CAPTURE(i);
+        const auto out = step_twins(cpu, cuda, {c}, rec);
+        if (i < generated.size()) // the CPU's own greedy choice, as when it generated alone
+            CHECK(argmax(out.row(0, cpu.config().n_vocab)) == generated[i]);
+        c.pos0 += static_cast<std::uint32_t>(c.tokens.size());
+        if (i < generated.size())
+            c.tokens = {generated[i]};
+    }
+    cpu.release(7);
+    cuda.release(7);
+    CHECK(cuda.kv_blocks_free() == cuda.kv_blocks_total());
+    return rec;
 }
 
 } // namespace bitnet::test
