@@ -46,17 +46,22 @@ result<void> check_cuda_support(const model_config& c, const model_tensors& t) {
     if (c.activation != ffn_activation::relu_sqr)
         add(c.arch_name + " has a SiLU feed-forward; the CUDA engine has the ReLU² one only "
                           "(bitnet-b1.58, bitnet-25)");
-    for (std::size_t l = 0; l < t.layers.size() && why.find(" is TL") == std::string::npos; ++l)
+    // The first TL1/TL2 projection names the format (files are all one format or all another).
+    const gguf_tensor* tl = nullptr;
+    std::string tl_name;
+    for (std::size_t l = 0; l < t.layers.size() && tl == nullptr; ++l)
         for (const named_projection& p : projections) {
             const gguf_tensor* tensor = t.layers[l].*p.tensor;
             if (tensor != nullptr &&
                 (tensor->type == ggml_type::tl1 || tensor->type == ggml_type::tl2)) {
-                add("blk." + std::to_string(l) + "." + p.name + ".weight is " +
-                    std::string(ggml_type_name(tensor->type)) +
-                    "; the CUDA engine runs I2_S projections (the CPU engine runs TL1/TL2)");
+                tl = tensor;
+                tl_name = "blk." + std::to_string(l) + "." + p.name + ".weight";
                 break;
             }
         }
+    if (tl != nullptr)
+        add(tl_name + " is " + std::string(ggml_type_name(tl->type)) +
+            "; the CUDA engine runs I2_S projections (the CPU engine runs TL1/TL2)");
     if (!why.empty())
         return error(errc::unsupported, unsupported_prefix + why);
     return {};
