@@ -2,7 +2,7 @@
 // placement choice. Any error, a missing driver included, is an empty list with the runtime's
 // words: never a throw, never an abort.
 #include "kernels/cuda/ops.hpp"
-#include "kernels/cuda/runtime_error.cuh"
+#include "kernels/cuda/runtime_error.hpp"
 
 #include <cuda_runtime.h>
 

@@ -5,7 +5,7 @@
 // Errors become device_error with the runtime's words; a kernel's failure shows at finish().
 #include "kernels/cuda/all_kernels.cuh"
 #include "kernels/cuda/ops.hpp"
-#include "kernels/cuda/runtime_error.cuh"
+#include "kernels/cuda/runtime_error.hpp"
 
 #include <cuda_runtime.h>
 

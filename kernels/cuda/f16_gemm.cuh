@@ -1,24 +1,37 @@
 // The F16 product of the tied logits on the device: kernels::f16_matmul's defined order, bit for
-// bit. 16 threads per (row, token) are f16_matmul's 16 lanes: lane l accumulates the columns
-// k ≡ l (mod 16) in increasing k with one fused multiply-add each, and a 16-wide shuffle
-// butterfly (offsets 8, 4, 2, 1) is exactly the CPU's fold by halves (lane i += lane i + w; the
-// partner's sum is the same two operands, and float addition is commutative).
+// bit. f16_matmul's 16 lanes (lane l accumulates the columns k ≡ l (mod 16) in increasing k with
+// one fused multiply-add each, then lane i += lane i + w for w = 8, 4, 2, 1) are split over two
+// threads per (row, token): thread h holds lanes 8h .. 8h+7, whose columns in each 16-column step
+// are 8 consecutive halves, one 16-byte load. The first fold (w = 8) is a shuffle between the two
+// threads (both end with lane i + lane i+8: the same two operands, and float addition is
+// commutative); the rest (4, 2, 1) is the CPU's fold in thread 0's registers.
+// Why this shape: the logits weight is the largest tensor of the model (vocab × hidden F16, 656 MB
+// for 2B-4T, more bytes than all ternary projections together), so this GEMV is the decode
+// token's biggest read; 16-byte loads with a thread pair reading 32 contiguous bytes keep many
+// bytes in flight per instruction, where one half per lane would not.
 // Not cuBLAS GemmEx, which the issue allows: cuBLAS's summation order is its own and undocumented,
 // so its logits could not be checked against the CPU's here, where there is no GPU; this kernel
 // runs, the same source, on the simulated grid in every test.
-// Layout: a block is 16 groups of 16 lanes = 16 weight rows × 4 tokens. The tokens' activations,
-// rounded to F16 once per block with the CPU's own f32_to_f16, are staged in shared memory 512
-// columns at a time; a group reads 16 consecutive halves (32 bytes) of its row per step.
+// A block is 128 weight rows × 4 tokens. The tokens' activations, rounded to F16 once per block
+// with the CPU's own f32_to_f16, are staged in shared memory 512 columns at a time.
 #pragma once
 
 #include "kernels/cuda/grid.hpp"
 #include "kernels/cuda/kernel_args.hpp"
+#include "kernels/cuda/rounded_math.hpp"
 #include "kernels/f16.hpp"
 
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #else
 #include <cmath>
+#endif
+
+// Loops over per_thread arrays must be unrolled on the device, or the arrays leave registers.
+#if defined(__CUDACC__)
+#define BITNET_UNROLL _Pragma("unroll")
+#else
+#define BITNET_UNROLL
 #endif
 
 namespace bitnet::kernels::cuda {
@@ -41,11 +54,35 @@ BITNET_DEVICE float fused_multiply_add(float a, float b, float c) {
 #endif
 }
 
+/// 8 consecutive F16 weights (16 bytes; device: one load when `aligned`).
+struct f16x8 {
+    std::uint16_t h[8];
+};
+BITNET_DEVICE f16x8 load_f16x8(const std::uint16_t* p) {
+#if defined(__CUDACC__)
+    const uint4 v = *reinterpret_cast<const uint4*>(p);
+    f16x8 r;
+    const std::uint32_t u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (unsigned i = 0; i < 4; ++i) {
+        r.h[2 * i] = static_cast<std::uint16_t>(u[i] & 0xffffu);
+        r.h[2 * i + 1] = static_cast<std::uint16_t>(u[i] >> 16);
+    }
+    return r;
+#else
+    f16x8 r;
+    std::memcpy(r.h, p, sizeof r.h);
+    return r;
+#endif
+}
+
 struct f16_gemm_kernel {
     using args = f16_gemm_args;
     static constexpr unsigned threads = 256;
-    static constexpr unsigned lanes = 16; ///< kernels::f16_dot_lanes
-    static constexpr unsigned rows_per_block = threads / lanes;
+    static constexpr unsigned lanes = 16;           ///< kernels::f16_dot_lanes
+    static constexpr unsigned lanes_per_thread = 8; ///< one 16-byte load per step
+    static constexpr unsigned threads_per_row = lanes / lanes_per_thread;
+    static constexpr unsigned rows_per_block = threads / threads_per_row; // 128
     static constexpr unsigned tokens_per_block = 4;
     static constexpr unsigned chunk = 512; ///< columns staged at once, a multiple of lanes
 
@@ -55,10 +92,15 @@ struct f16_gemm_kernel {
         const std::uint32_t n_tok =
             a.n_rows - t0 < tokens_per_block ? a.n_rows - t0 : tokens_per_block;
         const std::uint32_t first_row = b.x() * rows_per_block;
-        per_thread<float> acc[tokens_per_block];
+        // Whole 16-byte loads need every row to start 16-byte aligned: cols a multiple of 8.
+        const bool vector_loads = a.cols % lanes_per_thread == 0;
+        per_thread<float> acc[tokens_per_block][lanes_per_thread];
         b.threads([&](unsigned t) {
+            BITNET_UNROLL
             for (unsigned tt = 0; tt < tokens_per_block; ++tt)
-                acc[tt][t] = 0.0f;
+                BITNET_UNROLL
+            for (unsigned i = 0; i < lanes_per_thread; ++i)
+                acc[tt][i][t] = 0.0f;
         });
         for (std::uint32_t k0 = 0; k0 < a.cols; k0 += chunk) {
             const std::uint32_t kc = a.cols - k0 < chunk ? a.cols - k0 : chunk;
@@ -78,27 +120,69 @@ struct f16_gemm_kernel {
             });
             b.sync();
             b.threads([&](unsigned t) {
-                const std::uint32_t m = first_row + t / lanes;
+                const std::uint32_t m = first_row + t / threads_per_row;
                 if (m >= a.rows)
                     return;
                 const std::uint16_t* wr = a.w + static_cast<std::size_t>(m) * a.cols + k0;
-                // k0 is a multiple of 16, so column k0 + kk belongs to lane kk % 16.
-                for (unsigned kk = t % lanes; kk < kc; kk += lanes) {
-                    const float w = widen_f16(wr[kk]);
-                    for (unsigned tt = 0; tt < tokens_per_block; ++tt)
-                        acc[tt][t] = fused_multiply_add(w, x_s[tt][kk], acc[tt][t]);
+                // k0 is a multiple of 16: column k0 + j0 + 8h + i is lane 8h + i.
+                const unsigned first = (t % threads_per_row) * lanes_per_thread;
+                for (unsigned j0 = 0; j0 < kc; j0 += lanes) {
+                    const unsigned base = j0 + first;
+                    if (vector_loads && base + lanes_per_thread <= kc) {
+                        const f16x8 w = load_f16x8(wr + base);
+                        BITNET_UNROLL
+                        for (unsigned i = 0; i < lanes_per_thread; ++i) {
+                            const float wf = widen_f16(w.h[i]);
+                            BITNET_UNROLL
+                            for (unsigned tt = 0; tt < tokens_per_block; ++tt)
+                                acc[tt][i][t] =
+                                    fused_multiply_add(wf, x_s[tt][base + i], acc[tt][i][t]);
+                        }
+                    } else {
+                        // The ragged end (or rows not 16-byte aligned): columns past kc are
+                        // skipped, not multiplied by zero (an inf weight would make a NaN, and
+                        // -0 + 0 is +0).
+                        BITNET_UNROLL
+                        for (unsigned i = 0; i < lanes_per_thread; ++i) {
+                            if (base + i >= kc)
+                                break;
+                            const float wf = widen_f16(wr[base + i]);
+                            BITNET_UNROLL
+                            for (unsigned tt = 0; tt < tokens_per_block; ++tt)
+                                acc[tt][i][t] =
+                                    fused_multiply_add(wf, x_s[tt][base + i], acc[tt][i][t]);
+                        }
+                    }
                 }
             });
             b.sync();
         }
+        // Fold w = 8: lane i + lane i+8, across the thread pair.
+        BITNET_UNROLL
         for (unsigned tt = 0; tt < tokens_per_block; ++tt)
-            group_sum(b, acc[tt], lanes);
+            BITNET_UNROLL
+        for (unsigned i = 0; i < lanes_per_thread; ++i)
+            group_sum(b, acc[tt][i], threads_per_row);
         b.threads([&](unsigned t) {
-            const std::uint32_t m = first_row + t / lanes;
-            if (t % lanes != 0 || m >= a.rows)
+            const std::uint32_t m = first_row + t / threads_per_row;
+            if (t % threads_per_row != 0 || m >= a.rows)
                 return;
-            for (unsigned tt = 0; tt < n_tok; ++tt)
-                a.y[static_cast<std::size_t>(t0 + tt) * a.ldy + m] = acc[tt][t];
+            BITNET_UNROLL
+            for (unsigned tt = 0; tt < tokens_per_block; ++tt) {
+                if (tt >= n_tok)
+                    break;
+                float v[lanes_per_thread];
+                BITNET_UNROLL
+                for (unsigned i = 0; i < lanes_per_thread; ++i)
+                    v[i] = acc[tt][i][t];
+                // Folds w = 4, 2, 1, as f16_matmul.
+                BITNET_UNROLL
+                for (unsigned w = lanes_per_thread / 2; w > 0; w /= 2)
+                    BITNET_UNROLL
+                for (unsigned i = 0; i < w; ++i)
+                    v[i] = add_rn(v[i], v[i + w]);
+                a.y[static_cast<std::size_t>(t0 + tt) * a.ldy + m] = v[0];
+            }
         });
     }
 };

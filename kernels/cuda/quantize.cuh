@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/grid.hpp"
 #include "kernels/cuda/kernel_args.hpp"
+#include "kernels/cuda/rounded_math.hpp"
 
 #if !defined(__CUDACC__)
 #include <cmath>
@@ -67,14 +68,18 @@ struct quantize_kernel {
                 const double v = static_cast<double>(warp_maxima[w]);
                 max = v > max ? v : max;
             }
+#if defined(__CUDA_ARCH__)
+            scale = __double2float_rn(__ddiv_rn(127.0, max)); // IEEE whatever the flags
+#else
             scale = static_cast<float>(127.0 / max);
+#endif
             a.scale[row] = scale;
         });
         b.sync();
         b.threads([&](unsigned t) {
             const float s = scale;
             for (unsigned i = t; i < a.k; i += b.size()) {
-                float r = round_half_even(x[i] * s);
+                float r = round_half_even(mul_rn(x[i], s));
                 r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);
                 q[i] = static_cast<std::int8_t>(static_cast<int>(r));
             }

@@ -79,11 +79,19 @@ BITNET_DEVICE weight_quad load_weight_quad(const std::uint8_t* row, std::size_t 
 #endif
 }
 
-/// The CPU's float steps after the exact integer sum (ternary_rows_scalar, then bitlinear).
+/// The CPU's float steps after the exact integer sum (ternary_rows_scalar, then bitlinear), each
+/// rounded once: on the device through the _rn intrinsics, which no flag (--use_fast_math,
+/// -prec-div=false) turns into an approximate division or a fused product.
 BITNET_DEVICE float ternary_output(std::int32_t dot, float act_scale, const ternary_gemm_args& a) {
+#if defined(__CUDA_ARCH__)
+    float y = __fmul_rn(__fdiv_rn(static_cast<float>(dot), act_scale), a.w_scale);
+    if (a.out_multiplier != 1.0f)
+        y = __fmul_rn(y, a.out_multiplier);
+#else
     float y = static_cast<float>(dot) / act_scale * a.w_scale;
     if (a.out_multiplier != 1.0f)
         y *= a.out_multiplier;
+#endif
     return y;
 }
 

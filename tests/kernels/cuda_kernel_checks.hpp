@@ -4,6 +4,7 @@
 // fills the output with a sentinel first, so a write outside the contract's rows shows too.
 #pragma once
 
+#include "cuda_sim_util.hpp"
 #include "kernel_test_util.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/cuda/ternary_gpu_layout.hpp"
@@ -23,36 +24,6 @@
 namespace bitnet::test::cuda {
 
 namespace kc = bitnet::kernels::cuda;
-
-/// A device buffer of n T's, released with its owner.
-template <class T>
-class device_buffer {
-public:
-    device_buffer(kc::ops& o, std::size_t n)
-        : ops_(o)
-        , n_(n)
-        , p_(static_cast<T*>(o.alloc(n * sizeof(T)))) {}
-    device_buffer(kc::ops& o, const std::vector<T>& host)
-        : device_buffer(o, host.size()) {
-        ops_.upload(p_, host.data(), host.size() * sizeof(T));
-    }
-    device_buffer(const device_buffer&) = delete;
-    device_buffer& operator=(const device_buffer&) = delete;
-    ~device_buffer() { ops_.release(p_); }
-    T* get() const { return p_; }
-    /// Waits for the stream, then copies the buffer back.
-    std::vector<T> read() {
-        std::vector<T> h(n_);
-        ops_.download(h.data(), p_, n_ * sizeof(T));
-        ops_.finish();
-        return h;
-    }
-
-private:
-    kc::ops& ops_;
-    std::size_t n_;
-    T* p_;
-};
 
 inline constexpr float sentinel = -12345.5f;
 
@@ -111,9 +82,9 @@ inline void check_quantize(kc::ops& o, const quantize_shape& s, std::uint32_t se
     kernels::quantized_acts expect;
     kernels::quantize_activations(x.data(), s.rows, s.k, ldx, expect, kernels::isa::scalar);
 
-    device_buffer<float> dx(o, x);
-    device_buffer<std::int8_t> dq(o, std::vector<std::int8_t>(s.rows * ldq, 99));
-    device_buffer<float> dscale(o, std::vector<float>(s.rows, sentinel));
+    device_vector<float> dx(o, x);
+    device_vector<std::int8_t> dq(o, std::vector<std::int8_t>(s.rows * ldq, 99));
+    device_vector<float> dscale(o, std::vector<float>(s.rows, sentinel));
     kc::quantize_args a;
     a.x = dx.get();
     a.ldx = static_cast<std::uint32_t>(ldx);
@@ -123,12 +94,12 @@ inline void check_quantize(kc::ops& o, const quantize_shape& s, std::uint32_t se
     a.ldq = static_cast<std::uint32_t>(ldq);
     a.scale = dscale.get();
     o.run(a);
-    const std::vector<std::int8_t> q = dq.read();
+    const std::vector<std::int8_t> q = dq.download();
     std::vector<std::int8_t> want(s.rows * ldq, 99);
     for (std::size_t r = 0; r < s.rows; ++r)
         std::memcpy(want.data() + r * ldq, expect.q.data() + r * s.k, s.k);
     CHECK(first_byte_difference(q, want) == -1);
-    CHECK(first_bit_difference(dscale.read(), expect.scale) == -1);
+    CHECK(first_bit_difference(dscale.download(), expect.scale) == -1);
 }
 
 // ---- ternary_gemm -----------------------------------------------------------------------------
@@ -187,10 +158,10 @@ inline void check_ternary_gemm(kc::ops& o, const ternary_shape& s, std::uint32_t
     const std::size_t ldy = s.rows + 5;
     const std::vector<float> expect = cpu_bitlinear(i2s, s, w_scale, acts, ldy, out_multiplier);
 
-    device_buffer<std::uint8_t> dw(o, kc::pack_ternary_gpu(i2s.data(), s.rows, s.cols));
-    device_buffer<std::int8_t> dq(o, acts.q);
-    device_buffer<float> dscale(o, acts.scale);
-    device_buffer<float> dy(o, std::vector<float>(s.n_tok * ldy, sentinel));
+    device_vector<std::uint8_t> dw(o, kc::pack_ternary_gpu(i2s.data(), s.rows, s.cols));
+    device_vector<std::int8_t> dq(o, acts.q);
+    device_vector<float> dscale(o, acts.scale);
+    device_vector<float> dy(o, std::vector<float>(s.n_tok * ldy, sentinel));
     kc::ternary_gemm_args a;
     a.w = dw.get();
     a.rows = s.rows;
@@ -204,7 +175,7 @@ inline void check_ternary_gemm(kc::ops& o, const ternary_shape& s, std::uint32_t
     a.ldy = static_cast<std::uint32_t>(ldy);
     a.out_multiplier = out_multiplier;
     o.run(a);
-    CHECK(first_bit_difference(dy.read(), expect) == -1);
+    CHECK(first_bit_difference(dy.download(), expect) == -1);
 }
 
 // ---- f16_gemm ---------------------------------------------------------------------------------
@@ -214,11 +185,12 @@ struct f16_shape {
     std::uint32_t cols;
     std::uint32_t n_tok;
 };
-/// cols below, on and off the 16 lanes and the 512-column chunks; rows off the 16-row blocks;
-/// tokens off the 4-token blocks.
+/// cols below, on and off the 16 lanes and the 512-column chunks, multiples of 8 (16-byte rows:
+/// the vector loads) and not, multiples of 8 but not of 16 (a thread pair's last step half past
+/// the end); rows off the 128-row blocks; tokens off the 4-token blocks.
 inline const std::vector<f16_shape> f16_shapes = {
-    {1, 1, 1},   {15, 15, 1},   {17, 16, 2},  {16, 17, 3},   {33, 100, 4},
-    {5, 513, 5}, {40, 1030, 9}, {3, 2560, 1}, {20, 512, 12},
+    {1, 1, 1},     {15, 15, 1},  {17, 16, 2},   {16, 17, 3}, {33, 100, 4},  {5, 513, 5},
+    {40, 1030, 9}, {3, 2560, 1}, {20, 512, 12}, {6, 40, 1},  {130, 520, 3}, {129, 1032, 6},
 };
 
 inline void check_f16_gemm(kc::ops& o, const f16_shape& s, std::uint32_t seed, bool gather) {
@@ -247,10 +219,10 @@ inline void check_f16_gemm(kc::ops& o, const f16_shape& s, std::uint32_t seed, b
     kernels::f16_matmul(w.data(), s.rows, s.cols, xg.data(), s.n_tok, s.cols, expect.data(), ldy, 1,
                         kernels::isa::scalar);
 
-    device_buffer<std::uint16_t> dw(o, w);
-    device_buffer<float> dx(o, x);
-    device_buffer<std::int32_t> drows(o, pick);
-    device_buffer<float> dy(o, std::vector<float>(s.n_tok * ldy, sentinel));
+    device_vector<std::uint16_t> dw(o, w);
+    device_vector<float> dx(o, x);
+    device_vector<std::int32_t> drows(o, pick);
+    device_vector<float> dy(o, std::vector<float>(s.n_tok * ldy, sentinel));
     kc::f16_gemm_args a;
     a.w = dw.get();
     a.rows = s.rows;
@@ -262,7 +234,7 @@ inline void check_f16_gemm(kc::ops& o, const f16_shape& s, std::uint32_t seed, b
     a.ldy = static_cast<std::uint32_t>(ldy);
     a.x_rows = gather ? drows.get() : nullptr;
     o.run(a);
-    CHECK(first_bit_difference(dy.read(), expect) == -1);
+    CHECK(first_bit_difference(dy.download(), expect) == -1);
 }
 
 // ---- the tables: every shape of a kernel, with fixed seeds (the simulated and the gpu suites) ---

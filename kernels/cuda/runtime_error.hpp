@@ -1,5 +1,6 @@
 // The CUDA runtime's errors in words and as device_failure: what device_ops.cu and
-// device_enumerate.cu report (nvcc only).
+// device_enumerate.cu report. Host code over cuda_runtime.h (no device code), so the gpu suite
+// tests it too; only CUDA builds include it.
 #pragma once
 
 #include "kernels/cuda/ops.hpp"
