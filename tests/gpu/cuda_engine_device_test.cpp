@@ -1,8 +1,9 @@
 // The CUDA engine on a real device (cuda:0) against the CPU engine: the simulated grid's
-// teacher-forced comparison again, where the kernels run as nvcc compiled them. Without a device
-// (no driver, no GPU, a build without CUDA) it prints one skip line and passes: CI machines have
-// no GPU, and this is what a first GPU run should check (README, "The CUDA engine").
-#include "cuda_engine_twin.hpp"
+// teacher-forced comparison (tests/engine/cuda_engine_sim_test.cpp) again, where the kernels run
+// as nvcc compiled them. Without a device (no driver, no GPU) it prints one skip line and passes:
+// CI machines have no GPU, and this is what a first GPU run should check (README, "The CUDA
+// engine"), with the kernels' own cases of this suite.
+#include "engine/cuda_engine_twin.hpp"
 #include "kernels/cuda/ops.hpp"
 
 using namespace bitnet;
