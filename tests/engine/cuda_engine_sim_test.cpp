@@ -150,3 +150,33 @@ TEST_CASE("cuda engine (simulated grid): batched steps of several sequences, pre
         batched_steps(path, 16 * 16384, &caps);
     }
 }
+
+TEST_CASE("cuda engine (simulated grid): a prompt attached from the prefix cache continues as on "
+          "the CPU engine") {
+    scratch_dir dir;
+    const std::string path = make_model(dir, "bitnet-b1.58", 5);
+    auto cpu = load_engine(path);
+    auto cuda = load_sim_engine(path);
+    twin_record rec;
+    const auto prompt = tokens(45, 17, 11);
+    const std::span<const std::int32_t> all(prompt);
+    // Sequence 1 computes 40 tokens as a prompt and offers its two whole blocks, then goes.
+    for (model::engine* e : {cpu.get(), cuda.get()}) {
+        auto r = e->step(
+            std::vector<model::seq_chunk>{{1, {prompt.begin(), prompt.begin() + 40}, 0, false}});
+        REQUIRE(r);
+        e->publish_prefix(1, all.first(40));
+        e->release(1);
+        CHECK(e->cached_prefix_blocks(all) == 2);
+        // Sequence 2 attaches them: positions 0..31 are not computed again.
+        CHECK(e->attach_prefix(2, all, 8, 8) == 2);
+    }
+    // Its remaining 13 tokens read the attached blocks' K/V from the device pool.
+    const auto out =
+        step_twins(*cpu, *cuda, {{2, {prompt.begin() + 32, prompt.end()}, 32, true}}, rec);
+    std::vector<model::seq_chunk> next{{2, {argmax(out.row(0, cpu->config().n_vocab))}, 45, true}};
+    (void)step_twins(*cpu, *cuda, next, rec);
+    MESSAGE("rows " << rec.rows << ", max |logit diff| " << rec.max_diff);
+    CHECK(rec.rows == 2);
+    CHECK(rec.max_diff <= logit_tolerance);
+}
