@@ -10,15 +10,20 @@
 //     (bench/loadgen.mjs runs the same through HTTP).
 //   - this machine's ceilings measured in the same run (read bandwidth, int8 MAC peak of the best
 //     instruction, fp32 FMA peak: ceilings.hpp) and every figure as a fraction of its ceiling;
-//   - with --json FILE, all of it as one JSON object (described in bench/README.md).
+//   - with --json FILE, all of it as one JSON object (described in bench/README.md);
+//   - with --device cuda:N (or sim:N), the CUDA engine's decode, batched decode and prefill
+//     figures instead (model::load_engine_on), its bytes per decode token over the device's
+//     theoretical bandwidth, and no CPU ceilings; one skip line when the device cannot load.
 // Each figure is the median of --repeats runs. Usage:
 //   bench_engine -m MODEL [--threads 2] [--decode 32] [--batch 8,32,64] [--prefill 512]
 //                [--kv-tokens 4096] [--repeats 5] [--workload 64x16x100 [--workload-only]]
-//                [--json FILE]
+//                [--json FILE] [--device cpu|cuda:N|sim:N]
 #include "ceilings.hpp"
 #include "kernels/cpu_features.hpp"
+#include "kernels/cuda/ops.hpp"
 #include "kernels/parallel.hpp"
 #include "model/engine/engine.hpp"
+#include "model/engine/engine_placement.hpp"
 #include "model/engine/model_config.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/sampling/sampler.hpp"
@@ -350,7 +355,14 @@ int main(int argc, char** argv) {
     app.add_flag("--workload-only", workload_only, "only the --workload figure");
     std::string json_path;
     app.add_option("--json", json_path, "write every figure, ceiling and fraction to FILE as JSON");
+    std::string device = "cpu";
+    app.add_option("--device", device, "cpu, cuda:N or sim:N (the CUDA engine)");
     CLI11_PARSE(app, argc, argv);
+    const auto where = model::parse_placement(device);
+    if (!where) {
+        std::fprintf(stderr, "%s\n", where.error().to_string().c_str());
+        return 2;
+    }
     figures fig;
     fig.model = model_path;
     fig.threads = threads;
@@ -375,7 +387,17 @@ int main(int argc, char** argv) {
         fig.ternary_macs_per_token = static_cast<double>(model::parameter_count(*c)) - embd;
     }
     const auto t_load = clock_type::now();
-    auto loaded = model::engine::load(opt);
+    if (where->kind == "cuda") {
+        // Without the device there is nothing to measure: one line, and success.
+        const auto report = kernels::cuda::enumerate_devices();
+        if (std::none_of(report.devices.begin(), report.devices.end(),
+                         [&](const auto& d) { return d.index == where->index; })) {
+            std::printf("skipped: no CUDA device %s (%s)\n", where->name().c_str(),
+                        report.error.empty() ? "not enumerated" : report.error.c_str());
+            return 0;
+        }
+    }
+    auto loaded = model::load_engine_on(opt, *where);
     if (!loaded) {
         std::fprintf(stderr, "%s\n", loaded.error().to_string().c_str());
         return 1;
@@ -437,6 +459,22 @@ int main(int argc, char** argv) {
         std::printf("prefill, %zu-token prompt: %.2f tokens/s\n", prefill, median(pf));
         fig.prefill_tokens = prefill;
         fig.prefill_tps = median(pf);
+    }
+    if (where->kind != "cpu") {
+        // The CPU's ceilings say nothing of a device: the device's own bandwidth instead.
+        const double bytes = static_cast<double>(e.bytes_per_decode_token());
+        const auto report = kernels::cuda::enumerate_devices();
+        double gbs = 0.0;
+        for (const auto& d : report.devices)
+            if (where->kind == "cuda" && d.index == where->index)
+                gbs = d.bandwidth_gbs;
+        std::printf("bytes read per decode token: %.1f MB", bytes / 1e6);
+        if (gbs > 0)
+            std::printf("; device bandwidth %.0f GB/s (theoretical), roofline %.1f tokens/s, "
+                        "single-stream fraction %.2f",
+                        gbs, gbs * 1e9 / bytes, tps1 * bytes / (gbs * 1e9));
+        std::printf("\n");
+        return 0;
     }
     // Peak RSS before the bandwidth probe allocates its own gigabyte.
     rusage ru{};

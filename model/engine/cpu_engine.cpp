@@ -5,20 +5,20 @@
 #include "kernels/f16_matmul.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/rms_norm.hpp"
+#include "model/engine/step_bookkeeping.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
-#include <unordered_set>
 
 namespace bitnet::model {
 
 cpu_engine::cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
                        kernel_plan plan, const engine_options& opt)
-    : config_(std::move(config))
+    : paged_kv_engine(std::move(cache))
+    , config_(std::move(config))
     , vocab_(std::move(vocab))
     , weights_(std::move(weights))
-    , cache_(std::move(cache))
     , plan_(std::move(plan))
     , opt_(opt)
     , n_threads_(kernels::resolve_threads(opt.n_threads))
@@ -43,46 +43,6 @@ std::string cpu_engine::describe() const {
 
 std::uint64_t cpu_engine::weight_bytes() const noexcept {
     return weights_.owned_bytes;
-}
-
-result<void> cpu_engine::validate(std::span<const seq_chunk> batch) const {
-    const std::size_t total = batch_tokens(batch);
-    if (total > opt_.max_batch_tokens)
-        return error(errc::invalid_argument, "step of " + std::to_string(total) +
-                                                 " tokens exceeds max_batch_tokens " +
-                                                 std::to_string(opt_.max_batch_tokens));
-    std::unordered_set<seq_id> seen;
-    std::uint64_t blocks = 0;
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-        const seq_chunk& c = batch[i];
-        const std::string where =
-            "chunk " + std::to_string(i) + " (sequence " + std::to_string(c.seq) + ")";
-        if (c.tokens.empty())
-            return error(errc::invalid_argument, where + " is empty");
-        if (!seen.insert(c.seq).second)
-            return error(errc::invalid_argument, where + " appears twice in one step");
-        if (c.pos0 != cache_.length(c.seq))
-            return error(errc::invalid_argument,
-                         where + " starts at position " + std::to_string(c.pos0) +
-                             " but the sequence holds " + std::to_string(cache_.length(c.seq)) +
-                             " tokens");
-        if (config_.n_ctx_train > 0 && c.pos0 + c.tokens.size() > config_.n_ctx_train)
-            return error(errc::prompt_too_long, where + " would reach " +
-                                                    std::to_string(c.pos0 + c.tokens.size()) +
-                                                    " tokens, beyond the model's context of " +
-                                                    std::to_string(config_.n_ctx_train));
-        for (std::int32_t id : c.tokens)
-            if (id < 0 || static_cast<std::uint32_t>(id) >= config_.n_vocab)
-                return error(errc::invalid_argument, where + " has token id " + std::to_string(id) +
-                                                         " outside the vocabulary of " +
-                                                         std::to_string(config_.n_vocab));
-        blocks += cache_.blocks_needed(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
-    }
-    if (blocks > cache_.n_blocks_free())
-        return error(errc::kv_exhausted, "the step needs " + std::to_string(blocks) +
-                                             " KV blocks, " +
-                                             std::to_string(cache_.n_blocks_free()) + " are free");
-    return {};
 }
 
 const kernels::rope_angles& cpu_engine::angles(std::uint32_t pos) {
@@ -131,34 +91,9 @@ void cpu_engine::attention_layer(std::span<const seq_chunk> batch, std::uint32_t
 result<step_output> cpu_engine::step(std::span<const seq_chunk> batch) {
     if (batch.empty())
         return step_output{};
-    BITNET_TRY(validate(batch));
-    // From here every sequence's cache grows. Whatever stops the pass undoes that growth, so a
-    // failed step leaves no sequence changed and the caller may run the others again.
-    std::size_t appended = 0;
-    try {
-        for (; appended < batch.size(); ++appended) {
-            const seq_chunk& c = batch[appended];
-            auto r = cache_.append(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
-            if (!r) {
-                roll_back(batch.first(appended));
-                return error(errc::internal,
-                             "KV append failed after validation: " + r.error().message);
-            }
-        }
-        return forward(batch);
-    } catch (const std::exception& e) {
-        roll_back(batch.first(appended));
-        return error(errc::internal, std::string("the forward pass failed: ") + e.what());
-    }
-}
-
-void cpu_engine::roll_back(std::span<const seq_chunk> appended) noexcept {
-    for (const seq_chunk& c : appended) {
-        if (c.pos0 == 0)
-            cache_.free(c.seq); // it did not exist before this step
-        else
-            (void)cache_.truncate(c.seq, static_cast<std::uint32_t>(c.tokens.size()));
-    }
+    BITNET_TRY(validate_step(batch, config_, cache_, opt_.max_batch_tokens));
+    return append_and_run(
+        cache_, batch, [&] { return forward(batch); }, [] {});
 }
 
 step_output cpu_engine::forward(std::span<const seq_chunk> batch) {
@@ -270,27 +205,7 @@ step_output cpu_engine::logits_for(std::span<const seq_chunk> batch) {
     const model_config& c = config_;
     const std::size_t n_embd = c.n_embd;
     step_output out;
-    out.rows_for_chunk.assign(batch.size(), step_output::no_row);
-    std::vector<std::size_t> rows; // token index in the step, per logits row
-    {
-        std::size_t t = 0;
-        for (std::size_t i = 0; i < batch.size(); ++i) {
-            const std::size_t n = batch[i].tokens.size();
-            if (batch[i].all_logits) {
-                if (out.first_row_for_chunk.empty())
-                    out.first_row_for_chunk.assign(batch.size(), step_output::no_row);
-                out.first_row_for_chunk[i] = rows.size();
-                for (std::size_t j = 0; j < n; ++j)
-                    rows.push_back(t + j);
-            }
-            t += n;
-            if (batch[i].want_logits) {
-                out.rows_for_chunk[i] = batch[i].all_logits ? rows.size() - 1 : rows.size();
-                if (!batch[i].all_logits)
-                    rows.push_back(t - 1);
-            }
-        }
-    }
+    const std::vector<std::size_t> rows = select_logits_rows(batch, out);
     if (!rows.empty()) {
         std::vector<float> normed(rows.size() * n_embd);
         for (std::size_t r = 0; r < rows.size(); ++r)

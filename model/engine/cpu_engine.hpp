@@ -21,6 +21,7 @@
 #include "model/engine/kernel_choice.hpp"
 #include "model/engine/kv_cache.hpp"
 #include "model/engine/model_weights.hpp"
+#include "model/engine/paged_kv_engine.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <memory>
@@ -28,7 +29,7 @@
 
 namespace bitnet::model {
 
-class cpu_engine final : public engine {
+class cpu_engine final : public paged_kv_engine {
 public:
     cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
                kernel_plan plan, const engine_options& opt);
@@ -43,37 +44,6 @@ public:
     [[nodiscard]] std::uint64_t bytes_per_decode_token() const noexcept override {
         return weights_.projection_bytes + weights_.logits_bytes;
     }
-    [[nodiscard]] std::uint64_t kv_pool_bytes() const noexcept override {
-        return cache_.pool_bytes();
-    }
-    [[nodiscard]] std::uint32_t kv_block_tokens() const noexcept override {
-        return cache_.block_tokens();
-    }
-    [[nodiscard]] std::uint32_t kv_blocks_total() const noexcept override {
-        return cache_.n_blocks_total();
-    }
-    [[nodiscard]] std::uint32_t kv_blocks_free() const noexcept override {
-        return cache_.n_blocks_free();
-    }
-    void release(seq_id seq) override { cache_.free(seq); }
-    [[nodiscard]] result<void> fork(seq_id from, seq_id to) override {
-        return cache_.fork(from, to);
-    }
-    [[nodiscard]] std::uint32_t
-    cached_prefix_blocks(std::span<const std::int32_t> tokens) const override {
-        return cache_.cached_blocks(tokens);
-    }
-    std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                std::uint32_t max_blocks, std::uint32_t max_parked) override {
-        return cache_.attach_prefix(seq, tokens, max_blocks, max_parked);
-    }
-    [[nodiscard]] std::uint32_t kv_blocks_needed(seq_id seq,
-                                                 std::uint32_t n_tokens) const override {
-        return cache_.blocks_needed(seq, n_tokens);
-    }
-    void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens) override {
-        cache_.publish_prefix(seq, tokens);
-    }
     [[nodiscard]] result<step_output> step(std::span<const seq_chunk> batch) override;
 
 private:
@@ -83,7 +53,6 @@ private:
         std::uint32_t pos = 0;
     };
 
-    [[nodiscard]] result<void> validate(std::span<const seq_chunk> batch) const;
     /// The pass over a validated batch whose KV rows are appended; may throw (allocation).
     [[nodiscard]] step_output forward(std::span<const seq_chunk> batch);
     // The pass's parts: work buffers, token slots, embeddings and RoPE angles (returns the
@@ -92,8 +61,6 @@ private:
     void attention_block(std::span<const seq_chunk> batch, std::uint32_t layer, std::size_t T);
     void ffn_block(std::uint32_t layer, std::size_t T);
     [[nodiscard]] step_output logits_for(std::span<const seq_chunk> batch);
-    /// Undoes the KV growth of `appended` after a pass that did not complete.
-    void roll_back(std::span<const seq_chunk> appended) noexcept;
     void bitlinear(const projection& p, const kernels::quantized_acts& a, float* y,
                    std::size_t ldy);
     void attention_layer(std::span<const seq_chunk> batch, std::uint32_t layer);
@@ -102,7 +69,6 @@ private:
     model_config config_;
     tokenizer vocab_;
     model_weights weights_;
-    kv_cache cache_;
     kernel_plan plan_;
     engine_options opt_;
     int n_threads_ = 1;

@@ -4,6 +4,7 @@
 
 #include "kernels/parallel.hpp"
 #include "model/engine/cpu_engine.hpp"
+#include "model/engine/model_parts.hpp"
 
 namespace bitnet::model {
 namespace {
@@ -14,7 +15,8 @@ error in_file(const std::string& path, const error& e) {
 
 } // namespace
 
-result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
+result<model_parts> load_model_parts(const engine_options& opt, kernels::isa family,
+                                     const model_check& check) {
     auto file = gguf_file::open(opt.model_path);
     if (!file)
         return in_file(opt.model_path, file.error());
@@ -24,6 +26,11 @@ result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
     auto tensors = map_model_tensors(*file, *config);
     if (!tensors)
         return in_file(opt.model_path, tensors.error());
+    if (check) {
+        auto ok = check(*config, *tensors);
+        if (!ok)
+            return in_file(opt.model_path, ok.error());
+    }
     auto vocab_data = read_tokenizer_vocab(*file);
     if (!vocab_data)
         return in_file(opt.model_path, vocab_data.error());
@@ -37,26 +44,38 @@ result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
     if (opt.max_batch_tokens == 0)
         return error(errc::invalid_argument, "max_batch_tokens must be at least 1");
     weight_load_options wopt;
+    wopt.family = family;
     wopt.tl_kernel_config = opt.tl_kernel_config;
     wopt.q8_logits = opt.q8_logits;
     auto weights = load_model_weights(*file, *config, *tensors, wopt);
     if (!weights)
         return in_file(opt.model_path, weights.error());
+    // `file` and its image of the file's bytes go when this returns: the parts own copies of
+    // everything they read, so a served file can change on disk without touching them.
+    return model_parts{std::move(*config), std::move(*vocab), std::move(*weights)};
+}
+
+kv_cache_options kv_options_for(const model_config& config, const engine_options& opt) {
     kv_cache_options kv;
-    kv.n_layer = config->n_layer;
-    kv.n_kv_heads = config->n_head_kv;
-    kv.head_dim = config->head_dim;
+    kv.n_layer = config.n_layer;
+    kv.n_kv_heads = config.n_head_kv;
+    kv.head_dim = config.head_dim;
     kv.block_tokens = opt.kv_block_tokens;
     kv.budget_bytes = opt.kv_budget_bytes;
-    auto cache = kv_cache::create(kv);
+    return kv;
+}
+
+result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
+    auto parts = load_model_parts(opt, kernels::best_isa());
+    if (!parts)
+        return parts.error();
+    auto cache = kv_cache::create(kv_options_for(parts->config, opt));
     if (!cache)
         return cache.error();
     const int n_threads = kernels::resolve_threads(opt.n_threads);
-    auto plan = choose_kernels(*weights, *config, n_threads, opt.max_batch_tokens);
-    // `file` and its image of the file's bytes go when this returns: the engine owns copies of
-    // everything it reads, so a served file can change on disk without touching it.
-    return std::unique_ptr<engine>(new cpu_engine(std::move(*config), std::move(*vocab),
-                                                  std::move(*weights), std::move(*cache),
+    auto plan = choose_kernels(parts->weights, parts->config, n_threads, opt.max_batch_tokens);
+    return std::unique_ptr<engine>(new cpu_engine(std::move(parts->config), std::move(parts->vocab),
+                                                  std::move(parts->weights), std::move(*cache),
                                                   std::move(plan), opt));
 }
 

@@ -1,6 +1,10 @@
 #include "model/engine/engine_placement.hpp"
 
+#include "kernels/cuda/ops.hpp"
+#include "model/engine/cuda_engine.hpp"
+
 #include <charconv>
+#include <string>
 
 namespace bitnet::model {
 
@@ -28,8 +32,25 @@ result<placement> parse_placement(std::string_view text) {
 result<std::unique_ptr<engine>> load_engine_on(const engine_options& opt, const placement& where) {
     if (where.kind == "cpu")
         return engine::load(opt);
-    // The CUDA engine lands with issue 16's engine work.
-    return error(errc::unsupported, where.name() + ": the CUDA engine is not built yet");
+    namespace cuda = kernels::cuda;
+    std::unique_ptr<cuda::ops> device;
+    if (where.kind == "sim") {
+        device = cuda::make_simulated_ops();
+    } else {
+        // The device first: a machine without a driver or a GPU says so before the file is read.
+        try {
+            device = cuda::make_device_ops(where.index);
+        } catch (const cuda::device_error& e) {
+            // "cuda:0: no_driver: <the runtime's words>" (the device's own prefix said once).
+            std::string_view why = e.what();
+            const std::string prefix = where.name() + ": ";
+            if (why.substr(0, prefix.size()) == prefix)
+                why.remove_prefix(prefix.size());
+            return error(errc::unsupported,
+                         prefix + cuda::failure_name(e.kind()) + ": " + std::string(why));
+        }
+    }
+    return load_cuda_engine(opt, std::move(device));
 }
 
 } // namespace bitnet::model

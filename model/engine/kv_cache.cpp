@@ -51,8 +51,10 @@ result<kv_cache> kv_cache::create(const kv_cache_options& opt) {
     c.tile_elems_ = std::size_t{opt.block_tokens} * opt.n_kv_heads * opt.head_dim;
     // Left uninitialised on purpose: every row is written before it is read (positions below a
     // sequence's length), and touching a multi-GiB pool up front would cost seconds at start-up.
-    c.pool_.reset(static_cast<std::uint16_t*>(::operator new[](
-        static_cast<std::size_t>(n_blocks * per_block), std::align_val_t{pool_alignment})));
+    // A device pool is the owner's to allocate: the host keeps none.
+    if (!opt.device_pool)
+        c.pool_.reset(static_cast<std::uint16_t*>(::operator new[](
+            static_cast<std::size_t>(n_blocks * per_block), std::align_val_t{pool_alignment})));
     c.ref_counts_.assign(c.n_blocks_, 0);
     c.index_ = prefix_index(c.n_blocks_, opt.block_tokens);
     c.free_list_.resize(c.n_blocks_);
@@ -144,8 +146,11 @@ result<void> kv_cache::append(seq_id seq, std::uint32_t n_tokens) {
     if (last_block_needs_copy(s, n_tokens)) {
         const block_id shared = s.blocks.back();
         const block_id own = take_block();
-        std::memcpy(pool_.get() + tile_offset(own, 0), pool_.get() + tile_offset(shared, 0),
-                    static_cast<std::size_t>(block_bytes(opt_)));
+        if (pool_)
+            std::memcpy(pool_.get() + tile_offset(own, 0), pool_.get() + tile_offset(shared, 0),
+                        static_cast<std::size_t>(block_bytes(opt_)));
+        else
+            pending_copies_.push_back({shared, own}); // `shared` keeps a reference: intact
         release_block(shared);
         s.blocks.back() = own;
     }
@@ -281,24 +286,32 @@ std::size_t kv_cache::tile_offset(block_id b, std::uint32_t layer) const noexcep
     return (std::size_t{b} * opt_.n_layer + layer) * 2 * tile_elems_;
 }
 
+// Null in device mode (no host pool): pointer arithmetic on null would be undefined.
 std::uint16_t* kv_cache::k_tile(block_id b, std::uint32_t layer) noexcept {
-    return pool_.get() + tile_offset(b, layer);
+    return pool_ ? pool_.get() + k_tile_offset(b, layer) : nullptr;
 }
 std::uint16_t* kv_cache::v_tile(block_id b, std::uint32_t layer) noexcept {
-    return pool_.get() + tile_offset(b, layer) + tile_elems_;
+    return pool_ ? pool_.get() + v_tile_offset(b, layer) : nullptr;
 }
 const std::uint16_t* kv_cache::k_tile(block_id b, std::uint32_t layer) const noexcept {
-    return pool_.get() + tile_offset(b, layer);
+    return pool_ ? pool_.get() + k_tile_offset(b, layer) : nullptr;
 }
 const std::uint16_t* kv_cache::v_tile(block_id b, std::uint32_t layer) const noexcept {
-    return pool_.get() + tile_offset(b, layer) + tile_elems_;
+    return pool_ ? pool_.get() + v_tile_offset(b, layer) : nullptr;
 }
 
-std::uint16_t* kv_cache::row(seq_id seq, std::uint32_t layer, std::uint32_t pos, bool v) noexcept {
+std::uint64_t kv_cache::k_row_offset(seq_id seq, std::uint32_t layer,
+                                     std::uint32_t pos) const noexcept {
     const seq_state& s = seqs_.find(seq)->second;
     const block_id b = s.blocks[pos / opt_.block_tokens];
     const std::size_t row_elems = std::size_t{opt_.n_kv_heads} * opt_.head_dim;
-    return (v ? v_tile(b, layer) : k_tile(b, layer)) + (pos % opt_.block_tokens) * row_elems;
+    return k_tile_offset(b, layer) + (pos % opt_.block_tokens) * row_elems;
+}
+
+std::uint16_t* kv_cache::row(seq_id seq, std::uint32_t layer, std::uint32_t pos, bool v) noexcept {
+    if (!pool_)
+        return nullptr;
+    return pool_.get() + (v ? v_row_offset(seq, layer, pos) : k_row_offset(seq, layer, pos));
 }
 
 std::uint16_t* kv_cache::k_row(seq_id seq, std::uint32_t layer, std::uint32_t pos) noexcept {

@@ -22,6 +22,14 @@
 // indexed and counts as free: it is evicted, least recently released first, only when a block is
 // needed and the free list is empty. Referenced blocks are never evicted.
 //
+// Device mode (kv_cache_options::device_pool): the pool lives in a GPU's memory, which the cache
+// cannot touch. It then allocates no host pool and keeps only the bookkeeping above; the tiles are
+// addressed by their offsets in halves (k_tile_offset, v_tile_offset, k_row_offset: the same
+// arithmetic as the host layout), and the copy-on-write copies that append() would memcpy are
+// recorded as (source block, destination block) pairs instead, for the owner to perform on the
+// device before its next kernels (take_pending_copies). The host pointers (k_tile, k_row,
+// layer_view) are null in this mode.
+//
 // Thread-compatibility: not synchronised; one owner (the executor's thread) calls it.
 #pragma once
 
@@ -34,6 +42,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace bitnet::model {
@@ -45,6 +54,15 @@ struct kv_cache_options {
     std::uint32_t block_tokens = 16;
     /// Whole pool, all layers, K and V. Rounded down to a whole number of blocks.
     std::uint64_t budget_bytes = 0;
+    /// The pool lives on a device (see "Device mode"): no host pool, copies recorded.
+    bool device_pool = false;
+};
+
+/// A copy-on-write copy a device-mode cache leaves to its owner: the whole of block `src` (every
+/// layer, K and V: block_bytes) into block `dst`.
+struct kv_block_copy {
+    std::uint32_t src = 0;
+    std::uint32_t dst = 0;
 };
 
 /// For one (sequence, layer): the K and V tiles holding positions [0, n_tokens), block by block.
@@ -155,6 +173,33 @@ public:
     /// What the attention kernel reads for (seq, layer). Empty view for an unknown sequence.
     [[nodiscard]] kv_layer_view layer_view(seq_id seq, std::uint32_t layer) const;
 
+    // Offsets in halves from the start of the pool, the same in both modes. A tile's offset is
+    // its block's offset for layer 0 plus layer_offset(layer), so one table of layer-0 offsets
+    // serves every layer when the pool's base is moved by layer_offset.
+    [[nodiscard]] bool has_host_pool() const noexcept { return pool_ != nullptr; }
+    [[nodiscard]] std::uint64_t k_tile_offset(block_id b, std::uint32_t layer) const noexcept {
+        return tile_offset(b, layer);
+    }
+    [[nodiscard]] std::uint64_t v_tile_offset(block_id b, std::uint32_t layer) const noexcept {
+        return tile_offset(b, layer) + tile_elems_;
+    }
+    [[nodiscard]] std::uint64_t layer_offset(std::uint32_t layer) const noexcept {
+        return tile_offset(0, layer);
+    }
+    /// Offset of the K row of position `pos` (< length(seq)); the V row is at + tile_elems.
+    [[nodiscard]] std::uint64_t k_row_offset(seq_id seq, std::uint32_t layer,
+                                             std::uint32_t pos) const noexcept;
+    [[nodiscard]] std::uint64_t v_row_offset(seq_id seq, std::uint32_t layer,
+                                             std::uint32_t pos) const noexcept {
+        return k_row_offset(seq, layer, pos) + tile_elems_;
+    }
+    /// Device mode: the copy-on-write copies recorded since the last call, oldest first; the
+    /// owner performs them before anything writes the destination blocks. Always empty with a
+    /// host pool (append copies at once).
+    [[nodiscard]] std::vector<kv_block_copy> take_pending_copies() noexcept {
+        return std::exchange(pending_copies_, {});
+    }
+
 private:
     struct seq_state {
         std::vector<block_id> blocks;
@@ -185,6 +230,7 @@ private:
     std::vector<block_id> free_list_;       ///< a stack; lowest ids handed out first
     std::unordered_map<seq_id, seq_state> seqs_;
     prefix_index index_;
+    std::vector<kv_block_copy> pending_copies_; ///< device mode only
 };
 
 } // namespace bitnet::model

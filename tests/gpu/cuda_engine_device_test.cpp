@@ -1,0 +1,34 @@
+// The CUDA engine on a real device (cuda:0) against the CPU engine: the simulated grid's
+// teacher-forced comparison (tests/engine/cuda_engine_sim_test.cpp) again, where the kernels run
+// as nvcc compiled them. Without a device (no driver, no GPU) it prints one skip line and passes:
+// CI machines have no GPU, and this is what a first GPU run should check (README, "The CUDA
+// engine"), with the kernels' own cases of this suite.
+#include "engine/cuda_engine_twin.hpp"
+#include "kernels/cuda/ops.hpp"
+
+using namespace bitnet;
+using namespace bitnet::test;
+
+TEST_CASE("cuda engine on cuda:0: teacher-forced top-1 and logits equal the CPU engine's") {
+    const kernels::cuda::device_report report = kernels::cuda::enumerate_devices();
+    if (report.devices.empty()) {
+        MESSAGE("skipped: no CUDA device (" << report.error << ")");
+        return;
+    }
+    scratch_dir dir;
+    const std::vector<std::int32_t> prompt{1, 300, 42, 7, 15, 8, 260, 99, 3, 401, 77};
+    for (const std::string& path :
+         {make_model(dir, "bitnet-b1.58"), data_path("bitnetcpp/tiny-i2_s.gguf")}) {
+        CAPTURE(path);
+        model::engine_options opt;
+        opt.model_path = path;
+        opt.kv_budget_bytes = 64ull << 20;
+        auto gpu = model::load_engine_on(opt, model::placement{"cuda", 0});
+        REQUIRE_MESSAGE(gpu, (gpu ? std::string() : gpu.error().to_string()));
+        MESSAGE((*gpu)->describe());
+        const twin_record rec = teacher_forced(*load_engine(path), **gpu, prompt, 24);
+        MESSAGE("rows " << rec.rows << ", max |logit diff| " << rec.max_diff);
+        CHECK(rec.rows == 25);
+        CHECK(rec.max_diff <= logit_tolerance);
+    }
+}
