@@ -34,8 +34,10 @@ bool advance_placement(supervisor_pointer self, version_rec& v, const std::strin
     eo.device = *next;
     eo.device_reason = "fallback from " + from + ": " + reason;
     const auto version = v.id.empty() ? std::string("new version") : "version " + v.id;
-    spdlog::warn("model '{}' ({}): {} cannot serve it ({}: {}); starting it on {}", v.alias,
-                 version, from, reason_class, reason, *next);
+    // The device's reason may start with its class already ("no_driver: ..."): not twice.
+    const bool classed = reason.rfind(reason_class + ": ", 0) == 0;
+    spdlog::warn("model '{}' ({}): {} cannot serve it ({}{}); starting it on {}", v.alias, version,
+                 from, classed ? std::string() : reason_class + ": ", reason, *next);
     if (self->state.opt.on_fallback)
         self->state.opt.on_fallback({v.alias, v.id, from, *next, reason_class, reason});
     return true;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -37,8 +38,25 @@ result<step_output> cuda_engine::step(std::span<const seq_chunk> batch) {
     if (batch.empty())
         return step_output{};
     BITNET_TRY(validate_step(batch, config_, cache_, opt_.max_batch_tokens));
-    return append_and_run(
-        cache_, batch, [&] { return forward(batch); }, [&] { settle_after_failure(); });
+    // A device's own failure (a failed launch, a lost device) is not this step's error alone: a
+    // CUDA context is unusable after one, so every later step would fail too. The step is rolled
+    // back like any failed step, then the failure goes on to the caller, whose executor ends as a
+    // crash does, so the supervisor moves the version to its next placement (the CPU last).
+    std::optional<cuda::device_error> fault;
+    auto out = append_and_run(
+        cache_, batch,
+        [&] {
+            try {
+                return forward(batch);
+            } catch (const cuda::device_error& e) {
+                fault = e;
+                throw;
+            }
+        },
+        [&] { settle_after_failure(); });
+    if (fault)
+        throw *fault;
+    return out;
 }
 
 // The copy-on-write copies the cache recorded while appending, before anything of the step

@@ -24,6 +24,8 @@ public:
     std::string describe() const override { return "small simulated device"; }
     bool simulated() const noexcept override { return true; }
     std::uint64_t free_bytes() const override { return reported_free_; }
+    /// From now on, launches after the next `n` fail as a lost device's would.
+    void fail_launches_after(long n) { launches_left_ = n; }
     void* alloc(std::size_t bytes) override {
         if (used_ + bytes > capacity_)
             throw cuda::device_error(cuda::device_failure::out_of_memory,
@@ -40,6 +42,11 @@ public:
     void finish() override { inner_->finish(); }
 #define BITNET_FORWARD_RUN(name)                                                                   \
     void run(const cuda::name##_args& a) override {                                                \
+        if (launches_left_ == 0)                                                                   \
+            throw cuda::device_error(cuda::device_failure::launch_failed,                          \
+                                     "the " #name " launch failed");                               \
+        if (launches_left_ > 0)                                                                    \
+            --launches_left_;                                                                      \
         inner_->run(a);                                                                            \
     }
     BITNET_CUDA_KERNELS(BITNET_FORWARD_RUN)
@@ -50,6 +57,7 @@ private:
     std::uint64_t capacity_;
     std::uint64_t reported_free_;
     std::uint64_t used_ = 0;
+    long launches_left_ = -1; ///< -1: launches never fail
 };
 
 model::engine_options options_for(const std::string& path) {
@@ -163,4 +171,33 @@ TEST_CASE("cuda engine: describe() on the simulated grid says where it runs and 
     // The host keeps the token embedding only: n_vocab rows of n_embd F16.
     CHECK(ce.host_bytes() == std::uint64_t{e->config().n_vocab} * e->config().n_embd * 2);
     CHECK(e->kv_blocks_free() == e->kv_blocks_total());
+}
+
+TEST_CASE("cuda engine: a failed launch rolls the step back and goes on as the device's failure") {
+    scratch_dir dir;
+    const auto opt = options_for(make_model(dir, "bitnet-b1.58"));
+    auto device = std::make_unique<small_device>(1ull << 40, 1ull << 40);
+    small_device* dev = device.get();
+    auto loaded = model::load_cuda_engine(opt, std::move(device));
+    REQUIRE(loaded);
+    model::engine& eng = **loaded;
+    // One whole block, so the next step takes a new block that its rollback must give back.
+    const std::vector<std::int32_t> prompt{1, 300, 42, 7, 15, 8, 260, 99,
+                                           3, 401, 77, 5, 6,  9, 11,  12};
+    REQUIRE(eng.step({{model::seq_chunk{1, prompt, 0, true}}}));
+    REQUIRE(eng.kv_block_tokens() == prompt.size());
+    const std::uint32_t free_before = eng.kv_blocks_free();
+    const model::seq_chunk next{
+        1, {20, 21, 22, 23}, static_cast<std::uint32_t>(prompt.size()), true};
+    dev->fail_launches_after(5);
+    try {
+        (void)eng.step({{next}});
+        FAIL("a failed launch must reach the caller as device_error");
+    } catch (const cuda::device_error& e) {
+        CHECK(e.kind() == cuda::device_failure::launch_failed);
+    }
+    CHECK(eng.kv_blocks_free() == free_before);
+    // The sequence is as it was: once the device works again, the same step runs.
+    dev->fail_launches_after(-1);
+    CHECK(eng.step({{next}}));
 }

@@ -9,7 +9,8 @@
 using namespace bitnet;
 using namespace bitnet::test;
 
-TEST_CASE("cuda engine on cuda:0: teacher-forced top-1 and logits equal the CPU engine's") {
+TEST_CASE("cuda engine on cuda:0: teacher-forced top-1 and logits within the device bound of the "
+          "CPU engine's") {
     const kernels::cuda::device_report report = kernels::cuda::enumerate_devices();
     if (report.devices.empty()) {
         MESSAGE("skipped: no CUDA device (" << report.error << ")");
@@ -26,9 +27,11 @@ TEST_CASE("cuda engine on cuda:0: teacher-forced top-1 and logits equal the CPU 
         auto gpu = model::load_engine_on(opt, model::placement{"cuda", 0});
         REQUIRE_MESSAGE(gpu, (gpu ? std::string() : gpu.error().to_string()));
         MESSAGE((*gpu)->describe());
-        const twin_record rec = teacher_forced(*load_engine(path), **gpu, prompt, 24);
-        MESSAGE("rows " << rec.rows << ", max |logit diff| " << rec.max_diff);
+        const twin_record rec =
+            teacher_forced(*load_engine(path), **gpu, prompt, 24, device_logit_tolerance);
+        MESSAGE("rows " << rec.rows << ", max |logit diff| " << rec.max_diff << ", near ties "
+                        << rec.near_ties << ", smallest top-1 margin " << rec.min_margin);
         CHECK(rec.rows == 25);
-        CHECK(rec.max_diff <= logit_tolerance);
+        CHECK(rec.max_diff <= device_logit_tolerance);
     }
 }
