@@ -159,4 +159,16 @@ void simulate(const launch_shape& shape, Body&& body) {
 
 #endif
 
+/// After a warp collective (warp_max, warp_sum): lane 0 of every warp writes its warp's result to
+/// out[warp] (BITNET_SHARED memory, one slot per warp), then the block synchronises, so that every
+/// thread of the next phase may read the results of all warps.
+template <class T>
+BITNET_DEVICE void store_warp_results(const block& b, per_thread<T>& v, T* out) {
+    b.threads([&](unsigned t) {
+        if (t % warp_size == 0)
+            out[t / warp_size] = v[t];
+    });
+    b.sync();
+}
+
 } // namespace bitnet::kernels::cuda

@@ -128,11 +128,7 @@ struct paged_attention_kernel {
             mx[t] = m;
         });
         warp_max(b, mx);
-        b.threads([&](unsigned t) {
-            if (t % warp_size == 0)
-                warp_max_of[t / warp_size] = mx[t];
-        });
-        b.sync();
+        store_warp_results(b, mx, warp_max_of);
 
         per_thread<double> part;
         b.threads([&](unsigned t) {

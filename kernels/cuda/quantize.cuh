@@ -55,11 +55,7 @@ struct quantize_kernel {
             m[t] = mt;
         });
         warp_max(b, m);
-        b.threads([&](unsigned t) {
-            if (t % warp_size == 0)
-                warp_maxima[t / warp_size] = m[t];
-        });
-        b.sync();
+        store_warp_results(b, m, warp_maxima);
         b.threads([&](unsigned t) {
             if (t != 0)
                 return;
