@@ -345,11 +345,8 @@ json::object devices_json(const device_inventory& d) {
     for (const auto& p : d.placements)
         placements.emplace_back(p);
     for (const auto& c : d.cuda_devices)
-        cuda_devices.push_back({{"index", c.index},
-                                {"name", c.name},
-                                {"sm", c.sm},
-                                {"total_bytes", c.total_bytes},
-                                {"free_bytes", c.free_bytes}});
+        cuda_devices.push_back(
+            {{"index", c.index}, {"name", c.name}, {"sm", c.sm}, {"total_bytes", c.total_bytes}});
     return {{"placements", std::move(placements)},
             {"cpu", true},
             {"cuda",

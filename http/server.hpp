@@ -33,7 +33,6 @@ struct cuda_device {
     std::string name;
     int sm = 0; ///< compute capability, major * 10 + minor
     std::uint64_t total_bytes = 0;
-    std::uint64_t free_bytes = 0;
 };
 
 /// The devices this process found at start-up and the placement list it made of them, for

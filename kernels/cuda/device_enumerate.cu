@@ -44,10 +44,6 @@ device_report enumerate_devices() noexcept {
             cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, i);
             // Double data rate: two transfers per clock of bus_bits / 8 bytes.
             d.bandwidth_gbs = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
-            std::size_t free = 0;
-            std::size_t total = 0;
-            if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free, &total) == cudaSuccess)
-                d.free_bytes = free;
             cudaGetLastError();
             r.devices.push_back(std::move(d));
         }

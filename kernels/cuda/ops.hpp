@@ -76,14 +76,15 @@ public:
 /// no_device, out_of_memory) with the runtime's own words.
 [[nodiscard]] std::unique_ptr<ops> make_device_ops(int index);
 
-/// What the CUDA runtime sees. Never throws, never aborts: a build without CUDA or a machine
-/// without a driver says so in `error`.
+/// What the CUDA runtime sees, without creating a context on any device (so no free memory: asking
+/// for it would make a context that holds device memory for the life of a process that may never
+/// use that device; an engine checks free memory when it loads). Never throws, never aborts: a
+/// build without CUDA or a machine without a driver says so in `error`.
 struct device_info {
     int index = 0;
     std::string name;
     int sm = 0; ///< compute capability, major * 10 + minor
     std::uint64_t total_bytes = 0;
-    std::uint64_t free_bytes = 0;
     double bandwidth_gbs = 0.0; ///< theoretical, from the memory clock and bus width
 };
 struct device_report {

@@ -37,7 +37,7 @@ TEST_CASE("/health lists the placements, the CUDA report and each model's device
     http::build_info b;
     b.devices.placements = {"cuda:0", "cpu"};
     b.devices.cuda_error = "no CUDA-capable device is detected";
-    b.devices.cuda_devices.push_back({1, "Some GPU", 90, 80ull << 30, 70ull << 30});
+    b.devices.cuda_devices.push_back({1, "Some GPU", 90, 80ull << 30});
     const auto h = json::parse(http::health_body(snap, b, true, 5)).as_object();
     const auto& d = h.at("devices").as_object();
     CHECK(d.at("placements").as_array() == json::array{"cuda:0", "cpu"});

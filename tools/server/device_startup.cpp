@@ -27,9 +27,9 @@ http::device_inventory start_devices(const std::vector<std::string>& configured)
     spdlog::info("device cpu: the CPU engine (always available, the last resort of every "
                  "placement list)");
     for (const auto& d : report.devices) {
-        inv.cuda_devices.push_back({d.index, d.name, d.sm, d.total_bytes, d.free_bytes});
-        spdlog::info("device cuda:{}: {} (sm_{}, {} MiB, {} MiB free)", d.index, d.name, d.sm,
-                     d.total_bytes >> 20, d.free_bytes >> 20);
+        inv.cuda_devices.push_back({d.index, d.name, d.sm, d.total_bytes});
+        spdlog::info("device cuda:{}: {} (sm_{}, {} MiB)", d.index, d.name, d.sm,
+                     d.total_bytes >> 20);
     }
     if (report.devices.empty())
         spdlog::info("no CUDA devices: {}",
