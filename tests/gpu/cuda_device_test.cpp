@@ -1,9 +1,12 @@
 // The `gpu` suite (ctest -L gpu; built only with CUDA): the same kernel-against-CPU comparisons
-// as the simulated-grid tests (tests/kernels/cuda_kernel_checks.hpp), kernels × shapes, on
-// make_device_ops(0). Without a device every case prints one skip line and passes, so the suite
-// can run in every CI job.
+// as the simulated-grid tests (tests/kernels/cuda_kernel_checks*.hpp), every kernel × its shapes,
+// on make_device_ops(0): bit for bit, except paged_attention, held to the tolerance its device
+// expf calls for (cuda_kernel_checks_kv_attention.hpp). Without a device every case prints one skip
+// line and passes, so the suite can run in every CI job.
 #include "kernels/cuda/ops.hpp"
 #include "kernels/cuda_kernel_checks.hpp"
+#include "kernels/cuda_kernel_checks_kv_attention.hpp"
+#include "kernels/cuda_kernel_checks_norm_rope_elementwise.hpp"
 
 #include <doctest/doctest.h>
 
@@ -47,6 +50,46 @@ TEST_CASE("gpu f16_gemm equals f16_matmul bit for bit") {
     if (!o)
         return;
     test::cuda::check_f16_gemm_table(*o);
+}
+
+TEST_CASE("gpu rms_norm equals kernels::rms_norm bit for bit") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_rms_norm_table(*o);
+    test::cuda::check_rms_norm_cpu_order(*o);
+    test::cuda::check_rms_norm_in_place_and_empty(*o);
+}
+
+TEST_CASE("gpu rope equals kernels::rope_apply bit for bit") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_rope_table(*o);
+}
+
+TEST_CASE("gpu kv_append equals f32_to_f16 at every row's offsets") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_kv_append_table(*o);
+}
+
+TEST_CASE("gpu paged_attention is within device_tolerance of attention_one_token") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    const double worst = test::cuda::check_paged_attention_table(*o, false);
+    MESSAGE("paged_attention on the device: max |error| / max |V| = " << worst);
+    test::cuda::check_paged_attention_cpu_order(*o, false);
+}
+
+TEST_CASE("gpu relu_sqr_gate and add equal the CPU's bit for bit") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_relu_sqr_gate_table(*o);
+    test::cuda::check_add_table(*o);
 }
 
 TEST_CASE("gpu device memory, pinned memory and stream copies round-trip") {
