@@ -5,6 +5,7 @@
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"
 #include "model/engine/device_choice.hpp"
+#include "model/engine/engine_placement.hpp"
 #include "model/engine/model_config.hpp"
 #include "model/gguf/ggml_type.hpp"
 #include "model/sampling/logprobs.hpp"
@@ -494,8 +495,9 @@ model::device_choice device_of(const msg::executor_order& order) {
             c.reason = order.device_reason;
         return c;
     }
-    // "cuda" alone means device 0, as model::parse_placement reads it.
-    const std::string name = order.device == "cuda" ? std::string("cuda:0") : order.device;
+    // Its canonical name ("cuda" is cuda:0); a name that is no placement fails the load, saying so.
+    const auto where = model::parse_placement(order.device);
+    const std::string name = where ? where->name() : order.device;
     return {name, order.device_reason.empty() ? "requested " + name : order.device_reason};
 }
 

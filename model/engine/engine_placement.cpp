@@ -1,5 +1,6 @@
 #include "model/engine/engine_placement.hpp"
 
+#include "common/placement_name.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "model/engine/cuda_engine.hpp"
 
@@ -9,24 +10,20 @@
 namespace bitnet::model {
 
 result<placement> parse_placement(std::string_view text) {
+    // The grammar lives once, in common/placement_name.hpp (conf and http check names with it);
+    // "auto" is a name there but a choice to make, not a placement, here.
+    if (text == "auto")
+        return error(errc::invalid_argument, "device \"auto\" is a choice, not a placement");
+    if (auto why = placement_name_problem(text); !why.empty())
+        return error(errc::invalid_argument, "device " + why);
     if (text == "cpu")
         return placement{"cpu", 0};
     if (text == "cuda")
         return placement{"cuda", 0};
-    for (std::string_view kind : {std::string_view("cuda"), std::string_view("sim")}) {
-        if (text.size() > kind.size() + 1 && text.substr(0, kind.size()) == kind &&
-            text[kind.size()] == ':') {
-            const std::string_view digits = text.substr(kind.size() + 1);
-            int index = -1;
-            const auto [end, ec] =
-                std::from_chars(digits.data(), digits.data() + digits.size(), index);
-            if (ec == std::errc() && end == digits.data() + digits.size() && index >= 0 &&
-                index < 64)
-                return placement{std::string(kind), index};
-        }
-    }
-    return error(errc::invalid_argument,
-                 "device \"" + std::string(text) + "\" is not cpu, cuda, cuda:N or sim:N");
+    const auto colon = text.find(':');
+    int index = 0;
+    std::from_chars(text.data() + colon + 1, text.data() + text.size(), index);
+    return placement{std::string(text.substr(0, colon)), index};
 }
 
 result<std::unique_ptr<engine>> load_engine_on(const engine_options& opt, const placement& where) {
