@@ -141,7 +141,12 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
             (void)con.accept(s.tokens[i]);
         s.replay = 0;
     }
-    const bool any = model::constrain::apply_mask(*con.allowed(), row, st.masked);
+    auto allowed = con.allowed();
+    if (!allowed)
+        return error{allowed.error().value() == errc::cancelled ? errc::cancelled
+                                                                : errc::invalid_argument,
+                     allowed.error().message, "response_format"};
+    const bool any = model::constrain::apply_mask(**allowed, row, st.masked);
     if (!any)
         return error{errc::invalid_argument,
                      "structured output: no token can continue the JSON value here",

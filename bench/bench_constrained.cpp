@@ -91,7 +91,7 @@ run_figures run(model::engine& eng, const std::vector<std::int32_t>& prompt, int
             std::span<const float> row = out.row(out.rows_for_chunk[k], n_vocab);
             const auto m0 = std::chrono::steady_clock::now();
             if (s.con) {
-                if (!model::constrain::apply_mask(*s.con->allowed(), row, masked)) {
+                if (!model::constrain::apply_mask(**s.con->allowed(), row, masked)) {
                     restart(s);
                     ++f.restarts;
                     continue;

@@ -1,6 +1,6 @@
 // The byte matcher's API (byte_matcher.hpp) and the stepper's walk of the grammar: anyOf forks,
-// literals, numbers, integers with their bounds, objects and arrays. Strings (escapes, UTF-8,
-// length and pattern) are in byte_matcher_string.cpp, split off to keep each file one concern.
+// literals, objects and arrays. Numbers are in byte_matcher_number.cpp, strings (escapes, UTF-8,
+// length and pattern) in byte_matcher_string.cpp, to keep each file one concern.
 #include "model/constrain/byte_matcher_impl.hpp"
 
 #include <algorithm>
@@ -13,79 +13,13 @@ namespace internal {
 
 namespace {
 
-// Exact range arithmetic on 20-digit magnitudes (pedantic builds need the __extension__).
-__extension__ typedef __int128 i128;
-__extension__ typedef unsigned __int128 u128;
-
-constexpr std::uint64_t huge = ~0ULL;
-constexpr std::int64_t default_lo = std::numeric_limits<std::int64_t>::min();
-constexpr std::int64_t default_hi =
-    std::numeric_limits<std::int64_t>::max(); ///< an integer magnitude past 10^19
-
-constexpr std::uint32_t max_fork_depth = 64; ///< anyOf inside anyOf, cycles included
-
-bool is_digit(std::uint8_t b) {
-    return b >= '0' && b <= '9';
-}
-
-bool unbounded_int(const node& n) {
-    return n.lo == default_lo && n.hi == default_hi;
-}
-
-/// Whether some integer written with the digits so far (sign `neg`, magnitude `mag`, more digits
-/// possible unless the first was 0) lies in [lo, hi].
-bool int_viable(const node& n, bool neg, std::uint64_t mag) {
-    if (unbounded_int(n))
-        return true;
-    if (mag == huge)
-        return neg ? n.lo == default_lo : n.hi == default_hi;
-    i128 base = mag, width = 1;
-    for (int k = 0; k < 20; ++k) {
-        i128 a = base, b = base + width - 1;
-        if (neg) {
-            const i128 t = -b;
-            b = -a;
-            a = t;
-        }
-        if (b >= n.lo && a <= n.hi)
-            return true;
-        if (mag == 0)
-            break; // "0" takes no more digits
-        base *= 10;
-        width *= 10;
-        if (base > static_cast<i128>(10'000'000'000'000'000'000ULL))
-            break;
-    }
-    // Past 20 digits only the unbounded sides are reachable.
-    return neg ? n.lo == default_lo : n.hi == default_hi;
-}
-
-bool int_complete(const frame& f, const node& n) {
-    if (f.phase != num_zero && f.phase != num_int)
-        return false;
-    if (n.multiple_of != 0 && f.y != 0)
-        return false;
-    if (unbounded_int(n))
-        return true;
-    const bool neg = (f.aux & 1) != 0;
-    if (f.z == huge)
-        return neg ? n.lo == default_lo : n.hi == default_hi;
-    const i128 v = neg ? -static_cast<i128>(f.z) : static_cast<i128>(f.z);
-    return v >= n.lo && v <= n.hi;
-}
-
-bool num_finishable(const frame& f) {
-    return f.phase == num_zero || f.phase == num_int || f.phase == num_frac || f.phase == num_exp;
-}
-
-/// Whether the top frame `f` may end here without taking a byte (numbers end at the first byte
-/// that is not theirs).
+/// Whether the top frame `f` may end here without taking a byte.
 bool may_end(const grammar& g, const frame& f) {
     const auto& n = g.nodes[f.node];
-    if (n.kind == node_kind::integer)
-        return int_complete(f, n);
-    if (n.kind == node_kind::number)
-        return num_finishable(f);
+    if (n.kind == node_kind::integer || n.kind == node_kind::number)
+        return number_may_end(f, n);
+    if (n.kind == node_kind::literal_set)
+        return f.phase != 0 && g.tries[static_cast<std::size_t>(n.set)].nodes[f.w].terminal;
     return false;
 }
 
@@ -101,7 +35,9 @@ void stepper::step(frame_stack c, std::uint8_t b, std::uint32_t forks) {
     case node_kind::nothing:
         return;
     case node_kind::any_of:
-        if (forks >= max_fork_depth)
+        // The compiler flattened anyOf: no alternative is another any_of, so this recursion is
+        // one level deep; the check guards a grammar made some other way.
+        if (forks > 0)
             return;
         for (auto alt : n.alts) {
             frame_stack d = c;
@@ -116,8 +52,10 @@ void stepper::step(frame_stack c, std::uint8_t b, std::uint32_t forks) {
             emit(std::move(c));
         }
         return;
+    case node_kind::literal_set:
+        return literal_set(std::move(c), b, n);
     case node_kind::number:
-        return number(std::move(c), b);
+        return number(std::move(c), b, n);
     case node_kind::integer:
         return integer(std::move(c), b, n);
     case node_kind::string:
@@ -137,105 +75,45 @@ void stepper::push(frame_stack c, std::uint32_t child, std::uint8_t b) {
     step(std::move(c), b);
 }
 
-/// The top frame ended without taking `b`: its parent takes it.
+/// The top frame ended without taking `b`: its parent takes it. (Only numbers and literal sets
+/// end this way, and their parent is an object or an array, which never does: no deeper.)
 void stepper::end_and_pass(frame_stack c, std::uint8_t b) {
     c.pop_back();
     step(std::move(c), b);
 }
 
-void stepper::number(frame_stack c, std::uint8_t b) {
+/// One of a set of literals (phase 1 once started; w = the trie node reached). A literal that is
+/// a prefix of another (the numbers 1 and 12) ends at the first byte that does not continue it.
+void stepper::literal_set(frame_stack c, std::uint8_t b, const node& n) {
     frame& f = c.back();
-    auto go = [&](std::uint16_t p) {
-        f.phase = p;
-        emit(std::move(c));
-    };
-    switch (f.phase) {
-    case 0:
-        if (b == '-')
-            return go(num_minus);
-        [[fallthrough]];
-    case num_minus:
-        if (b == '0')
-            return go(num_zero);
-        if (b >= '1' && b <= '9')
-            return go(num_int);
+    const auto& t = g_.tries[static_cast<std::size_t>(n.set)];
+    const auto at = static_cast<std::uint32_t>(f.w);
+    const auto next = t.step(at, b);
+    if (next == byte_trie::dead) {
+        if (f.phase != 0 && t.nodes[at].terminal)
+            end_and_pass(std::move(c), b);
         return;
-    case num_int:
-        if (is_digit(b))
-            return go(num_int);
-        [[fallthrough]];
-    case num_zero:
-        if (b == '.')
-            return go(num_dot);
-        if (b == 'e' || b == 'E')
-            return go(num_e);
-        return end_and_pass(std::move(c), b);
-    case num_dot:
-        return is_digit(b) ? go(num_frac) : void();
-    case num_frac:
-        if (is_digit(b))
-            return go(num_frac);
-        if (b == 'e' || b == 'E')
-            return go(num_e);
-        return end_and_pass(std::move(c), b);
-    case num_e:
-        if (b == '+' || b == '-')
-            return go(num_e_sign);
-        [[fallthrough]];
-    case num_e_sign:
-        return is_digit(b) ? go(num_exp) : void();
-    case num_exp:
-        if (is_digit(b))
-            return go(num_exp);
-        return end_and_pass(std::move(c), b);
     }
+    f.phase = 1;
+    f.w = next;
+    if (t.nodes[next].next.empty())
+        c.pop_back(); // nothing can follow: the value is whole
+    emit(std::move(c));
 }
 
-void stepper::integer(frame_stack c, std::uint8_t b, const node& n) {
-    frame& f = c.back();
-    const bool neg = (f.aux & 1) != 0;
-    auto digit = [&](std::uint8_t d) {
-        std::uint64_t mag = f.z;
-        if (mag != huge)
-            mag = mag > (huge - 9) / 10 ? huge : mag * 10 + d;
-        if (!int_viable(n, neg, mag))
-            return;
-        f.z = unbounded_int(n) ? 0 : mag;
-        if (n.multiple_of != 0)
-            f.y = static_cast<std::uint32_t>((static_cast<u128>(f.y) * 10 + d) % n.multiple_of);
-        f.phase = (f.phase == 0 || f.phase == num_minus) && d == 0 ? num_zero : num_int;
-        emit(std::move(c));
-    };
-    switch (f.phase) {
-    case 0:
-        if (b == '-') {
-            if (n.lo >= 0)
-                return;
-            f.aux = 1;
-            f.phase = num_minus;
-            return emit(std::move(c));
-        }
-        [[fallthrough]];
-    case num_minus:
-        if (b == '0' && f.phase == num_minus)
-            return; // "-0" is not canonical
-        return is_digit(b) ? digit(static_cast<std::uint8_t>(b - '0')) : void();
-    case num_int:
-        if (is_digit(b))
-            return digit(static_cast<std::uint8_t>(b - '0'));
-        [[fallthrough]];
-    case num_zero:
-        if (!int_complete(f, n))
-            return;
-        return end_and_pass(std::move(c), b);
-    }
+/// Declared name i may be written (its value admits something; the compiler set the value of a
+/// name that admits nothing to `nothing`).
+bool stepper::usable_name(const node& n, std::size_t i) const {
+    return g_.nodes[n.values[i]].kind != node_kind::nothing;
 }
 
-bool stepper::more_names(const frame& f, const node& n) {
+bool stepper::more_names(const frame& f, const node& n) const {
     if (n.additional != no_node)
         return true;
-    const std::uint64_t all = n.keys.size() >= 64 ? ~0ULL : (1ULL << n.keys.size()) - 1;
-    return (f.z & all) != all;
+    for (std::size_t i = 0; i < n.keys.size(); ++i)
+        if (!((f.z >> i) & 1) && usable_name(n, i))
+            return true;
+    return false;
 }
 
 void stepper::object(frame_stack c, std::uint8_t b, const node& n) {
@@ -250,11 +128,11 @@ void stepper::object(frame_stack c, std::uint8_t b, const node& n) {
         if (f.x >= n.max_count)
             return;
         for (std::size_t i = 0; i < n.keys.size(); ++i)
-            if (!((f.z >> i) & 1)) {
+            if (!((f.z >> i) & 1) && usable_name(n, i)) {
                 frame_stack d = c;
                 d.back().phase = obj_key;
                 d.back().y = static_cast<std::uint32_t>(i);
-                d.back().aux = 0;
+                d.back().w = 0;
                 emit(std::move(d));
             }
         if (n.additional != no_node && c.size() < g_.max_depth) {
@@ -278,15 +156,15 @@ void stepper::object(frame_stack c, std::uint8_t b, const node& n) {
         return b == '"' ? name() : void();
     case obj_key: {
         const auto& k = n.keys[f.y];
-        if (f.aux < k.size()) {
-            if (static_cast<std::uint8_t>(k[f.aux]) != b)
+        if (f.w < k.size()) {
+            if (static_cast<std::uint8_t>(k[f.w]) != b)
                 return;
-            ++f.aux;
+            ++f.w;
         } else {
             if (b != '"')
                 return;
             f.phase = obj_colon;
-            f.aux = 0;
+            f.w = 0;
         }
         return emit(std::move(c));
     }
@@ -373,20 +251,26 @@ byte_matcher byte_matcher::start(const grammar& g) {
     return m;
 }
 
-bool byte_matcher::feed(const grammar& g, std::uint8_t b) {
+bool byte_matcher::feed(const grammar& g, std::uint8_t b, std::uint64_t* work) {
+    if (work)
+        *work += configs_.size();
     std::vector<frame_stack> next;
     internal::stepper s(g, next);
     for (auto& c : configs_)
         s.step(c, b);
     std::sort(next.begin(), next.end());
     next.erase(std::unique(next.begin(), next.end()), next.end());
+    if (next.size() > limits::max_live_configs) {
+        next.clear();
+        overflowed_ = true;
+    }
     configs_ = std::move(next);
     return !configs_.empty();
 }
 
-bool byte_matcher::feed(const grammar& g, std::string_view s) {
+bool byte_matcher::feed(const grammar& g, std::string_view s, std::uint64_t* work) {
     for (char ch : s)
-        if (!feed(g, static_cast<std::uint8_t>(ch)))
+        if (!feed(g, static_cast<std::uint8_t>(ch), work))
             return false;
     return true;
 }

@@ -1,8 +1,13 @@
 // Walks bytes through a grammar (grammar.hpp): a nondeterministic pushdown matcher whose state is
 // the set of live configurations, each a stack of frames (one frame per JSON value being written,
-// innermost last). anyOf forks a configuration; a byte no configuration takes ends the set.
-// Frames are plain 24-byte values, so a state serialises to a byte string (the mask cache's key)
-// and copies cheaply.
+// innermost last). anyOf forks a configuration (one level: the compiler flattened them); a byte
+// no configuration takes ends the set. Frames are plain 32-byte values, so a state serialises to
+// a byte string (the mask cache's key) and copies cheaply.
+//
+// Cost bounds: a stack is at most grammar::max_depth frames, a byte forks at most
+// limits::max_alternatives configurations, and a state holds at most limits::max_live_configs of
+// them; past that the matcher is `overflowed` (and dead), which ends the sequence with an error
+// rather than letting its work grow.
 #pragma once
 
 #include "model/constrain/grammar.hpp"
@@ -16,13 +21,15 @@ namespace bitnet::model::constrain {
 struct frame {
     std::uint32_t node = 0;
     std::uint16_t phase = 0; ///< where inside the value (per kind; byte_matcher_impl.hpp)
-    std::uint16_t aux = 0;   ///< key position, trie node, sign
-    std::uint32_t x = 0;     ///< count (members, items, code points), literal position
-    std::uint32_t y = 0;     ///< property index, code point being decoded, residue
-    std::uint64_t z = 0;     ///< members seen, regex state, magnitude
+    std::uint16_t aux = 0;   ///< sign of a number
+    std::uint32_t x = 0;     ///< count (members, items, code points, digits), literal position
+    std::uint32_t y = 0;     ///< property index, code point being decoded
+    std::uint64_t z = 0;     ///< members seen, regex state, integer part of a number
+    std::uint64_t w = 0;     ///< name position, trie node, fraction of a number
     friend bool operator==(const frame&, const frame&) = default;
     friend auto operator<=>(const frame&, const frame&) = default;
 };
+static_assert(sizeof(frame) == 32, "frames are hashed as bytes: no padding");
 
 using frame_stack = std::vector<frame>;
 
@@ -31,21 +38,28 @@ public:
     /// The state before the first byte of `g`'s root value.
     [[nodiscard]] static byte_matcher start(const grammar& g);
 
-    /// Takes one byte; false (and dead()) when no configuration can take it.
-    bool feed(const grammar& g, std::uint8_t b);
+    /// Takes one byte; false (and dead()) when no configuration can take it, or when the
+    /// configurations it leads to are more than limits::max_live_configs (then overflowed()).
+    /// `work`, when given, grows by the configurations stepped (the mask budget counts them).
+    bool feed(const grammar& g, std::uint8_t b, std::uint64_t* work = nullptr);
     /// Takes every byte of `s`; false as soon as one is refused.
-    bool feed(const grammar& g, std::string_view s);
+    bool feed(const grammar& g, std::string_view s, std::uint64_t* work = nullptr);
 
     [[nodiscard]] bool dead() const noexcept { return configs_.empty(); }
+    /// The last byte opened more live configurations than the limit allows.
+    [[nodiscard]] bool overflowed() const noexcept { return overflowed_; }
     /// The bytes so far are a whole valid value (a number may still grow).
     [[nodiscard]] bool complete(const grammar& g) const;
     /// Complete, and no byte can follow.
     [[nodiscard]] bool finished() const noexcept;
     /// The state as bytes: equal keys, equal futures.
     [[nodiscard]] std::string key() const;
+    /// Live configurations.
+    [[nodiscard]] std::size_t width() const noexcept { return configs_.size(); }
 
 private:
     std::vector<frame_stack> configs_;
+    bool overflowed_ = false;
 };
 
 } // namespace bitnet::model::constrain

@@ -50,6 +50,10 @@ enum num_phase : std::uint16_t {
     num_exp,
 };
 
+/// Whether a number or integer frame may end here without taking a byte (numbers end at the
+/// first byte that is not theirs). byte_matcher_number.cpp.
+bool number_may_end(const frame& f, const node& n);
+
 /// Feeds one byte to configurations, appending every configuration it leads to to `out`.
 class stepper {
 public:
@@ -66,14 +70,18 @@ private:
 
     void emit(frame_stack c) { out_.push_back(std::move(c)); }
 
-    // byte_matcher.cpp: the grammar walk, numbers, objects and arrays.
+    // byte_matcher.cpp: the grammar walk, literals, objects and arrays.
     void push(frame_stack c, std::uint32_t child, std::uint8_t b);
     void end_and_pass(frame_stack c, std::uint8_t b);
-    void number(frame_stack c, std::uint8_t b);
-    void integer(frame_stack c, std::uint8_t b, const node& n);
-    static bool more_names(const frame& f, const node& n);
+    void literal_set(frame_stack c, std::uint8_t b, const node& n);
+    bool more_names(const frame& f, const node& n) const;
+    bool usable_name(const node& n, std::size_t i) const;
     void object(frame_stack c, std::uint8_t b, const node& n);
     void array(frame_stack c, std::uint8_t b, const node& n);
+
+    // byte_matcher_number.cpp: numbers and integers, their digit caps and exact bounds.
+    void number(frame_stack c, std::uint8_t b, const node& n);
+    void integer(frame_stack c, std::uint8_t b, const node& n);
 
     // byte_matcher_string.cpp: strings, their escapes and UTF-8.
     bool on_char(frame& f, const node& n, std::uint32_t cp);

@@ -68,14 +68,15 @@ void stepper::string(frame_stack c, std::uint8_t b, const node& n) {
             return;
         if (n.regex >= 0 && !g_.regexes[static_cast<std::size_t>(n.regex)].accepts(f.z))
             return;
-        if (n.exclude >= 0 && f.aux != byte_trie::dead &&
-            g_.tries[static_cast<std::size_t>(n.exclude)].nodes[f.aux].terminal)
+        if (n.exclude >= 0 && f.w != byte_trie::dead &&
+            g_.tries[static_cast<std::size_t>(n.exclude)].nodes[f.w].terminal)
             return;
         c.pop_back();
         return emit(std::move(c));
     }
     if (n.exclude >= 0)
-        f.aux = g_.tries[static_cast<std::size_t>(n.exclude)].step(f.aux, b);
+        f.w =
+            g_.tries[static_cast<std::size_t>(n.exclude)].step(static_cast<std::uint32_t>(f.w), b);
     auto cont = [&](std::uint16_t next, std::uint8_t lo = 0x80, std::uint8_t hi = 0xBF) {
         if (b < lo || b > hi)
             return;

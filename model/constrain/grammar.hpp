@@ -1,8 +1,11 @@
 // The compiled form of a JSON Schema: a graph of nodes, each one kind of JSON value with the
 // constraints the byte matcher (byte_matcher.hpp) enforces while the value is written. Recursion
 // ($ref cycles, "any JSON value") is a cycle in the graph; the matcher bounds the nesting depth.
+// After compile (grammar_passes.hpp) no any_of has another any_of among its alternatives, so the
+// matcher forks one level at most per byte.
 #pragma once
 
+#include "model/constrain/limits.hpp"
 #include "model/constrain/pattern_regex.hpp"
 
 #include <cstdint>
@@ -15,29 +18,33 @@ namespace bitnet::model::constrain {
 inline constexpr std::uint32_t no_node = std::numeric_limits<std::uint32_t>::max();
 inline constexpr std::uint32_t unbounded = std::numeric_limits<std::uint32_t>::max();
 
+/// Exact arithmetic on bounds and values: 19 integer digits and 15 fraction digits fit.
+__extension__ typedef __int128 wide_int;
+
 enum class node_kind : std::uint8_t {
     nothing, ///< no value is valid (the `false` schema)
-    any_of,  ///< one of `alts` (anyOf, enum, a list of types)
+    any_of,  ///< one of `alts` (anyOf, a list of types, enum members that are containers)
     object,
     array,
     string,
     integer,
-    number,  ///< any JSON number, no bounds
-    literal, ///< exactly `bytes` (const and enum members, true, false, null)
+    number,      ///< a JSON number, optionally bounded
+    literal,     ///< exactly `bytes` (const, true, false, null)
+    literal_set, ///< exactly one of the byte strings in `tries[set]` (enum members, scalars)
 };
 
-/// A trie over byte strings (the canonical escaped contents of an object's property names), so a
-/// string can be checked to be none of them while it is written.
+/// A trie over byte strings: an object's declared names (canonical escaped contents), so a
+/// string can be checked to be none of them while it is written; or a set of literals.
 struct byte_trie {
     struct trie_node {
-        std::vector<std::pair<std::uint8_t, std::uint16_t>> next; ///< sorted by byte
+        std::vector<std::pair<std::uint8_t, std::uint32_t>> next; ///< sorted by byte
         bool terminal = false;
     };
     std::vector<trie_node> nodes{trie_node{}};
-    static constexpr std::uint16_t dead = 0xFFFF;
+    static constexpr std::uint32_t dead = 0xFFFFFFFF;
 
     void insert(const std::string& s);
-    [[nodiscard]] std::uint16_t step(std::uint16_t at, std::uint8_t b) const noexcept;
+    [[nodiscard]] std::uint32_t step(std::uint32_t at, std::uint8_t b) const noexcept;
 };
 
 struct node {
@@ -61,12 +68,16 @@ struct node {
     // string
     std::int32_t regex = -1;   ///< index into grammar::regexes
     std::int32_t exclude = -1; ///< index into grammar::tries: contents that are not allowed
-    // integer
-    std::int64_t lo = std::numeric_limits<std::int64_t>::min();
-    std::int64_t hi = std::numeric_limits<std::int64_t>::max();
-    std::uint64_t multiple_of = 0; ///< 0 = none
+    // integer: bounds as integers; number: bounds in units of 10^-number_fraction_digits
+    bool has_lo = false;
+    bool has_hi = false;
+    wide_int lo = 0;
+    wide_int hi = 0;
+    std::uint64_t multiple_of = 0; ///< integer only; 0 = none
     // literal
     std::string bytes;
+    // literal_set: index into grammar::tries
+    std::int32_t set = -1;
 };
 
 struct grammar {
@@ -75,7 +86,7 @@ struct grammar {
     std::vector<byte_trie> tries;
     std::uint32_t root = no_node;
     /// Nested values deeper than this are refused (recursive schemas, "any JSON").
-    std::uint32_t max_depth = 32;
+    std::uint32_t max_depth = limits::max_value_depth;
 };
 
 } // namespace bitnet::model::constrain

@@ -1,6 +1,9 @@
 #include "model/constrain/json_schema.hpp"
 
 #include "model/constrain/canonical_json.hpp"
+#include "model/constrain/exact_numbers.hpp"
+#include "model/constrain/grammar_passes.hpp"
+#include "model/constrain/string_formats.hpp"
 
 #include <boost/json.hpp>
 
@@ -39,17 +42,12 @@ const std::set<std::string_view> constraints{"type",
                                              "minLength",
                                              "maxLength",
                                              "pattern",
+                                             "format",
                                              "minimum",
                                              "maximum",
                                              "exclusiveMinimum",
                                              "exclusiveMaximum",
                                              "multipleOf"};
-const char* numeric_keywords[] = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                  "multipleOf"};
-
-void byte_trie_insert(byte_trie& t, const std::string& s) {
-    t.insert(s);
-}
 
 node of(node_kind k) {
     node n;
@@ -57,15 +55,36 @@ node of(node_kind k) {
     return n;
 }
 
+error limit_error(const char* name, std::size_t value, const std::string& what) {
+    return error{errc::invalid_argument,
+                 "the schema is over the limit " + std::string(name) + " (" +
+                     std::to_string(value) + "): " + what,
+                 name};
+}
+
+/// The units of a grammar number: 10^-number_fraction_digits.
+constexpr int number_scale = static_cast<int>(limits::number_fraction_digits);
+
 class compiler {
 public:
-    explicit compiler(const json::value& root)
-        : root_(root) {}
+    compiler(const json::value& root, const compile_budget& budget)
+        : root_(root)
+        , budget_(budget) {}
 
     result<grammar> run() {
         g_.root = compile(root_, "");
+        // $ref targets are compiled here, one after another, not inside the reference: a chain
+        // of references costs no stack.
+        while (!pending_.empty() && !err_) {
+            const auto p = pending_.back();
+            pending_.pop_back();
+            const auto body = compile(*p.target, p.path);
+            g_.nodes[p.id].alts = {body};
+        }
         if (err_)
             return *err_;
+        if (auto r = finish_grammar(g_, origin_, budget_); !r)
+            return r.error();
         return std::move(g_);
     }
 
@@ -97,18 +116,38 @@ public:
     }
 
     grammar take() { return std::move(g_); }
+    const std::vector<std::string>& origin() const { return origin_; }
 
 private:
+    struct pending_ref {
+        std::uint32_t id;
+        const json::value* target;
+        std::string path;
+    };
     const json::value& root_;
+    const compile_budget& budget_;
     grammar g_;
+    std::vector<std::string> origin_; ///< per node: the $ref it stands for, if any
     std::map<std::string, std::uint32_t> refs_;
+    std::vector<pending_ref> pending_;
+    std::map<std::string, std::int32_t> regex_ids_; ///< a pattern is compiled once
+    std::map<std::string, std::int32_t> trie_ids_;  ///< one exclusion trie per name list
     std::uint32_t any_ = no_node;
     std::uint32_t nothing_ = no_node;
     std::uint32_t plain_string_ = no_node;
     std::optional<error> err_;
 
     std::uint32_t add(node n) {
+        if (g_.nodes.size() >= limits::max_nodes) {
+            fail(limit_error("max_nodes", limits::max_nodes,
+                             "it compiles to more grammar nodes than that"));
+            return 0;
+        }
+        if ((g_.nodes.size() & 255) == 0)
+            if (auto e = budget_.spent())
+                fail(*e);
         g_.nodes.push_back(std::move(n));
+        origin_.emplace_back();
         return static_cast<std::uint32_t>(g_.nodes.size() - 1);
     }
     std::uint32_t literal(std::string bytes) {
@@ -117,9 +156,12 @@ private:
         return add(std::move(n));
     }
     std::uint32_t nothing() {
-        if (nothing_ == no_node)
-            nothing_ = add(of(node_kind::nothing));
-        return nothing_;
+        if (nothing_ == no_node && g_.nodes.size() < limits::max_nodes) {
+            g_.nodes.push_back(of(node_kind::nothing));
+            origin_.emplace_back();
+            nothing_ = static_cast<std::uint32_t>(g_.nodes.size() - 1);
+        }
+        return nothing_ == no_node ? 0 : nothing_;
     }
     std::uint32_t plain_string() {
         if (plain_string_ == no_node)
@@ -127,22 +169,23 @@ private:
         return plain_string_;
     }
 
+    void fail(error e) {
+        if (!err_)
+            err_ = std::move(e);
+    }
     std::uint32_t unsupported(const std::string& keyword, const std::string& path,
                               const std::string& why = "") {
-        if (!err_)
-            err_ =
-                error{errc::unsupported,
-                      "JSON Schema keyword \"" + keyword + "\"" + (why.empty() ? "" : " " + why) +
-                          " at " + (path.empty() ? std::string("the schema's root") : path) +
-                          " is not supported by constrained decoding",
-                      keyword};
+        fail(error{errc::unsupported,
+                   "JSON Schema keyword \"" + keyword + "\"" + (why.empty() ? "" : " " + why) +
+                       " at " + (path.empty() ? std::string("the schema's root") : path) +
+                       " is not supported by constrained decoding",
+                   keyword});
         return nothing();
     }
     std::uint32_t invalid(const std::string& path, const std::string& what) {
-        if (!err_)
-            err_ = error{errc::invalid_argument,
-                         "invalid JSON Schema at " +
-                             (path.empty() ? std::string("the root") : path) + ": " + what};
+        fail(error{errc::invalid_argument, "invalid JSON Schema at " +
+                                               (path.empty() ? std::string("the root") : path) +
+                                               ": " + what});
         return nothing();
     }
 
@@ -156,6 +199,8 @@ private:
         return std::nullopt;
     }
 
+    /// Recursion here follows the schema document's own nesting, which the parser bounds
+    /// (limits::max_schema_nesting); $ref targets are queued, not compiled in place.
     std::uint32_t compile(const json::value& s, const std::string& path) {
         if (err_)
             return nothing();
@@ -200,14 +245,10 @@ private:
             u.alts.push_back(literal("true"));
             u.alts.push_back(literal("false"));
         }
-        if (types.count("number")) {
-            for (const char* k : numeric_keywords)
-                if (o.contains(k))
-                    return unsupported(k, path, "on non-integer numbers");
-            u.alts.push_back(add(of(node_kind::number)));
-        } else if (types.count("integer")) {
+        if (types.count("number"))
+            u.alts.push_back(number(o, path));
+        else if (types.count("integer"))
             u.alts.push_back(integer(o, path));
-        }
         if (types.count("string"))
             u.alts.push_back(string(o, path));
         if (types.count("object"))
@@ -244,7 +285,7 @@ private:
             return invalid(path, "$ref must be a string");
         const std::string ref(r.get_string());
         if (ref.empty() || ref[0] != '#')
-            return unsupported("$ref", path, "to another document (\"" + ref + "\")");
+            return unsupported("$ref", path, "to another document (\"" + excerpt(ref) + "\")");
         // Percent-decoding, then a JSON pointer with ~1 and ~0.
         std::string ptr;
         for (std::size_t i = 1; i < ref.size(); ++i) {
@@ -265,20 +306,29 @@ private:
         if (auto it = refs_.find(ptr); it != refs_.end())
             return it->second;
         if (!ptr.empty() && ptr[0] != '/')
-            return unsupported("$ref", path, "to an anchor (\"" + ref + "\")");
+            return unsupported("$ref", path, "to an anchor (\"" + excerpt(ref) + "\")");
         boost::system::error_code ec;
         const json::value* target = ptr.empty() ? &root_ : root_.find_pointer(ptr, ec);
         if (!target || ec)
-            return invalid(path, "$ref \"" + ref + "\" points nowhere in the schema");
-        // Reserved before compiling the target, so a recursive reference finds it.
+            return invalid(path, "$ref \"" + excerpt(ref) + "\" points nowhere in the schema");
+        // The reference's node now; its target is compiled later (run()), so a recursive
+        // reference finds this node and a chain of them uses no stack.
         const auto id = add(of(node_kind::any_of));
+        if (err_)
+            return nothing();
         refs_[ptr] = id;
-        const auto body = compile(*target, ptr.empty() ? std::string("#") : ptr);
-        g_.nodes[id].alts = {body};
+        origin_[id] = "$ref \"" + excerpt(ref) + "\" at " + (path.empty() ? "the root" : path);
+        pending_.push_back({id, target, ptr.empty() ? std::string("#") : ptr});
         return id;
     }
 
+    static std::string excerpt(const std::string& s) {
+        return s.size() <= 60 ? s : s.substr(0, 60) + "...";
+    }
+
     static bool has_type(const json::value& v, const std::set<std::string>& types) {
+        if (auto t = exact_number_text(v))
+            return types.count("number") || (types.count("integer") && is_integer_text(*t));
         switch (v.kind()) {
         case json::kind::null:
             return types.count("null") > 0;
@@ -309,6 +359,12 @@ private:
         if (const auto* e = o.if_contains("enum")) {
             if (!e->is_array())
                 return invalid(path, "enum must be an array");
+            if (e->get_array().size() > limits::max_enum_members) {
+                fail(limit_error("max_enum_members", limits::max_enum_members,
+                                 "enum at " + (path.empty() ? std::string("the root") : path) +
+                                     " has " + std::to_string(e->get_array().size()) + " members"));
+                return nothing();
+            }
             for (const auto& v : e->get_array())
                 values.push_back(&v);
         }
@@ -317,11 +373,36 @@ private:
                 return unsupported("const", path, "beside \"enum\"");
             values.push_back(c);
         }
+        // Scalars go into one trie (one matcher configuration however many there are); objects
+        // and arrays are alternatives of their own.
         node u = of(node_kind::any_of);
-        for (const auto* v : values)
-            if (has_type(*v, types))
+        byte_trie scalars;
+        bool any_scalar = false;
+        for (const auto* v : values) {
+            if (!has_type(*v, types))
+                continue;
+            if (v->is_array() || v->is_object()) {
                 u.alts.push_back(constant(*v, path));
+                continue;
+            }
+            scalars.insert(scalar_text(*v));
+            any_scalar = true;
+        }
+        if (any_scalar) {
+            g_.tries.push_back(std::move(scalars));
+            node set = of(node_kind::literal_set);
+            set.set = static_cast<std::int32_t>(g_.tries.size() - 1);
+            u.alts.push_back(add(std::move(set)));
+        }
+        if (u.alts.size() == 1)
+            return u.alts[0];
         return add(std::move(u));
+    }
+
+    static std::string scalar_text(const json::value& v) {
+        if (auto t = exact_number_text(v))
+            return std::string(*t); // as written: no double holds it
+        return canonical_json(v);
     }
 
     /// The node that accepts exactly `v` (objects in any member order).
@@ -335,7 +416,7 @@ private:
         }
         if (v.is_object()) {
             node ob = of(node_kind::object);
-            if (v.get_object().size() > 64)
+            if (v.get_object().size() > limits::max_properties)
                 return unsupported("const", path, "(an object of more than 64 members)");
             for (const auto& kv : v.get_object()) {
                 ob.required |= 1ULL << ob.keys.size();
@@ -344,17 +425,19 @@ private:
             }
             return add(std::move(ob));
         }
-        return literal(canonical_json(v));
+        return literal(scalar_text(v));
     }
 
     bool count(const json::object& o, const char* k, std::uint32_t& out, const std::string& path) {
         if (const auto* v = o.if_contains(k)) {
-            double d = v->is_number() ? v->to_number<double>() : -1.0;
-            if (d < 0 || d != std::floor(d)) {
+            const auto t = number_text(*v);
+            if (!t || (*t)[0] == '-' || !is_integer_text(*t)) {
                 invalid(path, std::string(k) + " must be a non-negative integer");
                 return false;
             }
-            out = d >= 4e9 ? unbounded - 1 : static_cast<std::uint32_t>(d);
+            const auto n = scaled_integer(*t, 0, false);
+            out = n >= static_cast<wide_int>(unbounded - 1) ? unbounded - 1
+                                                            : static_cast<std::uint32_t>(n);
         }
         return true;
     }
@@ -363,57 +446,120 @@ private:
         return std::max({a, mn, mx == unbounded ? 0u : mx});
     }
 
-    std::uint32_t integer(const json::object& o, const std::string& path) {
-        node n = of(node_kind::integer);
+    /// minimum / exclusiveMinimum / maximum / exclusiveMaximum into `n` in units of 10^-scale:
+    /// exact, from the number as written. Exclusive bounds step one unit in (the grammar writes
+    /// no finer value).
+    void bounds(const json::object& o, const std::string& path, node& n, int scale) {
         auto bound = [&](const char* k, bool lower, bool exclusive) {
             const auto* v = o.if_contains(k);
             if (!v)
                 return;
-            if (!v->is_number())
+            const auto t = number_text(*v);
+            if (!t)
                 return (void)invalid(path, std::string(k) + " must be a number");
-            double d = v->to_number<double>();
-            double b = lower ? std::ceil(d) : std::floor(d);
-            if (exclusive && b == d)
+            wide_int b = scaled_integer(*t, scale, lower);
+            if (exclusive && scaled_integer(*t, scale, !lower) == b)
                 b += lower ? 1 : -1;
-            const double lim = 9.2e18;
-            const auto i = static_cast<std::int64_t>(std::clamp(b, -lim, lim));
-            if (lower)
-                n.lo = std::max(n.lo, i);
-            else
-                n.hi = std::min(n.hi, i);
+            if (lower) {
+                n.lo = n.has_lo ? std::max(n.lo, b) : b;
+                n.has_lo = true;
+            } else {
+                n.hi = n.has_hi ? std::min(n.hi, b) : b;
+                n.has_hi = true;
+            }
         };
         bound("minimum", true, false);
         bound("exclusiveMinimum", true, true);
         bound("maximum", false, false);
         bound("exclusiveMaximum", false, true);
+    }
+
+    std::uint32_t integer(const json::object& o, const std::string& path) {
+        node n = of(node_kind::integer);
+        bounds(o, path, n, 0);
         if (const auto* m = o.if_contains("multipleOf")) {
-            if (!m->is_number() || m->to_number<double>() <= 0)
+            const auto t = number_text(*m);
+            if (!t || (*t)[0] == '-' || scaled_integer(*t, 0, true) == 0)
                 return invalid(path, "multipleOf must be a number above 0");
-            const double d = m->to_number<double>();
-            if (d != std::floor(d) || d > 1e15)
+            if (!is_integer_text(*t))
                 return unsupported("multipleOf", path, "with a non-integer divisor");
-            if (n.lo != of(node_kind::integer).lo || n.hi != of(node_kind::integer).hi)
-                return unsupported("multipleOf", path, "beside minimum/maximum");
-            n.multiple_of = static_cast<std::uint64_t>(d);
+            const auto d = scaled_integer(*t, 0, false);
+            // A divisor past every 19-digit magnitude leaves 0 alone.
+            n.multiple_of =
+                d > static_cast<wide_int>(~0ULL) ? ~0ULL : static_cast<std::uint64_t>(d);
         }
         return add(std::move(n));
+    }
+
+    std::uint32_t number(const json::object& o, const std::string& path) {
+        if (o.contains("multipleOf"))
+            return unsupported("multipleOf", path, "on non-integer numbers");
+        node n = of(node_kind::number);
+        bounds(o, path, n, number_scale);
+        return add(std::move(n));
+    }
+
+    std::int32_t regex_of(std::string_view pattern, const std::string& path, const char* kw) {
+        const std::string key(pattern);
+        if (auto it = regex_ids_.find(key); it != regex_ids_.end())
+            return it->second;
+        auto re = pattern_regex::compile(pattern);
+        if (!re) {
+            if (re.error().value() == errc::invalid_argument)
+                fail(re.error());
+            else
+                unsupported(kw, path, "(" + re.error().message + ")");
+            return -1;
+        }
+        g_.regexes.push_back(std::move(*re));
+        const auto id = static_cast<std::int32_t>(g_.regexes.size() - 1);
+        regex_ids_.emplace(key, id);
+        return id;
     }
 
     std::uint32_t string(const json::object& o, const std::string& path) {
         node n = of(node_kind::string);
         if (!count(o, "minLength", n.min_count, path) || !count(o, "maxLength", n.max_count, path))
             return nothing();
-        n.count_cap = cap_of(0, n.min_count, n.max_count);
-        if (const auto* p = o.if_contains("pattern")) {
+        const auto* p = o.if_contains("pattern");
+        const auto* f = o.if_contains("format");
+        if (p && f)
+            return unsupported("format", path, "beside \"pattern\"");
+        if (p) {
             if (!p->is_string())
                 return invalid(path, "pattern must be a string");
-            auto re = pattern_regex::compile(p->get_string());
-            if (!re)
-                return unsupported("pattern", path, "(" + re.error().message + ")");
-            g_.regexes.push_back(std::move(*re));
-            n.regex = static_cast<std::int32_t>(g_.regexes.size() - 1);
+            n.regex = regex_of(p->get_string(), path, "pattern");
         }
+        if (f) {
+            if (!f->is_string())
+                return invalid(path, "format must be a string");
+            const auto fg = format_grammar(f->get_string());
+            if (!fg)
+                return unsupported("format", path,
+                                   "\"" + excerpt(std::string(f->get_string())) + "\"");
+            n.regex = regex_of(fg->pattern, path, "format");
+            if (fg->max_length > 0)
+                n.max_count = std::min(n.max_count, fg->max_length);
+        }
+        n.count_cap = cap_of(0, n.min_count, n.max_count);
         return add(std::move(n));
+    }
+
+    std::int32_t exclusion_trie(const std::vector<std::string>& keys) {
+        std::string id;
+        for (const auto& k : keys) {
+            id += k;
+            id += '\0';
+        }
+        if (auto it = trie_ids_.find(id); it != trie_ids_.end())
+            return it->second;
+        byte_trie t;
+        for (const auto& k : keys)
+            t.insert(k);
+        g_.tries.push_back(std::move(t));
+        const auto tid = static_cast<std::int32_t>(g_.tries.size() - 1);
+        trie_ids_.emplace(std::move(id), tid);
+        return tid;
     }
 
     std::uint32_t object(const json::object& o, const std::string& path) {
@@ -429,12 +575,15 @@ private:
             else
                 n.additional = compile(*ap, path + "/additionalProperties");
         }
-        if (props)
+        if (props) {
+            if (props->get_object().size() > limits::max_properties)
+                return unsupported("properties", path, "(more than 64 names)");
             for (const auto& kv : props->get_object()) {
                 n.keys.push_back(canonical_string_body(kv.key()));
                 n.values.push_back(
-                    compile(kv.value(), path + "/properties/" + std::string(kv.key())));
+                    compile(kv.value(), path + "/properties/" + excerpt(std::string(kv.key()))));
             }
+        }
         if (const auto* req = o.if_contains("required")) {
             if (!req->is_array())
                 return invalid(path, "required must be an array of names");
@@ -444,28 +593,23 @@ private:
                 const auto key = canonical_string_body(r.get_string());
                 auto it = std::find(n.keys.begin(), n.keys.end(), key);
                 if (it == n.keys.end()) {
+                    if (n.keys.size() >= limits::max_properties)
+                        return unsupported("properties", path, "(more than 64 names)");
                     // Required but not declared: it comes as an "additional" name, or never.
                     n.keys.push_back(key);
                     n.values.push_back(n.additional == no_node ? nothing() : n.additional);
                     it = n.keys.end() - 1;
                 }
-                if (n.keys.size() <= 64)
-                    n.required |= 1ULL << (it - n.keys.begin());
+                n.required |= 1ULL << (it - n.keys.begin());
             }
         }
-        if (n.keys.size() > 64)
-            return unsupported("properties", path, "(more than 64 names)");
         if (!count(o, "minProperties", n.min_count, path) ||
             !count(o, "maxProperties", n.max_count, path))
             return nothing();
         n.count_cap = cap_of(0, n.min_count, n.max_count);
         if (n.additional != no_node) {
-            byte_trie t;
-            for (const auto& k : n.keys)
-                byte_trie_insert(t, k);
-            g_.tries.push_back(std::move(t));
             node key = of(node_kind::string);
-            key.exclude = static_cast<std::int32_t>(g_.tries.size() - 1);
+            key.exclude = exclusion_trie(n.keys);
             n.other_key = add(std::move(key));
         }
         return add(std::move(n));
@@ -506,16 +650,16 @@ private:
 } // namespace
 
 void byte_trie::insert(const std::string& s) {
-    std::uint16_t at = 0;
+    std::uint32_t at = 0;
     for (char ch : s) {
         const auto b = static_cast<std::uint8_t>(ch);
         auto& nx = nodes[at].next;
-        auto it = std::lower_bound(nx.begin(), nx.end(), std::make_pair(b, std::uint16_t{0}));
+        auto it = std::lower_bound(nx.begin(), nx.end(), std::make_pair(b, std::uint32_t{0}));
         if (it != nx.end() && it->first == b) {
             at = it->second;
             continue;
         }
-        const auto id = static_cast<std::uint16_t>(nodes.size());
+        const auto id = static_cast<std::uint32_t>(nodes.size());
         nx.insert(it, {b, id});
         nodes.emplace_back();
         at = id;
@@ -523,28 +667,48 @@ void byte_trie::insert(const std::string& s) {
     nodes[at].terminal = true;
 }
 
-std::uint16_t byte_trie::step(std::uint16_t at, std::uint8_t b) const noexcept {
+std::uint32_t byte_trie::step(std::uint32_t at, std::uint8_t b) const noexcept {
     if (at == dead)
         return dead;
     const auto& nx = nodes[at].next;
-    auto it = std::lower_bound(nx.begin(), nx.end(), std::make_pair(b, std::uint16_t{0}));
+    auto it = std::lower_bound(nx.begin(), nx.end(), std::make_pair(b, std::uint32_t{0}));
     return it != nx.end() && it->first == b ? it->second : dead;
 }
 
-result<grammar> compile_json_schema(std::string_view schema_json) {
+result<grammar> compile_json_schema(std::string_view schema_json, const cancel_token* cancel) {
+    if (schema_json.size() > limits::max_schema_bytes)
+        return limit_error("max_schema_bytes", limits::max_schema_bytes,
+                           "the schema is " + std::to_string(schema_json.size()) + " bytes");
+    json::parse_options opt;
+    opt.max_depth = limits::max_schema_nesting;
     boost::system::error_code ec;
-    const json::value root = json::parse(schema_json, ec);
+    json::value root = json::parse(schema_json, ec, {}, opt);
+    if (ec == json::error::too_deep)
+        return limit_error("max_schema_nesting", limits::max_schema_nesting,
+                           "the schema document nests objects and arrays deeper than that");
     if (ec)
         return error{errc::invalid_argument, "the schema is not valid JSON: " + ec.message()};
-    return compiler(root).run();
+    if (auto marked = mark_inexact_numbers(schema_json)) {
+        opt.allow_invalid_utf8 = true; // the marks are 0xFF bytes (valid text was checked above)
+        root = json::parse(*marked, ec, {}, opt);
+        if (ec)
+            return error{errc::internal, "the schema's exact numbers: " + ec.message()};
+    }
+    const compile_budget budget{std::chrono::steady_clock::now() +
+                                    std::chrono::milliseconds(limits::max_compile_ms),
+                                cancel};
+    return compiler(root, budget).run();
 }
 
 grammar any_object_grammar() {
     const json::value none;
-    compiler c(none);
+    const compile_budget budget{std::chrono::steady_clock::time_point::max(), nullptr};
+    compiler c(none, budget);
     const auto root = c.any_object();
+    auto origin = c.origin();
     auto g = c.take();
     g.root = root;
+    (void)finish_grammar(g, origin, budget);
     return g;
 }
 

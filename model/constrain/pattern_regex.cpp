@@ -10,8 +10,9 @@ namespace bitnet::model::constrain {
 namespace {
 
 constexpr std::uint64_t sticky_match = 1ULL << 63; ///< a match was seen and the end is free
-constexpr std::uint32_t max_states = 63;
+constexpr std::uint32_t max_states = limits::max_pattern_states;
 constexpr std::uint32_t no_limit = 0xFFFFFFFF;
+constexpr std::uint32_t max_cp = 0x10FFFF;
 
 struct ast {
     enum kind_t { chr, cat, alt, rep } kind = cat;
@@ -20,9 +21,19 @@ struct ast {
     std::uint32_t min = 0, max = 0;
 };
 
+/// At most the first 40 bytes of `pattern` (cut on a UTF-8 boundary), for error messages.
+std::string excerpt(std::string_view pattern) {
+    if (pattern.size() <= 40)
+        return std::string(pattern);
+    std::size_t n = 40;
+    while (n > 0 && (static_cast<std::uint8_t>(pattern[n]) & 0xC0) == 0x80)
+        --n;
+    return std::string(pattern.substr(0, n)) + "...";
+}
+
 error unsupported(std::string_view pattern, const std::string& what) {
     return error{errc::unsupported,
-                 "pattern \"" + std::string(pattern) + "\": " + what +
+                 "pattern \"" + excerpt(pattern) + "\": " + what +
                      " is not supported (supported: literals, ., [classes], \\d \\w \\s, groups, "
                      "|, * + ? {n,m}, ^ first and $ last)"};
 }
@@ -39,35 +50,48 @@ std::uint32_t next_cp(std::string_view s, std::size_t& i) {
 
 } // namespace
 
-bool pattern_regex::char_class::contains(std::uint32_t cp) const noexcept {
-    bool in = false;
-    for (const auto& [lo, hi] : ranges)
-        if (cp >= lo && cp <= hi) {
-            in = true;
-            break;
+void pattern_regex::char_class::normalize() {
+    auto& r = ranges;
+    // Code points past Unicode (from malformed UTF-8 in the pattern) cannot occur in a string.
+    std::erase_if(r, [](const auto& x) { return x.first > max_cp; });
+    for (auto& x : r)
+        x.second = std::min(x.second, max_cp);
+    std::sort(r.begin(), r.end());
+    std::size_t out = 0;
+    for (const auto& [lo, hi] : r) {
+        if (out > 0 && std::uint64_t{lo} <= std::uint64_t{r[out - 1].second} + 1) {
+            r[out - 1].second = std::max(r[out - 1].second, hi);
+            continue;
         }
-    return in != negated;
+        r[out++] = {lo, hi};
+    }
+    r.resize(out);
+    if (negated) {
+        // The complement over all code points, so a lookup never needs to know.
+        std::vector<std::pair<std::uint32_t, std::uint32_t>> comp;
+        std::uint32_t next = 0;
+        for (const auto& [lo, hi] : r) {
+            if (lo > next)
+                comp.emplace_back(next, lo - 1);
+            next = hi + 1;
+        }
+        if (next <= max_cp && (r.empty() || r.back().second < max_cp))
+            comp.emplace_back(next, max_cp);
+        r = std::move(comp);
+        negated = false;
+    }
+    r.shrink_to_fit();
 }
 
-bool pattern_regex::char_class::intersects(std::uint32_t lo, std::uint32_t hi) const {
-    if (!negated) {
-        for (const auto& [a, b] : ranges)
-            if (a <= hi && b >= lo)
-                return true;
-        return false;
-    }
-    // Negated: some code point of [lo, hi] lies outside every range.
-    auto sorted = ranges;
-    std::sort(sorted.begin(), sorted.end());
-    std::uint64_t cur = lo;
-    for (const auto& [a, b] : sorted) {
-        if (a > cur)
-            return cur <= hi;
-        cur = std::max<std::uint64_t>(cur, std::uint64_t{b} + 1);
-        if (cur > hi)
-            return false;
-    }
-    return cur <= hi;
+bool pattern_regex::char_class::contains(std::uint32_t cp) const noexcept {
+    return intersects(cp, cp);
+}
+
+bool pattern_regex::char_class::intersects(std::uint32_t lo, std::uint32_t hi) const noexcept {
+    // The first range that ends at or after lo: it meets [lo, hi] when it starts by hi.
+    auto it = std::lower_bound(ranges.begin(), ranges.end(), lo,
+                               [](const auto& r, std::uint32_t v) { return r.second < v; });
+    return it != ranges.end() && it->first <= hi;
 }
 
 bool pattern_regex::can_step(std::uint64_t state, std::uint32_t lo, std::uint32_t hi) const {
@@ -87,6 +111,7 @@ struct regex_builder {
     std::size_t i = 0;
     std::vector<pattern_regex::char_class> classes;
     std::optional<error> err;
+    std::size_t depth = 0; ///< groups open around the parse position
 
     bool at_end() const { return i >= pat.size(); }
     char peek() const { return pat[i]; }
@@ -226,12 +251,20 @@ struct regex_builder {
             return nullptr;
         }
         ++i; // ']'
+        c.normalize();
         return leaf(add_class(std::move(c)));
     }
 
     std::unique_ptr<ast> parse_atom() {
         const char c = peek();
         if (c == '(') {
+            // The parser recurses once per group: its depth is bounded here, and so is the tree's
+            // (and the recursion of its destructor and of build()).
+            if (++depth > limits::max_pattern_nesting) {
+                fail("groups nested deeper than " + std::to_string(limits::max_pattern_nesting) +
+                     " (limit max_pattern_nesting)");
+                return nullptr;
+            }
             ++i;
             if (i + 1 < pat.size() && peek() == '?') {
                 if (pat[i + 1] != ':') {
@@ -248,6 +281,7 @@ struct regex_builder {
                 return nullptr;
             }
             ++i;
+            --depth;
             return inner;
         }
         if (c == '[') {
@@ -259,6 +293,7 @@ struct regex_builder {
             pattern_regex::char_class any;
             any.ranges = {{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}};
             any.negated = true;
+            any.normalize();
             return leaf(add_class(std::move(any)));
         }
         if (c == '^' || c == '$') {
@@ -275,6 +310,7 @@ struct regex_builder {
             pattern_regex::char_class sh;
             if (!at_end() && shorthand(peek(), sh)) {
                 ++i;
+                sh.normalize();
                 return leaf(add_class(std::move(sh)));
             }
             auto e = escaped_cp();
@@ -286,6 +322,10 @@ struct regex_builder {
         }
         pattern_regex::char_class one;
         one.ranges = {{cp, cp}};
+        if (cp > max_cp) {
+            fail("a character outside Unicode");
+            return nullptr;
+        }
         return leaf(add_class(std::move(one)));
     }
 
@@ -299,6 +339,7 @@ struct regex_builder {
 
     std::unique_ptr<ast> parse_repeat() {
         auto a = parse_atom();
+        bool quantified = false;
         while (a && !at_end()) {
             std::uint32_t mn = 0, mx = 0;
             const char c = peek();
@@ -327,6 +368,13 @@ struct regex_builder {
             } else {
                 break;
             }
+            if (quantified) {
+                // ECMA-262 refuses "a**" and "a{2}{3}" ("nothing to repeat"); refusing it here
+                // also keeps the tree one node deep per quantifier.
+                fail("a quantifier after a quantifier");
+                return nullptr;
+            }
+            quantified = true;
             ++i;
             if (!at_end() && peek() == '?') {
                 ++i; // lazy: the same language
@@ -455,6 +503,12 @@ struct regex_builder {
 };
 
 result<pattern_regex> pattern_regex::compile(std::string_view pattern) {
+    if (pattern.size() > limits::max_pattern_bytes)
+        return error{errc::invalid_argument,
+                     "pattern of " + std::to_string(pattern.size()) +
+                         " bytes is over the limit max_pattern_bytes (" +
+                         std::to_string(limits::max_pattern_bytes) + ")",
+                     "max_pattern_bytes"};
     regex_builder b;
     std::string_view body = pattern;
     pattern_regex out;
@@ -488,7 +542,8 @@ result<pattern_regex> pattern_regex::compile(std::string_view pattern) {
                 important.push_back(t);
             }
     if (important.size() > max_states)
-        return unsupported(pattern, "a pattern needing more than 63 NFA states");
+        return unsupported(pattern, "a pattern needing more than " + std::to_string(max_states) +
+                                        " NFA states (limit max_pattern_states)");
     out.classes_ = std::move(b.classes);
     out.states_.resize(important.size());
     out.moves_.resize(important.size());

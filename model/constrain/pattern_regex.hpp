@@ -6,6 +6,7 @@
 #pragma once
 
 #include "common/error.hpp"
+#include "model/constrain/limits.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -35,9 +36,12 @@ public:
 
     struct char_class {
         std::vector<std::pair<std::uint32_t, std::uint32_t>> ranges;
-        bool negated = false;
+        bool negated = false; ///< only while parsing: normalize() folds it into the ranges
+        /// Sorts and merges the ranges and turns a negated class into its complement, so both
+        /// lookups below are a binary search (a class may hold many thousand ranges).
+        void normalize();
         [[nodiscard]] bool contains(std::uint32_t cp) const noexcept;
-        [[nodiscard]] bool intersects(std::uint32_t lo, std::uint32_t hi) const;
+        [[nodiscard]] bool intersects(std::uint32_t lo, std::uint32_t hi) const noexcept;
     };
     struct nfa_state {
         std::int32_t cls = -1;       ///< -1: epsilon/split or match

@@ -1,17 +1,21 @@
 #include "model/constrain/token_constraint.hpp"
 
 #include "model/constrain/json_schema.hpp"
+#include "model/constrain/mask_cache.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 namespace bitnet::model::constrain {
 
 namespace {
 
-constexpr std::size_t max_cached_masks = 1 << 14; ///< per schema; the cache restarts past it
 constexpr std::size_t max_cached_schemas = 256;
+
+std::atomic<std::uint64_t> next_schema_id{1};
 
 } // namespace
 
@@ -69,7 +73,44 @@ std::shared_ptr<const vocab_index> vocab_index::build(const tokenizer& tok) {
 
 compiled_constraint::compiled_constraint(grammar g, std::shared_ptr<const vocab_index> vocab)
     : g_(std::move(g))
-    , vocab_(std::move(vocab)) {}
+    , vocab_(std::move(vocab))
+    , id_(next_schema_id.fetch_add(1)) {}
+
+compiled_constraint::~compiled_constraint() {
+    mask_cache::shared().forget(id_);
+}
+
+/// What one mask's walk may spend, and why it stopped when it did.
+struct compiled_constraint::walk_budget {
+    std::uint64_t work = 0;
+    std::uint64_t max_work = ~0ULL;
+    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    const cancel_token* cancel = nullptr;
+    std::uint32_t calls = 0;
+    std::optional<error> stop;
+
+    bool spent() {
+        if (stop)
+            return true;
+        if (work > max_work)
+            stop = error{errc::invalid_argument,
+                         "structured output: the allowed tokens of this state take more than " +
+                             std::to_string(limits::max_mask_steps) +
+                             " matcher steps to find (limit max_mask_steps)",
+                         "max_mask_steps"};
+        else if ((++calls & 255) == 0) {
+            if (cancel && cancel->cancelled.load(std::memory_order_relaxed))
+                stop = error{errc::cancelled, "structured output: the mask was cancelled"};
+            else if (std::chrono::steady_clock::now() > deadline)
+                stop = error{errc::invalid_argument,
+                             "structured output: the allowed tokens of this state took more than " +
+                                 std::to_string(limits::max_mask_ms) +
+                                 " ms to find (limit max_mask_ms)",
+                             "max_mask_ms"};
+        }
+        return stop.has_value();
+    }
+};
 
 void compiled_constraint::set_eog(const byte_matcher& m, token_mask& mask) const {
     if (!m.complete(g_))
@@ -79,21 +120,52 @@ void compiled_constraint::set_eog(const byte_matcher& m, token_mask& mask) const
             mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
 }
 
-void compiled_constraint::walk(std::uint32_t at, const byte_matcher& m, token_mask& mask) const {
+void compiled_constraint::walk(std::uint32_t at, const byte_matcher& m, token_mask& mask,
+                               walk_budget& b) const {
     const auto& n = vocab_->nodes[at];
     for (auto id : n.tokens)
         mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
-    for (const auto& [b, child] : n.next) {
+    for (const auto& [byte, child] : n.next) {
+        if (b.spent())
+            return;
         byte_matcher next = m;
-        if (next.feed(g_, b))
-            walk(child, next, mask);
+        if (next.feed(g_, byte, &b.work))
+            walk(child, next, mask, b);
+        else if (next.overflowed())
+            b.stop = error{errc::invalid_argument,
+                           "structured output: the schema is ambiguous here, with more than " +
+                               std::to_string(limits::max_live_configs) +
+                               " alternatives open at once (limit max_live_configs)",
+                           "max_live_configs"};
     }
 }
 
 token_mask compiled_constraint::mask_by_trie(const byte_matcher& m) const {
     token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
+    walk_budget b;
     if (!m.dead())
-        walk(0, m, mask);
+        walk(0, m, mask, b);
+    set_eog(m, mask);
+    return mask;
+}
+
+result<token_mask> compiled_constraint::mask_within_budget(const byte_matcher& m,
+                                                           const cancel_token* cancel) const {
+    if (m.overflowed())
+        return error{errc::invalid_argument,
+                     "structured output: the schema is ambiguous here, with more than " +
+                         std::to_string(limits::max_live_configs) +
+                         " alternatives open at once (limit max_live_configs)",
+                     "max_live_configs"};
+    token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
+    walk_budget b;
+    b.max_work = limits::max_mask_steps;
+    b.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits::max_mask_ms);
+    b.cancel = cancel;
+    if (!m.dead())
+        walk(0, m, mask, b);
+    if (b.stop)
+        return *b.stop;
     set_eog(m, mask);
     return mask;
 }
@@ -112,20 +184,19 @@ token_mask compiled_constraint::mask_by_scan(const byte_matcher& m) const {
     return mask;
 }
 
-std::shared_ptr<const token_mask> compiled_constraint::mask_for(const byte_matcher& m) const {
-    auto key = m.key();
-    {
-        std::lock_guard lk(mu_);
-        if (auto it = cache_.find(key); it != cache_.end())
-            return it->second;
-    }
-    auto mask = std::make_shared<const token_mask>(mask_by_trie(m));
+result<std::shared_ptr<const token_mask>>
+compiled_constraint::mask_for(const byte_matcher& m, const cancel_token* cancel) const {
+    const auto key = m.key();
+    auto& cache = mask_cache::shared();
+    if (auto hit = cache.find(id_, key))
+        return hit;
+    auto mask = mask_within_budget(m, cancel);
+    if (!mask)
+        return mask.error();
+    auto shared = std::make_shared<const token_mask>(std::move(*mask));
     ++computed_;
-    std::lock_guard lk(mu_);
-    if (cache_.size() >= max_cached_masks)
-        cache_.clear();
-    cache_.emplace(std::move(key), mask);
-    return mask;
+    cache.put(id_, key, shared);
+    return shared;
 }
 
 token_constraint::token_constraint(std::shared_ptr<const compiled_constraint> c)
@@ -174,8 +245,8 @@ std::shared_ptr<schema_cache::vocab_entry> schema_cache::vocab_of(const tokenize
     return vocabs_.emplace(addr, e).first->second;
 }
 
-result<std::shared_ptr<const compiled_constraint>> schema_cache::get(std::string_view schema_json,
-                                                                     const tokenizer& tok) {
+result<std::shared_ptr<const compiled_constraint>>
+schema_cache::get(std::string_view schema_json, const tokenizer& tok, const cancel_token* cancel) {
     const auto ve = vocab_of(tok);
     std::string key(schema_json);
     key += '\0';
@@ -185,7 +256,7 @@ result<std::shared_ptr<const compiled_constraint>> schema_cache::get(std::string
         if (auto it = schemas_.find(key); it != schemas_.end())
             return it->second;
     }
-    auto g = compile_json_schema(schema_json);
+    auto g = compile_json_schema(schema_json, cancel);
     if (!g)
         return g.error();
     auto c = std::make_shared<const compiled_constraint>(std::move(*g), ve->index);

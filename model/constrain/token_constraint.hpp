@@ -1,8 +1,9 @@
 // Grammar -> tokens. The vocabulary's pieces (their bytes) sit in a trie built once per
 // tokenizer; the allowed-token mask of a matcher state is one walk of that trie, carrying the
 // matcher state down each edge and cutting every branch no configuration survives. Masks are
-// cached per state key (JSON output revisits the same states constantly: "inside a free string",
-// "after a comma"), so most decode steps cost a hash lookup.
+// cached per state key in the process's mask_cache (mask_cache.hpp), so most decode steps cost a
+// hash lookup. A walk has a budget (limits::max_mask_steps, max_mask_ms, a cancel flag): a state
+// too costly to mask ends its sequence with an error instead of stalling the step.
 #pragma once
 
 #include "common/error.hpp"
@@ -51,13 +52,22 @@ struct vocab_index {
 class compiled_constraint {
 public:
     compiled_constraint(grammar g, std::shared_ptr<const vocab_index> vocab);
+    ~compiled_constraint();
+    compiled_constraint(const compiled_constraint&) = delete;
+    compiled_constraint& operator=(const compiled_constraint&) = delete;
 
     [[nodiscard]] const grammar& rules() const noexcept { return g_; }
     [[nodiscard]] const vocab_index& vocab() const noexcept { return *vocab_; }
 
-    /// The mask of state `m`, from the cache or computed (trie walk) and cached.
-    [[nodiscard]] std::shared_ptr<const token_mask> mask_for(const byte_matcher& m) const;
-    /// The same mask by the trie walk, uncached.
+    /// The mask of state `m`, from the cache or computed (trie walk, within its budget) and
+    /// cached. Errors: the state is past limits::max_live_configs, or its walk past the mask
+    /// budget (`param` names the limit), or `cancel` was set (errc::cancelled).
+    [[nodiscard]] result<std::shared_ptr<const token_mask>>
+    mask_for(const byte_matcher& m, const cancel_token* cancel = nullptr) const;
+    /// The same mask by the trie walk, uncached and with the same budget.
+    [[nodiscard]] result<token_mask> mask_within_budget(const byte_matcher& m,
+                                                        const cancel_token* cancel) const;
+    /// The same mask by the trie walk, uncached, with no budget (tests).
     [[nodiscard]] token_mask mask_by_trie(const byte_matcher& m) const;
     /// The same mask by walking every token's piece on its own: the plain reference the trie
     /// walk is tested against.
@@ -66,14 +76,14 @@ public:
     [[nodiscard]] std::uint64_t masks_computed() const noexcept { return computed_.load(); }
 
 private:
+    struct walk_budget;
     grammar g_;
     std::shared_ptr<const vocab_index> vocab_;
-    mutable std::mutex mu_;
-    mutable std::unordered_map<std::string, std::shared_ptr<const token_mask>> cache_;
+    std::uint64_t id_; ///< this schema's key in the mask cache
     mutable std::atomic<std::uint64_t> computed_{0};
 
     void set_eog(const byte_matcher& m, token_mask& mask) const;
-    void walk(std::uint32_t at, const byte_matcher& m, token_mask& mask) const;
+    void walk(std::uint32_t at, const byte_matcher& m, token_mask& mask, walk_budget& b) const;
 };
 
 /// One sequence's place in its schema: the mask for the next token, and the token taken.
@@ -81,7 +91,11 @@ class token_constraint {
 public:
     explicit token_constraint(std::shared_ptr<const compiled_constraint> c);
 
-    [[nodiscard]] std::shared_ptr<const token_mask> allowed() const { return c_->mask_for(m_); }
+    /// The mask of the next token (compiled_constraint::mask_for's errors).
+    [[nodiscard]] result<std::shared_ptr<const token_mask>>
+    allowed(const cancel_token* cancel = nullptr) const {
+        return c_->mask_for(m_, cancel);
+    }
     /// Takes token `id`: its piece's bytes (nothing for an end-of-generation id). False when the
     /// token does not fit; the state is then dead.
     bool accept(std::int32_t id);
@@ -100,7 +114,7 @@ class schema_cache {
 public:
     /// The compiled constraint of `schema_json` for `tok` (compile_json_schema's errors).
     [[nodiscard]] result<std::shared_ptr<const compiled_constraint>>
-    get(std::string_view schema_json, const tokenizer& tok);
+    get(std::string_view schema_json, const tokenizer& tok, const cancel_token* cancel = nullptr);
     /// Schemas compiled so far (misses).
     [[nodiscard]] std::uint64_t compilations() const noexcept { return compiled_.load(); }
 

@@ -118,17 +118,21 @@ TEST_CASE("constrain: numbers may grow, so a complete number is not finished") {
 }
 
 TEST_CASE("constrain: unsupported keywords are refused by name, never ignored") {
-    for (const char* kw : {"allOf", "oneOf", "not", "uniqueItems", "format", "patternProperties",
-                           "if", "contains", "dependentRequired"}) {
+    for (const char* kw : {"allOf", "oneOf", "not", "uniqueItems", "patternProperties", "if",
+                           "contains", "dependentRequired"}) {
         auto g = compile_json_schema(std::string(R"({"type":"object",")") + kw + R"(":{}})");
         REQUIRE_FALSE(g);
         CHECK(g.error().value() == bitnet::errc::unsupported);
         CHECK(g.error().param == kw);
         CHECK(g.error().message.find(kw) != std::string::npos);
     }
-    auto n = compile_json_schema(R"({"type":"number","minimum":1})");
+    auto n = compile_json_schema(R"({"type":"number","multipleOf":0.5})");
     REQUIRE_FALSE(n);
-    CHECK(n.error().param == "minimum");
+    CHECK(n.error().param == "multipleOf");
+    auto f = compile_json_schema(R"({"type":"string","format":"color"})");
+    REQUIRE_FALSE(f);
+    CHECK(f.error().param == "format");
+    CHECK(f.error().message.find("color") != std::string::npos);
     auto bad = compile_json_schema(R"({"type":"thing"})");
     REQUIRE_FALSE(bad);
     CHECK(bad.error().value() == bitnet::errc::invalid_argument);

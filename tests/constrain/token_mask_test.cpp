@@ -74,10 +74,10 @@ TEST_CASE("token mask: EOG only where the value is complete; nothing after a fin
     token_constraint tc(*c);
     const auto eog = tok.eog_ids();
     REQUIRE_FALSE(eog.empty());
-    CHECK_FALSE(mask_has(*tc.allowed(), eog[0]));
+    CHECK_FALSE(mask_has(**tc.allowed(), eog[0]));
     for (auto id : tok.encode("true").value())
         REQUIRE(tc.accept(id));
-    const auto m = tc.allowed();
+    const auto m = *tc.allowed();
     std::size_t n_allowed = 0;
     for (std::int32_t id = 0; id < tok.n_vocab(); ++id)
         n_allowed += mask_has(*m, id) ? 1 : 0;
