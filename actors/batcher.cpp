@@ -2,6 +2,7 @@
 
 #include "actors/batcher_internal.hpp"
 #include "messages/errors.hpp"
+#include "model/constrain/mask_cache.hpp"
 #include "model/constrain/token_constraint.hpp"
 
 #include <caf/actor_system.hpp>
@@ -307,9 +308,28 @@ void add_prefix(batcher_state& st, live_request& lr, msg::step_chunk& sc) {
     st.prefix_query_tokens += n_known;
 }
 
+/// The watchdog: the executor did not answer step `plan` within step_timeout_ms. It is stuck (a
+/// step that cannot end, or one far past any budget): the log names the requests the step
+/// carried, the supervisor replaces the executor and this batcher as for a crash (readiness of
+/// the alias is 503 until the new pair is warm), and no step goes to the stuck one again.
+void on_stall(batcher_pointer self, const sched::step_plan& plan) {
+    auto& st = self->state;
+    st.stalled = true;
+    std::string reqs;
+    for (const auto& c : plan.chunks)
+        reqs += (reqs.empty() ? "req-" : ", req-") + std::to_string(c.part.seq);
+    const auto why = "a step of model '" + st.opt.model + "' (version " + st.opt.model_version +
+                     ") ran past step_timeout_ms (" + std::to_string(st.opt.step_timeout_ms) +
+                     " ms) with " + (reqs.empty() ? std::string("no request") : reqs);
+    spdlog::error("{}: the executor is stuck and will be replaced", why);
+    if (st.opt.watchdog)
+        self->send(caf::actor_cast<msg::supervisor_actor>(st.opt.watchdog), msg::stalled_atom_v,
+                   st.executor, why);
+}
+
 void kick_step(batcher_pointer self) {
     auto& st = self->state;
-    if (st.in_flight)
+    if (st.in_flight || st.stalled)
         return;
     auto plan = st.policy->schedule(clock::now());
     report_all(self, st.policy->take_finished());
@@ -357,7 +377,8 @@ void kick_step(batcher_pointer self) {
             },
             [self, plan](const caf::error& err) {
                 self->state.in_flight = false;
-                (void)err;
+                if (err == caf::sec::request_timeout)
+                    on_stall(self, plan);
                 self->state.policy->step_failed(plan, clock::now());
                 report_all(self, self->state.policy->take_finished());
                 kick(self);
@@ -432,7 +453,9 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             lr.echo_sent = req.n_resumed > 0;
             if (st.tokenizer)
                 lr.text.emplace(*st.tokenizer);
-            if (!req.stop.empty()) {
+            // Stop strings never cut a constrained value: a schema's output ends when the value
+            // is whole (README, "Structured output"), so they are not applied to it at all.
+            if (!req.stop.empty() && req.json_schema.empty()) {
                 // http/ refuses empty stop strings; drop any a direct caller sends.
                 std::vector<std::string> stops;
                 for (auto& s : req.stop)
@@ -504,6 +527,14 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.model_version = st.opt.model_version;
             out.outstanding_tokens = ps.outstanding_tokens;
             out.schema_compilations = model::constrain::schema_cache::shared().compilations();
+            const auto mc = model::constrain::mask_cache::shared().snapshot();
+            out.mask_cache_budget_bytes = mc.budget_bytes;
+            out.mask_cache_bytes = mc.bytes;
+            out.mask_cache_masks = mc.masks;
+            out.mask_cache_schemas = mc.schemas;
+            out.mask_cache_hits = mc.hits;
+            out.mask_cache_misses = mc.misses;
+            out.mask_cache_evictions = mc.evictions;
             out.prefix_query_tokens = st.prefix_query_tokens;
             out.prefix_hit_tokens = st.prefix_hit_tokens;
             out.prompt_tokens_computed = st.prompt_tokens_computed;

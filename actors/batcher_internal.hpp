@@ -73,6 +73,9 @@ struct batcher_state {
     /// Request id -> its choices not reported yet (the sink's entry goes with the last).
     std::unordered_map<msg::request_id, std::uint32_t> open_choices;
     bool in_flight = false;
+    /// A step ran past step_timeout_ms: the executor is stuck, the supervisor replaces this pair,
+    /// and no further step goes to it.
+    bool stalled = false;
     bool tick_pending = false;
     std::uint64_t steps = 0;
     std::uint64_t finished = 0;

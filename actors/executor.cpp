@@ -65,6 +65,8 @@ struct executor_state {
     std::unordered_map<std::uint64_t, seq_state> seqs;
     std::vector<std::int32_t> score_order; ///< scratch of prompt scoring's top alternatives
     std::vector<float> masked;             ///< scratch: a logits row with the schema's mask applied
+    /// Set by the supervisor when this executor is replaced (a stuck step): schema loops stop.
+    std::shared_ptr<model::constrain::cancel_token> cancel;
     static inline const char* name = "executor";
 };
 
@@ -117,8 +119,8 @@ result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
                     c.reuse_blocks > 0, 0};
         if (!c.json_schema.empty()) {
             // The batcher compiled it before queueing: this is a cache hit.
-            auto compiled =
-                model::constrain::schema_cache::shared().get(c.json_schema, st.engine->vocab());
+            auto compiled = model::constrain::schema_cache::shared().get(
+                c.json_schema, st.engine->vocab(), st.cancel.get());
             if (!compiled)
                 return compiled.error();
             s.constraint.emplace(std::move(*compiled));
@@ -141,7 +143,7 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
             (void)con.accept(s.tokens[i]);
         s.replay = 0;
     }
-    auto allowed = con.allowed();
+    auto allowed = con.allowed(st.cancel.get());
     if (!allowed)
         return error{allowed.error().value() == errc::cancelled ? errc::cancelled
                                                                 : errc::invalid_argument,
@@ -506,12 +508,15 @@ model::device_choice device_of(const msg::executor_order& order) {
     return {name, order.device_reason.empty() ? "requested " + name : order.device_reason};
 }
 
-msg::executor_actor::behavior_type executor_fn(executor_pointer self, msg::executor_order order) {
+msg::executor_actor::behavior_type
+executor_fn(executor_pointer self, msg::executor_order order,
+            std::shared_ptr<model::constrain::cancel_token> cancel) {
     // Once this executor is gone (engine, KV pool and repacked weights freed on its thread),
     // hand the freed heap pages of every malloc arena back to the OS: a server that loads and
     // unloads versions keeps a flat RSS instead of one retained arena per past thread.
     self->attach_functor([] { ::malloc_trim(0); });
     auto& init = self->state;
+    init.cancel = std::move(cancel);
     init.device = device_of(order);
     // The engine kinds see a concrete placement: "auto" is resolved here, once.
     order.device = init.device.device;
@@ -582,8 +587,9 @@ msg::executor_actor::behavior_type executor_fn(executor_pointer self, msg::execu
 
 } // namespace
 
-msg::executor_actor spawn_executor(caf::actor_system& sys, msg::executor_order order) {
-    return sys.spawn<caf::detached>(executor_fn, std::move(order));
+msg::executor_actor spawn_executor(caf::actor_system& sys, msg::executor_order order,
+                                   std::shared_ptr<model::constrain::cancel_token> cancel) {
+    return sys.spawn<caf::detached>(executor_fn, std::move(order), std::move(cancel));
 }
 
 } // namespace bitnet::actors

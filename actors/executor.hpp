@@ -9,8 +9,14 @@
 #include "messages/interfaces.hpp"
 #include "messages/orders.hpp"
 
+#include <memory>
+
 namespace caf {
 class actor_system;
+}
+
+namespace bitnet::model::constrain {
+struct cancel_token;
 }
 
 namespace bitnet::actors {
@@ -18,7 +24,10 @@ namespace bitnet::actors {
 /// Spawns the executor detached. It builds its engine first (engine_kinds.hpp: the order's
 /// engine kind; the real "gguf" kind loads order.engine.model_path and then checks the path still
 /// names order.file); if that fails it exits with the error (as a caf::error) so a monitor sees
-/// why.
-[[nodiscard]] msg::executor_actor spawn_executor(caf::actor_system& sys, msg::executor_order order);
+/// why. `cancel`, when given, is the supervisor's way to stop a stuck step: once set, the loops
+/// a client's schema drives (compile, token masks) end at their next check.
+[[nodiscard]] msg::executor_actor
+spawn_executor(caf::actor_system& sys, msg::executor_order order,
+               std::shared_ptr<model::constrain::cancel_token> cancel = nullptr);
 
 } // namespace bitnet::actors

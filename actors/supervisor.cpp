@@ -7,6 +7,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include <vector>
 
@@ -115,6 +116,24 @@ void inject_crash(supervisor_pointer self, const std::string& alias) {
                                                      "crash injected by the test hook"));
 }
 
+/// The watchdog: a batcher saw `exec` run past step_timeout_ms. Its version is replaced as if the
+/// executor had crashed (a restart in place, or the probation's rollback, or an unload when it was
+/// only draining or standing by), without waiting for a down message the stuck thread would send
+/// only when its step ends: stop_pair demonitors it and sets its cancel flag, so the stuck
+/// executor is never kept, neither serving nor as a rollback target.
+void on_stall(supervisor_pointer self, const msg::executor_actor& exec, const std::string& why) {
+    for (auto& [serial, v] : self->state.table.versions()) {
+        if (!v.executor || v.executor != exec || ended(v.state))
+            continue;
+        ++v.stalls;
+        if (self->state.opt.on_stall)
+            self->state.opt.on_stall(v.alias);
+        spdlog::error("model '{}' version {}: {}; replacing its executor", v.alias, v.id, why);
+        on_child_down(self, v, why, true);
+        return;
+    }
+}
+
 /// A loader thread's progress report for version `serial`.
 void on_stage(supervisor_pointer self, std::uint64_t serial, const std::string& stage,
               const std::string& failure) {
@@ -197,6 +216,9 @@ msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
         [self](msg::rollback_atom, const std::string& alias) { return rollback(self, alias); },
         [self](msg::unload_atom, const std::string& alias) { return unload(self, alias); },
         [self](msg::crash_atom, const std::string& alias) { inject_crash(self, alias); },
+        [self](msg::stalled_atom, msg::executor_actor exec, const std::string& why) {
+            on_stall(self, exec, why);
+        },
         [self](msg::stage_atom, std::uint64_t serial, const std::string& stage,
                const std::string& failure) { on_stage(self, serial, stage, failure); },
         [self](msg::tick_atom) { poll_drains(self); },

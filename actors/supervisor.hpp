@@ -101,6 +101,9 @@ struct supervisor_options {
     std::function<void(const std::string& result)> on_swap;
     /// Called on the supervisor's thread at every device fallback (bitnet_device_fallbacks_total).
     std::function<void(const device_fallback&)> on_fallback;
+    /// Called on the supervisor's thread when a batcher's watchdog saw a step of `alias` run past
+    /// step_timeout_ms (bitnet_executor_stalls_total); the version is then replaced as for a crash.
+    std::function<void(const std::string& alias)> on_stall;
 };
 
 [[nodiscard]] msg::supervisor_actor spawn_supervisor(caf::actor_system& sys,

@@ -138,6 +138,7 @@ void on_warm(supervisor_pointer self, version_rec& v) {
     bo.policy.kv_block_tokens = v.info.kv_block_tokens;
     bo.policy.kv_blocks_total = v.info.kv_blocks_total;
     bo.policy.eog_ids = v.info.eog_ids;
+    bo.watchdog = caf::actor_cast<caf::actor>(self);
     v.batcher = spawn_batcher(self->system(), bo, v.executor, v.spec.text.tokenizer);
     self->monitor(v.batcher);
     v.text = spawn_text_actor(self->system(), v.spec.text, v.batcher);
@@ -182,6 +183,10 @@ void stop_pair(supervisor_pointer self, version_rec& v) {
         self->send_exit(v.executor, caf::exit_reason::user_shutdown);
         v.executor = nullptr;
     }
+    // A step still running (stuck, or just long) stops at its next schema check, so the exit
+    // above is taken soon and the thread never lingers behind a replaced version.
+    if (v.exec_cancel)
+        v.exec_cancel->cancelled = true;
 }
 
 void finish_unload_if_done(supervisor_pointer self, const std::string& alias) {
@@ -266,7 +271,8 @@ void on_prepared(supervisor_pointer self, version_rec& v) {
 }
 
 void spawn_pair(supervisor_pointer self, version_rec& v) {
-    v.executor = spawn_executor(self->system(), v.spec.executor);
+    v.exec_cancel = std::make_shared<model::constrain::cancel_token>();
+    v.executor = spawn_executor(self->system(), v.spec.executor, v.exec_cancel);
     self->monitor(v.executor);
     const auto serial = v.serial;
     const auto exec = v.executor;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "actors/supervisor.hpp"
+#include "model/constrain/limits.hpp"
 #include "model/gguf/file_digest.hpp"
 #include "model/gguf/regular_file.hpp"
 
@@ -52,6 +53,9 @@ struct version_rec {
     /// Set when nothing will use the load any more (failed, unloaded, shutdown): the loader
     /// thread stops at its next check instead of hashing or reading to the end.
     std::shared_ptr<model::cancel_flag> cancel;
+    /// Set when its executor is stopped or replaced: a step stuck in a schema loop ends.
+    std::shared_ptr<model::constrain::cancel_token> exec_cancel;
+    std::uint32_t stalls = 0; ///< steps that ran past step_timeout_ms (the watchdog)
     bool has_spec = false;
     model_spec spec;
     msg::executor_actor executor;

@@ -56,6 +56,11 @@ struct server_config {
     std::uint32_t priority_weight_normal = 2;
     std::uint32_t priority_weight_low = 1;
     std::uint32_t default_timeout_ms = 120000;
+    /// A step slower than this is a stuck executor: the watchdog replaces it (readiness 503 for
+    /// its alias meanwhile) and the step's requests fail.
+    std::uint32_t step_timeout_ms = 60000;
+    /// Bytes of structured output's token masks kept for all schemas together (LRU, fair share).
+    std::uint64_t mask_cache_bytes = 256ull << 20;
     std::uint32_t quota_requests_per_minute = 0; ///< per API key; 0 = no quota
     std::uint32_t quota_burst = 0;               ///< requests a key may save up; 0 = one minute's
 

@@ -312,12 +312,14 @@ std::string chat_body(const std::string& req_id, std::int64_t created, const msg
 }
 
 std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
-                                const msg::completion& c, const std::string& text,
+                                const msg::completion& c,
                                 const std::optional<std::string>& tool_calls) {
     const bool whole = tool_calls && c.finish_reason != "length" && c.finish_reason != "deadline";
+    // A call cut short (max_tokens, the deadline) is no call and no content: the partial
+    // arguments are internal text, never an answer a client could take for one.
     const std::string message =
         whole ? R"({"role":"assistant","content":null,"tool_calls":)" + *tool_calls + "}"
-              : R"({"role":"assistant","content":)" + quoted(text) + "}";
+              : std::string(R"({"role":"assistant","content":null})");
     return R"({"id":"chatcmpl-)" + req_id.substr(4) + R"(","object":"chat.completion","created":)" +
            std::to_string(created) + R"(,"model":)" + quoted(c.model) +
            R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":)" + message +
@@ -417,6 +419,17 @@ std::string stats_body(const std::vector<msg::batcher_stats>& stats, const live_
     json::object root;
     root["models"] = std::move(models);
     root["rejects"] = std::move(rejects);
+    // Process-wide: every model reports the same figures, so the first one's are shown.
+    if (!stats.empty()) {
+        const auto& x = stats.front();
+        root["mask_cache"] = {{"budget_bytes", x.mask_cache_budget_bytes},
+                              {"bytes", x.mask_cache_bytes},
+                              {"masks", x.mask_cache_masks},
+                              {"schemas", x.mask_cache_schemas},
+                              {"hits", x.mask_cache_hits},
+                              {"misses", x.mask_cache_misses},
+                              {"evictions", x.mask_cache_evictions}};
+    }
     // Rates and the mean as plain decimals (Boost.JSON would print 2.5E-1).
     auto body = json::serialize(root);
     body.pop_back();

@@ -119,9 +119,10 @@ struct chunk_head {
                                     const std::string& logprobs);
 
 /// POST /v1/chat/completions with a forced tool call: `tool_calls` (JSON text) with content null
-/// and finish_reason "tool_calls"; without them (the call was cut), the text as content.
+/// and finish_reason "tool_calls"; without them (the call was cut), content null, no calls and
+/// the finish reason ("length").
 [[nodiscard]] std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
-                                              const msg::completion& c, const std::string& text,
+                                              const msg::completion& c,
                                               const std::optional<std::string>& tool_calls);
 
 /// POST /v1/completions; `logprobs` is JSON text ("null" when not asked for).

@@ -8,11 +8,57 @@ namespace json = boost::json;
 
 namespace {
 
-/// The schema of one call of `fn`: its name, and arguments valid for its parameters.
-json::value call_schema(const std::string& name, const json::value* parameters) {
+/// Keywords whose values are data, not subschemas: a "$ref" inside them is not a reference.
+bool holds_data(std::string_view key) {
+    return key == "enum" || key == "const" || key == "default" || key == "examples";
+}
+
+/// Rewrites every `$ref` in schema `v` from the parameters' own root to `base` (a JSON pointer
+/// fragment such as "#/$defs/bitnet_tool_0"), so "#" and "#/$defs/..." keep meaning what they
+/// meant inside the parameters once these sit under the wrapper. The recursion follows the
+/// request's JSON nesting, which the parser bounds.
+void rebase_refs(json::value& v, const std::string& base) {
+    if (auto* a = v.if_array()) {
+        for (auto& e : *a)
+            rebase_refs(e, base);
+        return;
+    }
+    auto* o = v.if_object();
+    if (!o)
+        return;
+    for (auto& kv : *o) {
+        if (kv.key() == "$ref" && kv.value().is_string()) {
+            const std::string_view r = kv.value().get_string();
+            if (!r.empty() && r[0] == '#')
+                kv.value() = base + std::string(r.substr(1));
+            continue;
+        }
+        if (!holds_data(kv.key()))
+            rebase_refs(kv.value(), base);
+    }
+}
+
+/// The schema of one call of `fn`: its name, and arguments valid for its parameters. The
+/// parameters are compiled as their own root: they go under the wrapper's `$defs` (`defs`) with
+/// their references rebased, so `$ref: "#"` and `#/$defs/...` (what Pydantic writes) resolve
+/// inside them.
+json::value call_schema(const std::string& name, const json::value* parameters, std::size_t i,
+                        json::object& defs) {
     json::object props;
     props["name"] = json::object{{"const", name}};
-    props["arguments"] = parameters ? *parameters : json::value(json::object{{"type", "object"}});
+    if (parameters) {
+        const std::string key = "bitnet_tool_" + std::to_string(i);
+        json::value p = *parameters;
+        if (auto* po = p.if_object()) {
+            po->erase("$id"); // the root's identity and dialect: annotations of the root
+            po->erase("$schema");
+        }
+        rebase_refs(p, "#/$defs/" + key);
+        defs[key] = std::move(p);
+        props["arguments"] = json::object{{"$ref", "#/$defs/" + key}};
+    } else {
+        props["arguments"] = json::object{{"type", "object"}};
+    }
     return json::object{{"type", "object"},
                         {"properties", std::move(props)},
                         {"required", json::array{"name", "arguments"}},
@@ -79,6 +125,7 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
     if (!choice || choice->is_null())
         return std::nullopt;
     json::array alts;
+    json::object defs;
     if (choice->is_string()) {
         const std::string_view c = choice->get_string();
         if (c == "none" || c == "auto")
@@ -86,8 +133,8 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
         if (c != "required")
             return invalid_value("tool_choice", "tool_choice must be none, auto, required or "
                                                 "{\"type\":\"function\",\"function\":{\"name\"}}");
-        for (const auto& [n, p] : fns)
-            alts.push_back(call_schema(n, p));
+        for (std::size_t i = 0; i < fns.size(); ++i)
+            alts.push_back(call_schema(fns[i].first, fns[i].second, i, defs));
     } else {
         const auto* co = choice->if_object();
         const auto* fn = co ? co->if_contains("function") : nullptr;
@@ -95,9 +142,9 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
         if (!name || !name->is_string())
             return invalid_value("tool_choice", "tool_choice must be none, auto, required or "
                                                 "{\"type\":\"function\",\"function\":{\"name\"}}");
-        for (const auto& [n, p] : fns)
-            if (n == name->get_string())
-                alts.push_back(call_schema(n, p));
+        for (std::size_t i = 0; i < fns.size(); ++i)
+            if (fns[i].first == name->get_string())
+                alts.push_back(call_schema(fns[i].first, fns[i].second, i, defs));
         if (alts.empty())
             return invalid_value("tool_choice", "tool_choice names the function \"" +
                                                     std::string(name->get_string()) +
@@ -106,8 +153,11 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
     if (!in.json_schema.empty())
         return invalid_value("tool_choice",
                              "a forced tool call and response_format cannot be used together");
-    in.json_schema = alts.size() == 1 ? json::serialize(alts[0])
-                                      : json::serialize(json::object{{"anyOf", std::move(alts)}});
+    json::object root = alts.size() == 1 ? std::move(alts[0].as_object())
+                                         : json::object{{"anyOf", std::move(alts)}};
+    if (!defs.empty())
+        root["$defs"] = std::move(defs);
+    in.json_schema = json::serialize(root);
     in.schema_param = "tools";
     in.tool_call = true;
     return std::nullopt;

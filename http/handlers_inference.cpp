@@ -293,7 +293,7 @@ void session::on_done(msg::completion c) {
     if (call_->kind == route_kind::native)
         body = native_body(call_->req_id, c, call_->text, call_->tokens);
     else if (call_->kind == route_kind::chat && call_->tool_call)
-        body = chat_tool_call_body(call_->req_id, call_->created, c, call_->text,
+        body = chat_tool_call_body(call_->req_id, call_->created, c,
                                    tool_calls_json(call_->text, call_->req_id, false));
     else if (call_->kind == route_kind::chat)
         body = chat_body(call_->req_id, call_->created, c, call_->text,
@@ -330,7 +330,7 @@ void session::stream_done_events(const msg::completion& c) {
                 else
                     sse_data(chat_chunk(head(), "{}", finish));
             } else {
-                sse_data(chat_chunk(head(), R"({"content":)" + quoted(call_->text) + "}", "null"));
+                // Cut before the call was whole: no partial arguments as content.
                 sse_data(chat_chunk(head(), "{}", finish));
             }
         } else {

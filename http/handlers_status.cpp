@@ -9,6 +9,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
+#include <algorithm>
+
 namespace bitnet::http {
 
 namespace bhttp = boost::beast::http;
@@ -64,8 +66,21 @@ void session::with_snapshot(std::function<void(status_snapshot)> f) {
         0);
 }
 
-void session::do_health(const std::string& target) {
-    with_snapshot([self = shared_from_this(), target](status_snapshot snap) {
+void session::do_health(const std::string& target, const std::string& model) {
+    with_snapshot([self = shared_from_this(), target, model](status_snapshot snap) {
+        if (!model.empty()) {
+            // One alias's readiness: its serving version is ready (not loading, not being
+            // replaced after a crash or a stuck step) and admission is up.
+            const auto it = std::find_if(snap.models.begin(), snap.models.end(),
+                                         [&](const auto& m) { return m.alias == model; });
+            const bool ready = snap.admission_up && it != snap.models.end() && it->state == "ready";
+            if (!ready)
+                snap.ready_reason = it == snap.models.end()
+                                        ? "no model '" + model + "' is loaded"
+                                        : "model '" + model + "' is " + it->state +
+                                              (it->failure.empty() ? "" : ": " + it->failure);
+            snap.ready = ready;
+        }
         const auto uptime =
             std::chrono::duration_cast<std::chrono::seconds>(steady::now() - self->srv_.started)
                 .count();

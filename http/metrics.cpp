@@ -107,6 +107,12 @@ struct metrics::impl {
             .Help("model versions moved to their next placement (finally the CPU) because a "
                   "device could not serve them, by alias, from, to and reason")
             .Register(*reg);
+    pm::Family<pm::Counter>& stalls =
+        pm::BuildCounter()
+            .Name("bitnet_executor_stalls_total")
+            .Help("steps that ran past step_timeout_ms, each replacing the model's executor, by "
+                  "alias")
+            .Register(*reg);
     pm::Family<pm::Gauge>& build =
         pm::BuildGauge().Name("bitnet_build_info").Help("build version").Register(*reg);
     // The cluster (actors/cluster_node.hpp), each series labelled with the node that counts it.
@@ -387,6 +393,10 @@ void metrics::device_fallback(const std::string& alias, const std::string& from,
                               const std::string& to, const std::string& reason) {
     impl_->device_fallbacks.Add({{"alias", alias}, {"from", from}, {"to", to}, {"reason", reason}})
         .Increment();
+}
+
+void metrics::executor_stall(const std::string& alias) {
+    impl_->stalls.Add({{"alias", alias}}).Increment();
 }
 
 void metrics::tls_handshake_failed() {

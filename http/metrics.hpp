@@ -66,6 +66,9 @@ public:
     /// no_device | out_of_memory | format_unsupported | load_failed | warmup_failed | crashed).
     void device_fallback(const std::string& alias, const std::string& from, const std::string& to,
                          const std::string& reason);
+    /// bitnet_executor_stalls_total{alias}: steps that ran past step_timeout_ms (the batcher's
+    /// watchdog); each replaced the version's executor as a crash would.
+    void executor_stall(const std::string& alias);
     /// bitnet_build_info{version,git_sha} = 1 (the server sets it once; until then it is absent).
     void build_info(const std::string& version, const std::string& git_sha);
     /// HTTPS: bitnet_tls_handshake_failures_total (TLS hellos whose handshake failed: old

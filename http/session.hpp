@@ -222,7 +222,9 @@ private:
     // ---- health, metrics, stats, models (handlers_status.cpp) --------------------------
 
     void with_snapshot(std::function<void(status_snapshot)> f);
-    void do_health(const std::string& target);
+    /// /health and /health/ready; `model` (from ?model=ALIAS on /health/ready) narrows readiness
+    /// to that alias: 200 only while its serving version is ready.
+    void do_health(const std::string& target, const std::string& model = {});
     void do_metrics();
     void do_stats();
     void do_models(std::string alias);

@@ -39,6 +39,26 @@ bool json_type(const session::request& req) {
     return ctype.empty() || beast::iequals(ctype, "application/json");
 }
 
+/// The value of `name` in the target's query string (`?a=1&model=x`), or "" (no decoding: the
+/// values read here are aliases, plain names).
+std::string query_value(std::string_view target, std::string_view name) {
+    const auto q = target.find('?');
+    if (q == std::string_view::npos)
+        return {};
+    auto rest = target.substr(q + 1);
+    while (!rest.empty()) {
+        const auto amp = rest.find('&');
+        const auto part = rest.substr(0, amp);
+        if (part.size() > name.size() && part.substr(0, name.size()) == name &&
+            part[name.size()] == '=')
+            return std::string(part.substr(name.size() + 1));
+        if (amp == std::string_view::npos)
+            break;
+        rest.remove_prefix(amp + 1);
+    }
+    return {};
+}
+
 } // namespace
 
 void session::handle(request req) {
@@ -106,6 +126,7 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
     case route_id::health_live:
         return send_json(label, 200, R"({"status":"ok"})");
     case route_id::health_ready:
+        return do_health(label, query_value(req.target(), "model"));
     case route_id::health:
         return do_health(label);
     case route_id::metrics:

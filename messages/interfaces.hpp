@@ -95,7 +95,9 @@ using admission_actor = caf::typed_actor<
 /// the model-management operations. `load`, `rollback` and `unload` answer at once with a ticket
 /// (accepted with an operation id, or refused); progress shows in `models`. `crash(alias)` kills
 /// the alias's serving executor with an error, as a crash would (the test hook; http/ exposes it
-/// only when test hooks are on). `stage` and `tick` are internal: a loader thread's progress
+/// only when test hooks are on). `stalled(executor, why)` is a batcher's watchdog: that executor
+/// spent longer than step_timeout_ms in one step, and is replaced as if it had crashed (its thread
+/// is told to stop at its next check). `stage` and `tick` are internal: a loader thread's progress
 /// (operation serial, stage, failure) and the supervisor's drain timer.
 using supervisor_actor =
     caf::typed_actor<caf::replies_to<route_atom, std::string>::with<batcher_actor>,
@@ -105,6 +107,7 @@ using supervisor_actor =
                      caf::replies_to<rollback_atom, std::string>::with<operation_ticket>,
                      caf::replies_to<unload_atom, std::string>::with<operation_ticket>,
                      caf::reacts_to<crash_atom, std::string>,
+                     caf::reacts_to<stalled_atom, executor_actor, std::string>,
                      caf::reacts_to<stage_atom, std::uint64_t, std::string, std::string>,
                      caf::reacts_to<tick_atom>>;
 

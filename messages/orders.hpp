@@ -51,6 +51,9 @@ struct batcher_order {
     /// Sent (step_atom, std::uint32_t sequences, std::int64_t microseconds) after every step (the
     /// server's step metrics); null = nobody.
     caf::actor step_observer;
+    /// The supervisor (as a plain handle): told stalled(executor, why) when a step passes
+    /// step_timeout_ms; null = nobody (the step's sequences still fail).
+    caf::actor watchdog;
 };
 
 template <class Inspector>
@@ -69,7 +72,7 @@ typename Inspector::result_type inspect(Inspector& f, executor_order& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batcher_order& x) {
     return f(caf::meta::type_name("batcher_order"), x.model, x.model_version, x.policy,
-             x.default_timeout_ms, x.step_timeout_ms, x.step_observer);
+             x.default_timeout_ms, x.step_timeout_ms, x.step_observer, x.watchdog);
 }
 
 } // namespace bitnet::msg

@@ -504,6 +504,15 @@ struct batcher_stats {
     std::uint64_t prefix_query_tokens = 0;
     std::uint64_t prefix_hit_tokens = 0;
     std::uint64_t prompt_tokens_computed = 0;
+    /// Structured output's mask cache (process-wide, constrain/mask_cache.hpp): its byte budget,
+    /// the bytes and masks it holds, the schemas they belong to, lookups and evictions.
+    std::uint64_t mask_cache_budget_bytes = 0;
+    std::uint64_t mask_cache_bytes = 0;
+    std::uint64_t mask_cache_masks = 0;
+    std::uint64_t mask_cache_schemas = 0;
+    std::uint64_t mask_cache_hits = 0;
+    std::uint64_t mask_cache_misses = 0;
+    std::uint64_t mask_cache_evictions = 0;
 };
 
 template <class Inspector>
@@ -511,7 +520,9 @@ typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
     return f(caf::meta::type_name("batcher_stats"), x.model, x.waiting, x.waiting_prompt_tokens,
              x.running, x.kv_blocks_used, x.kv_blocks_total, x.steps, x.preemptions, x.finished,
              x.model_version, x.outstanding_tokens, x.schema_compilations, x.prefix_query_tokens,
-             x.prefix_hit_tokens, x.prompt_tokens_computed);
+             x.prefix_hit_tokens, x.prompt_tokens_computed, x.mask_cache_budget_bytes,
+             x.mask_cache_bytes, x.mask_cache_masks, x.mask_cache_schemas, x.mask_cache_hits,
+             x.mask_cache_misses, x.mask_cache_evictions);
 }
 
 } // namespace bitnet::msg

@@ -26,6 +26,9 @@ struct fake_engine_probe {
     /// A sequence id the engine fails every step for (0 = none): a fault of that sequence alone
     /// that no check before the step can see, as a real engine's could be.
     std::atomic<std::uint64_t> poison_seq{0};
+    /// A sequence id whose steps block for stall_ms (0 = none): a stuck step, for the watchdog.
+    std::atomic<std::uint64_t> stall_seq{0};
+    std::atomic<int> stall_ms{0};
 };
 
 class fake_engine final : public model::engine {
@@ -62,6 +65,8 @@ public:
             if (c.seq == probe_->poison_seq)
                 return error{errc::internal,
                              "fake engine: sequence " + std::to_string(c.seq) + " is poisoned"};
+            if (c.seq == probe_->stall_seq)
+                std::this_thread::sleep_for(std::chrono::milliseconds(probe_->stall_ms.load()));
             auto& n = after[c.seq];
             if (c.pos0 != n)
                 return error{errc::invalid_argument, "chunk does not continue its sequence"};

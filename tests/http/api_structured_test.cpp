@@ -64,7 +64,11 @@ TEST_CASE("tools: required is any of the functions, a named choice is that one, 
     const auto any = json::parse(r.json_schema).as_object().at("anyOf").as_array();
     REQUIRE(any.size() == 2);
     CHECK(any[0].at("properties").at("name") == json::parse(R"({"const":"f"})"));
-    CHECK(any[0].at("properties").at("arguments").at("properties").at("x").at("type") == "integer");
+    // Parameters are their own root, under the wrapper's $defs.
+    CHECK(any[0].at("properties").at("arguments") ==
+          json::parse(R"({"$ref":"#/$defs/bitnet_tool_0"})"));
+    const auto root = json::parse(r.json_schema);
+    CHECK(root.at("$defs").at("bitnet_tool_0").at("properties").at("x").at("type") == "integer");
     CHECK(any[1].at("properties").at("arguments") == json::parse(R"({"type":"object"})"));
     auto g = ok(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}}})",
                 api_kind::chat);
@@ -78,6 +82,26 @@ TEST_CASE("tools: required is any of the functions, a named choice is that one, 
     CHECK(param_of(head + R"("tools":[{"type":"function"}],"tool_choice":"required"})",
                    api_kind::chat) == "tools");
     CHECK(param_of(head + R"("tool_choice":"required"})", api_kind::chat) == "tool_choice");
+}
+
+TEST_CASE("tools: references inside parameters resolve inside them (Pydantic's $defs)") {
+    const std::string body =
+        R"({"messages":[{"role":"user","content":"c"}],"tools":[{"type":"function","function":{
+        "name":"f","parameters":{"$schema":"x","$defs":{"Item":{"type":"object","properties":{
+        "next":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}}}},"type":"object",
+        "properties":{"item":{"$ref":"#/$defs/Item"},"self":{"$ref":"#"},
+        "e":{"enum":[{"$ref":"#"}]}}}}}],"tool_choice":"required"})";
+    auto r = ok(body, api_kind::chat);
+    const auto root = json::parse(r.json_schema);
+    CHECK(root.at("properties").at("arguments").at("$ref") == "#/$defs/bitnet_tool_0");
+    const auto& p = root.at("$defs").at("bitnet_tool_0");
+    CHECK_FALSE(p.as_object().contains("$schema"));
+    CHECK(p.at("properties").at("item").at("$ref") == "#/$defs/bitnet_tool_0/$defs/Item");
+    CHECK(p.at("properties").at("self").at("$ref") == "#/$defs/bitnet_tool_0");
+    CHECK(p.at("$defs").at("Item").at("properties").at("next").at("anyOf").at(0).at("$ref") ==
+          "#/$defs/bitnet_tool_0/$defs/Item");
+    // enum members are data: left as written.
+    CHECK(p.at("properties").at("e").at("enum").at(0).at("$ref") == "#");
 }
 
 TEST_CASE("tool_calls_json: arguments as a JSON string, nothing for a cut call") {

@@ -20,6 +20,7 @@
 #include "http/tls_context.hpp"
 #include "kernels/cpu_features.hpp"
 #include "messages/errors.hpp"
+#include "model/constrain/mask_cache.hpp"
 #include "model/engine/engine.hpp"
 #include "model_text.hpp"
 
@@ -144,6 +145,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     bo.policy.prefix_caching = c.prefix_caching != 0;
     bo.policy.weights = {c.priority_weight_high, c.priority_weight_normal, c.priority_weight_low};
     bo.default_timeout_ms = c.default_timeout_ms;
+    bo.step_timeout_ms = c.step_timeout_ms;
     return spec;
 }
 
@@ -168,6 +170,7 @@ actors::supervisor_options supervisor_options_for(const conf::server_config& cfg
             spdlog::info("model '{}': unloaded", alias);
     };
     so.on_swap = [metrics](const std::string& result) { metrics->swap(result); };
+    so.on_stall = [metrics](const std::string& alias) { metrics->executor_stall(alias); };
     so.on_fallback = [metrics](const actors::device_fallback& f) {
         metrics->device_fallback(f.alias, f.from, f.to, f.reason_class);
     };
@@ -323,6 +326,7 @@ int main(int argc, char** argv) {
     system_config caf_cfg(*cfg);
     caf::actor_system sys{caf_cfg};
     spdlog::info("actor system up ({} CAF threads)", cfg->caf_threads);
+    model::constrain::mask_cache::shared().set_budget(cfg->mask_cache_bytes);
 
     actors::admission_options ao;
     ao.default_model = cfg->default_entry() ? cfg->default_entry()->alias : std::string{};
