@@ -1,5 +1,6 @@
 #include "http/api_json.hpp"
 
+#include "common/exact_numbers.hpp"
 #include "http/api_structured.hpp"
 
 #include <boost/json.hpp>
@@ -320,6 +321,19 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
         f.fail("n", "echo takes n 1 (the prompt and its logprobs come back once per request)");
     if (auto e = read_structured(o, kind, in))
         return *e;
+    if (!in.json_schema.empty()) {
+        // The schema again from a parse that keeps every number as written (exact_numbers.hpp):
+        // the first parse turned numbers no double holds into the nearest double.
+        if (auto marked = json_numbers::mark_inexact_numbers(body)) {
+            json::parse_options po;
+            po.allow_invalid_utf8 = true; // the marks; the body itself was valid UTF-8
+            boost::system::error_code mec;
+            const auto exact = json::parse(*marked, mec, {}, po);
+            inference_input again;
+            if (!mec && exact.is_object() && !read_structured(exact.get_object(), kind, again))
+                in.json_schema = std::move(again.json_schema);
+        }
+    }
     // A forced tool call is rendered from one choice's text (message.tool_calls).
     if (in.tool_call && in.n > 1)
         f.fail("n", "a forced tool call (tool_choice required or a named function) takes n 1");

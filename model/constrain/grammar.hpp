@@ -5,6 +5,7 @@
 // matcher forks one level at most per byte.
 #pragma once
 
+#include "common/exact_numbers.hpp"
 #include "model/constrain/limits.hpp"
 #include "model/constrain/pattern_regex.hpp"
 
@@ -18,8 +19,7 @@ namespace bitnet::model::constrain {
 inline constexpr std::uint32_t no_node = std::numeric_limits<std::uint32_t>::max();
 inline constexpr std::uint32_t unbounded = std::numeric_limits<std::uint32_t>::max();
 
-/// Exact arithmetic on bounds and values: 19 integer digits and 15 fraction digits fit.
-__extension__ typedef __int128 wide_int;
+using bitnet::wide_int;
 
 enum class node_kind : std::uint8_t {
     nothing, ///< no value is valid (the `false` schema)

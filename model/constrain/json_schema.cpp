@@ -1,7 +1,7 @@
 #include "model/constrain/json_schema.hpp"
 
 #include "model/constrain/canonical_json.hpp"
-#include "model/constrain/exact_numbers.hpp"
+#include "common/exact_numbers.hpp"
 #include "model/constrain/grammar_passes.hpp"
 #include "model/constrain/string_formats.hpp"
 
@@ -18,6 +18,7 @@ namespace bitnet::model::constrain {
 namespace {
 
 namespace json = boost::json;
+using namespace bitnet::json_numbers;
 
 /// Keywords that annotate and constrain nothing: accepted and ignored.
 const std::set<std::string_view> annotations{"title",    "description", "$comment", "default",
@@ -647,6 +648,39 @@ private:
     }
 };
 
+/// Valid UTF-8, except that a 0xFF byte may open a string (the mark of an exact number that
+/// http/ or mark_inexact_numbers put there; valid text never holds that byte).
+bool utf8_but_marks(std::string_view s) {
+    for (std::size_t i = 0; i < s.size();) {
+        const auto b = static_cast<std::uint8_t>(s[i]);
+        if (b < 0x80) {
+            ++i;
+            continue;
+        }
+        if (b == 0xFF) {
+            if (i == 0 || s[i - 1] != '"')
+                return false;
+            ++i;
+            continue;
+        }
+        const int more = b >= 0xF0 && b <= 0xF4 ? 3 : b >= 0xE0 && b <= 0xEF ? 2 : b >= 0xC2 && b <= 0xDF ? 1 : -1;
+        if (more < 0 || i + static_cast<std::size_t>(more) >= s.size())
+            return false;
+        std::uint32_t cp = b & (more == 3 ? 0x07u : more == 2 ? 0x0Fu : 0x1Fu);
+        for (int k = 1; k <= more; ++k) {
+            const auto c = static_cast<std::uint8_t>(s[i + static_cast<std::size_t>(k)]);
+            if ((c & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (c & 0x3F);
+        }
+        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+            (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return false;
+        i += static_cast<std::size_t>(more) + 1;
+    }
+    return true;
+}
+
 } // namespace
 
 void byte_trie::insert(const std::string& s) {
@@ -679,8 +713,11 @@ result<grammar> compile_json_schema(std::string_view schema_json, const cancel_t
     if (schema_json.size() > limits::max_schema_bytes)
         return limit_error("max_schema_bytes", limits::max_schema_bytes,
                            "the schema is " + std::to_string(schema_json.size()) + " bytes");
+    if (!utf8_but_marks(schema_json))
+        return error{errc::invalid_argument, "the schema is not valid UTF-8"};
     json::parse_options opt;
     opt.max_depth = limits::max_schema_nesting;
+    opt.allow_invalid_utf8 = true; // checked above; the marks of exact numbers are 0xFF bytes
     boost::system::error_code ec;
     json::value root = json::parse(schema_json, ec, {}, opt);
     if (ec == json::error::too_deep)
@@ -689,7 +726,6 @@ result<grammar> compile_json_schema(std::string_view schema_json, const cancel_t
     if (ec)
         return error{errc::invalid_argument, "the schema is not valid JSON: " + ec.message()};
     if (auto marked = mark_inexact_numbers(schema_json)) {
-        opt.allow_invalid_utf8 = true; // the marks are 0xFF bytes (valid text was checked above)
         root = json::parse(*marked, ec, {}, opt);
         if (ec)
             return error{errc::internal, "the schema's exact numbers: " + ec.message()};

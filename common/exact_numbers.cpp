@@ -1,14 +1,13 @@
-#include "model/constrain/exact_numbers.hpp"
-
-#include "model/constrain/canonical_json.hpp"
+#include "common/exact_numbers.hpp"
 
 #include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
 
 #include <charconv>
 #include <cstdint>
 #include <tuple>
 
-namespace bitnet::model::constrain {
+namespace bitnet::json_numbers {
 
 namespace {
 
@@ -64,11 +63,13 @@ decimal parse_decimal(std::string_view t) {
     return d;
 }
 
-/// What Boost.JSON makes of number text `t`, written back canonically.
+/// What Boost.JSON makes of number text `t`, as decimal text ("" when it is no number).
 std::string as_parsed(std::string_view t) {
     boost::system::error_code ec;
     const auto v = boost::json::parse(t, ec);
-    return ec ? std::string() : canonical_json(v);
+    if (ec)
+        return {};
+    return number_text(v).value_or(std::string());
 }
 
 } // namespace
@@ -173,4 +174,4 @@ bool is_integer_text(std::string_view t) {
     return d.digits.empty() || d.exponent >= static_cast<std::int64_t>(d.digits.size());
 }
 
-} // namespace bitnet::model::constrain
+} // namespace bitnet::json_numbers
