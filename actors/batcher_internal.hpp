@@ -76,6 +76,9 @@ struct batcher_state {
     /// A step ran past step_timeout_ms: the executor is stuck, the supervisor replaces this pair,
     /// and no further step goes to it.
     bool stalled = false;
+    /// Compiles JSON Schemas not in the schema cache yet, on a thread of its own (spawned at
+    /// the first such request, linked to this batcher).
+    caf::actor compiler;
     bool tick_pending = false;
     std::uint64_t steps = 0;
     std::uint64_t finished = 0;

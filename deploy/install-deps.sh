@@ -22,6 +22,7 @@ packages=(
     openssl curl                     # HTTPS and cluster TLS tests: certificates made at test
                                      # time, curl --cacert as the client
     json-schema-test-suite           # the official JSON Schema cases (tests/constrain)
+    python3-jsonschema               # the schema fuzzer's independent validator (tests/fuzz)
 )
 
 source "$(dirname "${BASH_SOURCE[0]}")/apt-missing.sh"

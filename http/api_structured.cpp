@@ -38,14 +38,15 @@ void rebase_refs(json::value& v, const std::string& base) {
     }
 }
 
-/// The schema of one call of `fn`: its name, and arguments valid for its parameters. The
-/// parameters are compiled as their own root: they go under the wrapper's `$defs` (`defs`) with
-/// their references rebased, so `$ref: "#"` and `#/$defs/...` (what Pydantic writes) resolve
-/// inside them.
+/// One function of a forced call: its name, and arguments valid for its parameters, as an entry of
+/// the compiler's call union (`x-bitnet-tool-union`: `{"name":...,"arguments":...}` written in
+/// that order, one matcher configuration however many functions). The parameters are compiled as
+/// their own root: they go under the wrapper's `$defs` (`defs`) with their references rebased, so
+/// `$ref: "#"` and `#/$defs/...` (what Pydantic writes) resolve inside them.
 json::value call_schema(const std::string& name, const json::value* parameters, std::size_t i,
                         json::object& defs) {
-    json::object props;
-    props["name"] = json::object{{"const", name}};
+    json::object call;
+    call["name"] = name;
     if (parameters) {
         const std::string key = "bitnet_tool_" + std::to_string(i);
         json::value p = *parameters;
@@ -55,14 +56,11 @@ json::value call_schema(const std::string& name, const json::value* parameters, 
         }
         rebase_refs(p, "#/$defs/" + key);
         defs[key] = std::move(p);
-        props["arguments"] = json::object{{"$ref", "#/$defs/" + key}};
+        call["arguments"] = json::object{{"$ref", "#/$defs/" + key}};
     } else {
-        props["arguments"] = json::object{{"type", "object"}};
+        call["arguments"] = json::object{{"type", "object"}};
     }
-    return json::object{{"type", "object"},
-                        {"properties", std::move(props)},
-                        {"required", json::array{"name", "arguments"}},
-                        {"additionalProperties", false}};
+    return call;
 }
 
 std::optional<api_error> read_response_format(const json::value& rf, inference_input& in) {
@@ -153,8 +151,7 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
     if (!in.json_schema.empty())
         return invalid_value("tool_choice",
                              "a forced tool call and response_format cannot be used together");
-    json::object root = alts.size() == 1 ? std::move(alts[0].as_object())
-                                         : json::object{{"anyOf", std::move(alts)}};
+    json::object root{{"x-bitnet-tool-union", std::move(alts)}};
     if (!defs.empty())
         root["$defs"] = std::move(defs);
     in.json_schema = json::serialize(root);

@@ -54,6 +54,8 @@ void stepper::step(frame_stack c, std::uint8_t b, std::uint32_t forks) {
         return;
     case node_kind::literal_set:
         return literal_set(std::move(c), b, n);
+    case node_kind::call_union:
+        return call_union(std::move(c), b, n);
     case node_kind::number:
         return number(std::move(c), b, n);
     case node_kind::integer:
@@ -99,6 +101,56 @@ void stepper::literal_set(frame_stack c, std::uint8_t b, const node& n) {
     if (t.nodes[next].next.empty())
         c.pop_back(); // nothing can follow: the value is whole
     emit(std::move(c));
+}
+
+/// A call: `{"name":` (phase 0, x = position), the name through the trie (phase 1, w = trie
+/// node), `,"arguments":` (phase 2, y = the function, x = position), its arguments (phase 3, as a
+/// child), then `}` (phase 4).
+void stepper::call_union(frame_stack c, std::uint8_t b, const node& n) {
+    static constexpr std::string_view head = R"({"name":)";
+    static constexpr std::string_view middle = R"(,"arguments":)";
+    frame& f = c.back();
+    const auto& t = g_.tries[static_cast<std::size_t>(n.set)];
+    switch (f.phase) {
+    case 0:
+        if (static_cast<std::uint8_t>(head[f.x]) != b)
+            return;
+        if (++f.x == head.size()) {
+            f.phase = 1;
+            f.x = 0;
+            f.w = 0;
+        }
+        return emit(std::move(c));
+    case 1: {
+        const auto next = t.step(static_cast<std::uint32_t>(f.w), b);
+        if (next == byte_trie::dead)
+            return;
+        f.w = next;
+        if (t.nodes[next].terminal) { // names are JSON strings: whole at their closing quote
+            f.y = t.nodes[next].id;
+            f.phase = 2;
+            f.w = 0;
+        }
+        return emit(std::move(c));
+    }
+    case 2:
+        if (static_cast<std::uint8_t>(middle[f.x]) != b)
+            return;
+        if (++f.x == middle.size())
+            f.phase = 3;
+        return emit(std::move(c));
+    case 3:
+        f.phase = 4;
+        return push(std::move(c), n.values[f.y], b);
+    case 4:
+        if (b == '}') {
+            c.pop_back();
+            emit(std::move(c));
+        }
+        return;
+    default:
+        return;
+    }
 }
 
 /// Declared name i may be written (its value admits something; the compiler set the value of a

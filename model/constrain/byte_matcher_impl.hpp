@@ -74,6 +74,7 @@ private:
     void push(frame_stack c, std::uint32_t child, std::uint8_t b);
     void end_and_pass(frame_stack c, std::uint8_t b);
     void literal_set(frame_stack c, std::uint8_t b, const node& n);
+    void call_union(frame_stack c, std::uint8_t b, const node& n);
     bool more_names(const frame& f, const node& n) const;
     bool usable_name(const node& n, std::size_t i) const;
     void object(frame_stack c, std::uint8_t b, const node& n);

@@ -31,6 +31,11 @@ enum class node_kind : std::uint8_t {
     number,      ///< a JSON number, optionally bounded
     literal,     ///< exactly `bytes` (const, true, false, null)
     literal_set, ///< exactly one of the byte strings in `tries[set]` (enum members, scalars)
+    /// A function call, one of several: `{"name":N,"arguments":A}` in that order, where N is one
+    /// of the names in `tries[set]` (canonical JSON strings) and A follows `values[i]` for the
+    /// i-th name. One configuration whatever the number of functions (a union of per-function
+    /// objects would keep one per function alive while the name is written).
+    call_union,
 };
 
 /// A trie over byte strings: an object's declared names (canonical escaped contents), so a
@@ -39,11 +44,13 @@ struct byte_trie {
     struct trie_node {
         std::vector<std::pair<std::uint8_t, std::uint32_t>> next; ///< sorted by byte
         bool terminal = false;
+        std::uint32_t id = 0; ///< terminal: the index of the string (insert order)
     };
     std::vector<trie_node> nodes{trie_node{}};
     static constexpr std::uint32_t dead = 0xFFFFFFFF;
 
-    void insert(const std::string& s);
+    /// Adds `s` as string number `id` (a string added twice keeps its first id).
+    void insert(const std::string& s, std::uint32_t id = 0);
     [[nodiscard]] std::uint32_t step(std::uint32_t at, std::uint8_t b) const noexcept;
 };
 
@@ -76,7 +83,7 @@ struct node {
     std::uint64_t multiple_of = 0; ///< integer only; 0 = none
     // literal
     std::string bytes;
-    // literal_set: index into grammar::tries
+    // literal_set, call_union: index into grammar::tries
     std::int32_t set = -1;
 };
 

@@ -153,6 +153,8 @@ result<void> prune(grammar& g, const compile_budget& budget) {
         case node_kind::literal:
         case node_kind::literal_set:
             return true;
+        case node_kind::call_union: // every function's arguments must admit a value
+            return std::all_of(x.values.begin(), x.values.end(), yes);
         case node_kind::string:
             return x.min_count <= x.max_count;
         case node_kind::number:

@@ -1,7 +1,7 @@
 #include "model/constrain/json_schema.hpp"
 
-#include "model/constrain/canonical_json.hpp"
 #include "common/exact_numbers.hpp"
+#include "model/constrain/canonical_json.hpp"
 #include "model/constrain/grammar_passes.hpp"
 #include "model/constrain/string_formats.hpp"
 
@@ -19,6 +19,10 @@ namespace {
 
 namespace json = boost::json;
 using namespace bitnet::json_numbers;
+
+/// This server's own keyword for a forced call of one of several functions (http/ writes it for
+/// `tool_choice`): `[{"name": "...", "arguments": <schema>}, ...]`, compiled to a call_union.
+constexpr std::string_view tool_union_keyword = "x-bitnet-tool-union";
 
 /// Keywords that annotate and constrain nothing: accepted and ignored.
 const std::set<std::string_view> annotations{"title",    "description", "$comment", "default",
@@ -48,7 +52,8 @@ const std::set<std::string_view> constraints{"type",
                                              "maximum",
                                              "exclusiveMinimum",
                                              "exclusiveMaximum",
-                                             "multipleOf"};
+                                             "multipleOf",
+                                             tool_union_keyword};
 
 node of(node_kind k) {
     node n;
@@ -222,6 +227,12 @@ private:
             if (auto other = sibling(o, {"$ref"}))
                 return unsupported("$ref", path, "beside \"" + *other + "\"");
             return reference(*r, path);
+        }
+        if (const auto* t = o.if_contains(tool_union_keyword)) {
+            if (auto other = sibling(o, {tool_union_keyword}))
+                return unsupported(std::string(tool_union_keyword), path,
+                                   "beside \"" + *other + "\"");
+            return tool_union(*t, path);
         }
         if (const auto* a = o.if_contains("anyOf")) {
             if (auto other = sibling(o, {"anyOf"}))
@@ -397,6 +408,28 @@ private:
         }
         if (u.alts.size() == 1)
             return u.alts[0];
+        return add(std::move(u));
+    }
+
+    std::uint32_t tool_union(const json::value& t, const std::string& path) {
+        const auto* fns = t.if_array();
+        if (!fns || fns->empty())
+            return invalid(path, std::string(tool_union_keyword) + " must be a non-empty array");
+        node u = of(node_kind::call_union);
+        byte_trie names;
+        for (std::size_t i = 0; i < fns->size(); ++i) {
+            const auto* f = (*fns)[i].if_object();
+            const auto* name = f ? f->if_contains("name") : nullptr;
+            const auto* args = f ? f->if_contains("arguments") : nullptr;
+            if (!name || !name->is_string() || !args)
+                return invalid(path, std::string(tool_union_keyword) +
+                                         " entries are {\"name\": string, \"arguments\": schema}");
+            names.insert(canonical_json(*name), static_cast<std::uint32_t>(i));
+            u.values.push_back(compile(*args, path + "/" + std::string(tool_union_keyword) + "/" +
+                                                  std::to_string(i) + "/arguments"));
+        }
+        g_.tries.push_back(std::move(names));
+        u.set = static_cast<std::int32_t>(g_.tries.size() - 1);
         return add(std::move(u));
     }
 
@@ -663,7 +696,10 @@ bool utf8_but_marks(std::string_view s) {
             ++i;
             continue;
         }
-        const int more = b >= 0xF0 && b <= 0xF4 ? 3 : b >= 0xE0 && b <= 0xEF ? 2 : b >= 0xC2 && b <= 0xDF ? 1 : -1;
+        const int more = b >= 0xF0 && b <= 0xF4   ? 3
+                         : b >= 0xE0 && b <= 0xEF ? 2
+                         : b >= 0xC2 && b <= 0xDF ? 1
+                                                  : -1;
         if (more < 0 || i + static_cast<std::size_t>(more) >= s.size())
             return false;
         std::uint32_t cp = b & (more == 3 ? 0x07u : more == 2 ? 0x0Fu : 0x1Fu);
@@ -683,7 +719,7 @@ bool utf8_but_marks(std::string_view s) {
 
 } // namespace
 
-void byte_trie::insert(const std::string& s) {
+void byte_trie::insert(const std::string& s, std::uint32_t id) {
     std::uint32_t at = 0;
     for (char ch : s) {
         const auto b = static_cast<std::uint8_t>(ch);
@@ -693,11 +729,13 @@ void byte_trie::insert(const std::string& s) {
             at = it->second;
             continue;
         }
-        const auto id = static_cast<std::uint32_t>(nodes.size());
-        nx.insert(it, {b, id});
+        const auto child = static_cast<std::uint32_t>(nodes.size());
+        nx.insert(it, {b, child});
         nodes.emplace_back();
-        at = id;
+        at = child;
     }
+    if (!nodes[at].terminal)
+        nodes[at].id = id;
     nodes[at].terminal = true;
 }
 

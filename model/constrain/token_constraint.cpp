@@ -245,6 +245,20 @@ std::shared_ptr<schema_cache::vocab_entry> schema_cache::vocab_of(const tokenize
     return vocabs_.emplace(addr, e).first->second;
 }
 
+std::optional<result<std::shared_ptr<const compiled_constraint>>>
+schema_cache::lookup(std::string_view schema_json, const tokenizer& tok) {
+    const auto ve = vocab_of(tok);
+    std::string key(schema_json);
+    key += '\0';
+    key += ve->fingerprint;
+    std::lock_guard lk(mu_);
+    if (auto it = schemas_.find(key); it != schemas_.end())
+        return result<std::shared_ptr<const compiled_constraint>>(it->second);
+    if (auto it = refused_.find(key); it != refused_.end())
+        return result<std::shared_ptr<const compiled_constraint>>(it->second);
+    return std::nullopt;
+}
+
 result<std::shared_ptr<const compiled_constraint>>
 schema_cache::get(std::string_view schema_json, const tokenizer& tok, const cancel_token* cancel) {
     const auto ve = vocab_of(tok);
@@ -255,12 +269,23 @@ schema_cache::get(std::string_view schema_json, const tokenizer& tok, const canc
         std::lock_guard lk(mu_);
         if (auto it = schemas_.find(key); it != schemas_.end())
             return it->second;
+        if (auto it = refused_.find(key); it != refused_.end())
+            return it->second;
     }
     auto g = compile_json_schema(schema_json, cancel);
-    if (!g)
-        return g.error();
-    auto c = std::make_shared<const compiled_constraint>(std::move(*g), ve->index);
     ++compiled_;
+    if (!g) {
+        // Refusals are kept too (a cancelled compile is not a refusal): a client that sends the
+        // same bad schema again costs a lookup, not another compile.
+        if (g.error().value() != errc::cancelled) {
+            std::lock_guard lk(mu_);
+            if (refused_.size() >= max_cached_schemas)
+                refused_.clear();
+            refused_.emplace(std::move(key), g.error());
+        }
+        return g.error();
+    }
+    auto c = std::make_shared<const compiled_constraint>(std::move(*g), ve->index);
     std::lock_guard lk(mu_);
     if (schemas_.size() >= max_cached_schemas)
         schemas_.clear();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -115,6 +116,10 @@ public:
     /// The compiled constraint of `schema_json` for `tok` (compile_json_schema's errors).
     [[nodiscard]] result<std::shared_ptr<const compiled_constraint>>
     get(std::string_view schema_json, const tokenizer& tok, const cancel_token* cancel = nullptr);
+    /// What get() would answer without compiling: the cached constraint, the cached refusal (a
+    /// schema refused once is refused again at once), or nothing when it was never compiled.
+    [[nodiscard]] std::optional<result<std::shared_ptr<const compiled_constraint>>>
+    lookup(std::string_view schema_json, const tokenizer& tok);
     /// Schemas compiled so far (misses).
     [[nodiscard]] std::uint64_t compilations() const noexcept { return compiled_.load(); }
 
@@ -132,6 +137,7 @@ private:
     std::unordered_map<const void*, std::shared_ptr<vocab_entry>> vocabs_;
     std::unordered_map<std::string, std::shared_ptr<const vocab_index>> by_fingerprint_;
     std::unordered_map<std::string, std::shared_ptr<const compiled_constraint>> schemas_;
+    std::unordered_map<std::string, error> refused_; ///< by the same key: compile errors
     std::atomic<std::uint64_t> compiled_{0};
 
     std::shared_ptr<vocab_entry> vocab_of(const tokenizer& tok);

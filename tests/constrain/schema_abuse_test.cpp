@@ -207,6 +207,26 @@ TEST_CASE("abuse: 1,000 tool-call alternatives mask within the budget") {
     CHECK(tc.complete());
 }
 
+TEST_CASE("abuse: 1,000 functions as the server's call union stay one configuration") {
+    std::string fns;
+    for (int i = 0; i < 1000; ++i)
+        fns += std::string(i ? "," : "") + R"({"name":"tool_)" + std::to_string(i) +
+               R"(","arguments":{"type":"object","properties":{"x":{"type":"integer","maximum":)" +
+               std::to_string(i) + R"(}},"required":["x"],"additionalProperties":false}})";
+    const auto g = compile(R"({"x-bitnet-tool-union":[)" + fns + "]}");
+    const std::string call = R"({"name":"tool_417","arguments":{"x":400}})";
+    CHECK(accepts(g, call));
+    CHECK(widest(g, call) == 1);
+    CHECK_FALSE(accepts(g, R"({"name":"tool_417","arguments":{"x":418}})")); // tool 417's bound
+    CHECK_FALSE(accepts(g, R"({"arguments":{"x":1},"name":"tool_417"})"));   // name first
+    CHECK_FALSE(accepts(g, R"({"name":"tool_1000","arguments":{"x":1}})"));
+    // Arguments that admit no value make the whole call a 400, not a dead end.
+    auto bad = compile_json_schema(
+        R"({"x-bitnet-tool-union":[{"name":"f","arguments":{"type":"integer","minimum":2,"maximum":1}}]})");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().message.find("admits no") != std::string::npos);
+}
+
 TEST_CASE("abuse: the mask cache keeps to its byte budget and shares it fairly") {
     mask_cache cache(1 << 20);
     const token_mask m(2048, ~0ULL); // 16 KiB, a 128k vocabulary's mask
