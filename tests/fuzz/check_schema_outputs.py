@@ -23,8 +23,8 @@ def main(path):
                 cls = (jsonschema.Draft202012Validator if "prefixItems" in rec["schema"]
                        else jsonschema.Draft7Validator)
                 validator = cls(schema)
-            except (ValueError, jsonschema.exceptions.SchemaError, RecursionError):
-                skipped += 1  # not a draft-7 schema the validator takes (a prefixItems mutation)
+            except Exception:  # not a schema this validator takes ($id a list, ...)
+                skipped += 1
                 continue
             try:
                 instance = json.loads(rec["instance"])
@@ -34,7 +34,7 @@ def main(path):
                 continue
             try:
                 ok = validator.is_valid(instance)
-            except (jsonschema.exceptions.RefResolutionError, RecursionError):
+            except Exception:  # the validator's own failures on odd schemas ($id as a list, ...)
                 skipped += 1
                 continue
             checked += 1
