@@ -80,6 +80,18 @@ compiled_constraint::~compiled_constraint() {
     mask_cache::shared().forget(id_);
 }
 
+namespace {
+
+error too_ambiguous() {
+    return error{errc::invalid_argument,
+                 "structured output: the schema is ambiguous here, with more than " +
+                     std::to_string(limits::max_live_configs) +
+                     " alternatives open at once (limit max_live_configs)",
+                 "max_live_configs"};
+}
+
+} // namespace
+
 /// What one mask's walk may spend, and why it stopped when it did.
 struct compiled_constraint::walk_budget {
     std::uint64_t work = 0;
@@ -132,11 +144,7 @@ void compiled_constraint::walk(std::uint32_t at, const byte_matcher& m, token_ma
         if (next.feed(g_, byte, &b.work))
             walk(child, next, mask, b);
         else if (next.overflowed())
-            b.stop = error{errc::invalid_argument,
-                           "structured output: the schema is ambiguous here, with more than " +
-                               std::to_string(limits::max_live_configs) +
-                               " alternatives open at once (limit max_live_configs)",
-                           "max_live_configs"};
+            b.stop = too_ambiguous();
     }
 }
 
@@ -152,11 +160,7 @@ token_mask compiled_constraint::mask_by_trie(const byte_matcher& m) const {
 result<token_mask> compiled_constraint::mask_within_budget(const byte_matcher& m,
                                                            const cancel_token* cancel) const {
     if (m.overflowed())
-        return error{errc::invalid_argument,
-                     "structured output: the schema is ambiguous here, with more than " +
-                         std::to_string(limits::max_live_configs) +
-                         " alternatives open at once (limit max_live_configs)",
-                     "max_live_configs"};
+        return too_ambiguous();
     token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
     walk_budget b;
     b.max_work = limits::max_mask_steps;
@@ -246,11 +250,7 @@ std::shared_ptr<schema_cache::vocab_entry> schema_cache::vocab_of(const tokenize
 }
 
 std::optional<result<std::shared_ptr<const compiled_constraint>>>
-schema_cache::lookup(std::string_view schema_json, const tokenizer& tok) {
-    const auto ve = vocab_of(tok);
-    std::string key(schema_json);
-    key += '\0';
-    key += ve->fingerprint;
+schema_cache::known(const std::string& key) {
     std::lock_guard lk(mu_);
     if (auto it = schemas_.find(key); it != schemas_.end())
         return result<std::shared_ptr<const compiled_constraint>>(it->second);
@@ -259,19 +259,17 @@ schema_cache::lookup(std::string_view schema_json, const tokenizer& tok) {
     return std::nullopt;
 }
 
+std::optional<result<std::shared_ptr<const compiled_constraint>>>
+schema_cache::lookup(std::string_view schema_json, const tokenizer& tok) {
+    return known(std::string(schema_json) + '\0' + vocab_of(tok)->fingerprint);
+}
+
 result<std::shared_ptr<const compiled_constraint>>
 schema_cache::get(std::string_view schema_json, const tokenizer& tok, const cancel_token* cancel) {
     const auto ve = vocab_of(tok);
-    std::string key(schema_json);
-    key += '\0';
-    key += ve->fingerprint;
-    {
-        std::lock_guard lk(mu_);
-        if (auto it = schemas_.find(key); it != schemas_.end())
-            return it->second;
-        if (auto it = refused_.find(key); it != refused_.end())
-            return it->second;
-    }
+    std::string key = std::string(schema_json) + '\0' + ve->fingerprint;
+    if (auto k = known(key))
+        return *k;
     auto g = compile_json_schema(schema_json, cancel);
     ++compiled_;
     if (!g) {

@@ -141,6 +141,8 @@ private:
     std::atomic<std::uint64_t> compiled_{0};
 
     std::shared_ptr<vocab_entry> vocab_of(const tokenizer& tok);
+    /// The cached answer for `key` (schema text, NUL, vocabulary fingerprint), if any.
+    std::optional<result<std::shared_ptr<const compiled_constraint>>> known(const std::string& key);
 };
 
 } // namespace bitnet::model::constrain

@@ -7,6 +7,7 @@
 #include "model/constrain/limits.hpp"
 #include "model/constrain/mask_cache.hpp"
 #include "model/constrain/token_constraint.hpp"
+#include "support/utf8_encode.hpp"
 #include "vocab_fixtures.hpp"
 
 #include <doctest/doctest.h>
@@ -128,31 +129,8 @@ TEST_CASE("abuse: two identical recursive object alternatives merge into one con
 }
 
 TEST_CASE("abuse: a class of 140,000 ranges is sorted once and looked up by binary search") {
-    std::string cls;
     // Every other code point from U+0100 on, excluded: 140,000 single-code-point ranges.
-    for (std::uint32_t cp = 0x100, k = 0; k < 140000; ++k, cp += 2) {
-        if (cp >= 0xD800 && cp <= 0xDFFF)
-            cp = 0xE000;
-        char buf[16];
-        std::snprintf(buf, sizeof buf, "\\\\u{%X}", cp);
-        (void)buf;
-        // Written as raw UTF-8 in the pattern (JSON-escaped as needed).
-        std::string u;
-        if (cp < 0x800) {
-            u += static_cast<char>(0xC0 | (cp >> 6));
-            u += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            u += static_cast<char>(0xE0 | (cp >> 12));
-            u += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            u += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            u += static_cast<char>(0xF0 | (cp >> 18));
-            u += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            u += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            u += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-        cls += u;
-    }
+    const std::string cls = test::sparse_code_points(140000);
     const std::string schema = R"({"type":"string","pattern":"^[^)" + cls + R"(]*$"})";
     CHECK(schema.size() > 400'000);
     const auto g = compile(schema);

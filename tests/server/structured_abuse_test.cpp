@@ -4,6 +4,7 @@
 // cache stays within its budget over 200 distinct schemas; wrong answers are right. The library
 // tests (tests/constrain/schema_abuse_test.cpp) check the same rows on the grammar itself.
 #include "server/server_process.hpp"
+#include "support/utf8_encode.hpp"
 
 #include <string>
 
@@ -58,11 +59,13 @@ TEST_CASE("abuse (server): schemas that crashed the process are 400s, through ev
     const std::string schema = R"({"type":"string","pattern":)" + quoted(nested) + "}";
     check_400(constrained(s, schema), "max_pattern_nesting");
     // The same schema as tool parameters and as the native json_schema.
-    check_400(s.post("/v1/chat/completions",
-                     R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required",)"
-                     R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"p":)" +
-                         schema + "}}}}]}"),
-              "max_pattern_nesting");
+    check_400(
+        s.post(
+            "/v1/chat/completions",
+            R"({"messages":[{"role":"user","content":"x"}],"tool_choice":"required",)"
+            R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"p":)" +
+                schema + "}}}}]}"),
+        "max_pattern_nesting");
     check_400(s.post("/v1/inference", R"({"prompt":"x","json_schema":)" + schema + "}"),
               "max_pattern_nesting");
     const std::string stars = "a" + std::string(300000, '*');
@@ -72,8 +75,8 @@ TEST_CASE("abuse (server): schemas that crashed the process are 400s, through ev
     // 20,000 chained $defs compile (no recursion) and constrain the output.
     std::string defs;
     for (int i = 0; i < 20000; ++i)
-        defs += "\"d" + std::to_string(i) + "\":{\"$ref\":\"#/$defs/d" + std::to_string(i + 1) +
-                "\"},";
+        defs +=
+            "\"d" + std::to_string(i) + "\":{\"$ref\":\"#/$defs/d" + std::to_string(i + 1) + "\"},";
     defs += R"("d20000":{"type":"integer","minimum":0,"maximum":9})";
     auto chain = constrained(s, R"({"$defs":{)" + defs + R"(},"$ref":"#/$defs/d0"})", 8);
     REQUIRE_MESSAGE(chain.status == 200, chain.body);
@@ -100,9 +103,8 @@ TEST_CASE("abuse (server): schemas that wedged a model are refused or finish, an
     defs += R"("d25":{"type":"array","items":{"$ref":"#/$defs/d0"},"maxItems":3})";
     const char* twin =
         R"({"type":"object","properties":{"c":{"$ref":"#"}},"additionalProperties":false})";
-    for (const std::string& schema :
-         {R"({"$defs":{)" + defs + R"(},"$ref":"#/$defs/d0"})",
-          std::string(R"({"anyOf":[)") + twin + "," + twin + "]}"}) {
+    for (const std::string& schema : {R"({"$defs":{)" + defs + R"(},"$ref":"#/$defs/d0"})",
+                                      std::string(R"({"anyOf":[)") + twin + "," + twin + "]}"}) {
         for (int seed = 1; seed <= 3; ++seed) {
             auto r = constrained(s, schema, 64, seed);
             REQUIRE_MESSAGE(r.status == 200, r.body);
@@ -118,24 +120,7 @@ TEST_CASE("abuse (server): schemas that wedged a model are refused or finish, an
 TEST_CASE("abuse (server): the schemas that stalled other streams finish within their deadline") {
     test::server_process s;
     // A 140,000-range negated class.
-    std::string cls;
-    for (std::uint32_t cp = 0x100, k = 0; k < 140000; ++k, cp += 2) {
-        if (cp >= 0xD800 && cp <= 0xDFFF)
-            cp = 0xE000;
-        if (cp < 0x800) {
-            cls += static_cast<char>(0xC0 | (cp >> 6));
-            cls += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            cls += static_cast<char>(0xE0 | (cp >> 12));
-            cls += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            cls += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            cls += static_cast<char>(0xF0 | (cp >> 18));
-            cls += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            cls += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            cls += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-    }
+    const std::string cls = test::sparse_code_points(140000);
     std::string members;
     for (int i = 0; i < 14000; ++i)
         members += (i ? "," : "") + quoted("value-" + std::to_string(i));
@@ -149,12 +134,14 @@ TEST_CASE("abuse (server): the schemas that stalled other streams finish within 
     }
     std::string tools;
     for (int i = 0; i < 1000; ++i)
-        tools += std::string(i ? "," : "") + R"({"type":"function","function":{"name":"tool_)" +
-                 std::to_string(i) +
-                 R"(","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"],"additionalProperties":false}}})";
-    auto t = s.post("/v1/chat/completions",
-                    R"({"messages":[{"role":"user","content":"x"}],"max_tokens":24,"timeout_ms":60000,"tools":[)" +
-                        tools + R"(],"tool_choice":"required"})");
+        tools +=
+            std::string(i ? "," : "") + R"({"type":"function","function":{"name":"tool_)" +
+            std::to_string(i) +
+            R"(","parameters":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"],"additionalProperties":false}}})";
+    auto t = s.post(
+        "/v1/chat/completions",
+        R"({"messages":[{"role":"user","content":"x"}],"max_tokens":24,"timeout_ms":60000,"tools":[)" +
+            tools + R"(],"tool_choice":"required"})");
     REQUIRE_MESSAGE(t.status == 200, t.body.substr(0, 300));
     const auto f = choice0(t).at("finish_reason");
     CHECK((f == "tool_calls" || f == "length"));
@@ -186,9 +173,8 @@ TEST_CASE("abuse (server): exact answers — multipleOf, enum numbers, tool $def
         if (c.at("finish_reason") == "stop") {
             const std::string t(c.at("text").as_string());
             CHECK_MESSAGE((t == "0" || t.size() >= 11), t);
-            CHECK_MESSAGE(t.substr(t.size() > 10 ? t.size() - 10 : 0) ==
-                              (t == "0" ? "0" : "0000000000"),
-                          t);
+            CHECK_MESSAGE(
+                t.substr(t.size() > 10 ? t.size() - 10 : 0) == (t == "0" ? "0" : "0000000000"), t);
         }
     }
     auto e = constrained(s, R"({"enum":[123456789012345678901234567890]})", 40);
@@ -197,9 +183,10 @@ TEST_CASE("abuse (server): exact answers — multipleOf, enum numbers, tool $def
     // Pydantic-style tool parameters: $defs and $ref inside the parameters resolve there.
     const std::string tools =
         R"("tools":[{"type":"function","function":{"name":"put","parameters":{"$defs":{"Item":{"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":9}},"required":["n"],"additionalProperties":false}},"type":"object","properties":{"item":{"$ref":"#/$defs/Item"}},"required":["item"],"additionalProperties":false}}}])";
-    auto t = s.post("/v1/chat/completions",
-                    R"({"messages":[{"role":"user","content":"x"}],"max_tokens":64,"temperature":0,)" +
-                        tools + R"(,"tool_choice":"required"})");
+    auto t =
+        s.post("/v1/chat/completions",
+               R"({"messages":[{"role":"user","content":"x"}],"max_tokens":64,"temperature":0,)" +
+                   tools + R"(,"tool_choice":"required"})");
     REQUIRE_MESSAGE(t.status == 200, t.body);
     const auto tc = choice0(t);
     if (tc.at("finish_reason") == "tool_calls") {
@@ -223,11 +210,12 @@ TEST_CASE("abuse (server): exact answers — multipleOf, enum numbers, tool $def
     CHECK_FALSE(cc.at("message").as_object().contains("tool_calls"));
     // Stop strings never cut a constrained value: "finish_reason":"stop" means a whole value.
     for (int seed = 1; seed <= 4; ++seed) {
-        auto r = s.post("/v1/completions",
-                        R"({"prompt":"x","max_tokens":48,"temperature":1,"seed":)" +
-                            std::to_string(seed) + R"(,"stop":["\"",":",","],)" +
-                            rf(R"({"type":"object","properties":{"a":{"type":"string","maxLength":4}},"required":["a"],"additionalProperties":false})") +
-                            "}");
+        auto r = s.post(
+            "/v1/completions",
+            R"({"prompt":"x","max_tokens":48,"temperature":1,"seed":)" + std::to_string(seed) +
+                R"(,"stop":["\"",":",","],)" +
+                rf(R"({"type":"object","properties":{"a":{"type":"string","maxLength":4}},"required":["a"],"additionalProperties":false})") +
+                "}");
         REQUIRE(r.status == 200);
         const auto c = choice0(r);
         if (c.at("finish_reason") == "stop") {
