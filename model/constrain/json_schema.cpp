@@ -55,6 +55,15 @@ const std::set<std::string_view> constraints{"type",
                                              "multipleOf",
                                              tool_union_keyword};
 
+/// At most the first `n` bytes of `s` (never half a UTF-8 character), "..." when cut.
+std::string cut_utf8(std::string_view s, std::size_t n) {
+    if (s.size() <= n)
+        return std::string(s);
+    while (n > 0 && (static_cast<std::uint8_t>(s[n]) & 0xC0) == 0x80)
+        --n;
+    return std::string(s.substr(0, n)) + "...";
+}
+
 node of(node_kind k) {
     node n;
     n.kind = k;
@@ -182,10 +191,11 @@ private:
     std::uint32_t unsupported(const std::string& keyword, const std::string& path,
                               const std::string& why = "") {
         fail(error{errc::unsupported,
-                   "JSON Schema keyword \"" + keyword + "\"" + (why.empty() ? "" : " " + why) +
-                       " at " + (path.empty() ? std::string("the schema's root") : path) +
+                   "JSON Schema keyword \"" + excerpt(keyword) + "\"" +
+                       (why.empty() ? "" : " " + why) + " at " +
+                       (path.empty() ? std::string("the schema's root") : path) +
                        " is not supported by constrained decoding",
-                   keyword});
+                   excerpt(keyword)});
         return nothing();
     }
     std::uint32_t invalid(const std::string& path, const std::string& what) {
@@ -334,9 +344,7 @@ private:
         return id;
     }
 
-    static std::string excerpt(const std::string& s) {
-        return s.size() <= 60 ? s : s.substr(0, 60) + "...";
-    }
+    static std::string excerpt(const std::string& s) { return cut_utf8(s, 60); }
 
     static bool has_type(const json::value& v, const std::set<std::string>& types) {
         if (auto t = exact_number_text(v))
@@ -771,7 +779,15 @@ result<grammar> compile_json_schema(std::string_view schema_json, const cancel_t
     const compile_budget budget{std::chrono::steady_clock::now() +
                                     std::chrono::milliseconds(limits::max_compile_ms),
                                 cancel};
-    return compiler(root, budget).run();
+    auto g = compiler(root, budget).run();
+    // Paths are built from the client's names (each cut to an excerpt) and may still add up:
+    // the message quotes at most a short stretch of what the client sent.
+    if (!g && g.error().message.size() > 600) {
+        auto e = g.error();
+        e.message = cut_utf8(e.message, 600);
+        return e;
+    }
+    return g;
 }
 
 grammar any_object_grammar() {

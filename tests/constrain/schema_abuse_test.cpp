@@ -66,6 +66,21 @@ TEST_CASE("abuse: 12,000 nested regex groups are a clean refusal naming the limi
     CHECK_FALSE(accepts(g2, "\"b\""));
 }
 
+TEST_CASE("abuse: errors quote a short excerpt of a long name, never the whole of it") {
+    const std::string name(10000, 'k');
+    auto g = compile_json_schema(R"({"type":"object",)" + quoted(name) + ":1}");
+    REQUIRE_FALSE(g);
+    CHECK(g.error().message.size() < 700);
+    CHECK(g.error().param.size() < 100);
+    std::string deep = R"({"not":{}})"; // refused, 30 long names deep
+    for (int i = 0; i < 30; ++i)
+        deep = R"({"type":"object","properties":{)" + quoted(name + std::to_string(i)) + ":" +
+               deep + "}}";
+    auto d = compile_json_schema(deep);
+    REQUIRE_FALSE(d);
+    CHECK(d.error().message.size() < 700);
+}
+
 TEST_CASE("abuse: a pattern of 300,000 stacked quantifiers is refused, not a deep tree") {
     const std::string pat = "a" + std::string(300000, '*');
     auto g = compile_json_schema(R"({"type":"string","pattern":)" + quoted(pat) + "}");
