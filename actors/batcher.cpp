@@ -479,8 +479,14 @@ caf::behavior schema_compiler_fn(caf::event_based_actor*,
                                  std::shared_ptr<const model::tokenizer> tok) {
     return {
         [tok](msg::compile_atom, const std::string& schema) -> std::string {
-            auto compiled = model::constrain::schema_cache::shared().get(schema, *tok);
-            return compiled ? std::string() : compiled.error().message;
+            try {
+                auto compiled = model::constrain::schema_cache::shared().get(schema, *tok);
+                return compiled ? std::string() : compiled.error().message;
+            } catch (const std::exception& e) {
+                // Out of memory and the like: this request's refusal, not the batcher's end
+                // (the two are linked).
+                return std::string("the schema could not be compiled: ") + e.what();
+            }
         },
     };
 }
