@@ -298,6 +298,7 @@ void add_prefix(batcher_state& st, live_request& lr, msg::step_chunk& sc) {
     if (!st.opt.policy.prefix_caching || sc.part.pos0 != 0 || lr.prefix_tokens.empty())
         return;
     sc.prefix_tokens = lr.prefix_tokens;
+    sc.prefix_scope = lr.req.cache_scope;
     // Prompt logprobs need every prompt position's logits row: nothing may come from the cache.
     if (!lr.req.reuse_prefix || lr.req.prompt_logprobs)
         return;

@@ -44,7 +44,8 @@ struct seq_state {
     std::vector<msg::token_id> prefix_tokens;
     std::uint32_t reuse_blocks = 0;
     bool attaching = false;
-    std::uint32_t attached_to = 0; ///< KV length after the last attach (may pass the chunk)
+    std::uint32_t attached_to = 0;  ///< KV length after the last attach (may pass the chunk)
+    std::uint64_t prefix_scope = 0; ///< the cache scope its blocks are looked up and offered in
 };
 
 /// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
@@ -115,8 +116,8 @@ result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
         // Re-prefilled after a preemption: the draws continue where they stopped, so seeded
         // sampling gives the same tokens with or without KV pressure.
         smp.resume_after(c.n_sampled);
-        seq_state s{std::move(smp),     {}, std::nullopt, 0, c.prefix_tokens, c.reuse_blocks,
-                    c.reuse_blocks > 0, 0};
+        seq_state s{std::move(smp),     {}, std::nullopt,  0, c.prefix_tokens, c.reuse_blocks,
+                    c.reuse_blocks > 0, 0,  c.prefix_scope};
         if (!c.json_schema.empty()) {
             // The batcher compiled it before queueing: this is a cache hit.
             auto compiled = model::constrain::schema_cache::shared().get(
@@ -176,7 +177,7 @@ model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
         return part;
     }
     const std::span<const msg::token_id> prefix(s.prefix_tokens);
-    const auto avail = std::min(s.reuse_blocks, eng.cached_prefix_blocks(prefix));
+    const auto avail = std::min(s.reuse_blocks, eng.cached_prefix_blocks(prefix, s.prefix_scope));
     auto upto = avail;
     if (std::uint64_t{avail} * bt >= end) {
         // All of the chunk is cached: its blocks (those the batcher counted for it) now.
@@ -184,8 +185,9 @@ model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
     } else if (end - avail * bt == 1 && !part.decodes(end - 1) && upto > part.pos0 / bt) {
         --upto;
     }
-    const auto attached =
-        upto > part.pos0 / bt ? eng.attach_prefix(part.seq, prefix, upto, 0xffffffffu) : 0u;
+    const auto attached = upto > part.pos0 / bt ? eng.attach_prefix(part.seq, prefix, upto,
+                                                                    0xffffffffu, s.prefix_scope)
+                                                : 0u;
     const auto from = std::min(end, part.pos0 + attached * bt);
     s.attached_to = part.pos0 + attached * bt;
     hit_tokens += attached * bt;
@@ -217,7 +219,8 @@ void extend_cached(executor_state& st, const msg::step_batch& batch,
         auto& s = it->second;
         const auto free = eng.kv_blocks_free();
         const auto spare = free > need ? static_cast<std::uint32_t>(free - need) : 0u;
-        const auto more = eng.attach_prefix(c.part.seq, s.prefix_tokens, s.reuse_blocks, spare);
+        const auto more =
+            eng.attach_prefix(c.part.seq, s.prefix_tokens, s.reuse_blocks, spare, s.prefix_scope);
         out.prefix_hit_tokens += more * bt;
         s.attached_to += more * bt;
         // The last attached block may reach past the chunk even without more blocks.
@@ -232,7 +235,7 @@ void extend_cached(executor_state& st, const msg::step_batch& batch,
 void publish_prefix(executor_state& st, std::uint64_t seq) {
     auto it = st.seqs.find(seq);
     if (it != st.seqs.end() && !it->second.prefix_tokens.empty())
-        st.engine->publish_prefix(seq, it->second.prefix_tokens);
+        st.engine->publish_prefix(seq, it->second.prefix_tokens, it->second.prefix_scope);
 }
 
 /// Prompt positions (below decoded_from) a chunk computes: the prefill work it does.
@@ -296,7 +299,7 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
         auto smp = make_sampler(j < c.fork_params.size() ? c.fork_params[j] : c.params);
         smp.resume_after(c.n_sampled);
         // Each choice continues from the prompt's schema state with a matcher of its own.
-        seq_state k{std::move(smp), s.tokens, s.constraint, s.replay, {}, 0, false, 0};
+        seq_state k{std::move(smp), s.tokens, s.constraint, s.replay, {}, 0, false, 0, 0};
         st.seqs.insert_or_assign(child, std::move(k));
     }
     if (auto r = sample_into(st, st.seqs.at(c.part.seq), c.part.seq, logits, out); !r)

@@ -98,6 +98,8 @@ std::span<const field> fields() {
         {"sse_buffer_bytes", &server_config::sse_buffer_bytes, 1024, 1ull << 32,
          "unsent SSE bytes before a slow reader is cancelled"},
         {"api_keys", &server_config::api_keys, 0, 0, "inference API keys (comma-separated)"},
+        {"prefix_cache_share_groups", &server_config::prefix_cache_share_groups, 0, 0,
+         "groups of API keys whose requests share cached prompt prefixes, each keyA|keyB"},
         {"admin_api_keys", &server_config::admin_api_keys, 0, 0,
          "admin API keys (comma-separated)"},
         {"admin_open", &server_config::admin_open, 0, 1,
@@ -428,6 +430,20 @@ result<void> apply_json(server_config& cfg, std::string_view json_text, std::str
     return {};
 }
 
+std::vector<std::string> share_group_keys(std::string_view group) {
+    std::vector<std::string> out;
+    while (!group.empty()) {
+        const auto bar = group.find('|');
+        const auto part = group.substr(0, bar);
+        if (!part.empty())
+            out.emplace_back(part);
+        if (bar == std::string_view::npos)
+            break;
+        group.remove_prefix(bar + 1);
+    }
+    return out;
+}
+
 result<void> validate(const server_config& cfg) {
     if (cfg.listen_address.empty())
         return fail("listen_address", "must not be empty");
@@ -459,6 +475,12 @@ result<void> validate(const server_config& cfg) {
     for (const auto& k : cfg.admin_api_keys)
         if (k.size() < 8)
             return fail("admin_api_keys", "keys must be at least 8 characters");
+    for (const auto& g : cfg.prefix_cache_share_groups)
+        for (const auto& k : share_group_keys(g))
+            if (std::find(cfg.api_keys.begin(), cfg.api_keys.end(), k) == cfg.api_keys.end())
+                return fail("prefix_cache_share_groups",
+                            "a group names a key that is not one of api_keys (groups are "
+                            "keyA|keyB|..., each an API key)");
     if (cfg.devices.empty())
         return fail("devices", "must name at least one placement (auto, cpu, cuda, cuda:N or "
                                "sim:N); the default is auto");

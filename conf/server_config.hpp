@@ -71,7 +71,9 @@ struct server_config {
     std::uint32_t sse_ping_ms = 10000;
     std::uint64_t sse_buffer_bytes = 1ull << 20; ///< unsent SSE bytes before a slow reader is cut
     std::vector<std::string> api_keys;           ///< empty = inference routes open
-    std::vector<std::string> admin_api_keys;     ///< empty = admin routes answer 403
+    /// Groups of API keys sharing one prefix-cache scope, each "keyA|keyB|..." (http/cache_scope).
+    std::vector<std::string> prefix_cache_share_groups;
+    std::vector<std::string> admin_api_keys; ///< empty = admin routes answer 403
     /// 1 = admin routes need no key when admin_api_keys is empty (local use only).
     std::uint32_t admin_open = 0;
     /// Open connections; past it a new connection gets 503 + Retry-After and is closed.
@@ -155,6 +157,9 @@ struct config_sources {
 
 /// Checks ranges that involve several keys (the per-key ranges are checked as values are set).
 [[nodiscard]] result<void> validate(const server_config& cfg);
+
+/// The keys of one prefix_cache_share_groups entry ("keyA|keyB"), empty parts dropped.
+[[nodiscard]] std::vector<std::string> share_group_keys(std::string_view group);
 
 /// The effective configuration as one JSON object in the file's keys (API keys redacted), for
 /// `--print-config`.

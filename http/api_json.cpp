@@ -2,6 +2,7 @@
 
 #include "common/exact_numbers.hpp"
 #include "http/api_structured.hpp"
+#include "http/cache_scope.hpp"
 
 #include <boost/json.hpp>
 
@@ -301,6 +302,10 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     inference_input in;
 
     f.string("model", in.model);
+    f.string("cache_salt", in.cache_salt);
+    if (in.cache_salt.size() > max_cache_salt_bytes)
+        f.fail("cache_salt",
+               "cache_salt is at most " + std::to_string(max_cache_salt_bytes) + " bytes");
     if (auto e = read_prompt(f, kind, in))
         return *e;
     read_sampling(f, kind, in);

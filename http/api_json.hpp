@@ -48,6 +48,8 @@ struct inference_input {
     bool tool_call = false;
     /// OpenAI `n`: choices from the one prompt (the server's max_n caps it; native routes: 1).
     std::uint32_t n = 1;
+    /// vLLM's `cache_salt`: only requests with the same salt (and key) share cached prefixes.
+    std::string cache_salt;
 };
 
 using parse_result = std::variant<inference_input, api_error>;

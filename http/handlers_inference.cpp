@@ -6,6 +6,7 @@
 // and keeps the request log, metrics and the drain-cut answers.
 #include "http/api_json.hpp"
 #include "http/api_structured.hpp"
+#include "http/cache_scope.hpp"
 #include "http/echo_render.hpp"
 #include "http/session.hpp"
 #include "messages/errors.hpp"
@@ -100,6 +101,8 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.prio = in.prio;
     g.timeout_ms = in.timeout_ms;
     g.client_key = client_key_;
+    g.cache_scope =
+        cache_scope_of(srv_.opt.api_keys, srv_.opt.cache_share_groups, client_key_, in.cache_salt);
     g.json_schema = std::move(in.json_schema);
     g.schema_param = std::move(in.schema_param);
     c.tool_call = in.tool_call;

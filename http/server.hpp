@@ -73,6 +73,8 @@ struct server_options {
     std::chrono::milliseconds sse_ping{10000};
     std::size_t sse_buffer_bytes = 1 << 20;
     std::vector<std::string> api_keys; ///< empty = open
+    /// Groups of API keys that share one prefix-cache scope (http/cache_scope.hpp).
+    std::vector<std::vector<std::string>> cache_share_groups;
     /// Model management (load, rollback, unload). Empty: those routes answer 403, unless
     /// `admin_open` (local use) lets them through without a key.
     std::vector<std::string> admin_keys;

@@ -131,6 +131,10 @@ struct generate_request {
     /// Automatic prefix caching may serve the prompt's leading KV blocks from the cache. False
     /// for requests that need every prompt position computed (prompt logprobs).
     bool reuse_prefix = true;
+    /// The prefix cache's scope (http/cache_scope.hpp): 0 = shared by every request (a server
+    /// without API keys); otherwise cached blocks are reused only by requests of the same scope
+    /// (the same API key or key group, and the same cache_salt).
+    std::uint64_t cache_scope = 0;
     /// Choices to generate from the one prompt (OpenAI `n`): the prompt is prefilled once and
     /// its KV shared (copy on write); choice i samples with seed + i. Events and completions
     /// carry the choice; the sink gets one completion per choice.
@@ -142,7 +146,7 @@ typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
              x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs,
-             x.json_schema, x.schema_param, x.reuse_prefix, x.n);
+             x.json_schema, x.schema_param, x.reuse_prefix, x.cache_scope, x.n);
 }
 
 /// The prompt as a request with generate_request::echo gets it back (OpenAI's `echo`): its
@@ -244,6 +248,8 @@ struct step_chunk {
     /// fill), and how many of those it may take from the cache instead (0 = no lookup).
     std::vector<token_id> prefix_tokens{};
     std::uint32_t reuse_blocks = 0;
+    /// Its cache scope (generate_request::cache_scope): blocks are shared only within it.
+    std::uint64_t prefix_scope = 0;
     /// n > 1: after sampling this chunk's sequence, fork its KV to each of these sequences and
     /// sample each from the same logits row with its own settings (its own seed).
     std::vector<std::uint64_t> fork_to{};
@@ -253,7 +259,8 @@ struct step_chunk {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
     return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token,
-             x.json_schema, x.prefix_tokens, x.reuse_blocks, x.fork_to, x.fork_params);
+             x.json_schema, x.prefix_tokens, x.reuse_blocks, x.prefix_scope, x.fork_to,
+             x.fork_params);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.

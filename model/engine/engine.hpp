@@ -54,19 +54,21 @@ public:
     [[nodiscard]] virtual result<void> fork(seq_id from, seq_id to) = 0;
 
     // Automatic prefix caching (kv_cache.hpp, "Prefix caching"). `tokens` are always a
-    // sequence's tokens from position 0. An engine without a prefix cache caches nothing.
+    // sequence's tokens from position 0; `scope` is the cache scope (0 = shared by all): blocks
+    // match only within one scope. An engine without a prefix cache caches nothing.
     /// Leading whole blocks of `tokens` the cache holds.
-    [[nodiscard]] virtual std::uint32_t
-    cached_prefix_blocks(std::span<const std::int32_t> tokens) const {
-        (void)tokens;
+    [[nodiscard]] virtual std::uint32_t cached_prefix_blocks(std::span<const std::int32_t> tokens,
+                                                             std::uint64_t scope = 0) const {
+        (void)tokens, (void)scope;
         return 0;
     }
     /// Extends `seq` (unknown, or holding whole attached blocks) with cached blocks of `tokens`,
     /// up to `max_blocks` blocks in all, at most `max_parked` of them unreferenced ones (each
     /// takes a block off kv_blocks_free); returns how many it attached. Their KV is not computed.
     virtual std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                        std::uint32_t max_blocks, std::uint32_t max_parked) {
-        (void)seq, (void)tokens, (void)max_blocks, (void)max_parked;
+                                        std::uint32_t max_blocks, std::uint32_t max_parked,
+                                        std::uint64_t scope = 0) {
+        (void)seq, (void)tokens, (void)max_blocks, (void)max_parked, (void)scope;
         return 0;
     }
     /// Free blocks a chunk of `n_tokens` for `seq` takes (a copy-on-write copy included).
@@ -76,8 +78,9 @@ public:
     }
     /// Offers the whole blocks of `seq` covered by `tokens` to the cache. The caller vouches
     /// they were computed with prompt semantics (never as one-token decode steps).
-    virtual void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens) {
-        (void)seq, (void)tokens;
+    virtual void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens,
+                                std::uint64_t scope = 0) {
+        (void)seq, (void)tokens, (void)scope;
     }
 
     /// One forward pass. Fails without side effects on the KV cache when a chunk's position does

@@ -175,7 +175,7 @@ result<void> kv_cache::truncate(seq_id seq, std::uint32_t n_tokens) {
         // Only a failed step truncates, and only rows it appended, so this does not happen; if
         // it did, the keys are recomputed from position 0 by the next publish.
         s.n_keyed = 0;
-        s.last_key = prefix_index::root;
+        s.last_key = prefix_index::scoped_root(s.scope);
     }
     const std::uint32_t keep = blocks_for(s.n_tokens);
     while (s.blocks.size() > keep) {
@@ -208,9 +208,10 @@ result<void> kv_cache::fork(seq_id src, seq_id dst) {
     return {};
 }
 
-std::uint32_t kv_cache::cached_blocks(std::span<const std::int32_t> tokens) const {
+std::uint32_t kv_cache::cached_blocks(std::span<const std::int32_t> tokens,
+                                      std::uint64_t scope) const {
     const std::uint32_t bt = opt_.block_tokens;
-    prefix_index::key_type parent = prefix_index::root;
+    prefix_index::key_type parent = prefix_index::scoped_root(scope);
     std::uint32_t n = 0;
     for (; std::size_t{n + 1} * bt <= tokens.size(); ++n) {
         const auto block = tokens.subspan(std::size_t{n} * bt, bt);
@@ -223,9 +224,14 @@ std::uint32_t kv_cache::cached_blocks(std::span<const std::int32_t> tokens) cons
 }
 
 std::uint32_t kv_cache::attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                      std::uint32_t max_blocks, std::uint32_t max_parked) {
+                                      std::uint32_t max_blocks, std::uint32_t max_parked,
+                                      std::uint64_t scope) {
     const std::uint32_t bt = opt_.block_tokens;
     seq_state& s = seqs_[seq];
+    if (s.n_keyed == 0) {
+        s.scope = scope;
+        s.last_key = prefix_index::scoped_root(scope);
+    }
     if (s.n_tokens % bt != 0 || s.n_tokens / bt != s.blocks.size()) {
         if (s.blocks.empty())
             seqs_.erase(seq);
@@ -259,11 +265,16 @@ std::uint32_t kv_cache::attach_prefix(seq_id seq, std::span<const std::int32_t> 
     return attached;
 }
 
-void kv_cache::publish_prefix(seq_id seq, std::span<const std::int32_t> tokens) {
+void kv_cache::publish_prefix(seq_id seq, std::span<const std::int32_t> tokens,
+                              std::uint64_t scope) {
     auto it = seqs_.find(seq);
     if (it == seqs_.end())
         return;
     seq_state& s = it->second;
+    if (s.n_keyed == 0) {
+        s.scope = scope;
+        s.last_key = prefix_index::scoped_root(scope);
+    }
     const std::uint32_t bt = opt_.block_tokens;
     const auto full =
         static_cast<std::uint32_t>(std::min<std::size_t>(s.n_tokens / bt, tokens.size() / bt));

@@ -137,21 +137,24 @@ public:
     [[nodiscard]] result<void> fork(seq_id src, seq_id dst);
 
     /// How many leading whole blocks of `tokens` (a prompt from position 0) the index holds.
-    [[nodiscard]] std::uint32_t cached_blocks(std::span<const std::int32_t> tokens) const;
+    [[nodiscard]] std::uint32_t cached_blocks(std::span<const std::int32_t> tokens,
+                                              std::uint64_t scope = 0) const;
     /// Extends `seq` with indexed blocks of `tokens` (its tokens from position 0; a partial last
     /// block is ignored) that follow the whole blocks it holds, as long as they are found and at
     /// most up to `max_blocks` blocks in all. `seq` is created when unknown. Returns how many
     /// blocks it attached (0 when `seq`'s length is not a whole number of blocks). Attached
     /// blocks are shared read-only: nothing is copied and no block is taken from the free list.
     /// At most `max_parked` of the attached blocks may be parked ones (each takes one block off
-    /// the free count; referenced ones cost nothing).
+    /// the free count; referenced ones cost nothing). `scope` (cache scope; 0 = shared) decides
+    /// which blocks match: the sequence's first attach or publish fixes it.
     std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                std::uint32_t max_blocks, std::uint32_t max_parked = 0xffffffffu);
+                                std::uint32_t max_blocks, std::uint32_t max_parked = 0xffffffffu,
+                                std::uint64_t scope = 0);
     /// Indexes the whole blocks of `seq` that `tokens` (its tokens from position 0) covers and
     /// that are not indexed yet. The caller vouches that they were computed with prompt
     /// semantics. A block whose key another block holds stays private. Cheap when called again
     /// with the same or a longer prefix: it continues where it stopped.
-    void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens);
+    void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens, std::uint64_t scope = 0);
 
     /// The block table of `seq` (empty for an unknown sequence).
     [[nodiscard]] std::span<const block_id> block_table(seq_id seq) const noexcept;
@@ -207,6 +210,7 @@ private:
         /// Leading blocks whose prefix key is known (attached or published), and the last one's.
         std::uint32_t n_keyed = 0;
         prefix_index::key_type last_key = prefix_index::root;
+        std::uint64_t scope = 0; ///< the cache scope its keys are in
     };
     struct aligned_delete {
         void operator()(std::uint16_t* p) const noexcept;

@@ -28,20 +28,22 @@ public:
     [[nodiscard]] result<void> fork(seq_id from, seq_id to) override {
         return cache_.fork(from, to);
     }
-    [[nodiscard]] std::uint32_t
-    cached_prefix_blocks(std::span<const std::int32_t> tokens) const override {
-        return cache_.cached_blocks(tokens);
+    [[nodiscard]] std::uint32_t cached_prefix_blocks(std::span<const std::int32_t> tokens,
+                                                     std::uint64_t scope = 0) const override {
+        return cache_.cached_blocks(tokens, scope);
     }
     std::uint32_t attach_prefix(seq_id seq, std::span<const std::int32_t> tokens,
-                                std::uint32_t max_blocks, std::uint32_t max_parked) override {
-        return cache_.attach_prefix(seq, tokens, max_blocks, max_parked);
+                                std::uint32_t max_blocks, std::uint32_t max_parked,
+                                std::uint64_t scope = 0) override {
+        return cache_.attach_prefix(seq, tokens, max_blocks, max_parked, scope);
     }
     [[nodiscard]] std::uint32_t kv_blocks_needed(seq_id seq,
                                                  std::uint32_t n_tokens) const override {
         return cache_.blocks_needed(seq, n_tokens);
     }
-    void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens) override {
-        cache_.publish_prefix(seq, tokens);
+    void publish_prefix(seq_id seq, std::span<const std::int32_t> tokens,
+                        std::uint64_t scope = 0) override {
+        cache_.publish_prefix(seq, tokens, scope);
     }
 
 protected:

@@ -26,6 +26,10 @@ prefix_index::key_type prefix_index::chain(key_type parent, std::span<const std:
     return h;
 }
 
+prefix_index::key_type prefix_index::scoped_root(std::uint64_t scope) {
+    return scope == 0 ? root : mix(root ^ mix(scope ^ 0x5c0be5c0be5c0be5ull));
+}
+
 prefix_index::prefix_index(std::uint32_t n_blocks, std::uint32_t block_tokens)
     : block_tokens_(block_tokens)
     , slots_(n_blocks)

@@ -31,6 +31,9 @@ public:
 
     /// The key of a block holding `tokens` after the block whose key is `parent`.
     [[nodiscard]] static key_type chain(key_type parent, std::span<const std::int32_t> tokens);
+    /// The parent key of block 0 in cache scope `scope` (0: `root`, the shared scope). Blocks of
+    /// different scopes never match: a scope is part of every key and parent after it.
+    [[nodiscard]] static key_type scoped_root(std::uint64_t scope);
 
     prefix_index() = default;
     /// An index over a pool of `n_blocks` blocks of `block_tokens` tokens.

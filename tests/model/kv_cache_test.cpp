@@ -274,6 +274,28 @@ TEST_CASE("kv cache: a new sequence attaches the longest cached prefix of whole 
     CHECK_FALSE(c.contains(4));
 }
 
+TEST_CASE("kv cache: cached blocks are shared only within their cache scope") {
+    auto c = make(16);
+    const auto prompt = iota_tokens(8, 100);
+    // Computed and published in scope 7 (a tenant): scope 7 finds both blocks, others none.
+    REQUIRE(c.allocate(1, 8));
+    c.publish_prefix(1, prompt, 7);
+    CHECK(c.cached_blocks(prompt, 7) == 2);
+    CHECK(c.cached_blocks(prompt) == 0);
+    CHECK(c.cached_blocks(prompt, 8) == 0);
+    CHECK(c.attach_prefix(2, prompt, 5, 0xffffffffu, 8) == 0);
+    CHECK_FALSE(c.contains(2));
+    CHECK(c.attach_prefix(3, prompt, 5, 0xffffffffu, 7) == 2);
+    CHECK(c.block_table(3)[1] == c.block_table(1)[1]);
+    // The shared scope (0) is its own: a block published there is not scope 7's either.
+    REQUIRE(c.allocate(4, 8));
+    c.publish_prefix(4, prompt);
+    CHECK(c.cached_blocks(prompt) == 2);
+    CHECK(c.attach_prefix(5, prompt, 5) == 2);
+    CHECK(c.block_table(5)[0] == c.block_table(4)[0]);
+    CHECK(c.block_table(5)[0] != c.block_table(1)[0]);
+}
+
 TEST_CASE("kv cache: released indexed blocks count as free and are evicted least recently "
           "released first, never while referenced") {
     auto c = make(4);

@@ -198,6 +198,8 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.sse_ping = std::chrono::milliseconds(cfg.sse_ping_ms);
     ho.sse_buffer_bytes = cfg.sse_buffer_bytes;
     ho.api_keys = cfg.api_keys;
+    for (const auto& g : cfg.prefix_cache_share_groups)
+        ho.cache_share_groups.push_back(conf::share_group_keys(g));
     ho.admin_keys = cfg.admin_api_keys;
     ho.admin_open = cfg.admin_open != 0;
     ho.max_connections = cfg.max_connections;

@@ -1,0 +1,80 @@
+// The prefix cache scoped per API key (the side channel of a shared cache: a tenant could tell
+// from its time to first token whether another tenant sent a prompt): bitnet-server with four
+// keys, two of them in a share group. A key hits its own cached prompt, another key does not,
+// cache_salt separates one key's requests, the group shares; outputs are the same everywhere.
+#include "server/server_process.hpp"
+
+#include <string>
+#include <thread>
+
+using namespace bitnet;
+
+namespace {
+
+const std::string key_a = "key-aaaaaaaa", key_b = "key-bbbbbbbb", key_c = "key-cccccccc",
+                  key_d = "key-dddddddd";
+
+/// 100 prompt ids (six whole 16-token blocks) of variant `v`, greedy, 4 tokens.
+std::string request(int v, const std::string& salt = {}) {
+    boost::json::array p;
+    for (int i = 0; i < 100; ++i)
+        p.push_back(3 + (i * 7 + v * 31) % 150);
+    return R"({"prompt":)" + boost::json::serialize(p) + R"(,"max_tokens":4,"temperature":0)" +
+           (salt.empty() ? std::string() : R"(,"cache_salt":")" + salt + "\"") + "}";
+}
+
+std::string tokens(const test::server_process& s, const std::string& key, const std::string& body) {
+    auto r = s.post("/v1/inference", body, key);
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    return boost::json::serialize(test::parse_object(r.body).at("tokens"));
+}
+
+/// Prompt tokens served from the cache so far (admission polls the batcher every 20 ms).
+std::int64_t hits(const test::server_process& s) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    auto r = test::http_request(s.port(), boost::beast::http::verb::get, "/v1/stats", {}, key_a);
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    return test::parse_object(r.body).at("prefix_cache").as_object().at("hit_tokens").as_int64();
+}
+
+} // namespace
+
+TEST_CASE("prefix cache scope: per key, narrowed by cache_salt, shared by a key group") {
+    test::server_process s({"--api-keys", key_a + "," + key_b + "," + key_c + "," + key_d,
+                            "--prefix-cache-share-groups", key_c + "|" + key_d});
+    // A key hits its own cache.
+    const auto first = tokens(s, key_a, request(1));
+    auto h = hits(s);
+    CHECK(tokens(s, key_a, request(1)) == first);
+    auto h2 = hits(s);
+    CHECK(h2 > h);
+    // Another key does not, and gets the same output.
+    CHECK(tokens(s, key_b, request(1)) == first);
+    auto h3 = hits(s);
+    CHECK(h3 == h2);
+    // cache_salt: one key's requests with different salts do not share; the same salt does.
+    const auto salted = tokens(s, key_a, request(2, "one"));
+    h = hits(s);
+    CHECK(tokens(s, key_a, request(2, "two")) == salted);
+    CHECK(hits(s) == h);
+    CHECK(tokens(s, key_a, request(2)) == salted); // no salt is a scope of its own too
+    CHECK(hits(s) == h);
+    CHECK(tokens(s, key_a, request(2, "one")) == salted);
+    CHECK(hits(s) > h);
+    // A share group: key C's cached prompt serves key D.
+    const auto grouped = tokens(s, key_c, request(3));
+    h = hits(s);
+    CHECK(tokens(s, key_d, request(3)) == grouped);
+    CHECK(hits(s) > h);
+    // A key outside the group still does not see it.
+    h = hits(s);
+    CHECK(tokens(s, key_b, request(3)) == grouped);
+    CHECK(hits(s) == h);
+}
+
+TEST_CASE("prefix cache scope: a share group must name API keys") {
+    auto r = test::run_tool("bitnet-server", "--api-keys key-aaaaaaaa --prefix-cache-share-groups "
+                                             "'key-aaaaaaaa|key-zzzzzzzz' --print-config");
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find("prefix_cache_share_groups") != std::string::npos);
+}
