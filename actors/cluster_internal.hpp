@@ -31,6 +31,8 @@ struct member {
     bool ever_up = false;
     bool dialing = false;
     clock::time_point next_dial{};
+    std::uint32_t failed_dials = 0; ///< in a row; the backoff doubles with each
+    clock::time_point down_since{};
 };
 
 /// One rolling operation in progress (or ended: kept for GET /v1/cluster).
@@ -52,6 +54,8 @@ struct state {
     std::map<std::string, member> members;                   ///< by name, this node excluded
     std::map<std::string, clock::time_point> seed_next_dial; ///< --join addresses
     std::map<std::string, bool> seed_dialing;
+    std::map<std::string, std::uint32_t> seed_failed_dials;
+    std::uint64_t jitter_state = 0x9e3779b97f4a7c15ull; ///< the dial backoff's jitter
     /// The member a --join address turned out to be (this node's own name for itself): a seed
     /// whose member is linked and not down is not dialed again.
     std::map<std::string, std::string> seed_member;

@@ -78,8 +78,10 @@ msg::node_report own_report(pointer self) {
     r.replicas = st.own_replicas;
     r.models = st.own_models;
     r.members.push_back({st.opt.node_name, st.address});
+    // Only members that are not down: a departed node is not passed on, so once every peer has
+    // forgotten it nobody brings it back.
     for (const auto& [name, m] : st.members)
-        if (!m.address.empty())
+        if (!m.address.empty() && m.state != health::down)
             r.members.push_back({name, m.address});
     return r;
 }
@@ -97,6 +99,7 @@ void mark_down(pointer self, member& m, const std::string& why) {
     if (m.state == health::down)
         return;
     m.state = health::down;
+    m.down_since = clock::now();
     spdlog::warn("cluster: node '{}' ({}) is down: {}", m.name, m.address, why);
     push_replicas(self);
     // Admission drops its replicas and has the relay move the streams that ran there.
@@ -148,6 +151,7 @@ void on_report(pointer self, const msg::node_report& r, const msg::cluster_actor
             auto& nm = st.members[ma.name];
             nm.name = ma.name;
             nm.address = ma.address;
+            nm.down_since = clock::now(); // not reached yet: forgotten if it never is
         }
 }
 
@@ -201,7 +205,21 @@ void dial(pointer self, const std::string& address, std::function<void(bool)> on
             });
 }
 
-/// Dials the --join addresses and the members without a link, each at most once a second.
+/// The wait before the next dial after `failures` failed ones in a row: 1 s doubling to the cap,
+/// ±20 % jitter.
+clock::duration dial_backoff(state& st, std::uint32_t failures) {
+    using ms = std::chrono::milliseconds;
+    const auto cap = std::max<std::int64_t>(st.opt.max_dial_backoff.count(), 1000);
+    std::int64_t wait = 1000;
+    for (std::uint32_t i = 0; i < failures && wait < cap; ++i)
+        wait *= 2;
+    wait = std::min(wait, cap);
+    st.jitter_state = st.jitter_state * 6364136223846793005ull + 1442695040888963407ull;
+    const auto r = static_cast<double>(st.jitter_state >> 11) / static_cast<double>(1ull << 53);
+    return ms(static_cast<std::int64_t>(static_cast<double>(wait) * (0.8 + 0.4 * r)));
+}
+
+/// Dials the --join addresses and the members without a link, each when its backoff allows.
 void dial_missing(pointer self) {
     auto& st = self->state;
     const auto now = clock::now();
@@ -220,18 +238,49 @@ void dial_missing(pointer self) {
         if (linked)
             continue;
         st.seed_dialing[addr] = true;
-        next = now + std::chrono::seconds(1);
-        dial(self, addr, [self, a = addr](bool) { self->state.seed_dialing[a] = false; });
+        next = now + dial_backoff(st, st.seed_failed_dials[addr]);
+        dial(self, addr, [self, a = addr](bool ok) {
+            self->state.seed_dialing[a] = false;
+            auto& failed = self->state.seed_failed_dials[a];
+            failed = ok ? 0 : failed + 1;
+        });
     }
     for (auto& [name, m] : st.members) {
         if (m.peer || m.dialing || m.address.empty() || now < m.next_dial)
             continue;
         m.dialing = true;
-        m.next_dial = now + std::chrono::seconds(1);
-        dial(self, m.address, [self, n = name](bool) {
-            if (auto it = self->state.members.find(n); it != self->state.members.end())
+        m.next_dial = now + dial_backoff(st, m.failed_dials);
+        dial(self, m.address, [self, n = name](bool ok) {
+            if (auto it = self->state.members.find(n); it != self->state.members.end()) {
                 it->second.dialing = false;
+                it->second.failed_dials = ok ? 0 : it->second.failed_dials + 1;
+            }
         });
+    }
+}
+
+/// Members down longer than forget_after leave the table: a node name seen once (every pod a
+/// Kubernetes deployment ever ran) is not kept, listed and dialed for good.
+void forget_departed(pointer self) {
+    auto& st = self->state;
+    if (st.opt.forget_after.count() <= 0)
+        return;
+    const auto now = clock::now();
+    for (auto it = st.members.begin(); it != st.members.end();) {
+        const auto& m = it->second;
+        if (m.state != health::down || m.dialing || m.down_since == clock::time_point{} ||
+            now - m.down_since < st.opt.forget_after) {
+            ++it;
+            continue;
+        }
+        spdlog::info(
+            "cluster: node '{}' ({}) forgotten after {} ms down", m.name, m.address,
+            std::chrono::duration_cast<std::chrono::milliseconds>(now - m.down_since).count());
+        if (m.peer)
+            self->demonitor(m.peer.address());
+        for (auto s = st.seed_member.begin(); s != st.seed_member.end();)
+            s = s->second == it->first ? st.seed_member.erase(s) : std::next(s);
+        it = st.members.erase(it);
     }
 }
 
@@ -396,6 +445,7 @@ msg::cluster_actor::behavior_type cluster_fn(pointer self, cluster_options opt) 
             auto& s = self->state;
             if (s.opt.clustered) {
                 judge(self);
+                forget_departed(self);
                 dial_missing(self);
                 push_replicas(self);
             }

@@ -39,6 +39,13 @@ struct cluster_options {
     bool tls = false;              ///< dial through CAF's OpenSSL module (mutual certificates)
     std::chrono::milliseconds heartbeat{250};
     std::chrono::milliseconds failure_timeout{3000};
+    /// A member down this long is forgotten: no longer listed, dialed or reported (a node that
+    /// comes back joins again). Zero: never.
+    std::chrono::milliseconds forget_after{300000};
+    /// Redials of an unreachable member or --join address wait 1 s, then twice as long after
+    /// each failure, up to this, each wait ±20 % at random (peers that lost the same node do not
+    /// dial it in step).
+    std::chrono::milliseconds max_dial_backoff{30000};
     msg::admission_actor admission;
     msg::supervisor_actor supervisor;
     /// Members by state after every tick (bitnet_cluster_nodes{state}), this node included.

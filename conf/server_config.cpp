@@ -98,6 +98,8 @@ std::span<const field> fields() {
         {"sse_buffer_bytes", &server_config::sse_buffer_bytes, 1024, 1ull << 32,
          "unsent SSE bytes before a slow reader is cancelled"},
         {"api_keys", &server_config::api_keys, 0, 0, "inference API keys (comma-separated)"},
+        {"metrics_api_key", &server_config::metrics_api_key, 0, 0,
+         "the Bearer credential GET /metrics asks for (empty: /metrics open)"},
         {"prefix_cache_share_groups", &server_config::prefix_cache_share_groups, 0, 0,
          "groups of API keys whose requests share cached prompt prefixes, each keyA|keyB"},
         {"admin_api_keys", &server_config::admin_api_keys, 0, 0,
@@ -134,6 +136,10 @@ std::span<const field> fields() {
          "a peer silent this long is declared failed"},
         {"cluster_heartbeat_ms", &server_config::cluster_heartbeat_ms, 50, 10000,
          "heartbeat interval between peers (< cluster_failure_timeout_ms / 2)"},
+        {"cluster_forget_after_ms", &server_config::cluster_forget_after_ms, 0, k_u32_max,
+         "a peer down this long is forgotten: no longer listed or dialed (0 = never)"},
+        {"cluster_max_dial_backoff_ms", &server_config::cluster_max_dial_backoff_ms, 1000, 3600000,
+         "the cap of the redial backoff (1 s doubling, +-20 % jitter)"},
         {"tls_cert", &server_config::tls_cert, 0, 0,
          "PEM certificate chain: serve HTTPS on the port (with tls_key; re-read on SIGHUP)"},
         {"tls_key", &server_config::tls_key, 0, 0, "PEM private key of tls_cert"},
@@ -475,6 +481,8 @@ result<void> validate(const server_config& cfg) {
     for (const auto& k : cfg.admin_api_keys)
         if (k.size() < 8)
             return fail("admin_api_keys", "keys must be at least 8 characters");
+    if (!cfg.metrics_api_key.empty() && cfg.metrics_api_key.size() < 8)
+        return fail("metrics_api_key", "keys must be at least 8 characters");
     for (const auto& g : cfg.prefix_cache_share_groups)
         for (const auto& k : share_group_keys(g))
             if (std::find(cfg.api_keys.begin(), cfg.api_keys.end(), k) == cfg.api_keys.end())

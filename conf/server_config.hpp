@@ -73,6 +73,8 @@ struct server_config {
     std::vector<std::string> api_keys;           ///< empty = inference routes open
     /// Groups of API keys sharing one prefix-cache scope, each "keyA|keyB|..." (http/cache_scope).
     std::vector<std::string> prefix_cache_share_groups;
+    /// The credential GET /metrics asks for (Bearer); empty = /metrics open.
+    std::string metrics_api_key;
     std::vector<std::string> admin_api_keys; ///< empty = admin routes answer 403
     /// 1 = admin routes need no key when admin_api_keys is empty (local use only).
     std::uint32_t admin_open = 0;
@@ -113,6 +115,10 @@ struct server_config {
     std::uint32_t cluster_failure_timeout_ms = 3000;
     /// Interval of the heartbeats peers send each other; below half the failure timeout.
     std::uint32_t cluster_heartbeat_ms = 250;
+    /// A peer down this long is forgotten (no longer listed or dialed); 0 = never.
+    std::uint32_t cluster_forget_after_ms = 300000;
+    /// The cap of the redial backoff (1 s doubling, ±20 % jitter).
+    std::uint32_t cluster_max_dial_backoff_ms = 30000;
 
     // HTTPS on the HTTP listener. Both empty: plain HTTP.
     /// PEM certificate chain (leaf first) and its private key; re-read on SIGHUP.

@@ -405,6 +405,14 @@ std::string health_body(const status_snapshot& snap, const build_info& b, bool h
     return json::serialize(root);
 }
 
+std::string key_stats_body(std::uint64_t requests, std::uint64_t prompt_tokens,
+                           std::uint64_t completion_tokens) {
+    json::object key{{"requests", requests},
+                     {"prompt_tokens", prompt_tokens},
+                     {"completion_tokens", completion_tokens}};
+    return json::serialize(json::object{{"key", std::move(key)}});
+}
+
 std::string stats_body(const std::vector<msg::batcher_stats>& stats, const live_stats& live) {
     json::array models;
     std::uint64_t queried = 0, hit = 0;

@@ -146,6 +146,9 @@ struct status_snapshot {
 [[nodiscard]] std::string health_body(const status_snapshot& snap, const build_info& build,
                                       bool has_supervisor, std::int64_t uptime_s);
 
+/// GET /v1/stats for a user key: `{"key":{"requests","prompt_tokens","completion_tokens"}}`.
+[[nodiscard]] std::string key_stats_body(std::uint64_t requests, std::uint64_t prompt_tokens,
+                                         std::uint64_t completion_tokens);
 /// GET /v1/stats: the queues, rejects, batch sizes and token rates.
 [[nodiscard]] std::string stats_body(const std::vector<msg::batcher_stats>& stats,
                                      const live_stats& live);

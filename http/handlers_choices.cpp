@@ -76,6 +76,8 @@ void session::choice_done(msg::completion c) {
         total.total_us = std::max(total.total_us, d.total_us);
     }
     srv_.m.completion(total);
+    if (!srv_.opt.api_keys.empty())
+        srv_.usage.add(client_key_, total.prompt_tokens, total.completion_tokens);
     srv_.m.request_done(call_->route, 200,
                         std::chrono::duration<double>(steady::now() - call_->start).count());
     spdlog::info("{} {} {} 200 model={} n={} prompt_tokens={} completion_tokens={} queue_ms={} "

@@ -280,6 +280,8 @@ void session::on_done(msg::completion c) {
     if (call_->n_choices > 1)
         return choice_done(std::move(c));
     srv_.m.completion(c);
+    if (!srv_.opt.api_keys.empty())
+        srv_.usage.add(client_key_, c.prompt_tokens, c.completion_tokens);
     srv_.m.request_done(call_->route, 200,
                         std::chrono::duration<double>(steady::now() - call_->start).count());
     // The request log: one line per inference request.

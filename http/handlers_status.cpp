@@ -107,15 +107,45 @@ void session::do_metrics() {
 }
 
 void session::do_stats() {
+    if (!sees_all()) {
+        // A user key: its own requests and tokens, nothing of the other keys' traffic.
+        const auto f = srv_.usage.of(client_key_);
+        return send_json("/v1/stats", 200,
+                         key_stats_body(f.requests, f.prompt_tokens, f.completion_tokens));
+    }
     with_snapshot([self = shared_from_this()](status_snapshot snap) {
         self->send_json("/v1/stats", 200, stats_body(snap.stats, self->srv_.m.live()));
     });
 }
 
+namespace {
+
+void hide_operator_details(msg::model_status& m) {
+    const char* hidden = "failed (the admin key sees why)";
+    m.path.clear();
+    if (!m.failure.empty())
+        m.failure = hidden;
+    for (auto& v : m.versions) {
+        v.path.clear();
+        if (!v.failure.empty())
+            v.failure = hidden;
+    }
+    for (auto& op : m.operations)
+        if (!op.failure.empty())
+            op.failure = hidden;
+}
+
+} // namespace
+
 /// GET /v1/models (alias empty) or GET /v1/models/{alias}.
 void session::do_models(std::string alias) {
     const std::string route = alias.empty() ? "/v1/models" : "/v1/models/{alias}";
     with_snapshot([self = shared_from_this(), alias, route](status_snapshot snap) {
+        // A user key sees aliases, versions, formats and sizes; where the files live and why a
+        // load failed are the operator's (README, "Security").
+        if (!self->sees_all())
+            for (auto& m : snap.models)
+                hide_operator_details(m);
         // Without a supervisor the models are the ones admission routes to.
         if (!self->srv_.opt.supervisor)
             for (const auto& x : snap.stats)

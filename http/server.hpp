@@ -75,6 +75,9 @@ struct server_options {
     std::vector<std::string> api_keys; ///< empty = open
     /// Groups of API keys that share one prefix-cache scope (http/cache_scope.hpp).
     std::vector<std::vector<std::string>> cache_share_groups;
+    /// The credential /metrics asks for (`Authorization: Bearer`), beside the admin keys; empty:
+    /// /metrics is open (its counters are global: cache hits, queue depths, request rates).
+    std::string metrics_key;
     /// Model management (load, rollback, unload). Empty: those routes answer 403, unless
     /// `admin_open` (local use) lets them through without a key.
     std::vector<std::string> admin_keys;

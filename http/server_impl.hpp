@@ -4,6 +4,7 @@
 // here, never in server.hpp.
 #pragma once
 
+#include "http/key_usage.hpp"
 #include "http/metrics.hpp"
 #include "http/server.hpp"
 #include "http/tls_context.hpp"
@@ -90,6 +91,8 @@ struct server::impl {
     steady::time_point last_accept_warning{};
     /// HTTPS: the context new connections handshake with (null: plain HTTP).
     std::unique_ptr<tls_contexts> tls;
+    /// Per API key: requests and tokens, for that key's own /v1/stats.
+    key_usage usage;
 
     impl(caf::actor_system& s, msg::admission_actor a, server_options o)
         : sys(s)

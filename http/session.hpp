@@ -225,6 +225,10 @@ private:
     /// /health and /health/ready; `model` (from ?model=ALIAS on /health/ready) narrows readiness
     /// to that alias: 200 only while its serving version is ready.
     void do_health(const std::string& target, const std::string& model = {});
+    /// Whether this request's caller may see every tenant's figures and the operator's details
+    /// (file paths, load failures): a server without API keys, an admin key (or open admin
+    /// routes), or the metrics credential. A user key sees only its own.
+    [[nodiscard]] bool sees_all() const;
     void do_metrics();
     void do_stats();
     void do_models(std::string alias);

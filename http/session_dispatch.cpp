@@ -116,6 +116,13 @@ std::optional<api_error> session::authorize(role need, const std::string& key) c
     return std::nullopt;
 }
 
+bool session::sees_all() const {
+    const auto& o = srv_.opt;
+    return o.api_keys.empty() || listed(o.admin_keys, client_key_) ||
+           (o.admin_keys.empty() && o.admin_open) ||
+           (!o.metrics_key.empty() && client_key_ == o.metrics_key);
+}
+
 void session::dispatch(const route& r, const std::string& alias, const std::string& label,
                        const request& req) {
     const bool json_body =
@@ -130,6 +137,19 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
     case route_id::health:
         return do_health(label);
     case route_id::metrics:
+        if (!srv_.opt.metrics_key.empty()) {
+            // Prometheus's bearer credential (bearer_token_file / authorization.credentials):
+            // the metrics key, or an admin key.
+            const auto key = bearer(req);
+            if (key != srv_.opt.metrics_key && !listed(srv_.opt.admin_keys, key)) {
+                auto e = status_error(401, key.empty() ? "missing metrics key"
+                                                       : "this route needs the metrics key");
+                e.type = "authentication_error";
+                e.code = "invalid_api_key";
+                e.suggestion = "send metrics_api_key (or an admin key) in Authorization: Bearer";
+                return send_error(label, e, "-");
+            }
+        }
         return do_metrics();
     case route_id::stats:
         return do_stats();

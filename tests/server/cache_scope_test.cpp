@@ -12,7 +12,7 @@ using namespace bitnet;
 namespace {
 
 const std::string key_a = "key-aaaaaaaa", key_b = "key-bbbbbbbb", key_c = "key-cccccccc",
-                  key_d = "key-dddddddd";
+                  key_d = "key-dddddddd", admin = "key-admin000";
 
 /// 100 prompt ids (six whole 16-token blocks) of variant `v`, greedy, 4 tokens.
 std::string request(int v, const std::string& salt = {}) {
@@ -32,7 +32,8 @@ std::string tokens(const test::server_process& s, const std::string& key, const 
 /// Prompt tokens served from the cache so far (admission polls the batcher every 20 ms).
 std::int64_t hits(const test::server_process& s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    auto r = test::http_request(s.port(), boost::beast::http::verb::get, "/v1/stats", {}, key_a);
+    // The global counters are the operator's: the admin key reads them.
+    auto r = test::http_request(s.port(), boost::beast::http::verb::get, "/v1/stats", {}, admin);
     REQUIRE_MESSAGE(r.status == 200, r.body);
     return test::parse_object(r.body).at("prefix_cache").as_object().at("hit_tokens").as_int64();
 }
@@ -41,7 +42,8 @@ std::int64_t hits(const test::server_process& s) {
 
 TEST_CASE("prefix cache scope: per key, narrowed by cache_salt, shared by a key group") {
     test::server_process s({"--api-keys", key_a + "," + key_b + "," + key_c + "," + key_d,
-                            "--prefix-cache-share-groups", key_c + "|" + key_d});
+                            "--prefix-cache-share-groups", key_c + "|" + key_d, "--admin-key",
+                            admin});
     // A key hits its own cache.
     const auto first = tokens(s, key_a, request(1));
     auto h = hits(s);
@@ -70,6 +72,42 @@ TEST_CASE("prefix cache scope: per key, narrowed by cache_salt, shared by a key 
     h = hits(s);
     CHECK(tokens(s, key_b, request(3)) == grouped);
     CHECK(hits(s) == h);
+}
+
+TEST_CASE("tenants: a user key sees its own figures, no paths; /metrics takes its credential") {
+    test::server_process s({"--api-keys", key_a + "," + key_b, "--admin-key", admin,
+                            "--metrics-api-key", "metrics-key-1"});
+    using verb = boost::beast::http::verb;
+    for (int i = 0; i < 2; ++i)
+        (void)tokens(s, key_a, request(10 + i));
+    (void)tokens(s, key_b, request(12));
+    auto stats = [&](const std::string& key) {
+        auto r = test::http_request(s.port(), verb::get, "/v1/stats", {}, key);
+        REQUIRE_MESSAGE(r.status == 200, r.body);
+        return test::parse_object(r.body);
+    };
+    const auto a = stats(key_a);
+    CHECK(a.at("key").at("requests").as_int64() == 2);
+    CHECK(a.at("key").at("prompt_tokens").as_int64() == 200);
+    CHECK_FALSE(a.contains("models")); // no queue, cache or rate figures of anyone else
+    CHECK_FALSE(a.contains("prefix_cache"));
+    CHECK(stats(key_b).at("key").at("requests").as_int64() == 1);
+    const auto all = stats(admin);
+    CHECK(all.contains("models"));
+    CHECK(all.contains("prefix_cache"));
+    // Model listings: paths for the operator only.
+    auto listing = [&](const std::string& key) {
+        auto r = test::http_request(s.port(), verb::get, "/v1/models/tiny", {}, key);
+        REQUIRE_MESSAGE(r.status == 200, r.body);
+        return r.body;
+    };
+    CHECK(listing(key_a).find(s.model_path()) == std::string::npos);
+    CHECK(listing(admin).find(s.model_path()) != std::string::npos);
+    // /metrics: the metrics credential or an admin key.
+    CHECK(test::http_request(s.port(), verb::get, "/metrics").status == 401);
+    CHECK(test::http_request(s.port(), verb::get, "/metrics", {}, key_a).status == 401);
+    CHECK(test::http_request(s.port(), verb::get, "/metrics", {}, "metrics-key-1").status == 200);
+    CHECK(test::http_request(s.port(), verb::get, "/metrics", {}, admin).status == 200);
 }
 
 TEST_CASE("prefix cache scope: a share group must name API keys") {

@@ -4,6 +4,9 @@
 // still serves one after a replica is killed.
 #include "cluster_process.hpp"
 
+#include <cctype>
+#include <cstring>
+#include <map>
 #include <sstream>
 
 namespace bitnet::test {
@@ -32,6 +35,50 @@ std::vector<std::string> readme_cluster_commands() {
     return lines;
 }
 
+/// A TCP port on 127.0.0.1 that nothing listens on now (the OS picks it).
+std::uint16_t free_port() {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::acceptor a(
+        ioc, boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    return a.local_endpoint().port();
+}
+
+/// The README's lines with each port they name (`--port N`, `127.0.0.1:N`) moved to a free one,
+/// the same README port to the same free port: the example's fixed ports (8080, 7070...) may be
+/// taken on a machine running other tests. Returns the new port of README port `wanted` too.
+std::vector<std::string> on_free_ports(std::vector<std::string> lines, std::uint16_t wanted,
+                                       std::uint16_t& mapped) {
+    std::map<std::string, std::string> ports;
+    auto port_at = [](const std::string& l, std::size_t at) {
+        std::size_t end = at;
+        while (end < l.size() && std::isdigit(static_cast<unsigned char>(l[end])))
+            ++end;
+        return end;
+    };
+    for (auto& l : lines) {
+        std::string out;
+        for (std::size_t i = 0; i < l.size();) {
+            std::size_t at = std::string::npos;
+            for (const char* lead : {"--port ", "127.0.0.1:"})
+                if (l.compare(i, std::strlen(lead), lead) == 0)
+                    at = i + std::strlen(lead);
+            if (at == std::string::npos) {
+                out += l[i++];
+                continue;
+            }
+            const auto end = port_at(l, at);
+            const auto old = l.substr(at, end - at);
+            if (!ports.count(old))
+                ports[old] = std::to_string(free_port());
+            out += l.substr(i, at - i) + ports[old];
+            i = end;
+        }
+        l = out;
+    }
+    mapped = static_cast<std::uint16_t>(std::stoi(ports.at(std::to_string(wanted))));
+    return lines;
+}
+
 /// Runs one README line (`PROGRAM ARGS... &`) from the repository root, output to `log`.
 pid_t run_line(std::string line, const std::string& log) {
     const std::string exe = "build/release/tools/bitnet-server";
@@ -49,7 +96,8 @@ pid_t run_line(std::string line, const std::string& log) {
 } // namespace
 
 TEST_CASE("cluster: the README's three commands start a cluster that serves through its router") {
-    const auto lines = readme_cluster_commands();
+    std::uint16_t router = 0;
+    const auto lines = on_free_ports(readme_cluster_commands(), 8080, router);
     REQUIRE(lines.size() == 3);
     scratch_dir dir;
     std::vector<pid_t> pids;
@@ -64,7 +112,6 @@ TEST_CASE("cluster: the README's three commands start a cluster that serves thro
             }
         }
     } reap{pids};
-    const std::uint16_t router = 8080;
     auto logs = [&] {
         std::string all;
         for (std::size_t i = 0; i < lines.size(); ++i) {

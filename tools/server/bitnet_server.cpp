@@ -198,6 +198,7 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.sse_ping = std::chrono::milliseconds(cfg.sse_ping_ms);
     ho.sse_buffer_bytes = cfg.sse_buffer_bytes;
     ho.api_keys = cfg.api_keys;
+    ho.metrics_key = cfg.metrics_api_key;
     for (const auto& g : cfg.prefix_cache_share_groups)
         ho.cache_share_groups.push_back(conf::share_group_keys(g));
     ho.admin_keys = cfg.admin_api_keys;

@@ -65,6 +65,8 @@ result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::ser
     co.tls = co.clustered && cfg.cluster_insecure == 0;
     co.heartbeat = std::chrono::milliseconds(cfg.cluster_heartbeat_ms);
     co.failure_timeout = std::chrono::milliseconds(cfg.cluster_failure_timeout_ms);
+    co.forget_after = std::chrono::milliseconds(cfg.cluster_forget_after_ms);
+    co.max_dial_backoff = std::chrono::milliseconds(cfg.cluster_max_dial_backoff_ms);
     co.admission = std::move(admission);
     co.supervisor = std::move(supervisor);
     if (co.clustered) {

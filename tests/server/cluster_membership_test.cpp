@@ -1,0 +1,58 @@
+// Membership that forgets: twelve short-lived nodes join a router and die. The router marks them
+// down, redials each with a growing backoff, forgets each after cluster_forget_after_ms (no longer
+// listed, no more dials), and the nodes it forgot are not brought back by anyone.
+#include "cluster_process.hpp"
+
+#include <string>
+
+namespace bitnet::test {
+
+TEST_CASE("cluster: nodes that join and die are forgotten after the configured time, and their "
+          "redials back off") {
+    scratch_dir dir;
+    const std::vector<std::string> timing{"--cluster-insecure", "--cluster-failure-timeout-ms",
+                                          "600", "--cluster-heartbeat-ms", "100"};
+    auto with = [&](std::vector<std::string> a) {
+        a.insert(a.end(), timing.begin(), timing.end());
+        return a;
+    };
+    cluster_node r("r",
+                   with({"--cluster-listen", "127.0.0.1:0", "--cluster-forget-after-ms", "6000",
+                         "--cluster-max-dial-backoff-ms", "30000"}),
+                   "", dir.file("r.log"));
+    std::vector<std::string> addresses;
+    for (int i = 0; i < 12; ++i) {
+        const std::string name = "n" + std::to_string(i);
+        cluster_node n(name,
+                       with({"--cluster-listen", "127.0.0.1:0", "--join", r.cluster_address()}), "",
+                       dir.file(name + ".log"));
+        REQUIRE_MESSAGE(eventually([&] { return r.sees(name) == "up"; }), r.log());
+        addresses.push_back(n.cluster_address());
+        n.kill_now();
+    }
+    REQUIRE(eventually([&] { return r.sees("n11") == "down"; }));
+    // All twelve leave the listing once forgotten (the last one 6 s after it went down).
+    REQUIRE_MESSAGE(eventually(
+                        [&] {
+                            for (int i = 0; i < 12; ++i)
+                                if (!r.sees("n" + std::to_string(i)).empty())
+                                    return false;
+                            return true;
+                        },
+                        std::chrono::seconds(30)),
+                    r.log());
+    const auto log = r.log();
+    for (int i = 0; i < 12; ++i)
+        CHECK(log.find("node 'n" + std::to_string(i) + "' (" + addresses[i] + ") forgotten") !=
+              std::string::npos);
+    // In its 6 s down, a node is redialed after ~1, 2 and 4 s: at most 4 dials, where a fixed
+    // one-second redial made 6 or more.
+    for (const auto& a : addresses)
+        CHECK(count_of(log, "cannot reach " + a + ":") <= 4); // the colon ends the port
+    // Forgotten: no more dials.
+    const auto dials = count_of(log, "cannot reach 127.0.0.1:");
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    CHECK(count_of(r.log(), "cannot reach 127.0.0.1:") == dials);
+}
+
+} // namespace bitnet::test
