@@ -3,6 +3,7 @@
 // listed, no more dials), and the nodes it forgot are not brought back by anyone.
 #include "cluster_process.hpp"
 
+#include <memory>
 #include <string>
 
 namespace bitnet::test {
@@ -20,16 +21,22 @@ TEST_CASE("cluster: nodes that join and die are forgotten after the configured t
                    with({"--cluster-listen", "127.0.0.1:0", "--cluster-forget-after-ms", "6000",
                          "--cluster-max-dial-backoff-ms", "30000"}),
                    "", dir.file("r.log"));
+    // All twelve up at once, then all killed: their ports are all taken while they run, so no
+    // node gets another's address from the OS.
     std::vector<std::string> addresses;
+    std::vector<std::unique_ptr<cluster_node>> nodes;
     for (int i = 0; i < 12; ++i) {
         const std::string name = "n" + std::to_string(i);
-        cluster_node n(name,
-                       with({"--cluster-listen", "127.0.0.1:0", "--join", r.cluster_address()}), "",
-                       dir.file(name + ".log"));
-        REQUIRE_MESSAGE(eventually([&] { return r.sees(name) == "up"; }), r.log());
-        addresses.push_back(n.cluster_address());
-        n.kill_now();
+        nodes.push_back(std::make_unique<cluster_node>(
+            name, with({"--cluster-listen", "127.0.0.1:0", "--join", r.cluster_address()}), "",
+            dir.file(name + ".log")));
+        addresses.push_back(nodes.back()->cluster_address());
     }
+    for (int i = 0; i < 12; ++i)
+        REQUIRE_MESSAGE(eventually([&] { return r.sees("n" + std::to_string(i)) == "up"; }),
+                        r.log());
+    for (auto& n : nodes)
+        n->kill_now();
     REQUIRE(eventually([&] { return r.sees("n11") == "down"; }));
     // All twelve leave the listing once forgotten (the last one 6 s after it went down).
     REQUIRE_MESSAGE(eventually(
@@ -48,7 +55,7 @@ TEST_CASE("cluster: nodes that join and die are forgotten after the configured t
     // In its 6 s down, a node is redialed after ~1, 2 and 4 s: at most 4 dials, where a fixed
     // one-second redial made 6 or more.
     for (const auto& a : addresses)
-        CHECK(count_of(log, "cannot reach " + a + ":") <= 4); // the colon ends the port
+        CHECK_MESSAGE(count_of(log, "cannot reach " + a + ":") <= 4, a); // ':' ends the port
     // Forgotten: no more dials.
     const auto dials = count_of(log, "cannot reach 127.0.0.1:");
     std::this_thread::sleep_for(std::chrono::seconds(3));
