@@ -98,6 +98,14 @@ using batcher_pointer = msg::batcher_actor::stateful_pointer<batcher_state>;
 /// whatever the step budget.
 constexpr std::uint32_t echo_chunk_tokens = 128;
 
+/// Plans and sends the next step when none is in flight (batcher.cpp).
+void kick(batcher_pointer self);
+
+/// The submit handler (batcher_submit.cpp): compiles the request's schema when it is new, on
+/// the batcher's compiler thread, then queues the request.
+caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request req,
+                                    msg::sink_actor sink);
+
 /// A request's events go to its sink, or into its relay's batch when another node placed it.
 void emit_token(batcher_pointer self, const live_request& lr, msg::token_event ev);
 

@@ -1,0 +1,166 @@
+// The batcher's submit path (batcher.cpp has the rest of the actor): a request's schema compiled
+// (on the batcher's own compiler thread when it is new), then the request queued.
+#include "actors/batcher_internal.hpp"
+#include "messages/errors.hpp"
+#include "model/constrain/token_constraint.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+namespace bitnet::actors::batcher_detail {
+
+namespace {
+
+/// Queues request `req` (its schema, if any, compiled already): its live state, its sink
+/// monitored, its prompt blocks offered to the prefix cache. `received` and `timeout` as the
+/// submit handler read them.
+caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generate_request req,
+                                              msg::sink_actor sink, clock::time_point received,
+                                              std::int64_t timeout) {
+    auto& st = self->state;
+    sched::seq_request sr;
+    sr.id = req.id;
+    sr.prompt = req.prompt;
+    sr.max_tokens = req.max_tokens;
+    sr.stop_token_ids = req.stop_token_ids;
+    sr.prio = req.prio;
+    sr.deadline = received + std::chrono::milliseconds(timeout);
+    sr.n_resumed = req.n_resumed;
+    if (req.prompt_logprobs)
+        sr.max_chunk_tokens = echo_chunk_tokens;
+    sr.n_choices = std::max(req.n, 1u);
+    live_request lr;
+    // A resumed stream's first run sent the echo already.
+    lr.echo_sent = req.n_resumed > 0;
+    if (st.tokenizer)
+        lr.text.emplace(*st.tokenizer);
+    // Stop strings never cut a constrained value: a schema's output ends when the value
+    // is whole (README, "Structured output"), so they are not applied to it at all.
+    if (!req.stop.empty() && req.json_schema.empty()) {
+        // http/ refuses empty stop strings; drop any a direct caller sends.
+        std::vector<std::string> stops;
+        for (auto& s : req.stop)
+            if (!s.empty())
+                stops.push_back(s);
+        if (auto m = model::stop_string_matcher::create(std::move(stops)))
+            lr.stops.emplace(std::move(*m));
+    }
+    // A resumed stream: the client already has the text of its first n_resumed tokens.
+    // Pushing them again (text dropped) leaves the detokenizer and the stop-string
+    // matcher as the first run left them (a split character, text held back for a
+    // possible stop string), so the text goes on exactly where it stopped; the sampler
+    // resumes its draws from n_generated (step_chunk::n_sampled).
+    if (req.n_resumed > 0 && req.n_resumed < req.prompt.size()) {
+        for (auto it = req.prompt.end() - req.n_resumed; it != req.prompt.end(); ++it)
+            (void)lr.push(*it);
+        if (lr.stopped())
+            return caf::expected<msg::request_id>(msg::to_caf_error(
+                bitnet::error{errc::invalid_argument,
+                              "the resumed tokens already contain a stop string", "n_resumed"}));
+        lr.n_generated = req.n_resumed;
+    }
+    const auto sr_choices = sr.n_choices;
+    if (auto added = st.policy->add(std::move(sr), received); !added)
+        return caf::expected<msg::request_id>(msg::to_caf_error(added.error()));
+    const auto id = req.id;
+    self->monitor(sink);
+    st.by_sink[sink.address()] = id;
+    st.open_choices[id] = sr_choices;
+    if (st.opt.policy.prefix_caching) {
+        // Whole blocks of the original prompt (resumed tokens were decoded); a one-token
+        // prompt is itself computed as a decode (seq_chunk::decoded_from 0).
+        const std::size_t n_prompt = req.prompt.size() - req.n_resumed;
+        const std::size_t bt = std::max(st.opt.policy.kv_block_tokens, 1u);
+        const std::size_t n = n_prompt > 1 ? n_prompt / bt * bt : 0;
+        lr.prefix_tokens.assign(req.prompt.begin(),
+                                req.prompt.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    lr.sink = std::move(sink);
+    lr.received = received;
+    lr.req = std::move(req);
+    st.live.emplace(id, std::move(lr));
+    kick(self);
+    return id;
+}
+
+/// The schema's compile error as the request's error (a 400 naming the field it came in).
+caf::error schema_error(const msg::generate_request& req, const std::string& message) {
+    return msg::to_caf_error(
+        bitnet::error{errc::invalid_argument, message,
+                      req.schema_param.empty() ? "response_format" : req.schema_param});
+}
+
+/// The batcher's schema compiler: a detached actor of its own, so a schema that takes its whole
+/// compile budget (limits::max_compile_ms) delays only the request that sent it, never the steps
+/// of the streams this batcher runs. Answers "" (compiled, now in the schema cache) or the error.
+caf::behavior schema_compiler_fn(caf::event_based_actor*,
+                                 std::shared_ptr<const model::tokenizer> tok) {
+    return {
+        [tok](msg::compile_atom, const std::string& schema) -> std::string {
+            try {
+                auto compiled = model::constrain::schema_cache::shared().get(schema, *tok);
+                return compiled ? std::string() : compiled.error().message;
+            } catch (const std::exception& e) {
+                // Out of memory and the like: this request's refusal, not the batcher's end
+                // (the two are linked).
+                return std::string("the schema could not be compiled: ") + e.what();
+            }
+        },
+    };
+}
+
+} // namespace
+
+caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request req,
+                                    msg::sink_actor sink) {
+    auto& st = self->state;
+    const auto now = clock::now();
+    const auto received = req.t_received_us > 0
+                              ? clock::time_point{std::chrono::microseconds(req.t_received_us)}
+                              : now;
+    const auto timeout = req.timeout_ms > 0 ? req.timeout_ms : st.opt.default_timeout_ms;
+    auto accept = [&]() -> caf::result<msg::request_id> {
+        auto id = accept_request(self, std::move(req), std::move(sink), received, timeout);
+        if (!id)
+            return id.error();
+        return *id;
+    };
+    if (req.json_schema.empty())
+        return accept();
+    // A schema is compiled (once per schema, cached) before the request is queued, so one
+    // that cannot be enforced is a 400 before any stream starts. A schema not compiled yet
+    // is compiled on this batcher's compiler thread, the request waiting for it alone.
+    if (!st.tokenizer)
+        return msg::to_caf_error(
+            bitnet::error{errc::invalid_argument,
+                          "structured output needs the model's tokenizer, and this server has none",
+                          req.schema_param});
+    if (auto known =
+            model::constrain::schema_cache::shared().lookup(req.json_schema, *st.tokenizer)) {
+        if (!*known)
+            return schema_error(req, known->error().message);
+        return accept();
+    }
+    if (!st.compiler)
+        st.compiler = self->spawn<caf::detached + caf::linked>(schema_compiler_fn, st.tokenizer);
+    auto rp = self->make_response_promise<msg::request_id>();
+    const auto schema = req.json_schema;
+    self->request(st.compiler, caf::infinite, msg::compile_atom_v, schema)
+        .then(
+            [self, rp, req = std::move(req), sink = std::move(sink), received,
+             timeout](const std::string& failure) mutable {
+                if (!failure.empty()) {
+                    rp.deliver(schema_error(req, failure));
+                    return;
+                }
+                auto id = accept_request(self, std::move(req), std::move(sink), received, timeout);
+                if (id)
+                    rp.deliver(*id);
+                else
+                    rp.deliver(id.error());
+            },
+            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+    return rp;
+}
+
+} // namespace bitnet::actors::batcher_detail
