@@ -1,5 +1,7 @@
 #include "model/constrain/grammar_passes.hpp"
 
+#include "model/constrain/schema_errors.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -7,13 +9,6 @@
 namespace bitnet::model::constrain {
 
 namespace {
-
-error limit_error(const char* name, std::size_t value, const std::string& what) {
-    return error{errc::invalid_argument,
-                 "the schema is over the limit " + std::string(name) + " (" +
-                     std::to_string(value) + "): " + what,
-                 name};
-}
 
 void sort_unique(std::vector<std::uint32_t>& v) {
     std::sort(v.begin(), v.end());

@@ -7,8 +7,6 @@
 namespace bitnet::model::constrain {
 
 using detail::compiler;
-using detail::cut_utf8;
-using detail::limit_error;
 using json_numbers::mark_inexact_numbers;
 
 namespace {

@@ -1,5 +1,7 @@
 #include "model/constrain/pattern_regex.hpp"
 
+#include "model/constrain/schema_errors.hpp"
+
 #include <algorithm>
 #include <memory>
 #include <optional>
@@ -21,19 +23,9 @@ struct ast {
     std::uint32_t min = 0, max = 0;
 };
 
-/// At most the first 40 bytes of `pattern` (cut on a UTF-8 boundary), for error messages.
-std::string excerpt(std::string_view pattern) {
-    if (pattern.size() <= 40)
-        return std::string(pattern);
-    std::size_t n = 40;
-    while (n > 0 && (static_cast<std::uint8_t>(pattern[n]) & 0xC0) == 0x80)
-        --n;
-    return std::string(pattern.substr(0, n)) + "...";
-}
-
 error unsupported(std::string_view pattern, const std::string& what) {
     return error{errc::unsupported,
-                 "pattern \"" + excerpt(pattern) + "\": " + what +
+                 "pattern \"" + cut_utf8(pattern, 40) + "\": " + what +
                      " is not supported (supported: literals, ., [classes], \\d \\w \\s, groups, "
                      "|, * + ? {n,m}, ^ first and $ last)"};
 }

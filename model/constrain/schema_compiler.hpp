@@ -6,6 +6,7 @@
 #include "common/exact_numbers.hpp"
 #include "model/constrain/canonical_json.hpp"
 #include "model/constrain/grammar_passes.hpp"
+#include "model/constrain/schema_errors.hpp"
 #include "model/constrain/string_formats.hpp"
 
 #include <boost/json.hpp>
@@ -58,26 +59,10 @@ inline const std::set<std::string_view> constraints{"type",
                                                     "multipleOf",
                                                     tool_union_keyword};
 
-/// At most the first `n` bytes of `s` (never half a UTF-8 character), "..." when cut.
-inline std::string cut_utf8(std::string_view s, std::size_t n) {
-    if (s.size() <= n)
-        return std::string(s);
-    while (n > 0 && (static_cast<std::uint8_t>(s[n]) & 0xC0) == 0x80)
-        --n;
-    return std::string(s.substr(0, n)) + "...";
-}
-
 inline node of(node_kind k) {
     node n;
     n.kind = k;
     return n;
-}
-
-inline error limit_error(const char* name, std::size_t value, const std::string& what) {
-    return error{errc::invalid_argument,
-                 "the schema is over the limit " + std::string(name) + " (" +
-                     std::to_string(value) + "): " + what,
-                 name};
 }
 
 /// The units of a grammar number: 10^-number_fraction_digits.
