@@ -119,6 +119,7 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
         c.model_version = st.opt.model_version;
         c.prompt_tokens = f.n_prompt;
         c.completion_tokens = f.n_generated;
+        c.cached_tokens = std::min(lr.cached_tokens, f.n_prompt);
         const auto& t = f.timings;
         c.queue_us = us_between(lr.received, t.first_scheduled);
         c.prefill_us = us_between(t.first_scheduled, t.first_token);
@@ -219,6 +220,18 @@ std::vector<msg::request_id> add_choices(batcher_state& st, const sched::step_pl
     return added;
 }
 
+/// Each request's prompt tokens from the prefix cache, as of its latest start (a sequence
+/// preempted and started again counts the hits of its new start only).
+void count_cached(batcher_state& st, const sched::step_plan& plan, const msg::step_result& r) {
+    for (const auto& c : plan.chunks)
+        if (c.part.pos0 == 0)
+            if (auto it = st.live.find(c.part.seq); it != st.live.end())
+                it->second.cached_tokens = 0;
+    for (std::size_t i = 0; i < r.hit_seqs.size() && i < r.hit_tokens.size(); ++i)
+        if (auto it = st.live.find(r.hit_seqs[i]); it != st.live.end())
+            it->second.cached_tokens += r.hit_tokens[i];
+}
+
 void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::step_result& r) {
     auto& st = self->state;
     const auto now = clock::now();
@@ -234,6 +247,7 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     for (const auto& s : r.samples)
         samples.push_back({s.seq, s.token, s.logprob});
     st.prefix_hit_tokens += r.prefix_hit_tokens;
+    count_cached(st, plan, r);
     for (std::size_t i = 0; i < r.extended.size() && i < r.extended_to.size(); ++i)
         st.policy->prefix_attached(r.extended[i], r.extended_to[i]);
     st.prompt_tokens_computed += r.prompt_tokens_computed;

@@ -40,6 +40,8 @@ struct live_request {
     std::vector<msg::token_id> prefix_tokens;
     /// n > 1: which choice this sequence is (req.id is the request's id for every choice).
     std::uint32_t choice = 0;
+    /// Prompt positions its latest start took from the prefix cache.
+    std::uint32_t cached_tokens = 0;
 
     /// The text token `t` lets through: whole characters, minus anything a stop string may
     /// still claim (and nothing from a stop string on).

@@ -157,6 +157,15 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
     return std::span<const float>(st.masked);
 }
 
+/// Prompt positions `seq` took from the prefix cache in this step.
+void note_hits(msg::step_result& out, std::uint64_t seq, std::uint32_t tokens) {
+    if (tokens == 0)
+        return;
+    out.prefix_hit_tokens += tokens;
+    out.hit_seqs.push_back(seq);
+    out.hit_tokens.push_back(tokens);
+}
+
 /// Prefix caching: attaches the cached whole blocks at the start of `c`'s chunk and returns
 /// what is left to compute. When the cache holds the whole chunk (and more), nothing is left and
 /// the sequence may extend past the chunk (extend_cached). The attach never leaves a lone prompt
@@ -164,7 +173,7 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
 /// uncached run's), and never the chunk's last token when it wants logits (reuse_blocks stops
 /// short of it).
 model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
-                               std::uint32_t& hit_tokens) {
+                               msg::step_result& out) {
     model::seq_chunk part = c.part;
     auto& s = st.seqs.at(c.part.seq);
     if (!s.attaching)
@@ -190,7 +199,7 @@ model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
                                                 : 0u;
     const auto from = std::min(end, part.pos0 + attached * bt);
     s.attached_to = part.pos0 + attached * bt;
-    hit_tokens += attached * bt;
+    note_hits(out, c.part.seq, attached * bt);
     s.attaching = from == end; // the next chunk may attach further only if this one did all
     part.tokens.erase(part.tokens.begin(), part.tokens.begin() + (from - part.pos0));
     part.pos0 = from;
@@ -221,7 +230,7 @@ void extend_cached(executor_state& st, const msg::step_batch& batch,
         const auto spare = free > need ? static_cast<std::uint32_t>(free - need) : 0u;
         const auto more =
             eng.attach_prefix(c.part.seq, s.prefix_tokens, s.reuse_blocks, spare, s.prefix_scope);
-        out.prefix_hit_tokens += more * bt;
+        note_hits(out, c.part.seq, more * bt);
         s.attached_to += more * bt;
         // The last attached block may reach past the chunk even without more blocks.
         if (s.attached_to > c.part.pos0 + c.part.tokens.size()) {
@@ -414,7 +423,7 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
             fail_seq(st, c, ok.error(), out);
             continue;
         }
-        parts[i] = attach_cached(st, c, out.prefix_hit_tokens);
+        parts[i] = attach_cached(st, c, out);
         if (parts[i].tokens.empty()) {
             // All of it came from the cache (a chunk that wants logits never does).
             auto& s = st.seqs.at(c.part.seq);

@@ -190,9 +190,12 @@ piece_lookup pieces_of(const msg::token_event& ev) {
 }
 
 std::string usage_json(const msg::completion& c) {
+    // cached_tokens: this request's own prompt tokens from the prefix cache (the cache is scoped
+    // per API key, so it tells a client nothing of other keys' traffic).
     return R"({"prompt_tokens":)" + std::to_string(c.prompt_tokens) + R"(,"completion_tokens":)" +
            std::to_string(c.completion_tokens) + R"(,"total_tokens":)" +
-           std::to_string(c.prompt_tokens + c.completion_tokens) + "}";
+           std::to_string(c.prompt_tokens + c.completion_tokens) +
+           R"(,"prompt_tokens_details":{"cached_tokens":)" + std::to_string(c.cached_tokens) + "}}";
 }
 
 std::string timings_json(const msg::completion& c) {

@@ -220,13 +220,16 @@ struct completion {
     std::int64_t decode_us = 0;
     std::int64_t total_us = 0;
     std::uint32_t choice = 0; ///< which choice ended (one completion per choice)
+    /// Prompt tokens this request took from the prefix cache (its own key's scope) instead of
+    /// computing them: usage.prompt_tokens_details.cached_tokens.
+    std::uint32_t cached_tokens = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion& x) {
     return f(caf::meta::type_name("completion"), x.id, x.finish_reason, x.model, x.model_version,
              x.prompt_tokens, x.completion_tokens, x.queue_us, x.prefill_us, x.ttft_us, x.decode_us,
-             x.total_us, x.choice);
+             x.total_us, x.choice, x.cached_tokens);
 }
 
 /// One sequence's part of a step: the engine's chunk as it will run. `params` rides along on the
@@ -340,13 +343,16 @@ struct step_result {
     /// computed) and the length their KV now has; the policy continues them from there.
     std::vector<std::uint64_t> extended{};
     std::vector<std::uint32_t> extended_to{};
+    /// The same hits per sequence (prefix_hit_tokens is their sum): a request's cached_tokens.
+    std::vector<std::uint64_t> hit_seqs{};
+    std::vector<std::uint32_t> hit_tokens{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
              x.failed, x.prompt_scores, x.prefix_hit_tokens, x.prompt_tokens_computed, x.extended,
-             x.extended_to);
+             x.extended_to, x.hit_seqs, x.hit_tokens);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.

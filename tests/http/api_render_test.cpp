@@ -38,7 +38,9 @@ TEST_CASE("usage, timings and Server-Timing print plain decimals") {
     c.completion_tokens = 5;
     c.queue_us = 1500;
     c.decode_us = 2000;
-    CHECK(usage_json(c) == R"({"prompt_tokens":3,"completion_tokens":5,"total_tokens":8})");
+    c.cached_tokens = 2;
+    CHECK(usage_json(c) == R"({"prompt_tokens":3,"completion_tokens":5,"total_tokens":8,)"
+                           R"("prompt_tokens_details":{"cached_tokens":2}})");
     CHECK(timings_json(c) == R"({"queue_ms":1.500,"prefill_ms":0.000,"ttft_ms":0.000,)"
                              R"("decode_ms":2.000,"total_ms":0.000,"tokens_per_second":2000.00})");
     CHECK(server_timing(c) ==

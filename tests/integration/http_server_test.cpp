@@ -603,7 +603,8 @@ TEST_CASE("SSE framing byte for byte: headers, one event per chunk, native and O
                        std::to_string(i + 2) + ">\",\"logprob\":" + lps + "}\n\n");
     want.push_back(
         "event: done\ndata: {\"finish_reason\":\"length\",\"usage\":{\"prompt_tokens\":1,"
-        "\"completion_tokens\":3,\"total_tokens\":4},\"timings\":{},"
+        "\"completion_tokens\":3,\"total_tokens\":4,\"prompt_tokens_details\":{"
+        "\"cached_tokens\":0}},\"timings\":{},"
         "\"model_version\":\"1\"}\n\n");
     CHECK(exchange("/v1/inference/stream", R"({"prompt":[1],"max_tokens":3})") == want);
 
@@ -616,7 +617,8 @@ TEST_CASE("SSE framing byte for byte: headers, one event per chunk, native and O
             pre + R"({"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"usage":null})"
                   "\n\n",
             R"(data: {"id":"cmpl-N","object":"text_completion","created":0,"model":"tiny",)"
-            R"("choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}})"
+            R"("choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,)"
+            R"("prompt_tokens_details":{"cached_tokens":0}}})"
             "\n\n",
             "data: [DONE]\n\n"};
     CHECK(exchange("/v1/completions", R"({"prompt":[1],"max_tokens":2,"stream":true,)"

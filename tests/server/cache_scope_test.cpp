@@ -23,10 +23,22 @@ std::string request(int v, const std::string& salt = {}) {
            (salt.empty() ? std::string() : R"(,"cache_salt":")" + salt + "\"") + "}";
 }
 
-std::string tokens(const test::server_process& s, const std::string& key, const std::string& body) {
+/// The generated tokens, and the prompt tokens the response says came from the cache.
+struct answer {
+    std::string tokens;
+    std::int64_t cached = -1;
+};
+
+answer ask(const test::server_process& s, const std::string& key, const std::string& body) {
     auto r = s.post("/v1/inference", body, key);
     REQUIRE_MESSAGE(r.status == 200, r.body);
-    return boost::json::serialize(test::parse_object(r.body).at("tokens"));
+    const auto o = test::parse_object(r.body);
+    return {boost::json::serialize(o.at("tokens")),
+            o.at("usage").at("prompt_tokens_details").at("cached_tokens").as_int64()};
+}
+
+std::string tokens(const test::server_process& s, const std::string& key, const std::string& body) {
+    return ask(s, key, body).tokens;
 }
 
 /// Prompt tokens served from the cache so far (admission polls the batcher every 20 ms).
@@ -44,14 +56,20 @@ TEST_CASE("prefix cache scope: per key, narrowed by cache_salt, shared by a key 
     test::server_process s({"--api-keys", key_a + "," + key_b + "," + key_c + "," + key_d,
                             "--prefix-cache-share-groups", key_c + "|" + key_d, "--admin-key",
                             admin});
-    // A key hits its own cache.
-    const auto first = tokens(s, key_a, request(1));
+    // A key hits its own cache, and its usage says how much of the prompt came from it: the six
+    // whole 16-token blocks.
+    const auto first = ask(s, key_a, request(1));
+    CHECK(first.cached == 0);
     auto h = hits(s);
-    CHECK(tokens(s, key_a, request(1)) == first);
+    const auto again = ask(s, key_a, request(1));
+    CHECK(again.tokens == first.tokens);
+    CHECK(again.cached == 96);
     auto h2 = hits(s);
-    CHECK(h2 > h);
-    // Another key does not, and gets the same output.
-    CHECK(tokens(s, key_b, request(1)) == first);
+    CHECK(h2 == h + 96);
+    // Another key does not, gets the same output, and its usage says nothing of key A.
+    const auto other = ask(s, key_b, request(1));
+    CHECK(other.tokens == first.tokens);
+    CHECK(other.cached == 0);
     auto h3 = hits(s);
     CHECK(h3 == h2);
     // cache_salt: one key's requests with different salts do not share; the same salt does.
@@ -61,12 +79,16 @@ TEST_CASE("prefix cache scope: per key, narrowed by cache_salt, shared by a key 
     CHECK(hits(s) == h);
     CHECK(tokens(s, key_a, request(2)) == salted); // no salt is a scope of its own too
     CHECK(hits(s) == h);
-    CHECK(tokens(s, key_a, request(2, "one")) == salted);
+    const auto same_salt = ask(s, key_a, request(2, "one"));
+    CHECK(same_salt.tokens == salted);
+    CHECK(same_salt.cached == 96);
     CHECK(hits(s) > h);
     // A share group: key C's cached prompt serves key D.
     const auto grouped = tokens(s, key_c, request(3));
     h = hits(s);
-    CHECK(tokens(s, key_d, request(3)) == grouped);
+    const auto shared = ask(s, key_d, request(3));
+    CHECK(shared.tokens == grouped);
+    CHECK(shared.cached == 96);
     CHECK(hits(s) > h);
     // A key outside the group still does not see it.
     h = hits(s);

@@ -267,4 +267,17 @@ inline boost::json::object parse_object(const std::string& body) {
     return boost::json::parse(body).as_object();
 }
 
+/// A response's `usage` without `prompt_tokens_details` (which depends on what the prefix cache
+/// held), to compare two responses for the same prompt.
+inline boost::json::object usage_without_cache(const boost::json::value& usage) {
+    auto u = usage.as_object();
+    u.erase("prompt_tokens_details");
+    return u;
+}
+
+/// usage.prompt_tokens_details.cached_tokens.
+inline std::int64_t cached_tokens(const boost::json::value& usage) {
+    return usage.at("prompt_tokens_details").at("cached_tokens").as_int64();
+}
+
 } // namespace bitnet::test
