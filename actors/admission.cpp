@@ -95,12 +95,14 @@ namespace admission_detail {
 /// The key's quota refuses `req` (429 with the seconds until it may send again), or nothing; a
 /// request it lets through is counted.
 std::optional<caf::error> quota_refusal(admission_state& st, const msg::generate_request& req) {
-    if (const auto wait_s = st.quota.take(req.client_key, clock::now()); wait_s > 0)
+    if (const auto wait_s = st.quota.take(req.client_key, clock::now(), std::max(req.n, 1u));
+        wait_s > 0)
         return msg::to_caf_error(errc::quota_exceeded,
-                                 "quota exceeded: this key may send " +
+                                 "quota exceeded: this key may run " +
                                      std::to_string(st.quota.limits().requests_per_minute) +
-                                     " requests per minute (bursts of " +
-                                     std::to_string(st.quota.limits().burst) + ")",
+                                     " sequences per minute (bursts of " +
+                                     std::to_string(st.quota.limits().burst) +
+                                     "; a request with n choices counts n)",
                                  wait_s);
     return std::nullopt;
 }

@@ -29,6 +29,7 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
     if (req.prompt_logprobs)
         sr.max_chunk_tokens = echo_chunk_tokens;
     sr.n_choices = std::max(req.n, 1u);
+    sr.tenant = req.client_key;
     live_request lr;
     // A resumed stream's first run sent the echo already.
     lr.echo_sent = req.n_resumed > 0;

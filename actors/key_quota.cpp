@@ -11,7 +11,8 @@ key_quota::key_quota(quota_limits limits)
         limits_.burst = limits_.requests_per_minute;
 }
 
-std::uint32_t key_quota::take(const std::string& key, clock::time_point now) {
+std::uint32_t key_quota::take(const std::string& key, clock::time_point now,
+                              std::uint32_t sequences) {
     if (!enabled())
         return 0;
     const double capacity = limits_.burst;
@@ -23,11 +24,12 @@ std::uint32_t key_quota::take(const std::string& key, clock::time_point now) {
                             b.tokens + std::chrono::duration<double>(now - b.at).count() * per_s);
         b.at = now;
     }
-    if (b.tokens >= 1.0) {
-        b.tokens -= 1.0;
+    const double cost = std::clamp(static_cast<double>(sequences), 1.0, capacity);
+    if (b.tokens >= cost) {
+        b.tokens -= cost;
         return 0;
     }
-    const double wait_s = (1.0 - b.tokens) / per_s;
+    const double wait_s = (cost - b.tokens) / per_s;
     return static_cast<std::uint32_t>(std::max(1.0, std::ceil(wait_s)));
 }
 

@@ -1,5 +1,6 @@
 // Per-key request quotas (HTTP-API.md: 429 rate_limit_error with Retry-After when "a key's quota
-// is exhausted"). The quota is a token bucket per API key: `requests_per_minute` refill
+// is exhausted"), counted in sequences: a request with n choices counts n. The quota is a token
+// bucket per API key: `requests_per_minute` refill
 // continuously, up to `burst` saved (0 = one minute's worth). Requests without a key share one
 // bucket (the empty key). A plain class, owned by admission and tested without actors.
 #pragma once
@@ -22,10 +23,13 @@ public:
 
     explicit key_quota(quota_limits limits);
 
-    /// Counts one request of `key` at `now`. 0 when it is within the quota; otherwise the
-    /// whole seconds (>= 1) until the key's bucket holds a request again (HTTP Retry-After),
-    /// and nothing is counted.
-    [[nodiscard]] std::uint32_t take(const std::string& key, clock::time_point now);
+    /// Counts a request of `key` at `now` that runs `sequences` sequences (OpenAI `n`: each
+    /// choice is a sequence, so n = 8 costs what 8 requests cost; never more than the bucket
+    /// holds, or it could never pass). 0 when it is within the quota; otherwise the whole
+    /// seconds (>= 1) until the key's bucket holds that much again (HTTP Retry-After), and
+    /// nothing is counted.
+    [[nodiscard]] std::uint32_t take(const std::string& key, clock::time_point now,
+                                     std::uint32_t sequences = 1);
 
     [[nodiscard]] bool enabled() const noexcept { return limits_.requests_per_minute > 0; }
     [[nodiscard]] const quota_limits& limits() const noexcept { return limits_; }

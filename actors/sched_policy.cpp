@@ -224,9 +224,12 @@ step_plan policy::schedule(clock::time_point now) {
     for (auto id : expired)
         end(id, finish_reason::deadline, now, finished_);
 
-    const auto preemptions_at_start = preemptions_;
     std::uint32_t budget = cfg_.max_batch_tokens;
     std::uint32_t seqs_left = cfg_.max_batch_seqs;
+    // Fair shares first: a tenant over its share makes room for a waiting one. These
+    // preemptions do not stop admission below (the room is for a waiting request).
+    share_fairly(plan, budget, seqs_left);
+    const auto preemptions_at_start = preemptions_;
 
     // 1. Decodes: one token for every running sequence that waits for its next token, oldest
     //    first. A sequence that cannot get a block preempts the newest running sequence.
@@ -258,22 +261,30 @@ step_plan policy::schedule(clock::time_point now) {
                                       ? cfg_.decoding_batch_tokens - plan.n_tokens
                                       : 0u);
 
+    // A tenant's prompt chunks take at most its share of what is left for prompts while other
+    // tenants want prompt tokens too (fair shares).
+    auto shares = plan_prompt_shares(budget);
     // 2. Prefills already under way continue, oldest first, as large as the budget allows: the
-    //    oldest prompt finishes before a newer one starts (first come, first served).
+    //    oldest prompt finishes before a newer one starts (first come, first served; across
+    //    tenants, within the fair shares).
     for (std::size_t i = 0; i < running_.size() && budget > 0 && seqs_left > 0; ++i) {
         const auto id = running_[i];
         auto& s = seqs_.at(id);
         if (s.tokens.size() - s.n_cached <= 1)
             continue;
-        auto n = plan_chunk(id, s, budget, plan);
+        const auto allowed = prompt_allowance(shares, s.req.tenant, budget);
+        if (allowed == 0)
+            continue;
+        auto n = plan_chunk(id, s, allowed, plan);
         // When nothing at all could be planned, the oldest unfinished prefill takes the blocks of
         // the newest sequences: some sequence must always progress.
         while (n == 0 && plan.chunks.empty() && running_.back() != id) {
             preempt(running_.back(), plan, budget, seqs_left);
-            n = plan_chunk(id, s, budget, plan);
+            n = plan_chunk(id, s, std::min(allowed, budget), plan);
         }
         if (n > 0) {
             budget -= n;
+            shares.used[s.req.tenant] += n;
             --seqs_left;
         }
     }
@@ -288,14 +299,21 @@ step_plan policy::schedule(clock::time_point now) {
         const int p = next_priority();
         if (p < 0)
             break;
-        const auto id = waiting_[static_cast<std::size_t>(p)].front();
+        auto& queue = waiting_[static_cast<std::size_t>(p)];
+        const auto at = pick_waiting(static_cast<std::size_t>(p), shares, budget);
+        const auto id = queue[at];
         auto& s = seqs_.at(id);
-        const auto n = plan_chunk(id, s, budget, plan);
+        const auto n = plan_chunk(id, s, prompt_allowance(shares, s.req.tenant, budget), plan);
         if (n == 0)
             break;
-        waiting_[static_cast<std::size_t>(p)].pop_front();
+        queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(at));
         --credits_[static_cast<std::size_t>(p)];
         waiting_prompt_tokens_ -= s.tokens.size();
+        shares.used[s.req.tenant] += n;
+        held_[s.req.tenant] += seq_weight(s);
+        if (auto w = waiting_by_tenant_.find(s.req.tenant);
+            w != waiting_by_tenant_.end() && w->second > 0)
+            --w->second;
         s.st = state::running;
         if (s.timings.first_scheduled == clock::time_point{})
             s.timings.first_scheduled = now;

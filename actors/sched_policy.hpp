@@ -27,6 +27,7 @@
 #include <deque>
 #include <limits>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -73,6 +74,10 @@ struct seq_request {
     /// Choices (OpenAI `n`, at most max_choices): the prompt is prefilled once; when its first
     /// token is sampled the sequence forks into n sequences sharing its KV (choice_id).
     std::uint32_t n_choices = 1;
+    /// Who it counts against for fair shares (policy_config::tenant_share_percent): its API
+    /// key. Requests of one tenant run first come, first served; empty is the tenant of
+    /// requests without a key.
+    std::string tenant{};
 };
 
 /// n > 1: choice i (1 <= i < max_choices) of request `id` runs as sequence choice_id(id, i);
@@ -256,6 +261,37 @@ private:
     void birth_choices(const step_plan& plan);
     /// The priority level whose turn it is to admit, or -1 when nothing waits.
     [[nodiscard]] int next_priority();
+    /// Fair shares (policy_config::tenant_share_percent), at the start of a plan: how many
+    /// sequences each tenant holds and which tenants wait; tenants over their share give up
+    /// their newest sequences until the first waiting request of each tenant under it has a
+    /// sequence slot.
+    void share_fairly(step_plan& plan, std::uint32_t& budget, std::uint32_t& seqs_left);
+    /// The most sequences one tenant may hold while another waits.
+    [[nodiscard]] std::uint32_t tenant_seq_cap() const noexcept;
+    /// Whether a tenant other than `tenant` has a request waiting (as of share_fairly).
+    [[nodiscard]] bool others_wait(const std::string& tenant) const;
+    /// Fair shares of one step's prompt tokens: the budget left for prompts once decodes are
+    /// planned, a tenant's share of it, what each tenant's prompts could use (running prefills,
+    /// and waiting requests of tenants under their sequence share) and what each has used.
+    struct prompt_shares {
+        std::uint32_t start = 0;
+        std::uint32_t share = 0;
+        std::unordered_map<std::string, std::uint32_t> demand;
+        std::unordered_map<std::string, std::uint32_t> used;
+    };
+    [[nodiscard]] prompt_shares plan_prompt_shares(std::uint32_t budget) const;
+    /// The most prompt tokens a chunk of `tenant` may take now: all of `budget` while no other
+    /// tenant wants prompt tokens; otherwise its share, or more where the others' demand
+    /// (each up to its own share) leaves more, less what it used in this step.
+    [[nodiscard]] std::uint32_t prompt_allowance(const prompt_shares& ps, const std::string& tenant,
+                                                 std::uint32_t budget) const;
+    /// The position in waiting queue `p` to admit next: its head, unless the head's tenant is
+    /// at its sequence share (while another tenant waits) or out of prompt tokens in this step,
+    /// and a later request of another tenant is not.
+    [[nodiscard]] std::size_t pick_waiting(std::size_t p, const prompt_shares& ps,
+                                           std::uint32_t budget) const;
+    /// The sequence slots `s` counts for in its tenant's share (n choices before they fork).
+    [[nodiscard]] static std::uint32_t seq_weight(const sequence& s) noexcept;
 
     policy_config cfg_;
     std::unordered_map<request_id, sequence> seqs_;
@@ -273,6 +309,10 @@ private:
     /// sequence's prompt blocks count as free once the engine says so (sync_kv_free).
     bool kv_shared_ = false;
     std::vector<finished_seq> finished_;
+    /// Fair shares, refreshed by share_fairly at every plan: the sequence slots each tenant
+    /// holds, and how many requests each tenant has waiting.
+    std::unordered_map<std::string, std::uint32_t> held_;
+    std::unordered_map<std::string, std::uint32_t> waiting_by_tenant_;
 };
 
 } // namespace bitnet::sched

@@ -43,6 +43,8 @@ struct server_config {
     /// Tokens in a step that carries decodes (decodes + prefill chunks); msg::batch_policy.
     std::uint32_t decoding_batch_tokens = 128;
     std::uint32_t max_batch_seqs = 32;
+    /// Fair shares between API keys (msg::batch_policy::tenant_share_percent); 100 = none.
+    std::uint32_t tenant_share_percent = 50;
     /// 1 = automatic prefix caching (msg::batch_policy::prefix_caching); 0 = every prompt is
     /// computed in full.
     std::uint32_t prefix_caching = 1;

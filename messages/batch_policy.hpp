@@ -31,6 +31,12 @@ struct batch_policy {
     /// blocks. The policy then counts a released sequence's shareable blocks as free only once
     /// the engine reports them free (sync_kv_free), as other sequences may hold them.
     bool prefix_caching = false;
+    /// Fair shares between tenants (API keys): while a request of another tenant waits, one
+    /// tenant's sequences (a request with n choices counts n) hold at most this percent of
+    /// max_batch_seqs, and its prompt chunks at most this percent of the step's prompt budget.
+    /// A tenant over its share gives up its newest sequences (preempted, recomputed later) to a
+    /// waiting tenant under it. 100: first come, first served across tenants too.
+    std::uint32_t tenant_share_percent = 50;
 };
 
 } // namespace bitnet::msg

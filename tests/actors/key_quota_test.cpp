@@ -35,3 +35,15 @@ TEST_CASE("no quota configured: every request passes, and burst defaults to a mi
     CHECK(passed == 120);
     CHECK(q.take("", t0) == 1); // 2 per second: under a second, rounded up to 1
 }
+
+TEST_CASE("a request with n choices costs n sequences, never more than the bucket holds") {
+    key_quota q({.requests_per_minute = 60, .burst = 10}); // one sequence per second
+    const auto t0 = key_quota::clock::time_point{} + 1000s;
+    CHECK(q.take("a", t0, 8) == 0);
+    CHECK(q.take("a", t0, 8) == 6); // 2 left: 6 more seconds for 8
+    CHECK(q.take("a", t0, 2) == 0);
+    // n larger than the bucket: it costs the whole bucket, so it can pass once the bucket is full.
+    CHECK(q.take("b", t0, 50) == 0);
+    CHECK(q.take("b", t0, 50) == 10);
+    CHECK(q.take("b", t0 + 10s, 50) == 0);
+}

@@ -142,6 +142,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     bo.policy.max_batch_tokens = c.max_batch_tokens;
     bo.policy.decoding_batch_tokens = c.decoding_batch_tokens;
     bo.policy.max_batch_seqs = c.max_batch_seqs;
+    bo.policy.tenant_share_percent = c.tenant_share_percent;
     bo.policy.prefix_caching = c.prefix_caching != 0;
     bo.policy.weights = {c.priority_weight_high, c.priority_weight_normal, c.priority_weight_low};
     bo.default_timeout_ms = c.default_timeout_ms;
