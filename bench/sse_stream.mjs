@@ -13,7 +13,7 @@ export function promptFor(i, n, vocab) {
     return out;
 }
 
-/// One streamed request. Resolves {status, ttft, gaps[], e2e, tokens, finish, error}. A `trace`
+/// One streamed request (with `a.apiKey`, sent as its bearer key). Resolves {status, ttft, gaps[], e2e, tokens, finish, error}. A `trace`
 /// object ({reqId: '', ids: [], times: []}) is filled as events arrive: X-Request-Id, each token
 /// id and the performance.now() of its event (ms), so the failover benchmark can watch streams
 /// while they run and compare their texts and timestamps around a kill.
@@ -26,7 +26,8 @@ export function streamOne(a, prompt, trace = null) {
         const done = (r) => { if (!settled) { settled = true; resolve(r); } };
         const req = http.request({
             host: a.host, port: a.port, path: a.route, method: 'POST', agent: false,
-            headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) },
+            headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body),
+                       ...(a.apiKey ? { Authorization: `Bearer ${a.apiKey}` } : {}) },
         }, (res) => {
             if (res.statusCode !== 200) {
                 res.resume();
