@@ -131,6 +131,8 @@ public:
 
     [[nodiscard]] const std::string& name() const noexcept { return name_; }
     [[nodiscard]] std::uint16_t port() const noexcept { return port_; }
+    [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+    [[nodiscard]] std::uint16_t cluster_port() const noexcept { return cluster_port_; }
     /// "127.0.0.1:PORT" of its peer listener, for --join.
     [[nodiscard]] std::string cluster_address() const {
         return "127.0.0.1:" + std::to_string(cluster_port_);

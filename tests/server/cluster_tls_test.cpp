@@ -2,6 +2,7 @@
 // project's own deploy/cluster/make-certs.sh: nodes whose certificates one CA signed form a
 // cluster and serve each other's replicas; a node whose certificate another CA signed is refused,
 // the refusal is logged on both sides, and it breaks none of the good links.
+#include "server/basp_probe.hpp"
 #include "server/certs.hpp"
 #include "server/cluster_process.hpp"
 
@@ -120,4 +121,23 @@ TEST_CASE("cluster TLS: a node whose certificate another CA signed is refused, t
     CHECK(b->sees("a") == "up");
     const auto r = generate(*b);
     CHECK_MESSAGE(r.status == 200, r.body);
+}
+
+TEST_CASE("cluster TLS: a raw BASP header announcing 1 GiB never reaches CAF, RSS stays within "
+          "10 MiB") {
+    tls_cluster c;
+    const auto ca = c.ca("ca");
+    make_certs(ca, "a");
+    auto a = c.start("a", ca, false);
+    REQUIRE(eventually([&] { return a->get("/v1/cluster").status == 200; }));
+    const auto before = rss_kib(a->pid());
+    REQUIRE(before > 0);
+    // Not a TLS record: the handshake fails and the connection closes.
+    CHECK(send_basp_header(a->cluster_port(), 0x01, 1u << 30, std::chrono::seconds(5)));
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const auto after = rss_kib(a->pid());
+    CHECK_MESSAGE(after < before + 10 * 1024,
+                  "RSS " << before << " KiB before, " << after << " KiB after");
+    CHECK(a->alive());
+    CHECK(a->get("/v1/cluster").status == 200);
 }

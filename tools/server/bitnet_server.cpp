@@ -12,6 +12,7 @@
 #include "actors/admission.hpp"
 #include "actors/device_placements.hpp"
 #include "actors/supervisor.hpp"
+#include "basp_guard.hpp"
 #include "cluster_start.hpp"
 #include "conf/server_config.hpp"
 #include "device_startup.hpp"
@@ -351,7 +352,9 @@ int main(int argc, char** argv) {
     const auto devices = server::start_devices(cfg->devices);
     auto supervisor = actors::spawn_supervisor(
         sys, supervisor_options_for(*cfg, devices, admission, step_metrics, metrics));
-    auto cluster = server::start_cluster(sys, *cfg, *node, admission, supervisor, metrics);
+    std::unique_ptr<server::basp_guard> cluster_guard;
+    auto cluster =
+        server::start_cluster(sys, *cfg, *node, admission, supervisor, metrics, cluster_guard);
     if (!cluster) {
         spdlog::error("{}", cluster.error().to_string());
         for (const caf::actor& a : {caf::actor_cast<caf::actor>(supervisor),

@@ -1,6 +1,7 @@
 #include "cluster_start.hpp"
 
 #include "actors/cluster_node.hpp"
+#include "basp_guard.hpp"
 #include "conf/host_port.hpp"
 #include "http/metrics.hpp"
 
@@ -57,7 +58,8 @@ std::uint64_t first_request_id(const conf::server_config& cfg) {
 result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::server_config& cfg,
                                          const std::string& node, msg::admission_actor admission,
                                          msg::supervisor_actor supervisor,
-                                         std::shared_ptr<http::metrics> metrics) {
+                                         std::shared_ptr<http::metrics> metrics,
+                                         std::unique_ptr<basp_guard>& guard) {
     actors::cluster_options co;
     co.node_name = node;
     co.clustered = clustered(cfg);
@@ -86,13 +88,23 @@ result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::ser
         if (!hp)
             return hp.error();
         const char* bind_to = hp->host.empty() ? nullptr : hp->host.c_str();
+        // Insecure: the middleman on a loopback port of its own, the guard on cluster_listen.
         auto port = co.tls ? caf::openssl::publish(cluster, hp->port, bind_to, true)
-                           : sys.middleman().publish(cluster, hp->port, bind_to, true);
+                           : sys.middleman().publish(cluster, 0, "127.0.0.1", true);
         if (!port) {
             caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
             return error{errc::io_error, "cannot listen for cluster peers on " +
                                              cfg.cluster_listen + ": " +
                                              caf::to_string(port.error())};
+        }
+        if (!co.tls) {
+            auto g = basp_guard::start(hp->host, hp->port, *port);
+            if (!g) {
+                caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
+                return g.error();
+            }
+            guard = std::move(*g);
+            *port = guard->port();
         }
         // Peers dial what the node tells them. A wildcard bind is reached by the node's own
         // entry in the join list when it has one (a StatefulSet lists every pod's DNS name,

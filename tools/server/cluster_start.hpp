@@ -37,11 +37,15 @@ void load_remoting(caf::actor_system_config& sys_cfg, const conf::server_config&
 /// unique across the nodes a request passes through.
 [[nodiscard]] std::uint64_t first_request_id(const conf::server_config& cfg);
 
+class basp_guard;
+
 /// Spawns the cluster actor, publishes it on cluster_listen (when clustered) and starts it.
-/// Fails (with why) when the port cannot be bound.
+/// Fails (with why) when the port cannot be bound. In insecure mode the middleman listens on a
+/// loopback port of its own and `guard` (tools/server/basp_guard.hpp) owns cluster_listen; the
+/// caller keeps it for the life of the process.
 [[nodiscard]] result<msg::cluster_actor>
 start_cluster(caf::actor_system& sys, const conf::server_config& cfg, const std::string& node,
               msg::admission_actor admission, msg::supervisor_actor supervisor,
-              std::shared_ptr<http::metrics> metrics);
+              std::shared_ptr<http::metrics> metrics, std::unique_ptr<basp_guard>& guard);
 
 } // namespace bitnet::server
