@@ -7,6 +7,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -70,8 +71,19 @@ struct state {
 
 using pointer = msg::cluster_actor::stateful_pointer<state>;
 
-/// The supervisor of node `name` (this node's own included); null when unknown.
-[[nodiscard]] msg::supervisor_actor supervisor_of(pointer self, const std::string& name);
+using ticket_handler = std::function<void(const msg::operation_ticket&)>;
+using models_handler = std::function<void(std::vector<msg::model_status>&)>;
+using error_handler = std::function<void(caf::error&)>;
+
+/// Runs `kind` (load | rollback | unload) of `load` on node `name`: this node's own supervisor,
+/// or a peer's cluster actor with a node_order proven with `credential` (the admin key of the
+/// request that started the roll). False when the node is unknown or down (nothing was sent).
+bool order_node(pointer self, const std::string& name, const std::string& kind,
+                const msg::load_order& load, const std::string& credential, ticket_handler ok,
+                error_handler err);
+/// Node `name`'s model list (its supervisor's, through its cluster actor for a peer); false
+/// when the node is unknown or down.
+bool models_of(pointer self, const std::string& name, models_handler ok, error_handler err);
 
 /// Starts a rolling operation (answers at once).
 [[nodiscard]] msg::operation_ticket start_roll(pointer self, msg::roll_order order);

@@ -1,4 +1,5 @@
 #include "actors/cluster_internal.hpp"
+#include "actors/order_proof.hpp"
 #include "actors/wire_size.hpp"
 #include "messages/errors.hpp"
 
@@ -57,16 +58,66 @@ std::int64_t unix_ms() {
         .count();
 }
 
-msg::supervisor_actor supervisor_of(pointer self, const std::string& name) {
-    if (name == self->state.opt.node_name)
-        return self->state.opt.supervisor;
-    auto it = self->state.members.find(name);
-    if (it == self->state.members.end() || it->second.state == health::down)
-        return {};
-    return caf::actor_cast<msg::supervisor_actor>(it->second.last.supervisor);
+namespace {
+
+/// Whether the message being handled came from another process (a peer, or anyone who reached
+/// the cluster port), not from this node's own actors.
+bool from_elsewhere(pointer self) {
+    const auto& sender = self->current_sender();
+    return !sender || sender->node() != self->node();
 }
 
-namespace {
+/// The member that sent the message being handled (its link's node), or null.
+member* sending_member(pointer self) {
+    const auto& sender = self->current_sender();
+    if (!sender)
+        return nullptr;
+    for (auto& [name, m] : self->state.members)
+        if (m.peer && m.state != health::down && m.peer->node() == sender->node())
+            return &m;
+    return nullptr;
+}
+
+msg::operation_ticket refused(std::string why, std::string message, const std::string& alias) {
+    msg::operation_ticket t;
+    t.refusal = std::move(why);
+    t.message = std::move(message);
+    t.alias = alias;
+    return t;
+}
+
+/// A peer's part of a roll: run on this node's supervisor when the peer is a member and the
+/// order is proven (actors/order_proof.hpp); otherwise refused and logged.
+caf::result<msg::operation_ticket> on_node_order(pointer self, msg::node_order& o) {
+    auto& st = self->state;
+    const auto* m = sending_member(self);
+    std::string why;
+    if (!m || m->name != o.issuer)
+        why = "the sender is not the member it names ('" + o.issuer + "')";
+    else
+        why = order_refusal(o, st.opt.node_name, st.opt.admin_keys, st.opt.admin_open, unix_ms());
+    if (!why.empty()) {
+        spdlog::warn("cluster: refused a {} of '{}' ordered by node '{}': {}", o.kind, o.load.alias,
+                     o.issuer, why);
+        return refused("forbidden", why, o.load.alias);
+    }
+    spdlog::info("cluster: node '{}' orders {} of '{}' here", o.issuer, o.kind, o.load.alias);
+    auto rp = self->make_response_promise<msg::operation_ticket>();
+    auto deliver = [rp](const msg::operation_ticket& t) mutable { rp.deliver(t); };
+    auto fail = [rp](caf::error& e) mutable { rp.deliver(std::move(e)); };
+    const auto timeout = std::chrono::seconds(10);
+    if (o.kind == "load")
+        self->request(st.opt.supervisor, timeout, msg::load_atom_v, o.load).then(deliver, fail);
+    else if (o.kind == "rollback")
+        self->request(st.opt.supervisor, timeout, msg::rollback_atom_v, o.load.alias)
+            .then(deliver, fail);
+    else if (o.kind == "unload")
+        self->request(st.opt.supervisor, timeout, msg::unload_atom_v, o.load.alias)
+            .then(deliver, fail);
+    else
+        return refused("invalid", "unknown operation '" + o.kind + "'", o.load.alias);
+    return rp;
+}
 
 msg::node_report own_report(pointer self) {
     auto& st = self->state;
@@ -74,7 +125,6 @@ msg::node_report own_report(pointer self) {
     r.name = st.opt.node_name;
     r.address = st.address;
     r.incarnation = st.incarnation;
-    r.supervisor = caf::actor_cast<caf::actor>(st.opt.supervisor);
     r.replicas = st.own_replicas;
     r.models = st.own_models;
     r.members.push_back({st.opt.node_name, st.address});
@@ -431,7 +481,23 @@ msg::cluster_actor::behavior_type cluster_fn(pointer self, cluster_options opt) 
         },
         [self](msg::members_atom) { return view(self); },
         [self](msg::roll_atom, msg::roll_order& order) {
+            // Rolls start from this node's HTTP API, never from a peer.
+            if (from_elsewhere(self)) {
+                spdlog::warn("cluster: refused a roll order from another process");
+                return refused("forbidden", "a roll starts only from this node's own API",
+                               order.load.alias);
+            }
             return start_roll(self, std::move(order));
+        },
+        [self](msg::node_op_atom, msg::node_order& o) { return on_node_order(self, o); },
+        [self](msg::models_atom) -> caf::result<std::vector<msg::model_status>> {
+            if (from_elsewhere(self) && !sending_member(self))
+                return caf::make_error(caf::sec::request_receiver_down);
+            auto rp = self->make_response_promise<std::vector<msg::model_status>>();
+            self->request(self->state.opt.supervisor, std::chrono::seconds(5), msg::models_atom_v)
+                .then([rp](std::vector<msg::model_status>& m) mutable { rp.deliver(std::move(m)); },
+                      [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+            return rp;
         },
         [self](msg::ready_atom, std::string& address) {
             auto& s = self->state;

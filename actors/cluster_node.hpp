@@ -14,7 +14,10 @@
 //     node goes down admission drops its replicas at once and its stream relay moves the streams
 //     that ran there (actors/stream_relay.hpp). A node that comes back is routed to again.
 //   - Rolling operations (actors/cluster_rolls.hpp): load, rollback and unload run node after node
-//     through each node's own supervisor; a failure stops the roll and undoes it.
+//     through each node's own supervisor; a failure stops the roll and undoes it. A peer's
+//     supervisor is never handed out: each node's part goes to its cluster actor as a node_order
+//     proven with the admin key (actors/order_proof.hpp), and only this node's own actors may
+//     start a roll here.
 #pragma once
 
 #include "messages/interfaces.hpp"
@@ -48,6 +51,12 @@ struct cluster_options {
     std::chrono::milliseconds max_dial_backoff{30000};
     msg::admission_actor admission;
     msg::supervisor_actor supervisor;
+    /// This node's admin settings (admin_api_keys, admin_open): a peer's model operation runs here
+    /// only with a proof one of these keys gives (actors/order_proof.hpp), or with no key
+    /// configured and admin_open. The roll this node runs proves its orders with the key of the
+    /// HTTP request that started it.
+    std::vector<std::string> admin_keys;
+    bool admin_open = false;
     /// Members by state after every tick (bitnet_cluster_nodes{state}), this node included.
     std::function<void(std::uint32_t up, std::uint32_t suspect, std::uint32_t down)> on_nodes;
     /// A heartbeat or join crossed the link to `peer` ("in" or "out"), with its size in bytes.

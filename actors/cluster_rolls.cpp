@@ -5,6 +5,7 @@
 // path, and different bytes under one version would make migrated streams diverge). A failure stops
 // the roll and rolls back the nodes it already changed, so every node serves what it served before.
 #include "actors/cluster_internal.hpp"
+#include "actors/order_proof.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
@@ -31,30 +32,31 @@ bool serves(const std::vector<msg::node_model>& models, const std::string& alias
 /// Puts back the versions this roll changed (newest change first).
 void undo(pointer self, roll& r) {
     const auto alias = r.status.alias;
+    msg::load_order target;
+    target.alias = alias;
+    const auto credential = r.order.credential;
     for (auto it = r.flipped.rbegin(); it != r.flipped.rend(); ++it) {
-        auto sup = supervisor_of(self, *it);
-        if (!sup) {
-            spdlog::error("roll {}: cannot undo on node '{}': it is down", r.status.id, *it);
-            continue;
-        }
         const auto node = *it;
         const auto roll_id = r.status.id;
-        self->request(sup, std::chrono::seconds(10), msg::rollback_atom_v, alias)
-            .then(
-                [self, sup, node, roll_id, alias](const msg::operation_ticket& t) {
-                    if (t.refusal.empty()) {
-                        spdlog::info("roll {}: node '{}' rolls '{}' back ({})", roll_id, node,
-                                     alias, t.operation_id);
-                        return;
-                    }
-                    // A new alias has nothing to go back to: it goes away.
-                    self->request(sup, std::chrono::seconds(10), msg::unload_atom_v, alias)
-                        .then([](const msg::operation_ticket&) {}, [](caf::error&) {});
-                },
-                [node, roll_id](caf::error& e) {
-                    spdlog::error("roll {}: undo on node '{}' failed: {}", roll_id, node,
-                                  caf::to_string(e));
-                });
+        const bool sent = order_node(
+            self, node, "rollback", target, credential,
+            [self, node, roll_id, target, credential](const msg::operation_ticket& t) {
+                if (t.refusal.empty()) {
+                    spdlog::info("roll {}: node '{}' rolls '{}' back ({})", roll_id, node,
+                                 target.alias, t.operation_id);
+                    return;
+                }
+                // A new alias has nothing to go back to: it goes away.
+                (void)order_node(
+                    self, node, "unload", target, credential, [](const msg::operation_ticket&) {},
+                    [](caf::error&) {});
+            },
+            [node, roll_id](caf::error& e) {
+                spdlog::error("roll {}: undo on node '{}' failed: {}", roll_id, node,
+                              caf::to_string(e));
+            });
+        if (!sent)
+            spdlog::error("roll {}: cannot undo on node '{}': it is down", r.status.id, node);
     }
 }
 
@@ -71,9 +73,6 @@ void fail_roll(pointer self, roll& r, std::string why) {
 void ask_node(pointer self, std::size_t index) {
     auto& r = self->state.rolls[index];
     const auto node = r.status.nodes[r.next];
-    auto sup = supervisor_of(self, node);
-    if (!sup)
-        return fail_roll(self, r, "node '" + node + "' is down");
     r.asked = true;
     auto on_ticket = [self, index, node](const msg::operation_ticket& t) {
         auto& rr = self->state.rolls[index];
@@ -86,16 +85,11 @@ void ask_node(pointer self, std::size_t index) {
         fail_roll(self, self->state.rolls[index],
                   "node '" + node + "' did not answer: " + caf::to_string(e));
     };
-    const auto& kind = r.status.kind;
-    if (kind == "load")
-        self->request(sup, std::chrono::seconds(10), msg::load_atom_v, r.order.load)
-            .then(on_ticket, on_error);
-    else if (kind == "rollback")
-        self->request(sup, std::chrono::seconds(10), msg::rollback_atom_v, r.status.alias)
-            .then(on_ticket, on_error);
-    else
-        self->request(sup, std::chrono::seconds(10), msg::unload_atom_v, r.status.alias)
-            .then(on_ticket, on_error);
+    if (!order_node(self, node, r.status.kind, r.order.load, r.order.credential, on_ticket,
+                    on_error)) {
+        r.asked = false;
+        fail_roll(self, r, "node '" + node + "' is down");
+    }
 }
 
 /// The current node's operation has ended: on to the next node, or the end, or a failure.
@@ -139,36 +133,81 @@ void poll_node(pointer self, std::size_t index) {
     if (r.polling || r.op_id.empty())
         return;
     const auto node = r.status.nodes[r.next];
-    auto sup = supervisor_of(self, node);
-    if (!sup)
-        return fail_roll(self, r, "node '" + node + "' went down during the roll");
     r.polling = true;
-    self->request(sup, std::chrono::seconds(5), msg::models_atom_v)
-        .then(
-            [self, index](const std::vector<msg::model_status>& models) {
-                auto& rr = self->state.rolls[index];
-                rr.polling = false;
-                if (rr.status.state != "running")
-                    return;
-                for (const auto& ms : models)
-                    for (const auto& op : ms.operations)
-                        if (op.id == rr.op_id && op.finished_ms != 0)
-                            return node_done(self, index,
-                                             ms.alias == rr.status.alias ? &ms : nullptr, op);
-                // An unload that ended takes the alias out of the list with its operations.
-                if (rr.status.kind == "unload" &&
-                    std::none_of(models.begin(), models.end(), [&](const msg::model_status& m) {
-                        return m.alias == rr.status.alias;
-                    })) {
-                    msg::operation_status gone;
-                    gone.state = "unloaded";
-                    node_done(self, index, nullptr, gone);
-                }
-            },
-            [self, index](caf::error&) { self->state.rolls[index].polling = false; });
+    const bool sent = models_of(
+        self, node,
+        [self, index](std::vector<msg::model_status>& models) {
+            auto& rr = self->state.rolls[index];
+            rr.polling = false;
+            if (rr.status.state != "running")
+                return;
+            for (const auto& ms : models)
+                for (const auto& op : ms.operations)
+                    if (op.id == rr.op_id && op.finished_ms != 0)
+                        return node_done(self, index, ms.alias == rr.status.alias ? &ms : nullptr,
+                                         op);
+            // An unload that ended takes the alias out of the list with its operations.
+            if (rr.status.kind == "unload" &&
+                std::none_of(models.begin(), models.end(), [&](const msg::model_status& m) {
+                    return m.alias == rr.status.alias;
+                })) {
+                msg::operation_status gone;
+                gone.state = "unloaded";
+                node_done(self, index, nullptr, gone);
+            }
+        },
+        [self, index](caf::error&) { self->state.rolls[index].polling = false; });
+    if (!sent) {
+        r.polling = false;
+        fail_roll(self, r, "node '" + node + "' went down during the roll");
+    }
 }
 
 } // namespace
+
+bool order_node(pointer self, const std::string& name, const std::string& kind,
+                const msg::load_order& load, const std::string& credential, ticket_handler ok,
+                error_handler err) {
+    auto& st = self->state;
+    const auto timeout = std::chrono::seconds(10);
+    if (name == st.opt.node_name) {
+        const auto& sup = st.opt.supervisor;
+        if (kind == "load")
+            self->request(sup, timeout, msg::load_atom_v, load).then(ok, err);
+        else if (kind == "rollback")
+            self->request(sup, timeout, msg::rollback_atom_v, load.alias).then(ok, err);
+        else
+            self->request(sup, timeout, msg::unload_atom_v, load.alias).then(ok, err);
+        return true;
+    }
+    auto it = st.members.find(name);
+    if (it == st.members.end() || it->second.state == health::down || !it->second.peer)
+        return false;
+    msg::node_order o;
+    o.kind = kind;
+    o.load = load;
+    o.issuer = st.opt.node_name;
+    o.target = name;
+    o.issued_ms = unix_ms();
+    if (!credential.empty())
+        o.proof = order_proof(credential, o);
+    self->request(it->second.peer, timeout, msg::node_op_atom_v, std::move(o)).then(ok, err);
+    return true;
+}
+
+bool models_of(pointer self, const std::string& name, models_handler ok, error_handler err) {
+    auto& st = self->state;
+    const auto timeout = std::chrono::seconds(5);
+    if (name == st.opt.node_name) {
+        self->request(st.opt.supervisor, timeout, msg::models_atom_v).then(ok, err);
+        return true;
+    }
+    auto it = st.members.find(name);
+    if (it == st.members.end() || it->second.state == health::down || !it->second.peer)
+        return false;
+    self->request(it->second.peer, timeout, msg::models_atom_v).then(ok, err);
+    return true;
+}
 
 msg::operation_ticket start_roll(pointer self, msg::roll_order order) {
     auto& st = self->state;

@@ -54,7 +54,6 @@ msg::node_report report(int n, int k, const msg::executor_info& info, const caf:
     r.name = node_name(0);
     r.address = "10.0.0.1:7070";
     r.incarnation = 1732000000123;
-    r.supervisor = handle;
     for (int m = 0; m < k; ++m) {
         msg::replica_view v;
         v.node = r.name;

@@ -66,6 +66,9 @@ void session::ask_supervisor(const std::string& route, supervisor_ask ask) {
 }
 
 void session::ask_cluster(const std::string& route, msg::roll_order order) {
+    // The admin key this request passed with: the roll proves each peer's order with it (the key
+    // itself stays on this node).
+    order.credential = client_key_;
     auto cluster = srv_.opt.cluster;
     auto answer = ticket_on_strand(route);
     // One unused spawn argument: CAF 0.17 dereferences a null argument tuple otherwise.

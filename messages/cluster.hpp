@@ -66,14 +66,14 @@ typename Inspector::result_type inspect(Inspector& f, node_model& x) {
     return f(caf::meta::type_name("node_model"), x.alias, x.version, x.state);
 }
 
-/// What a node tells every peer at each heartbeat (and in its join): itself, its replicas, the
-/// members it knows (so a node that missed a join learns of it), and its supervisor for rolling
-/// model operations.
+/// What a node tells every peer at each heartbeat (and in its join): itself, its replicas and the
+/// members it knows (so a node that missed a join learns of it). Never its supervisor: model
+/// operations reach a node only through its cluster actor, which checks who orders them
+/// (node_order).
 struct node_report {
     std::string name;
     std::string address;
     std::uint64_t incarnation = 0; ///< differs after a restart under the same name
-    caf::actor supervisor;         ///< its supervisor_actor
     std::vector<replica_view> replicas;
     std::vector<node_model> models; ///< every alias its supervisor holds, in any state
     std::vector<member_address> members;
@@ -81,8 +81,8 @@ struct node_report {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_report& x) {
-    return f(caf::meta::type_name("node_report"), x.name, x.address, x.incarnation, x.supervisor,
-             x.replicas, x.models, x.members);
+    return f(caf::meta::type_name("node_report"), x.name, x.address, x.incarnation, x.replicas,
+             x.models, x.members);
 }
 
 /// One request's failure inside a stream_batch.
@@ -164,16 +164,39 @@ typename Inspector::result_type inspect(Inspector& f, cluster_view& x) {
 }
 
 /// A rolling operation's order: what the supervisor's own order says, the nodes it is limited
-/// to (empty = every node that serves the alias), and which operation.
+/// to (empty = every node that serves the alias), and which operation. `credential` is the admin
+/// key the HTTP request came with (empty under admin_open): it never leaves the node, each peer
+/// gets a node_order with a proof made from it.
 struct roll_order {
     std::string kind; ///< load | rollback | unload
     load_order load;  ///< for load; `alias` for every kind
     std::vector<std::string> nodes;
+    std::string credential{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, roll_order& x) {
-    return f(caf::meta::type_name("roll_order"), x.kind, x.load, x.nodes);
+    return f(caf::meta::type_name("roll_order"), x.kind, x.load, x.nodes, x.credential);
+}
+
+/// One node's part of a rolling operation, sent by the node that runs the roll to the target's
+/// cluster actor. `proof` is HMAC-SHA256 under the admin key of the request that started the
+/// roll over every other field (actors/order_proof.hpp): the target runs the order only when one
+/// of its own admin keys gives the same proof, it is the named target, and `issued_ms` is within
+/// five minutes of its clock. A peer without the admin key cannot make one.
+struct node_order {
+    std::string kind; ///< load | rollback | unload
+    load_order load;  ///< `alias` for every kind
+    std::string issuer;
+    std::string target;
+    std::int64_t issued_ms = 0;
+    std::string proof; ///< hex; empty when the issuer has no admin key (admin_open)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_order& x) {
+    return f(caf::meta::type_name("node_order"), x.kind, x.load, x.issuer, x.target, x.issued_ms,
+             x.proof);
 }
 
 } // namespace bitnet::msg

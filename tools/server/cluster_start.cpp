@@ -71,6 +71,8 @@ result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::ser
     co.max_dial_backoff = std::chrono::milliseconds(cfg.cluster_max_dial_backoff_ms);
     co.admission = std::move(admission);
     co.supervisor = std::move(supervisor);
+    co.admin_keys = cfg.admin_api_keys;
+    co.admin_open = cfg.admin_open != 0;
     if (co.clustered) {
         metrics->cluster_node(node);
         co.on_nodes = [metrics](std::uint32_t up, std::uint32_t suspect, std::uint32_t down) {
