@@ -31,8 +31,11 @@ def pod_env(workload, container, stand_in_dir):
     """The container's BITNET_* environment as the kubelet resolves it in the first pod."""
     pod = workload["spec"]["template"]["spec"]
     fields = {"metadata.name": f"{workload['metadata']['name']}-0", "metadata.namespace": "default"}
+    # Files the kubelet puts there at start: a Secret's keys, or what a CSI driver writes
+    # (cert-manager's csi.cert-manager.io: each pod's own tls.crt, tls.key, ca.crt).
     secret_mounts = [m["mountPath"].rstrip("/") + "/" for m in container.get("volumeMounts", [])
-                     if any(v["name"] == m["name"] and "secret" in v for v in pod.get("volumes", []))]
+                     if any(v["name"] == m["name"] and ("secret" in v or "csi" in v)
+                            for v in pod.get("volumes", []))]
     env = {}
     for e in container.get("env", []):
         if "value" in e:

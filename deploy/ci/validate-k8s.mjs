@@ -144,15 +144,29 @@ function clusterPolicy(objs, label) {
     const files = ["BITNET_CLUSTER_CERT", "BITNET_CLUSTER_KEY", "BITNET_CLUSTER_CA"].map(value);
     const mount = (c.volumeMounts || []).find((m) => files[0]?.startsWith(`${m.mountPath}/`));
     const vol = mount && (pod.volumes || []).find((v) => v.name === mount.name);
-    if (!vol?.secret) {
-      bad("the TLS files must come from a mounted Secret");
+    // A Secret (one certificate for every pod), or cert-manager's CSI driver (each pod its own,
+    // named for the pod: the pod's name as common name and in its peer DNS name).
+    const perPod = vol?.csi?.driver === "csi.cert-manager.io";
+    if (!vol?.secret && !perPod) {
+      bad("the TLS files must come from a mounted Secret or cert-manager's CSI driver");
       continue;
     }
-    if (mount.readOnly !== true) bad("the TLS Secret must be mounted read-only");
+    if (mount.readOnly !== true) bad("the TLS volume must be mounted read-only");
+    if (perPod) {
+      const at = vol.csi.volumeAttributes || {};
+      if (vol.csi.readOnly !== true) bad("the CSI TLS volume must be read-only");
+      if (at["csi.cert-manager.io/common-name"] !== "${POD_NAME}") bad("each pod's certificate must name the pod (common-name ${POD_NAME})");
+      if (!(at["csi.cert-manager.io/dns-names"] || "").startsWith(`\${POD_NAME}.${sts.spec.serviceName}.`)) bad(`each pod's certificate must hold its peer DNS name (\${POD_NAME}.${sts.spec.serviceName}...)`);
+      for (const u of ["server auth", "client auth"]) {
+        if (!(at["csi.cert-manager.io/key-usages"] || "").includes(u)) bad(`the CSI certificate lacks usage ${u}`);
+      }
+      if (!at["csi.cert-manager.io/issuer-name"]) bad("the CSI certificate names no issuer");
+      if (objs.some((o) => o.kind === "Certificate")) bad("a shared Certificate beside per-pod certificates");
+    }
     const keys = ["tls.crt", "tls.key", "ca.crt"].map((k) => `${mount.mountPath}/${k}`);
     if (files.join() !== keys.join()) bad(`TLS files ${files.join()} != ${keys.join()} (cert-manager's key names)`);
     const cert = objs.find((o) => o.kind === "Certificate");
-    if (cert) {
+    if (cert && vol.secret) {
       if (cert.spec.secretName !== vol.secret.secretName) bad(`Certificate ${cert.metadata.name} writes ${cert.spec.secretName}, the pods mount ${vol.secret.secretName}`);
       for (const u of ["server auth", "client auth"]) {
         if (!(cert.spec.usages || []).includes(u)) bad(`Certificate ${cert.metadata.name} lacks usage ${u}`);

@@ -133,6 +133,16 @@ check "helm lint (https.enabled)" "$helm" lint --strict --quiet "$chart" --set h
 check "helm: cluster.enabled renders a StatefulSet and no Deployment or HPA" bash -c \
     'grep -q "^kind: StatefulSet" "$0" && ! grep -Eq "^kind: (Deployment|HorizontalPodAutoscaler)" "$0"' \
     "$out/helm-cluster.yaml"
+"$helm" template peers "$chart" --set cluster.enabled=true --set cluster.certManager.enabled=true \
+    --set cluster.certManager.perPod=true --set cluster.certManager.issuerRef.name=cluster-ca \
+    >"$out/helm-cluster-perpod.yaml"
+check "helm: certManager.perPod mounts each pod's own certificate (its name in it), no shared one" bash -c \
+    'grep -q "driver: csi.cert-manager.io" "$0" && grep -q "common-name: \"\${POD_NAME}\"" "$0" &&
+     grep -q "dns-names: \"\${POD_NAME}.peers-bitnet-serve-peers" "$0" && ! grep -q "kind: Certificate" "$0"' \
+    "$out/helm-cluster-perpod.yaml"
+check "helm: certManager.perPod without cert-manager is refused" bash -c \
+    '! "$0" template x "$1" --set cluster.enabled=true --set cluster.certManager.perPod=true >/dev/null 2>&1' \
+    "$helm" "$chart"
 check "helm: cert-manager without an issuer is refused" bash -c \
     '! "$0" template x "$1" --set cluster.enabled=true --set cluster.certManager.enabled=true >/dev/null 2>&1' \
     "$helm" "$chart"
@@ -154,7 +164,7 @@ if [ -n "$bin_dir" ]; then
         "$out/kustomize-hostpath.yaml" "$out/kustomize-cluster.yaml" "$out/helm-default.yaml" \
         "$out/helm-cuda.yaml" "$out/helm-existing.yaml" "$out/helm-cluster.yaml" \
         "$out/helm-cluster-certmanager.yaml" "$out/kustomize-https.yaml" "$out/helm-https.yaml" \
-        "$out/helm-cluster-https.yaml"
+        "$out/helm-cluster-https.yaml" "$out/helm-cluster-perpod.yaml"
 else
     echo "note no bitnet-server built: the configuration is not checked by the server's loader"
 fi
@@ -166,7 +176,7 @@ check "kubernetes schemas" node deploy/ci/validate-k8s.mjs \
     helm-cuda="$out/helm-cuda.yaml" helm-existing="$out/helm-existing.yaml" \
     helm-cluster="$out/helm-cluster.yaml" helm-cluster-certmanager="$out/helm-cluster-certmanager.yaml" \
     kustomize-https="$out/kustomize-https.yaml" helm-https="$out/helm-https.yaml" \
-    helm-cluster-https="$out/helm-cluster-https.yaml"
+    helm-cluster-https="$out/helm-cluster-https.yaml" helm-cluster-perpod="$out/helm-cluster-perpod.yaml"
 # The cluster checks must notice a broken cluster rather than pass vacuously: a join list that
 # misses a pod, and a peers Service that hides not-ready pods.
 sed -e 's/bitnet-serve-2\.bitnet-serve-peers/bitnet-serve-7.bitnet-serve-peers/' \

@@ -189,7 +189,31 @@ indentation of a workload's spec.template: include it at column 0 right after "t
           emptyDir:
             medium: Memory
             sizeLimit: 64Mi
-        {{- if .Values.cluster.enabled }}
+        {{- if and .Values.cluster.enabled .Values.cluster.certManager.perPod }}
+        {{- $cm := .Values.cluster.certManager }}
+        {{- if not $cm.enabled }}
+        {{- fail "cluster.certManager.perPod needs cluster.certManager.enabled and its issuerRef" }}
+        {{- end }}
+        {{- if not $cm.issuerRef.name }}
+        {{- fail "cluster.certManager.issuerRef.name must name a cert-manager Issuer or ClusterIssuer" }}
+        {{- end }}
+        # This pod's own key and certificate, issued by cert-manager's CSI driver when the pod
+        # starts (tls.crt, tls.key, ca.crt): its name in the common name and in its peer DNS name.
+        - name: cluster-tls
+          csi:
+            driver: csi.cert-manager.io
+            readOnly: true
+            volumeAttributes:
+              csi.cert-manager.io/issuer-name: {{ $cm.issuerRef.name | quote }}
+              csi.cert-manager.io/issuer-kind: {{ $cm.issuerRef.kind | quote }}
+              csi.cert-manager.io/issuer-group: {{ $cm.issuerRef.group | quote }}
+              csi.cert-manager.io/common-name: "${POD_NAME}"
+              csi.cert-manager.io/dns-names: "${POD_NAME}.{{ include "bitnet-serve.peersService" . }}.${POD_NAMESPACE}.svc.cluster.local"
+              csi.cert-manager.io/key-usages: "server auth,client auth,digital signature,key encipherment"
+              csi.cert-manager.io/duration: {{ $cm.duration | quote }}
+              csi.cert-manager.io/renew-before: {{ $cm.renewBefore | quote }}
+              csi.cert-manager.io/fs-group: "10001"
+        {{- else if .Values.cluster.enabled }}
         - name: cluster-tls
           secret:
             secretName: {{ include "bitnet-serve.clusterTlsSecret" . }}
