@@ -120,13 +120,27 @@ TEST_CASE("cluster: the README's three commands start a cluster that serves thro
         }
         return all;
     };
+    // Both replicas serve the model as the router sees them (a node is up before its model is
+    // loaded: on a busy machine b's load may still run when a is killed below).
+    const auto serves = [&](const std::string& node) {
+        for (const auto& n : cluster_nodes_on(router))
+            if (n.at("name").as_string() == node)
+                for (const auto& m : n.at("models").as_array())
+                    if (m.at("state").as_string() == "ready")
+                        return true;
+        return false;
+    };
     REQUIRE_MESSAGE(
         eventually([&] {
             return state_seen(router, "a") == "up" && state_seen(router, "b") == "up" &&
+                   serves("a") && serves("b") &&
                    http_request(router, boost::beast::http::verb::get, "/health/ready").status ==
                        200;
         }),
         logs());
+    // The router's admission takes the replicas it routes to from the cluster actor at its next
+    // tick (cluster_heartbeat_ms, 250 by default) after the report that listed them.
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
     const std::string body = R"({"prompt":"Never trust a","max_tokens":16,"temperature":0})";
     const auto first =
         http_request(router, boost::beast::http::verb::post, "/v1/completions", body);
