@@ -194,7 +194,7 @@ function startSingle() {
 function startCluster() {
     const joinA = `127.0.0.1:${cport.a}`;
     const node = (name, extra) => startServer(name, ['--node-name', name, '--port', String(port[name]),
-        '--cluster-listen', `127.0.0.1:${cport[name]}`, '--cluster-insecure', ...extra, ...common]);
+        '--cluster-listen', `127.0.0.1:${cport[name]}`, '--cluster-insecure', '--cluster-insecure-acknowledged', ...extra, ...common]);
     return {
         a: node('a', ['--model', a.model, '--threads', '1']),
         b: node('b', ['--model', a.model, '--threads', '1', '--join', joinA]),

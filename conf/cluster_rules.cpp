@@ -77,6 +77,13 @@ result<void> validate_cluster(const server_config& cfg) {
                                 "' is not a loopback address: --cluster-insecure sends peer "
                                 "traffic in the clear, so every --join address must be loopback");
         }
+        if (cfg.cluster_insecure_acknowledged == 0)
+            return fail("cluster_insecure",
+                        "lets any process on this machine that reaches the cluster port join as "
+                        "a peer (it is routed requests and their prompts, and places requests "
+                        "without an API key; README, \"Scaling out\"): add "
+                        "--cluster-insecure-acknowledged to run it anyway (tests, trials on one "
+                        "machine), or use TLS (--cluster-cert/--cluster-key/--cluster-ca)");
         return {};
     }
     if (tls_set == 0)

@@ -135,6 +135,9 @@ std::span<const field> fields() {
          "PEM CA that signs every peer's certificate"},
         {"cluster_insecure", &server_config::cluster_insecure, 0, 1,
          "1 = plain TCP between peers, loopback only (the flag alone means 1)"},
+        {"cluster_insecure_acknowledged", &server_config::cluster_insecure_acknowledged, 0, 1,
+         "1 = run cluster_insecure knowing any local process can join as a peer (the flag alone "
+         "means 1)"},
         {"cluster_failure_timeout_ms", &server_config::cluster_failure_timeout_ms, 300, 600000,
          "a peer silent this long is declared failed"},
         {"cluster_heartbeat_ms", &server_config::cluster_heartbeat_ms, 50, 10000,
@@ -196,7 +199,7 @@ result<void> check_text(std::string_view key, std::string_view origin, std::stri
 /// Keys whose flag may stand alone, meaning 1 (`--cluster-insecure`); a following "0" or "1"
 /// is still taken as the value.
 bool is_switch(std::string_view key) {
-    return key == "cluster_insecure";
+    return key == "cluster_insecure" || key == "cluster_insecure_acknowledged";
 }
 
 result<std::uint64_t> check_range(const field& f, std::string_view origin, std::uint64_t v) {

@@ -113,6 +113,9 @@ struct server_config {
     /// 1 = plain TCP between peers; refused unless cluster_listen and every join address are
     /// loopback (local tests only).
     std::uint32_t cluster_insecure = 0;
+    /// 1 = the operator acknowledges what an insecure cluster allows (any local process can join
+    /// as a peer: README "Scaling out"); cluster_insecure is refused without it.
+    std::uint32_t cluster_insecure_acknowledged = 0;
     /// A peer silent this long is declared failed.
     std::uint32_t cluster_failure_timeout_ms = 3000;
     /// Interval of the heartbeats peers send each other; below half the failure timeout.

@@ -90,7 +90,7 @@ TEST_CASE("cluster keys layer file < environment < flags") {
     const auto file = dir.file("server.json");
     const std::string text = R"({"node_name": "from-file", "cluster_listen": "127.0.0.1:7000",
         "cluster_join": ["127.0.0.1:7001", "localhost:7002"], "cluster_insecure": 1,
-        "cluster_failure_timeout_ms": 5000})";
+        "cluster_insecure_acknowledged": 1, "cluster_failure_timeout_ms": 5000})";
     bitnet::test::write_file(file, {text.begin(), text.end()});
 
     auto from_file = load_config({.file = file});
@@ -135,18 +135,22 @@ TEST_CASE("cluster keys layer file < environment < flags") {
 }
 
 TEST_CASE("--cluster-insecure alone means 1, and a following 0 or 1 is its value") {
-    auto alone = load_config({.args = {"--cluster-listen", "127.0.0.1:0", "--cluster-insecure"}});
+    const std::string ack = "--cluster-insecure-acknowledged";
+    auto alone =
+        load_config({.args = {"--cluster-listen", "127.0.0.1:0", "--cluster-insecure", ack}});
     REQUIRE(alone.has_value());
     CHECK(alone->cluster_insecure == 1);
     auto before_flag = load_config(
-        {.args = {"--cluster-insecure", "--cluster-listen", "127.0.0.1:0", "--port", "9000"}});
+        {.args = {"--cluster-insecure", ack, "--cluster-listen", "127.0.0.1:0", "--port", "9000"}});
     REQUIRE(before_flag.has_value());
     CHECK(before_flag->cluster_insecure == 1);
     CHECK(before_flag->port == 9000);
-    auto one = load_config({.args = {"--cluster-insecure", "1", "--cluster-listen", "[::1]:0"}});
+    auto one =
+        load_config({.args = {"--cluster-insecure", "1", "--cluster-listen", "[::1]:0", ack, "1"}});
     REQUIRE(one.has_value());
     CHECK(one->cluster_insecure == 1);
-    auto eq = load_config({.args = {"--cluster-insecure=1", "--cluster-listen", "localhost:7"}});
+    auto eq =
+        load_config({.args = {"--cluster-insecure=1", "--cluster-listen", "localhost:7", ack}});
     REQUIRE(eq.has_value());
     CHECK(eq->cluster_insecure == 1);
     // The environment takes the 0/1 form only.
@@ -243,10 +247,11 @@ TEST_CASE("peer links are TLS or explicitly plaintext on loopback, never plainte
         CHECK(has(msg, "need TLS"));
         CHECK(has(msg, "--cluster-insecure"));
     }
+    std::string msg;
     // Plaintext off loopback: refused, saying why.
     for (const char* listen : {"0.0.0.0:7000", "10.1.2.3:7000", "[::]:7000", "node-1:7000"}) {
         INFO(listen);
-        auto msg = error_of({.args = {"--cluster-listen", listen, "--cluster-insecure"}});
+        msg = error_of({.args = {"--cluster-listen", listen, "--cluster-insecure"}});
         CHECK(has(msg, "'cluster_insecure'"));
         CHECK(has(msg, "--cluster-insecure sends peer traffic in the clear: only allowed when "
                        "--cluster-listen is a loopback address"));
@@ -254,13 +259,19 @@ TEST_CASE("peer links are TLS or explicitly plaintext on loopback, never plainte
     // Plaintext on loopback, joining loopback peers: allowed.
     for (const char* listen : {"127.0.0.1:0", "127.9.9.9:7000", "[::1]:7000", "localhost:7000"}) {
         INFO(listen);
-        CHECK(load_config({.args = {"--cluster-listen", listen, "--cluster-insecure", "--join",
+        CHECK(load_config({.args = {"--cluster-listen", listen, "--cluster-insecure",
+                                    "--cluster-insecure-acknowledged", "--join",
                                     "127.0.0.1:7001,[::1]:7002,localhost:7003"}})
                   .has_value());
     }
+    // ... and only acknowledged: any local process can join such a cluster as a peer.
+    msg = error_of({.args = {"--cluster-listen", "127.0.0.1:7000", "--cluster-insecure"}});
+    CHECK(has(msg, "'cluster_insecure'"));
+    CHECK(has(msg, "any process on this machine"));
+    CHECK(has(msg, "--cluster-insecure-acknowledged"));
     // ... but not joining a peer elsewhere (that link would leave the machine in the clear).
-    auto msg = error_of({.args = {"--cluster-listen", "127.0.0.1:7000", "--cluster-insecure",
-                                  "--join", "127.0.0.1:7001,10.0.0.2:7000"}});
+    msg = error_of({.args = {"--cluster-listen", "127.0.0.1:7000", "--cluster-insecure", "--join",
+                             "127.0.0.1:7001,10.0.0.2:7000"}});
     CHECK(has(msg, "'cluster_join'"));
     CHECK(has(msg, "'10.0.0.2:7000' is not a loopback address"));
     // Both TLS and plaintext: ambiguous.
@@ -315,6 +326,7 @@ TEST_CASE("usage lists the cluster flags with their environment names") {
          {"--node-name", "BITNET_NODE_NAME", "--cluster-listen", "BITNET_CLUSTER_LISTEN",
           "--cluster-join", "BITNET_CLUSTER_JOIN", "--join", "--cluster-cert", "--cluster-key",
           "--cluster-ca", "--cluster-insecure", "BITNET_CLUSTER_INSECURE",
-          "--cluster-failure-timeout-ms", "--cluster-heartbeat-ms"})
+          "--cluster-insecure-acknowledged", "--cluster-failure-timeout-ms",
+          "--cluster-heartbeat-ms"})
         CHECK_MESSAGE(has(u, s), s);
 }

@@ -11,7 +11,9 @@ using namespace bitnet::test;
 TEST_CASE("cluster insecure: a raw BASP header announcing 1 GiB is refused, RSS stays within "
           "10 MiB") {
     scratch_dir dir;
-    cluster_node a("a", {"--cluster-listen", "127.0.0.1:0", "--cluster-insecure", "--threads", "1"},
+    cluster_node a("a",
+                   {"--cluster-listen", "127.0.0.1:0", "--cluster-insecure",
+                    "--cluster-insecure-acknowledged", "--threads", "1"},
                    "", dir.file("a.log"));
     REQUIRE(eventually([&] { return a.get("/v1/cluster").status == 200; }));
     const auto before = rss_kib(a.pid());

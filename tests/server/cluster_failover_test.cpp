@@ -44,8 +44,9 @@ struct three_nodes {
 
     explicit three_nodes(const std::vector<std::string>& extra = {}) {
         auto flags = [&](bool model, const std::string& join) {
-            std::vector<std::string> f{"--cluster-listen", "127.0.0.1:0", "--cluster-insecure",
-                                       "--threads", "1"};
+            std::vector<std::string> f{"--cluster-listen",   "127.0.0.1:0",
+                                       "--cluster-insecure", "--cluster-insecure-acknowledged",
+                                       "--threads",          "1"};
             if (model) {
                 f.emplace_back("--model");
                 f.push_back(bitnetcpp_tiny());

@@ -33,13 +33,15 @@ TEST_CASE("a cluster listener without TLS or --cluster-insecure is refused at st
 
 TEST_CASE("--print-config shows the cluster keys set by flags") {
     const auto r = run_server("--port 0 --node-name node-a --cluster-listen 127.0.0.1:0 "
-                              "--cluster-insecure --join 127.0.0.1:7001,localhost:7002 "
+                              "--cluster-insecure --cluster-insecure-acknowledged "
+                              "--join 127.0.0.1:7001,localhost:7002 "
                               "--print-config");
     REQUIRE_MESSAGE(r.exit_code == 0, r.err);
     const auto o = test::parse_object(r.out);
     CHECK(o.at("node_name").as_string() == "node-a");
     CHECK(o.at("cluster_listen").as_string() == "127.0.0.1:0");
     CHECK(o.at("cluster_insecure").as_int64() == 1);
+    CHECK(o.at("cluster_insecure_acknowledged").as_int64() == 1);
     REQUIRE(o.at("cluster_join").as_array().size() == 2);
     CHECK(o.at("cluster_join").as_array()[1].as_string() == "localhost:7002");
     CHECK(o.at("cluster_heartbeat_ms").as_int64() == 250);

@@ -11,8 +11,10 @@ namespace bitnet::test {
 TEST_CASE("cluster: nodes that join and die are forgotten after the configured time, and their "
           "redials back off") {
     scratch_dir dir;
-    const std::vector<std::string> timing{"--cluster-insecure", "--cluster-failure-timeout-ms",
-                                          "600", "--cluster-heartbeat-ms", "100"};
+    const std::vector<std::string> timing{
+        "--cluster-insecure",           "--cluster-insecure-acknowledged",
+        "--cluster-failure-timeout-ms", "600",
+        "--cluster-heartbeat-ms",       "100"};
     auto with = [&](std::vector<std::string> a) {
         a.insert(a.end(), timing.begin(), timing.end());
         return a;

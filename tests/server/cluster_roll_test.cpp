@@ -222,6 +222,7 @@ private:
         std::vector<std::string> args{"--cluster-listen",
                                       "127.0.0.1:0",
                                       "--cluster-insecure",
+                                      "--cluster-insecure-acknowledged",
                                       "--cluster-failure-timeout-ms",
                                       "20000",
                                       "--threads",

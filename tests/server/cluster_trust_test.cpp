@@ -19,6 +19,7 @@ std::unique_ptr<cluster_node> start(scratch_dir& dir, const std::string& name, b
     std::vector<std::string> args{"--cluster-listen",
                                   "127.0.0.1:0",
                                   "--cluster-insecure",
+                                  "--cluster-insecure-acknowledged",
                                   "--cluster-failure-timeout-ms",
                                   "20000",
                                   "--threads",
