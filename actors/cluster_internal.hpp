@@ -71,6 +71,10 @@ struct state {
 
 using pointer = msg::cluster_actor::stateful_pointer<state>;
 
+/// A refused operation's ticket: `why` is the refusal class, `message` the reason.
+[[nodiscard]] msg::operation_ticket refuse(std::string why, std::string message,
+                                           const std::string& alias);
+
 using ticket_handler = std::function<void(const msg::operation_ticket&)>;
 using models_handler = std::function<void(std::vector<msg::model_status>&)>;
 using error_handler = std::function<void(caf::error&)>;

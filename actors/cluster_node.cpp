@@ -78,14 +78,6 @@ member* sending_member(pointer self) {
     return nullptr;
 }
 
-msg::operation_ticket refused(std::string why, std::string message, const std::string& alias) {
-    msg::operation_ticket t;
-    t.refusal = std::move(why);
-    t.message = std::move(message);
-    t.alias = alias;
-    return t;
-}
-
 /// A peer's part of a roll: run on this node's supervisor when the peer is a member and the
 /// order is proven (actors/order_proof.hpp); otherwise refused and logged.
 caf::result<msg::operation_ticket> on_node_order(pointer self, msg::node_order& o) {
@@ -99,7 +91,7 @@ caf::result<msg::operation_ticket> on_node_order(pointer self, msg::node_order& 
     if (!why.empty()) {
         spdlog::warn("cluster: refused a {} of '{}' ordered by node '{}': {}", o.kind, o.load.alias,
                      o.issuer, why);
-        return refused("forbidden", why, o.load.alias);
+        return refuse("forbidden", why, o.load.alias);
     }
     spdlog::info("cluster: node '{}' orders {} of '{}' here", o.issuer, o.kind, o.load.alias);
     auto rp = self->make_response_promise<msg::operation_ticket>();
@@ -115,7 +107,7 @@ caf::result<msg::operation_ticket> on_node_order(pointer self, msg::node_order& 
         self->request(st.opt.supervisor, timeout, msg::unload_atom_v, o.load.alias)
             .then(deliver, fail);
     else
-        return refused("invalid", "unknown operation '" + o.kind + "'", o.load.alias);
+        return refuse("invalid", "unknown operation '" + o.kind + "'", o.load.alias);
     return rp;
 }
 
@@ -484,8 +476,8 @@ msg::cluster_actor::behavior_type cluster_fn(pointer self, cluster_options opt) 
             // Rolls start from this node's HTTP API, never from a peer.
             if (from_elsewhere(self)) {
                 spdlog::warn("cluster: refused a roll order from another process");
-                return refused("forbidden", "a roll starts only from this node's own API",
-                               order.load.alias);
+                return refuse("forbidden", "a roll starts only from this node's own API",
+                              order.load.alias);
             }
             return start_roll(self, std::move(order));
         },

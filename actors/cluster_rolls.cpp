@@ -16,14 +16,6 @@ namespace bitnet::actors::cluster {
 
 namespace {
 
-msg::operation_ticket refuse(std::string why, std::string message, const std::string& alias) {
-    msg::operation_ticket t;
-    t.refusal = std::move(why);
-    t.message = std::move(message);
-    t.alias = alias;
-    return t;
-}
-
 bool serves(const std::vector<msg::node_model>& models, const std::string& alias) {
     return std::any_of(models.begin(), models.end(),
                        [&](const msg::node_model& m) { return m.alias == alias; });
@@ -164,6 +156,14 @@ void poll_node(pointer self, std::size_t index) {
 }
 
 } // namespace
+
+msg::operation_ticket refuse(std::string why, std::string message, const std::string& alias) {
+    msg::operation_ticket t;
+    t.refusal = std::move(why);
+    t.message = std::move(message);
+    t.alias = alias;
+    return t;
+}
 
 bool order_node(pointer self, const std::string& name, const std::string& kind,
                 const msg::load_order& load, const std::string& credential, ticket_handler ok,
