@@ -156,14 +156,26 @@ void count_link(pointer self, const std::string& peer, const char* direction,
 
 /// A report from `peer` (a join, a join's answer or a heartbeat): it is alive, and it may name
 /// members this node has not heard of.
-void on_report(pointer self, const msg::node_report& r, const msg::cluster_actor& peer) {
+bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor& peer) {
     auto& st = self->state;
     if (r.name == st.opt.node_name) {
         if (r.incarnation != st.incarnation)
             spdlog::error("cluster: another node at {} calls itself '{}': ignored (node names "
                           "must be unique)",
                           r.address, r.name);
-        return;
+        return false;
+    }
+    // A name belongs to the process linked under it while that link is up: another process
+    // claiming it (an impostor, or a second node given the same name) is not let in. A node
+    // that restarted comes back once its old link broke (it is down then).
+    if (auto it = st.members.find(r.name); it != st.members.end() && peer) {
+        const auto& known = it->second;
+        if (known.peer && known.state != health::down && known.peer->node() != peer->node()) {
+            spdlog::error("cluster: a second process at {} claims to be node '{}', which is "
+                          "linked and up at {}: ignored (node names must be unique)",
+                          r.address, r.name, known.address);
+            return false;
+        }
     }
     count_link(self, r.name, "in", r);
     auto& m = st.members[r.name];
@@ -195,6 +207,7 @@ void on_report(pointer self, const msg::node_report& r, const msg::cluster_actor
             nm.address = ma.address;
             nm.down_since = clock::now(); // not reached yet: forgotten if it never is
         }
+    return true;
 }
 
 /// The middleman actor that dials: CAF's OpenSSL one with TLS, the plain one otherwise.
@@ -226,7 +239,7 @@ void dial(pointer self, const std::string& address, std::function<void(bool)> on
                     .then(
                         [self, peer, address, on_end](msg::node_report& r) {
                             self->state.seed_member[address] = r.name;
-                            on_report(self, r, peer);
+                            (void)on_report(self, r, peer);
                             on_end(true);
                         },
                         [address, on_end](caf::error& e) {
@@ -462,14 +475,16 @@ msg::cluster_actor::behavior_type cluster_fn(pointer self, cluster_options opt) 
             }
     });
     return {
-        [self](msg::join_atom, msg::node_report& r) {
-            on_report(self, r, caf::actor_cast<msg::cluster_actor>(self->current_sender()));
+        [self](msg::join_atom, msg::node_report& r) -> caf::result<msg::node_report> {
+            if (!on_report(self, r, caf::actor_cast<msg::cluster_actor>(self->current_sender())))
+                return msg::to_caf_error(errc::invalid_argument,
+                                         "node '" + r.name + "' is already a member here");
             auto out = own_report(self);
             count_link(self, r.name, "out", out);
             return out;
         },
         [self](msg::heartbeat_atom, msg::node_report& r) {
-            on_report(self, r, caf::actor_cast<msg::cluster_actor>(self->current_sender()));
+            (void)on_report(self, r, caf::actor_cast<msg::cluster_actor>(self->current_sender()));
         },
         [self](msg::members_atom) { return view(self); },
         [self](msg::roll_atom, msg::roll_order& order) {

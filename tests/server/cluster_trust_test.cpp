@@ -101,3 +101,35 @@ TEST_CASE("cluster trust: a peer without the admin key cannot unload a model on 
     CHECK(gone.at("state").as_string() == "done");
     CHECK(eventually([&] { return version(*a, "a").empty() && version(*a, "b").empty(); }));
 }
+
+TEST_CASE("cluster trust: a second process claiming a member's name is not let in while the "
+          "member is up") {
+    scratch_dir dir;
+    const auto gguf = dir.file("tiny.gguf");
+    const auto made = run_tool("bitnet-model", "make --shape tiny --seed 1 -o " + gguf);
+    REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+    auto a = start(dir, "a", false, false, "", gguf);
+    auto b = start(dir, "b", false, false, a->cluster_address(), gguf);
+    REQUIRE(eventually([&] { return a->sees("b") == "up" && b->sees("a") == "up"; }));
+    const auto address_of_b = [&] {
+        for (const auto& n : cluster_nodes_on(a->port()))
+            if (n.at("name").as_string() == "b")
+                return std::string(n.at("address").as_string());
+        return std::string();
+    };
+    REQUIRE(address_of_b() == b->cluster_address());
+    // Another process named b joins a.
+    auto impostor = std::make_unique<cluster_node>(
+        "b",
+        std::vector<std::string>{"--cluster-listen", "127.0.0.1:0", "--cluster-insecure",
+                                 "--cluster-insecure-acknowledged", "--threads", "1", "--join",
+                                 a->cluster_address()},
+        "", dir.file("impostor.log"));
+    CHECK(eventually([&] {
+        return a->log().find("claims to be node 'b', which is linked and up") != std::string::npos;
+    }));
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    CHECK(a->sees("b") == "up");
+    CHECK(address_of_b() == b->cluster_address());
+    CHECK(impostor->sees("a") != "up");
+}
