@@ -256,7 +256,7 @@ bool kv_all_free(rig& r) {
 
 } // namespace
 
-TEST_CASE("a prompt id outside the vocabulary fails its own request; its batch-mates complete") {
+TEST_CASE("a prompt id outside the vocabulary fails its own request, its batch-mates complete") {
     // Sent straight to the batcher (admission refuses it first on the HTTP path): the executor
     // must keep the bad chunk out of the batched step instead of failing every sequence in it.
     rig r(2ms);
@@ -280,7 +280,7 @@ TEST_CASE("a prompt id outside the vocabulary fails its own request; its batch-m
     CHECK(kv_all_free(r));
 }
 
-TEST_CASE("a sequence the engine fails for its own reason fails alone; the others go on") {
+TEST_CASE("a sequence the engine fails for its own reason fails alone, the others go on") {
     // The fake engine fails any step holding sequence 22, which no check before the step can
     // see: the executor has to find the culprit by running the batch's sequences apart.
     rig r(2ms);

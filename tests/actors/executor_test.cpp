@@ -134,7 +134,7 @@ TEST_CASE("an executor whose engine fails to load exits with the load error") {
     CHECK(e.message == "m.gguf: bad magic");
 }
 
-TEST_CASE("a chunk with an id outside the vocabulary fails alone; the batch's others are sampled") {
+TEST_CASE("a chunk with an id outside the vocabulary fails alone, the batch's others are sampled") {
     test_config cfg;
     caf::actor_system sys{cfg};
     auto probe = std::make_shared<test::fake_engine_probe>();

@@ -166,7 +166,7 @@ TEST_CASE("batcher: echo with logprobs and max_tokens 0 gives the prompt scored,
 }
 
 TEST_CASE("batcher: a prompt prefilled in many chunks is scored whole, in order, and the echo "
-          "precedes the generated tokens; a batch-mate is unaffected") {
+          "precedes the generated tokens, a batch-mate is unaffected") {
     test::rig r(0ms, 8, /*with_text=*/true, /*max_batch_tokens=*/5);
     std::vector<msg::token_id> prompt;
     for (int i = 0; i < 23; ++i)
@@ -191,7 +191,7 @@ TEST_CASE("batcher: a prompt prefilled in many chunks is scored whole, in order,
     CHECK(p.tokens[0].echo.tokens.empty());
 }
 
-TEST_CASE("batcher: echo without logprobs gives the prompt's tokens and text only; a one-token "
+TEST_CASE("batcher: echo without logprobs gives the prompt's tokens and text only, a one-token "
           "prompt's echo has nothing to score") {
     test::rig r(0ms, 8, /*with_text=*/true);
     auto ts = test::run_together(r.sys, r.batcher,

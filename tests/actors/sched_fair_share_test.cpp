@@ -126,7 +126,7 @@ TEST_CASE("fair shares: long prompts of one tenant leave part of each step to an
     CHECK(scenario(100) > 10); // behind 2,700 prompt tokens at 64 a step
 }
 
-TEST_CASE("fair shares: a tenant alone uses every slot; its own requests keep their order") {
+TEST_CASE("fair shares: a tenant alone uses every slot, its own requests keep their order") {
     policy pol(config(50));
     fork_engine eng;
     for (request_id i = 1; i <= 10; ++i)

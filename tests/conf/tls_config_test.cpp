@@ -29,7 +29,7 @@ using bitnet::test::has;
 
 } // namespace
 
-TEST_CASE("tls keys: off by default; flags, environment and file set them, later layers win") {
+TEST_CASE("tls keys: off by default, flags, environment and file set them, later layers win") {
     pem_files f;
     auto plain = load_config({});
     REQUIRE(plain.has_value());

@@ -67,7 +67,7 @@ TEST_CASE("token mask: trie walk == per-token reference, Llama-3 tokenizer") {
     compare_masks(test::llama3_tokenizer(), 3, 12, 2);
 }
 
-TEST_CASE("token mask: EOG only where the value is complete; nothing after a finished value") {
+TEST_CASE("token mask: EOG only where the value is complete, nothing after a finished value") {
     const auto& tok = test::default_tokenizer();
     auto c = schema_cache::shared().get(R"({"type":"boolean"})", tok);
     REQUIRE(c);
@@ -85,7 +85,7 @@ TEST_CASE("token mask: EOG only where the value is complete; nothing after a fin
     CHECK(mask_has(*m, eog[0]));
 }
 
-TEST_CASE("schema cache: a schema compiles once per tokenizer; masks are cached per state") {
+TEST_CASE("schema cache: a schema compiles once per tokenizer, masks are cached per state") {
     const auto& tok = test::default_tokenizer();
     auto& cache = schema_cache::shared();
     const std::string s = R"({"type":"array","items":{"type":"integer"},"$comment":"cache-test"})";

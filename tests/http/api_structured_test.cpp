@@ -35,7 +35,7 @@ const char* tools = R"("tools":[{"type":"function","function":{"name":"f","param
 
 } // namespace
 
-TEST_CASE("response_format: json_object, json_schema and text; native json_schema") {
+TEST_CASE("response_format: json_object, json_schema and text, native json_schema") {
     auto o =
         ok(R"({"prompt":"p","response_format":{"type":"json_object"}})", api_kind::completions);
     CHECK(json::parse(o.json_schema) == json::parse(R"({"type":"object"})"));

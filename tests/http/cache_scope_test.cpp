@@ -10,7 +10,7 @@
 
 using namespace bitnet::http;
 
-TEST_CASE("cache scope: one per key, one per group, narrowed by the salt; shared without keys") {
+TEST_CASE("cache scope: one per key, one per group, narrowed by the salt, shared without keys") {
     const std::vector<std::string> keys{"key-aaaaaaaa", "key-bbbbbbbb", "key-cccccccc",
                                         "key-dddddddd"};
     const std::vector<std::vector<std::string>> groups{{"key-cccccccc", "key-dddddddd"}};

@@ -22,7 +22,7 @@ inference_input ok(std::string_view body, api_kind kind) {
 }
 } // namespace
 
-TEST_CASE("echo: max_tokens 0 only with echo on completions; echo refused elsewhere") {
+TEST_CASE("echo: max_tokens 0 only with echo on completions, echo refused elsewhere") {
     constexpr auto cmpl = api_kind::completions;
     // What lm-evaluation-harness's local-completions sends for loglikelihood requests.
     auto in = ok(R"({"model":"tiny","prompt":[[1,2,3]],"max_tokens":0,"temperature":0,
@@ -56,7 +56,7 @@ TEST_CASE("echo: max_tokens 0 only with echo on completions; echo refused elsewh
     CHECK(error_of(R"({"prompt":"hi","echo":true,"max_tokens":-1})", cmpl).param == "max_tokens");
 }
 
-TEST_CASE("echo: a list of one prompt is that prompt; a list of several gets a clear 400") {
+TEST_CASE("echo: a list of one prompt is that prompt, a list of several gets a clear 400") {
     constexpr auto cmpl = api_kind::completions;
     auto e = error_of(R"({"prompt":[[1,2],[3,4]],"echo":true,"max_tokens":0})", cmpl);
     CHECK(e.param == "prompt");

@@ -60,7 +60,7 @@ TEST_CASE("a fresh registry already exposes the labelled series that alerts sele
           std::string::npos);
 }
 
-TEST_CASE("bitnet_model_info follows the served versions; swaps count by result") {
+TEST_CASE("bitnet_model_info follows the served versions, swaps count by result") {
     bitnet::http::metrics m;
     m.model_info({{"tiny", "aaa", "i2_s", "cpu"}, {"other", "1", "f32", "cpu"}});
     m.model_info({{"tiny", "bbb", "i2_s", "cpu"}, {"other", "1", "f32", "cpu"}});

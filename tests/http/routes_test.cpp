@@ -24,7 +24,7 @@ TEST_CASE("every route of the table is found by its own method and path") {
     }
 }
 
-TEST_CASE("literal paths win over {alias}; one segment only; 405 names the path's route") {
+TEST_CASE("literal paths win over {alias}, one segment only, 405 names the path's route") {
     auto load = match_route("POST", "/v1/models/load", false);
     REQUIRE(load.found);
     CHECK(load.found->id == route_id::model_load);
@@ -57,7 +57,7 @@ TEST_CASE("the crash hook exists only with test hooks on") {
     CHECK(on.need == role::admin);
 }
 
-TEST_CASE("unknown paths: user role under /v1/, open elsewhere; the label is never client text") {
+TEST_CASE("unknown paths: user role under /v1/, open elsewhere, the label is never client text") {
     auto v1 = match_route("GET", "/v1/secret-route", false);
     CHECK(v1.found == nullptr);
     CHECK_FALSE(v1.path_known);

@@ -103,7 +103,7 @@ TEST_CASE("q8_0 logits: activation blocks keep their float scale and their extre
             }
 }
 
-TEST_CASE("q8_0 logits: every family equals the scalar twin; the scalar follows the formula") {
+TEST_CASE("q8_0 logits: every family equals the scalar twin, the scalar follows the formula") {
     std::uint32_t seed = 10;
     // cols: one block, partial groups of 2, 3 and 8 blocks, one full group, five full groups, and
     // full groups followed by a partial one; rows around the 4- and 8-row blocks.

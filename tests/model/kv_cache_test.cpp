@@ -327,7 +327,7 @@ TEST_CASE("kv cache: released indexed blocks count as free and are evicted least
     CHECK(*c.k_row(3, 0, 0) == 30); // d's rows untouched
 }
 
-TEST_CASE("kv cache: attaching a parked block takes it off the free count; reusing it refreshes "
+TEST_CASE("kv cache: attaching a parked block takes it off the free count, reusing it refreshes "
           "its place in the eviction order") {
     auto c = make(3);
     const auto a = iota_tokens(4, 10), b = iota_tokens(4, 20);

@@ -96,7 +96,7 @@ TEST_CASE("prefix cache scope: per key, narrowed by cache_salt, shared by a key 
     CHECK(hits(s) == h);
 }
 
-TEST_CASE("tenants: a user key sees its own figures, no paths; /metrics takes its credential") {
+TEST_CASE("tenants: a user key sees its own figures, no paths, /metrics takes its credential") {
     test::server_process s({"--api-keys", key_a + "," + key_b, "--admin-key", admin,
                             "--metrics-api-key", "metrics-key-1"});
     using verb = boost::beast::http::verb;

@@ -53,7 +53,7 @@ boost::json::object ended_roll(const cluster_node& n, const std::string& id) {
 
 } // namespace
 
-TEST_CASE("cluster trust: a peer without the admin key cannot unload a model on other nodes; "
+TEST_CASE("cluster trust: a peer without the admin key cannot unload a model on other nodes, "
           "the admin key's roll can") {
     scratch_dir dir;
     const auto gguf = dir.file("tiny.gguf");

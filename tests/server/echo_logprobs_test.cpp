@@ -69,7 +69,7 @@ void check_echo_shape(const json::object& lp, std::size_t n_tokens, std::size_t 
 } // namespace
 
 TEST_CASE("echo + logprobs + max_tokens 0: the prompt back with its logprobs, first null, "
-          "text == prompt, finish length; text and token-id prompts agree") {
+          "text == prompt, finish length, text and token-id prompts agree") {
     test::server_process s;
     const std::string prompt = "Hello, world";
     const std::string body_tail = R"(,"max_tokens":0,"temperature":0,"logprobs":3,"echo":true})";
@@ -151,7 +151,7 @@ TEST_CASE("echo consistency: the prompt's logprobs equal single requests' per to
     CHECK(sum_echo == sum_single);
 }
 
-TEST_CASE("echo with max_tokens > 0: prompt then completion in text and logprobs; streamed, the "
+TEST_CASE("echo with max_tokens > 0: prompt then completion in text and logprobs, streamed, the "
           "prompt comes first in its own chunk") {
     test::server_process s;
     const std::string body = R"({"prompt":"Hello, world","max_tokens":4,"temperature":0,

@@ -138,7 +138,7 @@ TEST_CASE("Content-Type is a case-insensitive media type with optional parameter
     CHECK(tokenize("application/jsonp") == 415);
 }
 
-TEST_CASE("running out of descriptors pauses the listener; once they are back it serves again") {
+TEST_CASE("running out of descriptors pauses the listener, once they are back it serves again") {
     // 256 descriptors for the whole server: 300 idle connections exhaust them, so accept fails
     // with EMFILE. The acceptor used to give up for good at the first error.
     test::server_process s({}, {.admin_open = false, .max_fds = 256}); // max_connections: 1024
@@ -154,7 +154,7 @@ TEST_CASE("running out of descriptors pauses the listener; once they are back it
     CHECK(s.alive());
 }
 
-TEST_CASE("past max_connections a connection gets 503 with Retry-After; after one closes, 200") {
+TEST_CASE("past max_connections a connection gets 503 with Retry-After, after one closes, 200") {
     test::server_process s({"--max-connections", "4"}, {.admin_open = false});
     std::vector<test::raw_conn> idle;
     for (int i = 0; i < 4; ++i)

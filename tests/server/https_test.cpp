@@ -76,7 +76,7 @@ const std::string k_completion = R"({"prompt":"Once upon","max_tokens":6,"temper
 
 } // namespace
 
-TEST_CASE("https: curl with the CA gets /health/live and a completion over TLS 1.2 or later; "
+TEST_CASE("https: curl with the CA gets /health/live and a completion over TLS 1.2 or later, "
           "without the CA it refuses the certificate") {
     scratch_dir d;
     const auto c = make_server_certs(d, "ca");
@@ -144,7 +144,7 @@ TEST_CASE("https: SSE streams over TLS: curl -N gets every chunk and [DONE], the
 }
 
 TEST_CASE("https: plain HTTP to the TLS port gets a 400 https_required in plain HTTP and the "
-          "connection closes; a client that says nothing is dropped at the read timeout") {
+          "connection closes, a client that says nothing is dropped at the read timeout") {
     scratch_dir d;
     const auto c = make_server_certs(d, "ca");
     auto s = https_server(c.ca, c.cert, c.key, {"--read-timeout-ms", "1000"});
@@ -233,8 +233,8 @@ TEST_CASE("https: a client that leaves is cancelled and counted as 499: mid-stre
                   s->log());
 }
 
-TEST_CASE("https: SIGHUP re-reads the certificate for new connections; a stream opened before "
-          "goes on to its end on its connection; a bad file keeps the old pair") {
+TEST_CASE("https: SIGHUP re-reads the certificate for new connections, a stream opened before "
+          "goes on to its end on its connection, a bad file keeps the old pair") {
     scratch_dir d;
     const auto first = make_server_certs(d, "ca-one");
     const auto second = make_server_certs(d, "ca-two");

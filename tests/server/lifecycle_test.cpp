@@ -335,7 +335,7 @@ TEST_CASE("each failure class leaves the serving version in place, with the reas
     CHECK(swaps(s, "success") == 1);
 }
 
-TEST_CASE("rollback returns to the previous version's exact greedy outputs; conflicts get 409") {
+TEST_CASE("rollback returns to the previous version's exact greedy outputs, conflicts get 409") {
     test::scratch_dir dir;
     test::server_process s;
     const auto b = make_model(dir, "b.gguf", "--seed 2");
@@ -440,7 +440,7 @@ TEST_CASE("rollback to a version unloaded for room reloads its file, and refuses
     CHECK(generate(s, "tiny", "Hello") == a_out);
 }
 
-TEST_CASE("two aliases served at once; the memory budget refuses a third; unload frees room") {
+TEST_CASE("two aliases served at once, the memory budget refuses a third, unload frees room") {
     test::scratch_dir dir;
     // Each tiny version holds its ~0.6 MiB of weights and an 8 MiB KV pool: two fit in 22 MiB,
     // three do not.

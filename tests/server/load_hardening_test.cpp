@@ -79,7 +79,7 @@ TEST_CASE("a served file truncated or overwritten in place: the server keeps ser
     CHECK(s.get("/health/ready").status == 200);
 }
 
-TEST_CASE("a file truncated while it loads fails that load or loads whole; the server lives") {
+TEST_CASE("a file truncated while it loads fails that load or loads whole, the server lives") {
     test::scratch_dir dir;
     test::server_process s;
     const auto source = test::read_file(make_model(dir, "b.gguf", "--seed 2", "small"));
@@ -110,7 +110,7 @@ TEST_CASE("a file truncated while it loads fails that load or loads whole; the s
     }
 }
 
-TEST_CASE("paths that are not regular files fail at once with the reason; the alias stays usable") {
+TEST_CASE("paths that are not regular files fail at once with the reason, the alias stays usable") {
     test::scratch_dir dir;
     test::server_process s;
     const auto fifo = dir.file("never-written.fifo");
