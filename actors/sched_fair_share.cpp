@@ -36,7 +36,7 @@ policy::prompt_shares policy::plan_prompt_shares(std::uint32_t budget) const {
     ps.start = budget;
     ps.share = std::max(
         2u, static_cast<std::uint32_t>(std::uint64_t{budget} * cfg_.tenant_share_percent / 100));
-    if (cfg_.tenant_share_percent >= 100)
+    if (cfg_.tenant_share_percent >= 100 || single_tenant_)
         return ps;
     for (auto id : running_) {
         const auto& s = seqs_.at(id);
@@ -72,7 +72,7 @@ std::uint32_t policy::prompt_allowance(const prompt_shares& ps, const std::strin
 std::size_t policy::pick_waiting(std::size_t p, const prompt_shares& ps,
                                  std::uint32_t budget) const {
     const auto& q = waiting_[p];
-    if (cfg_.tenant_share_percent >= 100 || q.empty())
+    if (cfg_.tenant_share_percent >= 100 || single_tenant_ || q.empty())
         return 0;
     const auto cap = tenant_seq_cap();
     const auto eligible = [&](const sequence& s) {
@@ -96,6 +96,7 @@ std::size_t policy::pick_waiting(std::size_t p, const prompt_shares& ps,
 void policy::share_fairly(step_plan& plan, std::uint32_t& budget, std::uint32_t& seqs_left) {
     held_.clear();
     waiting_by_tenant_.clear();
+    single_tenant_ = true;
     if (cfg_.tenant_share_percent >= 100)
         return;
     for (auto id : running_) {
@@ -115,6 +116,13 @@ void policy::share_fairly(step_plan& plan, std::uint32_t& budget, std::uint32_t&
             if (waiting_by_tenant_[s.req.tenant]++ == 0)
                 wants.push_back({s.req.tenant, seq_weight(s), s.req.prio});
         }
+    // One tenant alone (a server without API keys, or one key busy): no share to keep, and the
+    // plan's prompt shares and admissions skip their per-request passes.
+    single_tenant_ = waiting_by_tenant_.size() <= 1 && held_.size() <= 1 &&
+                     (held_.empty() || waiting_by_tenant_.empty() ||
+                      held_.begin()->first == waiting_by_tenant_.begin()->first);
+    if (single_tenant_)
+        return;
     const auto cap = tenant_seq_cap();
     std::uint32_t in_use = 0;
     for (const auto& [t, n] : held_)

@@ -313,6 +313,8 @@ private:
     /// holds, and how many requests each tenant has waiting.
     std::unordered_map<std::string, std::uint32_t> held_;
     std::unordered_map<std::string, std::uint32_t> waiting_by_tenant_;
+    /// Every running and waiting sequence is of one tenant (as of share_fairly).
+    bool single_tenant_ = true;
 };
 
 } // namespace bitnet::sched
