@@ -1,6 +1,7 @@
 #include "actors/executor.hpp"
 
 #include "actors/engine_kinds.hpp"
+#include "actors/executor_internal.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"
@@ -26,27 +27,14 @@
 
 namespace bitnet::actors {
 
+using executor_detail::executor_state;
+using executor_detail::seq_state;
+
 namespace {
 
-/// What the executor keeps per live sequence: its sampler (RNG state continues across steps)
-/// and its tokens so far (prompt and generated, for the repetition penalty).
-struct seq_state {
-    model::sampler sampler;
-    std::vector<msg::token_id> tokens;
-    /// Structured output: where the sequence stands in its schema (null: unconstrained).
-    std::optional<model::constrain::token_constraint> constraint;
-    /// Generated tokens the constraint has still to take (a sequence re-prefilled after a
-    /// preemption replays them once its whole prefix is back).
-    std::uint32_t replay = 0;
-    /// Prefix caching: the leading whole blocks computed with prompt semantics (offered to the
-    /// cache as they fill), how many of them may come from the cache, and whether every block so
-    /// far did (a sequence attaches only until its first computed block).
-    std::vector<msg::token_id> prefix_tokens;
-    std::uint32_t reuse_blocks = 0;
-    bool attaching = false;
-    std::uint32_t attached_to = 0;  ///< KV length after the last attach (may pass the chunk)
-    std::uint64_t prefix_scope = 0; ///< the cache scope its blocks are looked up and offered in
-};
+using executor_detail::attach_cached;
+using executor_detail::extend_cached;
+using executor_detail::publish_prefix;
 
 /// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
 /// a direct caller can send them) fall back to greedy rather than failing the whole batch.
@@ -58,18 +46,6 @@ model::sampler make_sampler(const model::sampling_params& s) {
     greedy.n_logprobs = std::clamp(s.n_logprobs, 0, model::sampling_params::max_logprobs);
     return std::move(model::sampler::create(greedy).value());
 }
-
-struct executor_state {
-    std::unique_ptr<model::engine> engine;
-    msg::executor_order order;
-    model::device_choice device;
-    std::unordered_map<std::uint64_t, seq_state> seqs;
-    std::vector<std::int32_t> score_order; ///< scratch of prompt scoring's top alternatives
-    std::vector<float> masked;             ///< scratch: a logits row with the schema's mask applied
-    /// Set by the supervisor when this executor is replaced (a stuck step): schema loops stop.
-    std::shared_ptr<model::constrain::cancel_token> cancel;
-    static inline const char* name = "executor";
-};
 
 using executor_pointer = msg::executor_actor::stateful_pointer<executor_state>;
 
@@ -155,96 +131,6 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
                      "structured output: no token can continue the JSON value here",
                      "response_format"};
     return std::span<const float>(st.masked);
-}
-
-/// Prompt positions `seq` took from the prefix cache in this step.
-void note_hits(msg::step_result& out, std::uint64_t seq, std::uint32_t tokens) {
-    if (tokens == 0)
-        return;
-    out.prefix_hit_tokens += tokens;
-    out.hit_seqs.push_back(seq);
-    out.hit_tokens.push_back(tokens);
-}
-
-/// Prefix caching: attaches the cached whole blocks at the start of `c`'s chunk and returns
-/// what is left to compute. When the cache holds the whole chunk (and more), nothing is left and
-/// the sequence may extend past the chunk (extend_cached). The attach never leaves a lone prompt
-/// token to compute (a one-token chunk is computed as a decode, so its bits would differ from an
-/// uncached run's), and never the chunk's last token when it wants logits (reuse_blocks stops
-/// short of it).
-model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
-                               msg::step_result& out) {
-    model::seq_chunk part = c.part;
-    auto& s = st.seqs.at(c.part.seq);
-    if (!s.attaching)
-        return part;
-    auto& eng = *st.engine;
-    const std::uint32_t bt = eng.kv_block_tokens();
-    const auto end = part.pos0 + static_cast<std::uint32_t>(part.tokens.size());
-    if (part.pos0 % bt != 0 || part.pos0 / bt >= s.reuse_blocks) {
-        s.attaching = false;
-        return part;
-    }
-    const std::span<const msg::token_id> prefix(s.prefix_tokens);
-    const auto avail = std::min(s.reuse_blocks, eng.cached_prefix_blocks(prefix, s.prefix_scope));
-    auto upto = avail;
-    if (std::uint64_t{avail} * bt >= end) {
-        // All of the chunk is cached: its blocks (those the batcher counted for it) now.
-        upto = (end + bt - 1) / bt;
-    } else if (end - avail * bt == 1 && !part.decodes(end - 1) && upto > part.pos0 / bt) {
-        --upto;
-    }
-    const auto attached = upto > part.pos0 / bt ? eng.attach_prefix(part.seq, prefix, upto,
-                                                                    0xffffffffu, s.prefix_scope)
-                                                : 0u;
-    const auto from = std::min(end, part.pos0 + attached * bt);
-    s.attached_to = part.pos0 + attached * bt;
-    note_hits(out, c.part.seq, attached * bt);
-    s.attaching = from == end; // the next chunk may attach further only if this one did all
-    part.tokens.erase(part.tokens.begin(), part.tokens.begin() + (from - part.pos0));
-    part.pos0 = from;
-    return part;
-}
-
-/// Prefix caching, after every chunk of the step has attached what it covers: sequences whose
-/// whole chunk came from the cache go on attaching cached blocks past it (up to reuse_blocks),
-/// so a long cached prompt costs one step, not one per chunk. Referenced blocks cost nothing;
-/// unreferenced (parked) ones take a free block each, and only as many are taken as the step's
-/// computed chunks leave free. The batcher learns the new lengths (step_result::extended).
-void extend_cached(executor_state& st, const msg::step_batch& batch,
-                   std::span<const model::seq_chunk> parts, std::span<const std::size_t> picked,
-                   msg::step_result& out) {
-    auto& eng = *st.engine;
-    std::uint64_t need = 0;
-    for (auto i : picked)
-        need +=
-            eng.kv_blocks_needed(parts[i].seq, static_cast<std::uint32_t>(parts[i].tokens.size()));
-    const std::uint32_t bt = eng.kv_block_tokens();
-    for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
-        const auto& c = batch.chunks[i];
-        auto it = st.seqs.find(c.part.seq);
-        if (!parts[i].tokens.empty() || it == st.seqs.end() || !it->second.attaching)
-            continue;
-        auto& s = it->second;
-        const auto free = eng.kv_blocks_free();
-        const auto spare = free > need ? static_cast<std::uint32_t>(free - need) : 0u;
-        const auto more =
-            eng.attach_prefix(c.part.seq, s.prefix_tokens, s.reuse_blocks, spare, s.prefix_scope);
-        note_hits(out, c.part.seq, more * bt);
-        s.attached_to += more * bt;
-        // The last attached block may reach past the chunk even without more blocks.
-        if (s.attached_to > c.part.pos0 + c.part.tokens.size()) {
-            out.extended.push_back(c.part.seq);
-            out.extended_to.push_back(s.attached_to);
-        }
-    }
-}
-
-/// Offers the blocks `seq` has filled with prompt positions to the prefix cache.
-void publish_prefix(executor_state& st, std::uint64_t seq) {
-    auto it = st.seqs.find(seq);
-    if (it != st.seqs.end() && !it->second.prefix_tokens.empty())
-        st.engine->publish_prefix(seq, it->second.prefix_tokens, it->second.prefix_scope);
 }
 
 /// Prompt positions (below decoded_from) a chunk computes: the prefill work it does.

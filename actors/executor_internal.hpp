@@ -1,0 +1,64 @@
+// The executor's state, shared by its two halves: the actor and its steps (executor.cpp) and
+// prefix caching's attach and publish around a step (executor_prefix.cpp). Internal to actors/.
+#pragma once
+
+#include "messages/interfaces.hpp"
+#include "model/constrain/token_constraint.hpp"
+#include "model/engine/device_choice.hpp"
+#include "model/engine/engine.hpp"
+#include "model/sampling/sampler.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace bitnet::actors::executor_detail {
+
+/// What the executor keeps per live sequence: its sampler (RNG state continues across steps)
+/// and its tokens so far (prompt and generated, for the repetition penalty).
+struct seq_state {
+    model::sampler sampler;
+    std::vector<msg::token_id> tokens;
+    /// Structured output: where the sequence stands in its schema (null: unconstrained).
+    std::optional<model::constrain::token_constraint> constraint;
+    /// Generated tokens the constraint has still to take (a sequence re-prefilled after a
+    /// preemption replays them once its whole prefix is back).
+    std::uint32_t replay = 0;
+    /// Prefix caching: the leading whole blocks computed with prompt semantics (offered to the
+    /// cache as they fill), how many of them may come from the cache, and whether every block so
+    /// far did (a sequence attaches only until its first computed block).
+    std::vector<msg::token_id> prefix_tokens;
+    std::uint32_t reuse_blocks = 0;
+    bool attaching = false;
+    std::uint32_t attached_to = 0;  ///< KV length after the last attach (may pass the chunk)
+    std::uint64_t prefix_scope = 0; ///< the cache scope its blocks are looked up and offered in
+};
+
+struct executor_state {
+    std::unique_ptr<model::engine> engine;
+    msg::executor_order order;
+    model::device_choice device;
+    std::unordered_map<std::uint64_t, seq_state> seqs;
+    std::vector<std::int32_t> score_order; ///< scratch of prompt scoring's top alternatives
+    std::vector<float> masked;             ///< scratch: a logits row with the schema's mask applied
+    /// Set by the supervisor when this executor is replaced (a stuck step): schema loops stop.
+    std::shared_ptr<model::constrain::cancel_token> cancel;
+    static inline const char* name = "executor";
+};
+
+/// Prefix caching: attaches the cached whole blocks at the start of `c`'s chunk and returns what
+/// is left to compute (executor_prefix.cpp has the rules); hits go to `out`.
+[[nodiscard]] model::seq_chunk attach_cached(executor_state& st, const msg::step_chunk& c,
+                                             msg::step_result& out);
+/// Prefix caching after every chunk attached: sequences whose whole chunk came from the cache
+/// attach further cached blocks past it.
+void extend_cached(executor_state& st, const msg::step_batch& batch,
+                   std::span<const model::seq_chunk> parts, std::span<const std::size_t> picked,
+                   msg::step_result& out);
+/// Offers the blocks `seq` has filled with prompt positions to the prefix cache.
+void publish_prefix(executor_state& st, std::uint64_t seq);
+
+} // namespace bitnet::actors::executor_detail
