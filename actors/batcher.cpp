@@ -1,6 +1,7 @@
 #include "actors/batcher.hpp"
 
 #include "actors/batcher_internal.hpp"
+#include "actors/peer_gate.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/mask_cache.hpp"
 #include "model/constrain/token_constraint.hpp"
@@ -437,9 +438,21 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
     return {
         [self](msg::submit_atom, msg::generate_request req,
                msg::sink_actor sink) -> caf::result<msg::request_id> {
+            std::string who;
+            if (!peer_gate::process().allows(self->current_sender(), self->node(), role_router,
+                                             &who)) {
+                spdlog::warn("batcher '{}': refused a request placed by {}: it is not a member "
+                             "with the router role",
+                             self->state.opt.model, who);
+                return msg::to_caf_error(errc::forbidden,
+                                         "this replica takes requests only from its own node and "
+                                         "from cluster members with the router role");
+            }
             return submit(self, std::move(req), std::move(sink));
         },
         [self](msg::cancel_atom, msg::request_id id) {
+            if (!peer_gate::process().allows(self->current_sender(), self->node(), role_router))
+                return; // only who may place requests may cancel them
             auto& st = self->state;
             cancel_request(self, id);
             report_all(self, st.policy->take_finished());

@@ -4,12 +4,14 @@
 
 #include "actors/cluster_node.hpp"
 
+#include <caf/node_id.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include <chrono>
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,7 @@ struct member {
     std::string address;
     std::uint64_t incarnation = 0;
     msg::cluster_actor peer; ///< null while no link is up
+    peer_roles roles = 0;    ///< proven by its certificate (TLS) or declared (insecure)
     msg::node_report last;   ///< its latest report
     clock::time_point last_seen{};
     health state = health::down;
@@ -66,6 +69,9 @@ struct state {
     bool refreshing = false;
     std::vector<roll> rolls;
     std::uint64_t next_roll = 1;
+    /// Processes that sent a heartbeat under a name they did not join with here: joined back
+    /// once (a member forgotten while its link stayed up, or one whose join was lost).
+    std::set<caf::node_id> rejoining;
     static inline const char* name = "cluster";
 };
 

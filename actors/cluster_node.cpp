@@ -1,5 +1,6 @@
 #include "actors/cluster_internal.hpp"
 #include "actors/order_proof.hpp"
+#include "actors/peer_gate.hpp"
 #include "actors/wire_size.hpp"
 #include "messages/errors.hpp"
 
@@ -86,6 +87,10 @@ caf::result<msg::operation_ticket> on_node_order(pointer self, msg::node_order& 
     std::string why;
     if (!m || m->name != o.issuer)
         why = "the sender is not the member it names ('" + o.issuer + "')";
+    else if ((m->roles & role_admin) == 0)
+        why = std::string("node '") + o.issuer + "' has no admin role (" +
+              (st.opt.checker ? "its certificate gives it " : "it declares ") +
+              roles_text(m->roles) + ")";
     else
         why = order_refusal(o, st.opt.node_name, st.opt.admin_keys, st.opt.admin_open, unix_ms());
     if (!why.empty()) {
@@ -131,8 +136,11 @@ msg::node_report own_report(pointer self) {
 /// Tells admission which replicas it may route to: those of the nodes that are up.
 void push_replicas(pointer self) {
     std::vector<msg::replica_view> views;
+    // Only members trusted to serve get work, and only a node with the router role places any.
     for (const auto& [name, m] : self->state.members)
-        if (m.state == health::up)
+        if (m.state == health::up && (m.roles & role_replica) != 0 &&
+            ((self->state.opt.roles & role_router) != 0 ||
+             self->state.opt.route_without_router_role))
             views.insert(views.end(), m.last.replicas.begin(), m.last.replicas.end());
     self->send(self->state.opt.admission, msg::cluster_atom_v, std::move(views));
 }
@@ -142,6 +150,8 @@ void mark_down(pointer self, member& m, const std::string& why) {
         return;
     m.state = health::down;
     m.down_since = clock::now();
+    if (m.peer)
+        peer_gate::process().drop(m.peer->node());
     spdlog::warn("cluster: node '{}' ({}) is down: {}", m.name, m.address, why);
     push_replicas(self);
     // Admission drops its replicas and has the relay move the streams that ran there.
@@ -154,9 +164,12 @@ void count_link(pointer self, const std::string& peer, const char* direction,
         self->state.opt.on_link(peer, direction, wire_size(self->system(), r));
 }
 
-/// A report from `peer` (a join, a join's answer or a heartbeat): it is alive, and it may name
-/// members this node has not heard of.
-bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor& peer) {
+/// A report from `peer`: with `proven` (a join or a join's answer whose proof passed, and the
+/// roles it proves) it binds the name to that process; without (a heartbeat) it counts only from
+/// the process already bound to the name. It is alive, and it may name members this node has not
+/// heard of.
+bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor& peer,
+               const peer_roles* proven) {
     auto& st = self->state;
     if (r.name == st.opt.node_name) {
         if (r.incarnation != st.incarnation)
@@ -177,25 +190,38 @@ bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor
             return false;
         }
     }
+    if (!proven) {
+        const auto it = st.members.find(r.name);
+        if (!peer || it == st.members.end() || !it->second.peer ||
+            it->second.peer->node() != peer->node())
+            return false;
+    }
     count_link(self, r.name, "in", r);
     auto& m = st.members[r.name];
     m.name = r.name;
     const bool restarted = m.incarnation != 0 && m.incarnation != r.incarnation;
     if (peer && m.peer != peer) {
-        if (m.peer)
+        if (m.peer) {
             self->demonitor(m.peer.address());
+            if (m.peer->node() != peer->node())
+                peer_gate::process().drop(m.peer->node());
+        }
         m.peer = peer;
         self->monitor(peer);
     }
+    if (proven)
+        m.roles = *proven;
     if (restarted && m.state != health::down)
         mark_down(self, m, "it restarted (a new incarnation)");
     m.incarnation = r.incarnation;
     m.address = r.address;
     m.last = r;
     m.last_seen = clock::now();
+    if (m.peer)
+        peer_gate::process().admit(m.peer->node(), m.name, m.roles);
     if (m.state != health::up) {
-        spdlog::info("cluster: node '{}' ({}) is up{}", m.name, m.address,
-                     m.ever_up ? " again" : "");
+        spdlog::info("cluster: node '{}' ({}) is up{} (roles {})", m.name, m.address,
+                     m.ever_up ? " again" : "", roles_text(m.roles));
         m.state = health::up;
         m.ever_up = true;
         push_replicas(self);
@@ -208,6 +234,57 @@ bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor
             nm.down_since = clock::now(); // not reached yet: forgotten if it never is
         }
     return true;
+}
+
+/// This node's proof of who it is, for the join (or join answer) it sends to `receiver`.
+msg::join_proof own_proof(pointer self, const caf::node_id& receiver) {
+    const auto& st = self->state;
+    msg::join_proof p;
+    p.roles = st.opt.roles;
+    if (!st.opt.credential)
+        return p;
+    p.chain_pem = st.opt.credential->chain_pem();
+    p.issued_ms = unix_ms();
+    p.signature = st.opt.credential->sign(
+        {st.opt.node_name, caf::to_string(self->node()), caf::to_string(receiver), p.issued_ms});
+    return p;
+}
+
+/// Checks the proof of node `name`, sent by the process `signer`: its certificate's verdict over
+/// TLS, the roles it declares in insecure mode.
+peer_checker::verdict check_proof(pointer self, const std::string& name, const msg::join_proof& p,
+                                  const caf::node_id& signer) {
+    const auto& st = self->state;
+    if (!st.opt.checker)
+        return {{}, static_cast<peer_roles>(p.roles & all_roles)};
+    return st.opt.checker->check(
+        p.chain_pem, p.signature,
+        {name, caf::to_string(signer), caf::to_string(self->node()), p.issued_ms}, unix_ms(),
+        st.opt.shared_certificate);
+}
+
+/// Joins through `peer` (the process `node`, reached at `address`): sends this node's report and
+/// proof, checks the proof of the answer. `on_end(ok)` runs when it is over.
+void join_through(pointer self, const msg::cluster_actor& peer, const caf::node_id& node,
+                  const std::string& address, std::function<void(bool)> on_end) {
+    auto report = own_report(self);
+    self->request(peer, std::chrono::seconds(5), msg::join_atom_v, report, own_proof(self, node))
+        .then(
+            [self, peer, node, address, on_end](msg::node_report& r, msg::join_proof& p) {
+                const auto v = check_proof(self, r.name, p, node);
+                if (!v.refusal.empty()) {
+                    spdlog::error("cluster: refused node '{}' at {}: {}", r.name, address,
+                                  v.refusal);
+                    return on_end(false);
+                }
+                self->state.seed_member[address] = r.name;
+                (void)on_report(self, r, peer, &v.roles);
+                on_end(true);
+            },
+            [address, on_end](caf::error& e) {
+                spdlog::warn("cluster: join through {} failed: {}", address, caf::to_string(e));
+                on_end(false);
+            });
 }
 
 /// The middleman actor that dials: CAF's OpenSSL one with TLS, the plain one otherwise.
@@ -227,26 +304,14 @@ void dial(pointer self, const std::string& address, std::function<void(bool)> on
     }
     self->request(dialer(self), std::chrono::seconds(5), caf::connect_atom::value, pa.host, pa.port)
         .then(
-            [self, address, on_end](caf::node_id&, caf::strong_actor_ptr& p,
+            [self, address, on_end](caf::node_id& node, caf::strong_actor_ptr& p,
                                     std::set<std::string>&) {
                 auto peer = caf::actor_cast<msg::cluster_actor>(p);
                 if (!peer) {
                     spdlog::warn("cluster: nothing is published at {}", address);
                     return on_end(false);
                 }
-                auto report = own_report(self);
-                self->request(peer, std::chrono::seconds(5), msg::join_atom_v, report)
-                    .then(
-                        [self, peer, address, on_end](msg::node_report& r) {
-                            self->state.seed_member[address] = r.name;
-                            (void)on_report(self, r, peer);
-                            on_end(true);
-                        },
-                        [address, on_end](caf::error& e) {
-                            spdlog::warn("cluster: join through {} failed: {}", address,
-                                         caf::to_string(e));
-                            on_end(false);
-                        });
+                join_through(self, peer, node, address, on_end);
             },
             [self, address, on_end](caf::error& e) {
                 const bool handshake = e == caf::sec::disconnect_during_handshake;
@@ -331,8 +396,10 @@ void forget_departed(pointer self) {
         spdlog::info(
             "cluster: node '{}' ({}) forgotten after {} ms down", m.name, m.address,
             std::chrono::duration_cast<std::chrono::milliseconds>(now - m.down_since).count());
-        if (m.peer)
+        if (m.peer) {
             self->demonitor(m.peer.address());
+            peer_gate::process().drop(m.peer->node());
+        }
         for (auto s = st.seed_member.begin(); s != st.seed_member.end();)
             s = s->second == it->first ? st.seed_member.erase(s) : std::next(s);
         it = st.members.erase(it);
@@ -438,6 +505,7 @@ msg::cluster_view view(pointer self) {
     me.state = "up";
     me.self = true;
     me.models = st.own_models;
+    me.roles = roles_text(st.opt.roles);
     sum(st.own_replicas, me);
     v.nodes.push_back(std::move(me));
     const auto now = clock::now();
@@ -451,6 +519,7 @@ msg::cluster_view view(pointer self) {
                 ? std::chrono::duration_cast<std::chrono::milliseconds>(now - m.last_seen).count()
                 : -1;
         n.models = m.last.models;
+        n.roles = m.ever_up ? roles_text(m.roles) : "";
         sum(m.last.replicas, n);
         v.nodes.push_back(std::move(n));
     }
@@ -470,21 +539,42 @@ msg::cluster_actor::behavior_type cluster_fn(pointer self, cluster_options opt) 
     self->set_down_handler([self](caf::down_msg& dm) {
         for (auto& [name, m] : self->state.members)
             if (m.peer && m.peer.address() == dm.source) {
+                peer_gate::process().drop(m.peer->node());
                 m.peer = nullptr;
                 mark_down(self, m, "the link broke (" + caf::to_string(dm.reason) + ")");
             }
     });
     return {
-        [self](msg::join_atom, msg::node_report& r) -> caf::result<msg::node_report> {
-            if (!on_report(self, r, caf::actor_cast<msg::cluster_actor>(self->current_sender())))
+        [self](msg::join_atom, msg::node_report& r,
+               msg::join_proof& p) -> caf::result<msg::node_report, msg::join_proof> {
+            const auto sender = self->current_sender();
+            if (!sender)
+                return msg::to_caf_error(errc::forbidden, "a join needs a sender");
+            const auto v = check_proof(self, r.name, p, sender->node());
+            if (!v.refusal.empty()) {
+                spdlog::error("cluster: refused node '{}' ({}): {}", r.name, r.address, v.refusal);
+                return msg::to_caf_error(errc::forbidden,
+                                         "node '" + r.name + "' refused: " + v.refusal);
+            }
+            if (!on_report(self, r, caf::actor_cast<msg::cluster_actor>(sender), &v.roles))
                 return msg::to_caf_error(errc::invalid_argument,
                                          "node '" + r.name + "' is already a member here");
             auto out = own_report(self);
             count_link(self, r.name, "out", out);
-            return out;
+            return {std::move(out), own_proof(self, sender->node())};
         },
         [self](msg::heartbeat_atom, msg::node_report& r) {
-            (void)on_report(self, r, caf::actor_cast<msg::cluster_actor>(self->current_sender()));
+            auto peer = caf::actor_cast<msg::cluster_actor>(self->current_sender());
+            if (on_report(self, r, peer, nullptr) || !peer || r.name == self->state.opt.node_name)
+                return;
+            // A process heartbeating under a name it has not joined with here (its member was
+            // forgotten while the link stayed up, or its join was lost): join it back once, so
+            // it proves who it is.
+            const auto node = peer->node();
+            if (!self->state.rejoining.insert(node).second)
+                return;
+            join_through(self, peer, node, r.address,
+                         [self, node](bool) { self->state.rejoining.erase(node); });
         },
         [self](msg::members_atom) { return view(self); },
         [self](msg::roll_atom, msg::roll_order& order) {

@@ -13,6 +13,12 @@
 //   - Routing state: at every tick admission gets the replicas of the nodes that are up; when a
 //     node goes down admission drops its replicas at once and its stream relay moves the streams
 //     that ran there (actors/stream_relay.hpp). A node that comes back is routed to again.
+//   - Trust (actors/peer_identity.hpp, common/peer_roles.hpp): over TLS a join carries the
+//     node's certificate and a signature binding its name to its process and this link, so a
+//     peer cannot join under another node's name; its roles come from the certificate. Only a
+//     member's own process may heartbeat under its name. Admission routes only to members with
+//     the replica role, and this node's replicas take work only from members with the router
+//     role (actors/peer_gate.hpp).
 //   - Rolling operations (actors/cluster_rolls.hpp): load, rollback and unload run node after node
 //     through each node's own supervisor; a failure stops the roll and undoes it. A peer's
 //     supervisor is never handed out: each node's part goes to its cluster actor as a node_order
@@ -20,11 +26,14 @@
 //     start a roll here.
 #pragma once
 
+#include "actors/peer_identity.hpp"
+#include "common/peer_roles.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -57,6 +66,20 @@ struct cluster_options {
     /// HTTP request that started it.
     std::vector<std::string> admin_keys;
     bool admin_open = false;
+    /// Over TLS: this node's certificate and key, which sign its joins, and the cluster CA, which
+    /// checks its peers' (actors/peer_identity.hpp). Null in insecure mode, where a peer's name
+    /// and roles are what it says.
+    std::shared_ptr<const node_credential> credential;
+    std::shared_ptr<const peer_checker> checker;
+    /// Every node holds one shared certificate (the shared-Secret recipe): a peer's name is not
+    /// bound to its certificate, only its roles are.
+    bool shared_certificate = false;
+    /// This node's own roles (its certificate's over TLS, what it declares in insecure mode):
+    /// without router it places nothing on peers; peers check the rest.
+    peer_roles roles = all_roles;
+    /// Test hook (builds with test hooks, conf test_hooks): route to peers' replicas as if this
+    /// node had the router role, so a test sees what the peers' own checks do with it.
+    bool route_without_router_role = false;
     /// Members by state after every tick (bitnet_cluster_nodes{state}), this node included.
     std::function<void(std::uint32_t up, std::uint32_t suspect, std::uint32_t down)> on_nodes;
     /// A heartbeat or join crossed the link to `peer` ("in" or "out"), with its size in bytes.

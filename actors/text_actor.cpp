@@ -1,5 +1,6 @@
 #include "actors/text_actor.hpp"
 
+#include "actors/peer_gate.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_system.hpp>
@@ -83,14 +84,32 @@ msg::text_actor::behavior_type text_fn(msg::text_actor::pointer self, text_optio
                                        msg::batcher_actor batcher) {
     if (batcher)
         self->link_to(batcher);
+    // Peers tokenize here for the requests they place on this node's batcher: only members
+    // with the router role may (actors/peer_gate.hpp).
+    auto admitted = [self] {
+        return peer_gate::process().allows(self->current_sender(), self->node(), role_router);
+    };
+    const auto refused = [] {
+        return msg::to_caf_error(errc::forbidden, "this text actor serves only its own node and "
+                                                  "cluster members with the router role");
+    };
     return {
-        [opt](msg::encode_atom, const msg::text_prompt& p) {
+        [opt, admitted, refused](msg::encode_atom, const msg::text_prompt& p)
+            -> caf::result<std::vector<msg::token_id>> {
+            if (!admitted())
+                return refused();
             return guarded([&] { return encode_prompt(opt, p); });
         },
-        [opt](msg::tokenize_atom, const std::string& text, bool add_bos, bool parse_special) {
+        [opt, admitted, refused](msg::tokenize_atom, const std::string& text, bool add_bos,
+                                 bool parse_special) -> caf::result<std::vector<msg::token_id>> {
+            if (!admitted())
+                return refused();
             return guarded([&] { return tokenize_text(opt, text, add_bos, parse_special); });
         },
-        [opt](msg::detokenize_atom, const std::vector<msg::token_id>& ids) {
+        [opt, admitted, refused](msg::detokenize_atom, const std::vector<msg::token_id>& ids)
+            -> caf::result<std::string> {
+            if (!admitted())
+                return refused();
             return guarded([&] { return detokenize_ids(opt, ids); });
         },
     };

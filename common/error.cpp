@@ -41,6 +41,8 @@ const char* errc_name(errc e) noexcept {
         return "quota_exceeded";
     case errc::replica_lost:
         return "replica_lost";
+    case errc::forbidden:
+        return "forbidden";
     }
     return "unknown";
 }

@@ -30,6 +30,7 @@ enum class errc {
     internal = 14,         ///< a bug: an invariant did not hold
     quota_exceeded = 15,   ///< admission refused: the API key's request quota is used up
     replica_lost = 16,     ///< every replica of the model that ran the request is gone (cluster)
+    forbidden = 17,        ///< a cluster peer asked for what its role does not allow
 };
 
 const std::error_category& bitnet_category() noexcept;

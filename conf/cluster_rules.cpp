@@ -77,6 +77,9 @@ result<void> validate_cluster(const server_config& cfg) {
                                 "' is not a loopback address: --cluster-insecure sends peer "
                                 "traffic in the clear, so every --join address must be loopback");
         }
+        if (cfg.cluster_shared_certificate != 0)
+            return fail("cluster_shared_certificate",
+                        "is about TLS certificates; an insecure cluster has none");
         if (cfg.cluster_insecure_acknowledged == 0)
             return fail("cluster_insecure",
                         "lets any process on this machine that reaches the cluster port join as "
@@ -91,6 +94,11 @@ result<void> validate_cluster(const server_config& cfg) {
                     "peer links need TLS: set cluster_cert, cluster_key and cluster_ca "
                     "(--cluster-cert/--cluster-key/--cluster-ca), or --cluster-insecure for a "
                     "loopback-only test cluster");
+    if (!cfg.cluster_roles.empty())
+        return fail("cluster_roles",
+                    "over TLS a node's roles come from its certificate (subjectAltName URIs "
+                    "urn:bitnet-serve:role:NAME; deploy/cluster/make-certs.sh NODE:ROLES), not "
+                    "from its own configuration");
     for (const auto& [key, value] : tls)
         if (auto why = unreadable(*value); !why.empty())
             return fail(key, why);

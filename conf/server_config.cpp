@@ -1,5 +1,6 @@
 #include "conf/server_config.hpp"
 
+#include "common/peer_roles.hpp"
 #include "common/placement_name.hpp"
 #include "conf/cluster_rules.hpp"
 #include "conf/host_port.hpp"
@@ -138,6 +139,11 @@ std::span<const field> fields() {
         {"cluster_insecure_acknowledged", &server_config::cluster_insecure_acknowledged, 0, 1,
          "1 = run cluster_insecure knowing any local process can join as a peer (the flag alone "
          "means 1)"},
+        {"cluster_roles", &server_config::cluster_roles, 0, 0,
+         "insecure mode: the roles this node declares, replica,router,admin or a part (empty = "
+         "all)"},
+        {"cluster_shared_certificate", &server_config::cluster_shared_certificate, 0, 1,
+         "1 = all nodes share one certificate: names are not bound to it (the flag alone means 1)"},
         {"cluster_failure_timeout_ms", &server_config::cluster_failure_timeout_ms, 300, 600000,
          "a peer silent this long is declared failed"},
         {"cluster_heartbeat_ms", &server_config::cluster_heartbeat_ms, 50, 10000,
@@ -179,6 +185,10 @@ std::string text_problem(std::string_view key, std::string_view value) {
                    : "'" + std::string(value) + "' is not 1..64 letters, digits, '.', '_' or '-'";
     if (key == "devices")
         return placement_name_problem(value);
+    if (key == "cluster_roles") {
+        auto roles = parse_roles(value);
+        return roles ? std::string{} : roles.error().message;
+    }
     if (key == "cluster_listen" || key == "cluster_join") {
         auto hp = parse_host_port(value);
         if (!hp)
@@ -199,7 +209,8 @@ result<void> check_text(std::string_view key, std::string_view origin, std::stri
 /// Keys whose flag may stand alone, meaning 1 (`--cluster-insecure`); a following "0" or "1"
 /// is still taken as the value.
 bool is_switch(std::string_view key) {
-    return key == "cluster_insecure" || key == "cluster_insecure_acknowledged";
+    return key == "cluster_insecure" || key == "cluster_insecure_acknowledged" ||
+           key == "cluster_shared_certificate";
 }
 
 result<std::uint64_t> check_range(const field& f, std::string_view origin, std::uint64_t v) {

@@ -116,6 +116,12 @@ struct server_config {
     /// 1 = the operator acknowledges what an insecure cluster allows (any local process can join
     /// as a peer: README "Scaling out"); cluster_insecure is refused without it.
     std::uint32_t cluster_insecure_acknowledged = 0;
+    /// Insecure mode only: the roles this node declares to its peers, "replica,router,admin" or
+    /// a part of it (empty = all three). Over TLS the roles come from the certificate's role URIs.
+    std::string cluster_roles;
+    /// 1 = every node holds the same certificate (one shared Secret): peers' names are not bound
+    /// to certificates. 0 (default): a peer's certificate must name it (CN or DNS SAN).
+    std::uint32_t cluster_shared_certificate = 0;
     /// A peer silent this long is declared failed.
     std::uint32_t cluster_failure_timeout_ms = 3000;
     /// Interval of the heartbeats peers send each other; below half the failure timeout.

@@ -69,6 +69,17 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                "no replica of this model is up in the cluster; retry after the Retry-After delay",
                retry_after_s == 0 ? 5 : retry_after_s};
         break;
+    case errc::forbidden:
+        // A peer's placed request that the replica's node does not take from it: the node the
+        // client reached lacks the router role there (README, "Scaling out").
+        out = {403,
+               "permission_error",
+               "forbidden",
+               out.message,
+               out.param,
+               "this node may not place requests on that replica: check the cluster roles",
+               0};
+        break;
     case errc::kv_exhausted:
         out = {503,
                "overloaded",

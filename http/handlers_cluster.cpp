@@ -37,6 +37,8 @@ std::string cluster_body(const msg::cluster_view& v) {
                        {"waiting", n.waiting}};
         if (n.last_seen_ms >= 0 && !n.self)
             o["last_heartbeat_ms"] = n.last_seen_ms;
+        if (!n.roles.empty())
+            o["roles"] = n.roles;
         nodes.push_back(std::move(o));
     }
     json::array rolls;

@@ -122,12 +122,13 @@ struct node_status {
     std::vector<node_model> models;
     std::uint32_t running = 0;
     std::uint32_t waiting = 0;
+    std::string roles; ///< "replica,router,admin" or a part of it, as this node trusts them
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_status& x) {
     return f(caf::meta::type_name("node_status"), x.name, x.address, x.state, x.self,
-             x.last_seen_ms, x.models, x.running, x.waiting);
+             x.last_seen_ms, x.models, x.running, x.waiting, x.roles);
 }
 
 /// A rolling model operation across nodes (load, rollback, unload) and where it stands.
@@ -197,6 +198,23 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_order& x) {
     return f(caf::meta::type_name("node_order"), x.kind, x.load, x.issuer, x.target, x.issued_ms,
              x.proof);
+}
+
+/// Who a node is, sent with its join and with the answer to one (actors/peer_identity.hpp).
+/// Over TLS: its certificate chain (PEM, leaf first) and a signature by the certificate's key
+/// over its name, the CAF node ids of signer and receiver and `issued_ms`; the receiver checks
+/// the chain against the cluster CA, the name against the certificate, and takes the roles from
+/// it. In insecure mode both are empty and `roles` is what the node declares (nothing proves it).
+struct join_proof {
+    std::string chain_pem;
+    std::int64_t issued_ms = 0;
+    std::string signature;  ///< raw bytes
+    std::uint8_t roles = 0; ///< common/peer_roles.hpp bits; only read in insecure mode
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, join_proof& x) {
+    return f(caf::meta::type_name("join_proof"), x.chain_pem, x.issued_ms, x.signature, x.roles);
 }
 
 } // namespace bitnet::msg

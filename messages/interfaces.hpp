@@ -122,20 +122,19 @@ using relay_actor = caf::typed_actor<
     caf::reacts_to<cancel_atom, request_id>>;
 
 /// One per node (actors/cluster_node.hpp): membership, heartbeats, failure detection and the
-/// rolling model operations. Peers call `join(report) -> report` when they connect and send
-/// `heartbeat(report)` every cluster_heartbeat_ms; `members` answers GET /v1/cluster; `roll`
-/// starts a rolling operation over the nodes that serve an alias (answered at once with a
+/// rolling model operations. Peers call `join(report, proof) -> (report, proof)` when they connect
+/// and send `heartbeat(report)` every cluster_heartbeat_ms; `members` answers GET /v1/cluster;
+/// `roll` starts a rolling operation over the nodes that serve an alias (answered at once with a
 /// ticket, like the supervisor's operations; only from this node's own actors); `node_op` is a
 /// peer's roll ordering this node (checked: a member, and the admin key's proof); `models` is
 /// this node's supervisor's list for a member polling its roll; `ready(address)` starts it once it
 /// listens at `address` (what peers are told to dial); `tick` is its timer.
-using cluster_actor =
-    caf::typed_actor<caf::replies_to<join_atom, node_report>::with<node_report>,
-                     caf::reacts_to<heartbeat_atom, node_report>,
-                     caf::replies_to<members_atom>::with<cluster_view>,
-                     caf::replies_to<roll_atom, roll_order>::with<operation_ticket>,
-                     caf::replies_to<node_op_atom, node_order>::with<operation_ticket>,
-                     caf::replies_to<models_atom>::with<std::vector<model_status>>,
-                     caf::reacts_to<ready_atom, std::string>, caf::reacts_to<tick_atom>>;
+using cluster_actor = caf::typed_actor<
+    caf::replies_to<join_atom, node_report, join_proof>::with<node_report, join_proof>,
+    caf::reacts_to<heartbeat_atom, node_report>, caf::replies_to<members_atom>::with<cluster_view>,
+    caf::replies_to<roll_atom, roll_order>::with<operation_ticket>,
+    caf::replies_to<node_op_atom, node_order>::with<operation_ticket>,
+    caf::replies_to<models_atom>::with<std::vector<model_status>>,
+    caf::reacts_to<ready_atom, std::string>, caf::reacts_to<tick_atom>>;
 
 } // namespace bitnet::msg

@@ -286,6 +286,35 @@ TEST_CASE("peer links are TLS or explicitly plaintext on loopback, never plainte
               .has_value());
 }
 
+TEST_CASE("cluster roles: declared only in insecure mode, from a known list, and a shared "
+          "certificate only over TLS") {
+    tls_files tls;
+    const std::vector<std::string> insecure{"--cluster-listen", "127.0.0.1:7000",
+                                            "--cluster-insecure",
+                                            "--cluster-insecure-acknowledged"};
+    auto ok = load_config(
+        {.args = insecure + std::vector<std::string>{"--cluster-roles", "router,replica"}});
+    REQUIRE(ok.has_value());
+    CHECK(ok->cluster_roles == "router,replica");
+    auto msg = error_of({.args = insecure + std::vector<std::string>{"--cluster-roles", "root"}});
+    CHECK(has(msg, "'cluster_roles'"));
+    CHECK(has(msg, "'root' is not a cluster role"));
+    // Over TLS the certificate says, not the node.
+    msg = error_of({.args = std::vector<std::string>{"--cluster-listen", "0.0.0.0:7070",
+                                                     "--cluster-roles", "admin"} +
+                            tls.flags()});
+    CHECK(has(msg, "'cluster_roles'"));
+    CHECK(has(msg, "come from its certificate"));
+    // A shared certificate: a TLS matter (the flag alone means 1).
+    auto shared = load_config({.args = std::vector<std::string>{"--cluster-listen", "0.0.0.0:7070",
+                                                                "--cluster-shared-certificate"} +
+                                       tls.flags()});
+    REQUIRE(shared.has_value());
+    CHECK(shared->cluster_shared_certificate == 1);
+    msg = error_of({.args = insecure + std::vector<std::string>{"--cluster-shared-certificate"}});
+    CHECK(has(msg, "'cluster_shared_certificate'"));
+}
+
 TEST_CASE("TLS files: all three or none, each readable") {
     tls_files tls;
     const std::vector<std::string> listen{"--cluster-listen", "0.0.0.0:7070"};

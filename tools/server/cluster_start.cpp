@@ -1,6 +1,7 @@
 #include "cluster_start.hpp"
 
 #include "actors/cluster_node.hpp"
+#include "actors/peer_identity.hpp"
 #include "basp_guard.hpp"
 #include "conf/host_port.hpp"
 #include "http/metrics.hpp"
@@ -55,6 +56,56 @@ std::uint64_t first_request_id(const conf::server_config& cfg) {
     return (std::uint64_t{rd() & 0xffffffu} << 32) + 1;
 }
 
+namespace {
+
+/// This node's identity and its peers' checker over TLS (its certificate must name it and
+/// verify against the cluster CA, so a misissued one fails at start, not at every join), or the
+/// roles it declares in insecure mode.
+result<void> load_trust(const conf::server_config& cfg, const std::string& node,
+                        actors::cluster_options& co) {
+    if (!co.clustered)
+        return {};
+    if (!co.tls) {
+        co.roles = all_roles;
+        if (!cfg.cluster_roles.empty()) {
+            auto roles = parse_roles(cfg.cluster_roles);
+            if (!roles)
+                return roles.error();
+            co.roles = *roles;
+        }
+        return {};
+    }
+    auto credential = actors::node_credential::load(cfg.cluster_cert, cfg.cluster_key);
+    if (!credential)
+        return credential.error();
+    auto checker = actors::peer_checker::load(cfg.cluster_ca);
+    if (!checker)
+        return checker.error();
+    co.credential = *credential;
+    co.checker = *checker;
+    co.shared_certificate = cfg.cluster_shared_certificate != 0;
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    const actors::join_claim self_claim{node, "self", "self", now_ms};
+    const auto v = co.checker->check(co.credential->chain_pem(), co.credential->sign(self_claim),
+                                     self_claim, self_claim.issued_ms, co.shared_certificate);
+    if (!v.refusal.empty())
+        return error{errc::invalid_argument,
+                     "cluster_cert '" + cfg.cluster_cert + "' cannot serve node '" + node +
+                         "': " + v.refusal +
+                         (co.shared_certificate
+                              ? std::string{}
+                              : " (a certificate names its node in its common name or a DNS "
+                                "subjectAltName; cluster_shared_certificate=1 lifts that for one "
+                                "certificate shared by every node)")};
+    co.roles = v.roles;
+    spdlog::info("cluster: this node's certificate gives it the roles {}", roles_text(v.roles));
+    return {};
+}
+
+} // namespace
+
 result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::server_config& cfg,
                                          const std::string& node, msg::admission_actor admission,
                                          msg::supervisor_actor supervisor,
@@ -73,6 +124,11 @@ result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::ser
     co.supervisor = std::move(supervisor);
     co.admin_keys = cfg.admin_api_keys;
     co.admin_open = cfg.admin_open != 0;
+    if (auto trust = load_trust(cfg, node, co); !trust)
+        return trust.error();
+#ifdef BITNET_TEST_HOOKS
+    co.route_without_router_role = cfg.test_hooks != 0;
+#endif
     if (co.clustered) {
         metrics->cluster_node(node);
         co.on_nodes = [metrics](std::uint32_t up, std::uint32_t suspect, std::uint32_t down) {

@@ -1,0 +1,40 @@
+#include "actors/peer_gate.hpp"
+
+#include <caf/actor_control_block.hpp>
+
+namespace bitnet::actors {
+
+peer_gate& peer_gate::process() {
+    static peer_gate gate;
+    return gate;
+}
+
+void peer_gate::admit(const caf::node_id& node, const std::string& name, peer_roles roles) {
+    std::lock_guard lock(mu_);
+    members_[node] = {name, roles};
+}
+
+void peer_gate::drop(const caf::node_id& node) {
+    std::lock_guard lock(mu_);
+    members_.erase(node);
+}
+
+bool peer_gate::allows(const caf::strong_actor_ptr& sender, const caf::node_id& self,
+                       peer_roles needed, std::string* who) const {
+    if (!sender) {
+        if (who)
+            *who = "an anonymous sender";
+        return false;
+    }
+    if (sender->node() == self)
+        return true;
+    std::lock_guard lock(mu_);
+    const auto it = members_.find(sender->node());
+    if (who)
+        *who = it != members_.end()
+                   ? "node '" + it->second.name + "'"
+                   : "process " + caf::to_string(sender->node()) + " (not a member)";
+    return it != members_.end() && (it->second.roles & needed) == needed;
+}
+
+} // namespace bitnet::actors
