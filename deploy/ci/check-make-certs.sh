@@ -37,4 +37,15 @@ bash deploy/cluster/make-certs.sh "$tmp/certs" node-b.peers >/dev/null
 if bash deploy/cluster/make-certs.sh "$tmp/certs" "bad/name" >/dev/null 2>&1; then
     fail "a node name with '/' was accepted"
 fi
-echo "check-make-certs: CA and node certificates verify for server and client auth; idempotent"
+
+# Roles: NODE:ROLES puts one role URI per role in the certificate; other roles remake it.
+uris() { openssl x509 -in "$tmp/certs/$1.crt" -noout -ext subjectAltName | grep -o 'role:[a-z]*' | sort | paste -sd,; }
+bash deploy/cluster/make-certs.sh "$tmp/certs" node-r:router,admin >/dev/null
+[ "$(uris node-r)" = "role:admin,role:router" ] || fail "node-r:router,admin gave roles '$(uris node-r)'"
+[ -z "$(uris node-a)" ] || fail "node-a without roles has '$(uris node-a)'"
+bash deploy/cluster/make-certs.sh "$tmp/certs" node-r:replica >/dev/null
+[ "$(uris node-r)" = "role:replica" ] || fail "other roles did not remake node-r: '$(uris node-r)'"
+if bash deploy/cluster/make-certs.sh "$tmp/certs" node-r:root >/dev/null 2>&1; then
+    fail "an unknown role was accepted"
+fi
+echo "check-make-certs: CA and node certificates verify for server and client auth; idempotent; roles"

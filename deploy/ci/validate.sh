@@ -140,6 +140,17 @@ check "helm: certManager.perPod mounts each pod's own certificate (its name in i
     'grep -q "driver: csi.cert-manager.io" "$0" && grep -q "common-name: \"\${POD_NAME}\"" "$0" &&
      grep -q "dns-names: \"\${POD_NAME}.peers-bitnet-serve-peers" "$0" && ! grep -q "kind: Certificate" "$0"' \
     "$out/helm-cluster-perpod.yaml"
+check "helm: per-pod certificates carry the roles as URIs and bind names (no shared-certificate key)" bash -c \
+    'grep -q "uri-sans: \"urn:bitnet-serve:role:replica,urn:bitnet-serve:role:router,urn:bitnet-serve:role:admin\"" "$0" &&
+     ! grep -q "BITNET_CLUSTER_SHARED_CERTIFICATE" "$0"' \
+    "$out/helm-cluster-perpod.yaml"
+check "helm: the shared certificate carries the roles, and the pods know it is shared" bash -c \
+    'grep -q "urn:bitnet-serve:role:router" "$0" && grep -A1 "BITNET_CLUSTER_SHARED_CERTIFICATE" "$0" | grep -q "\"1\""' \
+    "$out/helm-cluster-certmanager.yaml"
+check "helm: an unknown cluster role is refused" bash -c \
+    '! "$0" template x "$1" --set cluster.enabled=true --set cluster.certManager.enabled=true \
+       --set cluster.certManager.issuerRef.name=ca --set "cluster.roles={replica,root}" >/dev/null 2>&1' \
+    "$helm" "$chart"
 check "helm: certManager.perPod without cert-manager is refused" bash -c \
     '! "$0" template x "$1" --set cluster.enabled=true --set cluster.certManager.perPod=true >/dev/null 2>&1' \
     "$helm" "$chart"

@@ -210,6 +210,7 @@ indentation of a workload's spec.template: include it at column 0 right after "t
               csi.cert-manager.io/common-name: "${POD_NAME}"
               csi.cert-manager.io/dns-names: "${POD_NAME}.{{ include "bitnet-serve.peersService" . }}.${POD_NAMESPACE}.svc.cluster.local"
               csi.cert-manager.io/key-usages: "server auth,client auth,digital signature,key encipherment"
+              csi.cert-manager.io/uri-sans: {{ include "bitnet-serve.roleUris" . | quote }}
               csi.cert-manager.io/duration: {{ $cm.duration | quote }}
               csi.cert-manager.io/renew-before: {{ $cm.renewBefore | quote }}
               csi.cert-manager.io/fs-group: "10001"
@@ -260,4 +261,25 @@ node skips its own address), and the TLS files of the mounted Secret.
   value: /etc/bitnet-serve-tls/ca.crt
 - name: BITNET_CLUSTER_FAILURE_TIMEOUT_MS
   value: {{ .Values.cluster.failureTimeoutMs | quote }}
+{{- if not .Values.cluster.certManager.perPod }}
+# One certificate shared by every pod cannot name each of them: peers' names are not bound to it
+# (README, "Scaling out"); certManager.perPod binds each pod's name to its own certificate.
+- name: BITNET_CLUSTER_SHARED_CERTIFICATE
+  value: "1"
+{{- end }}
+{{- end }}
+
+{{/*
+The cluster roles every pod's certificate carries (cluster.roles), as the URI subjectAltNames
+peers read them from (README, "Scaling out"): comma-separated.
+*/}}
+{{- define "bitnet-serve.roleUris" -}}
+{{- $uris := list -}}
+{{- range .Values.cluster.roles -}}
+{{- if not (has . (list "replica" "router" "admin")) -}}
+{{- fail (printf "cluster.roles: '%s' is not a role (replica, router, admin)" .) -}}
+{{- end -}}
+{{- $uris = append $uris (printf "urn:bitnet-serve:role:%s" .) -}}
+{{- end -}}
+{{- join "," $uris -}}
 {{- end }}
