@@ -30,8 +30,12 @@ result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const ms
     if (p.form == msg::prompt_form::chat) {
         std::vector<model::chat_turn> turns;
         turns.reserve(p.messages.size());
-        for (const auto& m : p.messages)
-            turns.push_back({m.role, m.content});
+        for (const auto& m : p.messages) {
+            model::chat_turn turn{m.role, m.content, {}, m.name};
+            for (const auto& c : m.tool_calls)
+                turn.calls.push_back({c.name, c.arguments});
+            turns.push_back(std::move(turn));
+        }
         rendered = model::render_chat(turns, t.chat);
     }
     const auto& text = p.form == msg::prompt_form::chat ? rendered : p.text;

@@ -1,6 +1,7 @@
 #include "http/api_json.hpp"
 
 #include "common/exact_numbers.hpp"
+#include "http/api_messages.hpp"
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
 
@@ -125,20 +126,10 @@ namespace {
 std::optional<api_error> read_prompt(fields& f, api_kind kind, inference_input& in) {
     if (kind == api_kind::chat) {
         const auto* m = f.get("messages");
-        if (!m || !m->is_array() || m->get_array().empty())
+        if (!m)
             return invalid_value("messages", "messages must be a non-empty array");
-        for (const auto& e : m->get_array()) {
-            const auto* mo = e.if_object();
-            const json::value* role = mo ? mo->if_contains("role") : nullptr;
-            const json::value* content = mo ? mo->if_contains("content") : nullptr;
-            if (!role || !role->is_string() || !content || !content->is_string())
-                return invalid_value("messages",
-                                     "each message needs string \"role\" and \"content\"");
-            const std::string r(role->get_string());
-            if (r != "system" && r != "user" && r != "assistant")
-                return invalid_value("messages", "role must be system, user or assistant");
-            in.messages.push_back({r, std::string(content->get_string())});
-        }
+        if (auto err = read_chat_messages(*m, in.messages))
+            return err;
     } else {
         const auto* p = f.get("prompt");
         if (!p)

@@ -62,15 +62,33 @@ typename Inspector::result_type inspect(Inspector& f, kernel_choice& x) {
 
 namespace bitnet::msg {
 
-/// One chat message as the client sent it (role: system, user or assistant).
+/// A tool call an assistant message made earlier in a chat (what the client sends back).
+struct chat_tool_call {
+    std::string id;
+    std::string name;
+    std::string arguments; ///< JSON text
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, chat_tool_call& x) {
+    return f(caf::meta::type_name("chat_tool_call"), x.id, x.name, x.arguments);
+}
+
+/// One chat message as the client sent it, normalised by http/ (roles system, user, assistant,
+/// tool; `developer` arrives as system; text parts joined): the serving version renders it with
+/// its own template.
 struct chat_message {
     std::string role;
     std::string content;
+    std::vector<chat_tool_call> tool_calls{}; ///< assistant: the calls it made
+    std::string tool_call_id{};               ///< tool: the call it answers
+    std::string name{};                       ///< tool: the function that call named
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, chat_message& x) {
-    return f(caf::meta::type_name("chat_message"), x.role, x.content);
+    return f(caf::meta::type_name("chat_message"), x.role, x.content, x.tool_calls, x.tool_call_id,
+             x.name);
 }
 
 /// How a request's prompt came: token ids, text, or chat messages.

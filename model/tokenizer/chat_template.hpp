@@ -21,14 +21,29 @@ struct template_choice {
 };
 [[nodiscard]] template_choice recognise_chat_template(std::string_view jinja);
 
-/// One message of a chat (role: system, user or assistant), viewed, not owned.
+/// A tool call an assistant turn made: the function's name and its arguments (JSON text).
+struct chat_call {
+    std::string_view name;
+    std::string_view arguments;
+};
+
+/// One message of a chat (role: system, user, assistant or tool), viewed, not owned. An
+/// assistant turn may carry the tool calls it made; a tool turn is a call's result, `name` the
+/// function it answers.
 struct chat_turn {
     std::string_view role;
     std::string_view content;
+    std::vector<chat_call> calls{};
+    std::string_view name{};
 };
 
 /// Renders `messages` with the BitNet or Llama-3 form of HTTP-API.md. The result ends where the
-/// assistant's reply begins.
+/// assistant's reply begins. Tool calls and results (README, "Tool calls"):
+///   Llama-3: an assistant's calls follow its text, one `{"name": N, "parameters": ARGS}` a line
+///            (Llama 3.1's JSON tool-call form), and a result is an `ipython` turn;
+///   BitNet:  the template has no tool syntax; calls follow the text as
+///            `{"name": N, "arguments": ARGS}` and a result is a user turn
+///            `Tool result (N): CONTENT`.
 [[nodiscard]] std::string render_chat(const std::vector<chat_turn>& messages, chat_template tmpl);
 
 } // namespace bitnet::model

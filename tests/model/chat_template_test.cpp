@@ -24,3 +24,24 @@ TEST_CASE("chat templates: BitNet and Llama-3 forms") {
     CHECK_FALSE(unknown.known);
     CHECK(unknown.tmpl == chat_template::bitnet);
 }
+
+TEST_CASE("chat templates: tool calls and results, Llama 3.1's form and the BitNet fallback") {
+    std::vector<chat_turn> m{{"user", "Weather?"},
+                             {"assistant", "", {{"get_weather", R"({"city":"Paris"})"}}},
+                             {"tool", "sunny", {}, "get_weather"},
+                             {"assistant", "Let me check two.", {{"f", "{}"}, {"g", ""}}}};
+    CHECK(render_chat(m, chat_template::llama3) ==
+          "<|start_header_id|>user<|end_header_id|>\n\nWeather?<|eot_id|>"
+          "<|start_header_id|>assistant<|end_header_id|>\n\n"
+          "{\"name\": \"get_weather\", \"parameters\": {\"city\":\"Paris\"}}<|eot_id|>"
+          "<|start_header_id|>ipython<|end_header_id|>\n\nsunny<|eot_id|>"
+          "<|start_header_id|>assistant<|end_header_id|>\n\nLet me check two.\n"
+          "{\"name\": \"f\", \"parameters\": {}}\n{\"name\": \"g\", \"parameters\": {}}<|eot_id|>"
+          "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    CHECK(render_chat(m, chat_template::bitnet) ==
+          "User: Weather?<|eot_id|>Assistant: "
+          "{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Paris\"}}"
+          "User: Tool result (get_weather): sunny<|eot_id|>Assistant: "
+          "Let me check two.\n{\"name\": \"f\", \"arguments\": {}}\n"
+          "{\"name\": \"g\", \"arguments\": {}}");
+}
