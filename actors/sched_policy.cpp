@@ -388,13 +388,15 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
         if (s.timings.first_token == clock::time_point{}) // index n_resumed when resumed
             s.timings.first_token = now;
 
-        if (eog_.count(smp.token)) {
-            end(smp.id, finish_reason::eos, now, out.finished);
-            continue;
-        }
+        // An end-of-generation or stop token ends the sequence without reaching the client: it
+        // is not one of the tokens generated (usage counts what the client receives, as the
+        // logprobs and the native `tokens` list it) and has no KV.
         const auto& stops = s.req.stop_token_ids;
-        if (std::find(stops.begin(), stops.end(), smp.token) != stops.end()) {
-            end(smp.id, finish_reason::stop, now, out.finished);
+        const bool eog = eog_.count(smp.token) > 0;
+        if (eog || std::find(stops.begin(), stops.end(), smp.token) != stops.end()) {
+            s.tokens.pop_back();
+            --s.n_generated;
+            end(smp.id, eog ? finish_reason::eos : finish_reason::stop, now, out.finished);
             continue;
         }
         out.tokens.push_back({smp.id, smp.token, smp.logprob, index, si});

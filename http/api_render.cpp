@@ -144,7 +144,10 @@ std::int64_t unix_now() {
 }
 
 std::string openai_finish(const std::string& reason) {
-    return (reason == "length" || reason == "deadline") ? "length" : "stop";
+    // A drain-cut ("cancelled") output is cut short too: OpenAI has no other word for it, and
+    // the stream's error event says why.
+    return (reason == "length" || reason == "deadline" || reason == "cancelled") ? "length"
+                                                                                 : "stop";
 }
 
 std::string utf8_or_replacement(std::string_view s) {
@@ -230,9 +233,16 @@ std::array<std::string, 4> completion_logprob_columns(const msg::token_event& ev
                                                       std::size_t text_offset) {
     const auto p = piece(ev.token);
     std::string top = "{";
-    for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_logprobs.size(); ++i)
+    bool sampled_listed = false;
+    for (std::size_t i = 0; i < ev.top_tokens.size() && i < ev.top_logprobs.size(); ++i) {
         top += (i ? "," : "") + quoted(utf8_or_replacement(piece(ev.top_tokens[i]))) + ":" +
                fixed(ev.top_logprobs[i], 6);
+        sampled_listed = sampled_listed || ev.top_tokens[i] == ev.token;
+    }
+    // OpenAI's legacy completions list the sampled token among the alternatives even when it
+    // is not one of the top ones (then logprobs + 1 entries).
+    if (!sampled_listed && !ev.top_tokens.empty())
+        top += "," + quoted(utf8_or_replacement(p)) + ":" + fixed(ev.logprob, 6);
     top += "}";
     return {quoted(utf8_or_replacement(p)), fixed(ev.logprob, 6), top, std::to_string(text_offset)};
 }
@@ -260,7 +270,8 @@ std::string completion_chunk(const chunk_head& h, const std::string& text,
                              std::uint32_t index) {
     return R"({"id":"cmpl-)" + std::string(h.req_id.substr(4)) +
            R"(","object":"text_completion","created":)" + std::to_string(h.created) +
-           R"(,"model":)" + quoted(h.model) + R"(,"choices":[{"text":)" + quoted(text) +
+           R"(,"model":)" + quoted(h.model) +
+           R"(,"system_fingerprint":"bitnet-serve","choices":[{"text":)" + quoted(text) +
            R"(,"index":)" + std::to_string(index) + R"(,"logprobs":)" + logprobs +
            R"(,"finish_reason":)" + finish + R"(}],"usage":null})";
 }
@@ -275,7 +286,8 @@ std::string chat_usage_chunk(const chunk_head& h, const msg::completion& c) {
 std::string completion_usage_chunk(const chunk_head& h, const msg::completion& c) {
     return R"({"id":"cmpl-)" + std::string(h.req_id.substr(4)) +
            R"(","object":"text_completion","created":)" + std::to_string(h.created) +
-           R"(,"model":)" + quoted(h.model) + R"(,"choices":[],"usage":)" + usage_json(c) + "}";
+           R"(,"model":)" + quoted(h.model) +
+           R"(,"system_fingerprint":"bitnet-serve","choices":[],"usage":)" + usage_json(c) + "}";
 }
 
 std::string native_token_event(const msg::token_event& ev) {
@@ -310,7 +322,7 @@ std::string chat_body(const std::string& req_id, std::int64_t created, const msg
     return R"({"id":"chatcmpl-)" + req_id.substr(4) + R"(","object":"chat.completion","created":)" +
            std::to_string(created) + R"(,"model":)" + quoted(c.model) +
            R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":{"role":"assistant","content":)" +
-           quoted(text) + R"(},"logprobs":)" + logprobs + R"(,"finish_reason":)" +
+           quoted(text) + R"(,"refusal":null},"logprobs":)" + logprobs + R"(,"finish_reason":)" +
            quoted(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
 }
 
@@ -321,8 +333,9 @@ std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
     // A call cut short (max_tokens, the deadline) is no call and no content: the partial
     // arguments are internal text, never an answer a client could take for one.
     const std::string message =
-        whole ? R"({"role":"assistant","content":null,"tool_calls":)" + *tool_calls + "}"
-              : std::string(R"({"role":"assistant","content":null})");
+        whole ? R"({"role":"assistant","content":null,"refusal":null,"tool_calls":)" + *tool_calls +
+                    "}"
+              : std::string(R"({"role":"assistant","content":null,"refusal":null})");
     return R"({"id":"chatcmpl-)" + req_id.substr(4) + R"(","object":"chat.completion","created":)" +
            std::to_string(created) + R"(,"model":)" + quoted(c.model) +
            R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":)" + message +
@@ -335,8 +348,9 @@ std::string completion_body(const std::string& req_id, std::int64_t created,
                             const msg::completion& c, const std::string& text,
                             const std::string& logprobs) {
     return R"({"id":"cmpl-)" + req_id.substr(4) + R"(","object":"text_completion","created":)" +
-           std::to_string(created) + R"(,"model":)" + quoted(c.model) + R"(,"choices":[{"text":)" +
-           quoted(text) + R"(,"index":0,"logprobs":)" + logprobs + R"(,"finish_reason":)" +
+           std::to_string(created) + R"(,"model":)" + quoted(c.model) +
+           R"(,"system_fingerprint":"bitnet-serve","choices":[{"text":)" + quoted(text) +
+           R"(,"index":0,"logprobs":)" + logprobs + R"(,"finish_reason":)" +
            quoted(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
 }
 

@@ -299,7 +299,7 @@ TEST_CASE("finish reasons: eos, stop token, max_tokens, context window, deadline
         CHECK(out.tokens.empty());
         REQUIRE(out.finished.size() == 1);
         CHECK(out.finished[0].reason == finish_reason::eos);
-        CHECK(out.finished[0].n_generated == 1);
+        CHECK(out.finished[0].n_generated == 0); // the EOG token is not one generated
         CHECK(out.finished[0].n_prompt == 3);
     }
     SUBCASE("a stop token id ends with stop") {

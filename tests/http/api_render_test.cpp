@@ -15,6 +15,7 @@ TEST_CASE("chat and completion chunks carry the request's id, created and model"
           R"("logprobs":null,"finish_reason":null}],"usage":null})");
     CHECK(completion_chunk(h, "a\"b", R"("stop")") ==
           R"({"id":"cmpl-7","object":"text_completion","created":100,"model":"m",)"
+          R"("system_fingerprint":"bitnet-serve",)"
           R"("choices":[{"text":"a\"b","index":0,"logprobs":null,"finish_reason":"stop"}],)"
           R"("usage":null})");
 }
@@ -62,14 +63,22 @@ TEST_CASE("completions logprobs: columns per token, pieces made valid UTF-8") {
     const auto cols = completion_logprob_columns(ev, piece, 4);
     CHECK(cols[0] == "\"a\xEF\xBF\xBD\"");
     CHECK(cols[1] == "-1.000000");
-    CHECK(cols[2] == R"({"b":-2.000000})");
+    // The sampled token is listed among the alternatives when it is not a top one (OpenAI).
+    CHECK(cols[2] == "{\"b\":-2.000000,\"a\xEF\xBF\xBD\":-1.000000}");
     CHECK(cols[3] == "4");
     std::array<std::vector<std::string>, 4> all;
     for (std::size_t i = 0; i < 4; ++i)
         all[i].push_back(cols[i]);
     CHECK(completion_logprobs_object(all) ==
           "{\"tokens\":[\"a\xEF\xBF\xBD\"],\"token_logprobs\":[-1.000000],"
-          "\"top_logprobs\":[{\"b\":-2.000000}],\"text_offset\":[4]}");
+          "\"top_logprobs\":[{\"b\":-2.000000,\"a\xEF\xBF\xBD\":-1.000000}],\"text_offset\":[4]}");
+    // Listed once when it is a top one.
+    ev.top_tokens = {1, 2};
+    ev.top_logprobs = {-1.0f, -2.0f};
+    CHECK(completion_logprob_columns(ev, piece, 4)[2] ==
+          "{\"a\xEF\xBF\xBD\":-1.000000,\"b\":-2.000000}");
+    ev.top_tokens = {2};
+    ev.top_logprobs = {-2.0f};
     CHECK(chat_logprob(ev, piece) ==
           "{\"token\":\"a\xEF\xBF\xBD\",\"logprob\":-1.000000,\"bytes\":[97,195],"
           "\"top_logprobs\":[{\"token\":\"b\",\"logprob\":-2.000000,\"bytes\":[98]}]}");

@@ -609,18 +609,19 @@ TEST_CASE("SSE framing byte for byte: headers, one event per chunk, native and O
     CHECK(exchange("/v1/inference/stream", R"({"prompt":[1],"max_tokens":3})") == want);
 
     const std::string pre = R"(data: {"id":"cmpl-N","object":"text_completion","created":0,)"
-                            R"("model":"tiny","choices":[)";
-    want = {pre + R"({"text":"<2>","index":0,"logprobs":null,"finish_reason":null}],"usage":null})"
-                  "\n\n",
-            pre + R"({"text":"<3>","index":0,"logprobs":null,"finish_reason":null}],"usage":null})"
-                  "\n\n",
-            pre + R"({"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"usage":null})"
-                  "\n\n",
-            R"(data: {"id":"cmpl-N","object":"text_completion","created":0,"model":"tiny",)"
-            R"("choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,)"
-            R"("prompt_tokens_details":{"cached_tokens":0}}})"
-            "\n\n",
-            "data: [DONE]\n\n"};
+                            R"("model":"tiny","system_fingerprint":"bitnet-serve","choices":[)";
+    want = {
+        pre + R"({"text":"<2>","index":0,"logprobs":null,"finish_reason":null}],"usage":null})"
+              "\n\n",
+        pre + R"({"text":"<3>","index":0,"logprobs":null,"finish_reason":null}],"usage":null})"
+              "\n\n",
+        pre + R"({"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"usage":null})"
+              "\n\n",
+        R"(data: {"id":"cmpl-N","object":"text_completion","created":0,"model":"tiny",)"
+        R"("system_fingerprint":"bitnet-serve","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,)"
+        R"("prompt_tokens_details":{"cached_tokens":0}}})"
+        "\n\n",
+        "data: [DONE]\n\n"};
     CHECK(exchange("/v1/completions", R"({"prompt":[1],"max_tokens":2,"stream":true,)"
                                       R"("stream_options":{"include_usage":true}})") == want);
 }
