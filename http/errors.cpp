@@ -137,4 +137,15 @@ std::string error_body(const api_error& e, std::string_view request_id) {
     return boost::json::serialize(root);
 }
 
+api_error drain_error() {
+    return {503,
+            "overloaded",
+            "draining",
+            "the server is shutting down and its drain timeout passed before this request "
+            "finished; generation was cancelled",
+            "",
+            "retry against another replica",
+            1};
+}
+
 } // namespace bitnet::http

@@ -31,4 +31,8 @@ struct api_error {
 /// `{"error":{"message","type","code","param","request_id","suggestion"}}`.
 [[nodiscard]] std::string error_body(const api_error& e, std::string_view request_id);
 
+/// What a request cut by the drain deadline is told (503 `draining`; in a stream, its error
+/// event).
+[[nodiscard]] api_error drain_error();
+
 } // namespace bitnet::http

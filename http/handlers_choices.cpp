@@ -15,6 +15,10 @@ void session::choice_token(const msg::token_event& ev, bool lp) {
     if (ev.choice >= call_->choices.size())
         return;
     auto& ch = call_->choices[ev.choice];
+    if (ch.done)
+        return; // ended (a drain cut it): what was still in flight is not sent after its finish
+    if (ev.token >= 0)
+        ++ch.n_tokens;
     std::string chat_lp;
     std::array<std::string, 4> cols;
     if (lp && call_->kind == route_kind::chat)
@@ -54,7 +58,7 @@ void session::choice_done(msg::completion c) {
         return;
     const auto index = c.choice;
     if (sse_) {
-        const auto finish = quoted(call_->cut ? c.finish_reason : openai_finish(c.finish_reason));
+        const auto finish = quoted(openai_finish(c.finish_reason));
         if (call_->kind == route_kind::chat)
             sse_data(chat_chunk(head(), "{}", finish, "null", index));
         else
@@ -89,6 +93,8 @@ void session::choice_done(msg::completion c) {
         if (call_->include_usage)
             sse_data(call_->kind == route_kind::chat ? chat_usage_chunk(head(), total)
                                                      : completion_usage_chunk(head(), total));
+        if (call_->cut)
+            sse_data(error_body(drain_error(), call_->req_id));
         sse_data("[DONE]");
         return end_stream();
     }

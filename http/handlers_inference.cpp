@@ -21,18 +21,6 @@ namespace net = boost::asio;
 
 namespace {
 
-/// What a request cut by the drain deadline is told (HTTP-API.md: 503 `draining`).
-api_error drain_error() {
-    return {503,
-            "overloaded",
-            "draining",
-            "the server is shutting down and its drain timeout passed before this request "
-            "finished; generation was cancelled",
-            "",
-            "retry against another replica",
-            1};
-}
-
 api_kind api_of(route_kind kind) {
     return kind == route_kind::chat          ? api_kind::chat
            : kind == route_kind::completions ? api_kind::completions
@@ -315,7 +303,7 @@ void session::on_done(msg::completion c) {
 
 /// A stream's last events: the finish (and usage), the drain error when cut, then [DONE].
 void session::stream_done_events(const msg::completion& c) {
-    const auto finish = quoted(call_->cut ? c.finish_reason : openai_finish(c.finish_reason));
+    const auto finish = quoted(openai_finish(c.finish_reason));
     switch (call_->kind) {
     case route_kind::native:
     case route_kind::native_stream:

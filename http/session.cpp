@@ -98,7 +98,21 @@ void session::cut() {
             c.ttft_us = us(call_->first_token);
             c.decode_us = c.total_us - c.ttft_us;
         }
-        return on_done(std::move(c));
+        if (call_->n_choices <= 1)
+            return on_done(std::move(c));
+        // n > 1: every choice still running ends here, each with its own tokens; the last one
+        // sends the usage, the drain error and [DONE] (or, before the stream began, the 503).
+        for (std::uint32_t i = 0; i < call_->n_choices; ++i) {
+            if (!call_ || call_->ended)
+                break;
+            if (i < call_->choices.size() && call_->choices[i].done)
+                continue;
+            auto ci = c;
+            ci.choice = i;
+            ci.completion_tokens = i < call_->choices.size() ? call_->choices[i].n_tokens : 0;
+            on_done(std::move(ci));
+        }
+        return;
     }
     if (!responding_ && out_.empty() && !call_)
         close();
@@ -235,6 +249,7 @@ void session::write_response(const std::string& route, bool counted) {
     }
     if (srv_.draining)
         keep_alive_ = false;
+    set_cors_headers();
     res_.keep_alive(keep_alive_);
     res_.prepare_payload();
     stream_.expires_after(srv_.opt.write_timeout);

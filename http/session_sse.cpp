@@ -10,6 +10,7 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace bitnet::http {
@@ -28,10 +29,14 @@ void session::begin_stream() {
     std::string preamble = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                            "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
                            "X-Request-Id: " +
-                           call_->req_id + "\r\nTransfer-Encoding: chunked\r\n\r\n";
+                           call_->req_id + "\r\n" + cors_header_lines() +
+                           "Transfer-Encoding: chunked\r\n\r\n";
     enqueue_raw(std::move(preamble));
+    // Every choice opens with its role, as OpenAI streams n > 1 (the SDK's stream helper
+    // refuses a choice whose first delta has none).
     if (call_->kind == route_kind::chat)
-        sse_data(chat_chunk(head(), R"({"role":"assistant","content":""})", "null"));
+        for (std::uint32_t i = 0; i < std::max<std::uint32_t>(call_->n_choices, 1); ++i)
+            sse_data(chat_chunk(head(), R"({"role":"assistant","content":""})", "null", "null", i));
     arm_ping();
 }
 

@@ -105,6 +105,7 @@ TEST_CASE("n > 1 streamed on chat: chunks carry the choice index, each choice en
     REQUIRE(chunks.size() >= 5);
     CHECK(chunks.back() == "[DONE]");
     std::map<std::int64_t, std::string> text, finish;
+    std::map<std::int64_t, int> roles;
     int usage_chunks = 0;
     for (std::size_t i = 0; i + 1 < chunks.size(); ++i) {
         const auto c = test::parse_object(chunks[i]);
@@ -120,7 +121,17 @@ TEST_CASE("n > 1 streamed on chat: chunks carry the choice index, each choice en
         }
         const auto& ch = cs[0].as_object();
         const auto index = ch.at("index").as_int64();
-        if (const auto* d = ch.at("delta").as_object().if_contains("content"))
+        // Each choice's first delta carries the role (OpenAI's SDK stream helper needs it), and
+        // only the first.
+        const auto& delta = ch.at("delta").as_object();
+        if (delta.contains("role")) {
+            CHECK(delta.at("role").as_string() == "assistant");
+            CHECK(text[index].empty());
+            ++roles[index];
+        } else {
+            CHECK_MESSAGE(roles[index] == 1, "choice " << index << " had no role first");
+        }
+        if (const auto* d = delta.if_contains("content"))
             text[index] += d->as_string();
         if (!ch.at("finish_reason").is_null()) {
             CHECK(finish.count(index) == 0);
@@ -128,6 +139,7 @@ TEST_CASE("n > 1 streamed on chat: chunks carry the choice index, each choice en
         }
     }
     CHECK(usage_chunks == 1);
+    CHECK(roles == std::map<std::int64_t, int>{{0, 1}, {1, 1}, {2, 1}});
     REQUIRE(finish.size() == 3);
     for (std::int64_t i = 0; i < 3; ++i) {
         const auto& want = choices[static_cast<std::size_t>(i)].as_object();

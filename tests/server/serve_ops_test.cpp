@@ -3,7 +3,9 @@
 // and rate figures, and 64 concurrent streams with the same greedy output as each alone.
 #include "server/server_process.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <map>
 
 using namespace bitnet;
 
@@ -77,6 +79,59 @@ TEST_CASE("past the drain deadline streams end with an error event and finish_re
           "draining");
     CHECK(s.log().find("drain timeout (100 ms) passed: cancelled 3 request(s)") !=
           std::string::npos);
+}
+
+TEST_CASE("past the drain deadline an n > 1 chat stream ends every choice with an OpenAI "
+          "finish_reason, then usage, the drain error and [DONE]") {
+    test::server_process s({"--drain-timeout-ms", "100"});
+    test::http_reply r;
+    std::thread a([&] {
+        r = s.post("/v1/chat/completions",
+                   R"({"messages":[{"role":"user","content":"Once upon a time"}],"n":3,
+                       "max_tokens":2000,"temperature":0.8,"seed":5,"stream":true,
+                       "stream_options":{"include_usage":true}})");
+    });
+    for (int i = 0; i < 400 && stat(s, "running") != 3; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(stat(s, "running") == 3);
+    CHECK(s.signal_and_wait(SIGTERM) == 0);
+    a.join();
+    CHECK(r.status == 200);
+    CHECK(r.complete);
+    const auto chunks = test::sse_data(r.body);
+    REQUIRE(chunks.size() >= 6);
+    CHECK(chunks.back() == "[DONE]");
+    // The drain error, after the usage chunk.
+    const auto err = test::parse_object(chunks[chunks.size() - 2]);
+    REQUIRE(err.contains("error"));
+    CHECK(err.at("error").as_object().at("code").as_string() == "draining");
+    const auto usage = test::parse_object(chunks[chunks.size() - 3]);
+    REQUIRE(usage.contains("usage"));
+    CHECK(usage.at("choices").as_array().empty());
+    std::map<std::int64_t, std::string> finish;
+    std::map<std::int64_t, int> content_chunks;
+    for (std::size_t i = 0; i + 3 < chunks.size(); ++i) {
+        const auto c = test::parse_object(chunks[i]);
+        const auto& ch = c.at("choices").as_array().at(0).as_object();
+        const auto index = ch.at("index").as_int64();
+        // Nothing of a choice after its finish.
+        CHECK_MESSAGE(finish.count(index) == 0, "choice " << index << " went on after its end");
+        if (ch.at("delta").as_object().contains("content"))
+            ++content_chunks[index];
+        if (!ch.at("finish_reason").is_null())
+            finish[index] = ch.at("finish_reason").as_string();
+    }
+    REQUIRE(finish.size() == 3);
+    for (const auto& [index, why] : finish) {
+        INFO("choice " << index);
+        CHECK((why == "length" || why == "stop")); // OpenAI's words; a cut one is "length"
+    }
+    CHECK(std::count_if(finish.begin(), finish.end(),
+                        [](const auto& f) { return f.second == "length"; }) >= 1);
+    std::int64_t total = 0;
+    for (const auto& [index, n] : content_chunks)
+        total += n;
+    CHECK(usage.at("usage").as_object().at("completion_tokens").as_int64() >= total - 3);
 }
 
 TEST_CASE("a key past its quota gets 429 with Retry-After, other keys pass, metrics count it") {
