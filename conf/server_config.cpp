@@ -106,6 +106,9 @@ std::span<const field> fields() {
          "the Bearer credential GET /metrics asks for (empty: /metrics open)"},
         {"prefix_cache_share_groups", &server_config::prefix_cache_share_groups, 0, 0,
          "groups of API keys whose requests share cached prompt prefixes, each keyA|keyB"},
+        {"cors_allowed_origins", &server_config::cors_allowed_origins, 0, 0,
+         "origins browser pages may call the API from, scheme://host[:port] or * (comma-separated; "
+         "empty = no CORS)"},
         {"admin_api_keys", &server_config::admin_api_keys, 0, 0,
          "admin API keys (comma-separated)"},
         {"admin_open", &server_config::admin_open, 0, 1,
@@ -176,6 +179,20 @@ error bad(std::string_view key, std::string_view origin, const std::string& what
 
 /// The form a text key's value must have, checked as the value is set so the error names where
 /// it came from; an empty value means "unset" and always passes. Returns what is wrong, or "".
+/// An origin as browsers send it: "*", or scheme://host[:port] with no path (no trailing '/').
+std::string cors_origin_problem(std::string_view value) {
+    if (value == "*")
+        return {};
+    const auto scheme = value.find("://");
+    const bool web = value.rfind("http://", 0) == 0 || value.rfind("https://", 0) == 0;
+    if (!web || scheme + 3 >= value.size() ||
+        value.find_first_of("/?# ", scheme + 3) != std::string_view::npos)
+        return "'" + std::string(value) +
+               "' is not an origin: * or scheme://host[:port] (http or https, no path, no "
+               "trailing '/')";
+    return {};
+}
+
 std::string text_problem(std::string_view key, std::string_view value) {
     if (value.empty())
         return {};
@@ -185,6 +202,8 @@ std::string text_problem(std::string_view key, std::string_view value) {
                    : "'" + std::string(value) + "' is not 1..64 letters, digits, '.', '_' or '-'";
     if (key == "devices")
         return placement_name_problem(value);
+    if (key == "cors_allowed_origins")
+        return cors_origin_problem(value);
     if (key == "cluster_roles") {
         auto roles = parse_roles(value);
         return roles ? std::string{} : roles.error().message;

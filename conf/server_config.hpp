@@ -78,6 +78,9 @@ struct server_config {
     /// The credential GET /metrics asks for (Bearer); empty = /metrics open.
     std::string metrics_api_key;
     std::vector<std::string> admin_api_keys; ///< empty = admin routes answer 403
+    /// Origins a browser page may call the API from (CORS): "https://app.example" each, or "*"
+    /// for any. Empty: no CORS headers, and OPTIONS is 405 as for any unknown method.
+    std::vector<std::string> cors_allowed_origins;
     /// 1 = admin routes need no key when admin_api_keys is empty (local use only).
     std::uint32_t admin_open = 0;
     /// Open connections; past it a new connection gets 503 + Retry-After and is closed.

@@ -82,6 +82,10 @@ struct server_options {
     /// `admin_open` (local use) lets them through without a key.
     std::vector<std::string> admin_keys;
     bool admin_open = false;
+    /// CORS: the origins browser pages may call from ("*" = any); empty = no CORS headers. No
+    /// cookie or HTTP-auth credentials are ever allowed (the API's keys travel in headers the
+    /// page sets itself), so "*" can never expose a user's session.
+    std::vector<std::string> cors_origins;
     std::string default_model;
     /// Model states and executor info for /v1/models, /health and bitnet_model_info. Null: the
     /// models are listed from admission's queue stats only.

@@ -114,6 +114,7 @@ private:
             std::vector<std::string> lp_chat;
             std::array<std::vector<std::string>, 4> lp_cols;
             std::size_t text_offset = 0;
+            std::uint32_t n_tokens = 0; ///< real tokens received (what a cut one counts)
             std::optional<msg::completion> done;
         };
         std::uint32_t n_choices = 1;
@@ -190,6 +191,19 @@ private:
     // ---- routing (session_dispatch.cpp) ------------------------------------------------
 
     void handle(request req);
+
+    // ---- CORS (session_cors.cpp) --------------------------------------------------------
+
+    /// Reads the request's Origin: cors_origin_ is what the answer allows, or empty.
+    void note_origin(const request& req);
+    /// A CORS preflight (OPTIONS with Access-Control-Request-Method) on a known path, answered
+    /// here when CORS is configured: true when it was.
+    /// `route` is the matched pattern (the metrics label).
+    bool answer_preflight(const request& req, const std::string& route, bool path_known);
+    /// The CORS headers of the answer, as raw header lines (the SSE preamble) or on res_.
+    [[nodiscard]] std::string cors_header_lines() const;
+    void set_cors_headers();
+
     /// Why a caller holding `key` may not use a route that needs `need`, or nothing.
     [[nodiscard]] std::optional<api_error> authorize(role need, const std::string& key) const;
     /// Runs the route the table matched.
@@ -288,6 +302,9 @@ private:
     bool watching_ = false;
     bool responding_ = false; ///< a plain response is being written
     std::string client_key_;
+    /// The Access-Control-Allow-Origin this request's answer carries (session_cors.cpp); empty:
+    /// none (no CORS configured, no Origin, or one not allowed).
+    std::string cors_origin_;
     std::array<char, 4096> linger_buf_{};
     std::size_t linger_left_ = 0;
 };

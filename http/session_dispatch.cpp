@@ -67,6 +67,9 @@ void session::handle(request req) {
     if (auto q = target.find('?'); q != std::string::npos)
         target.resize(q);
     const auto m = match_route(req.method_string(), target, srv_.opt.test_hooks);
+    note_origin(req);
+    if (answer_preflight(req, std::string(m.label), m.path_known || m.found))
+        return;
     const std::string route(m.label);
     if (m.need != role::open) {
         const auto key = bearer(req);

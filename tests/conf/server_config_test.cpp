@@ -230,3 +230,21 @@ TEST_CASE("to_json prints the effective configuration in the file's keys, keys r
     CHECK(back->models == r->models);
     CHECK(bitnet::conf::to_json(*back) == bitnet::conf::to_json(*r));
 }
+
+TEST_CASE("cors_allowed_origins: origins or *, each checked, from flag, environment or file") {
+    auto r = load_config({.args = {"--cors-allowed-origins", "https://app.example,http://h:5173"}});
+    REQUIRE(r.has_value());
+    CHECK(r->cors_allowed_origins ==
+          std::vector<std::string>{"https://app.example", "http://h:5173"});
+    r = load_config({.env = fake_env({{"BITNET_CORS_ALLOWED_ORIGINS", "*"}})});
+    REQUIRE(r.has_value());
+    CHECK(r->cors_allowed_origins == std::vector<std::string>{"*"});
+    CHECK(load_config({}).value().cors_allowed_origins.empty());
+    for (const char* bad : {"app.example", "https://app.example/", "https://a.example/path",
+                            "ftp://a.example", "https://"}) {
+        INFO(bad);
+        const auto msg = error_of({.args = {"--cors-allowed-origins", bad}});
+        CHECK(msg.find("'cors_allowed_origins'") != std::string::npos);
+        CHECK(msg.find("is not an origin") != std::string::npos);
+    }
+}

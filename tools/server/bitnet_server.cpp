@@ -204,6 +204,7 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     for (const auto& g : cfg.prefix_cache_share_groups)
         ho.cache_share_groups.push_back(conf::share_group_keys(g));
     ho.admin_keys = cfg.admin_api_keys;
+    ho.cors_origins = cfg.cors_allowed_origins;
     ho.admin_open = cfg.admin_open != 0;
     ho.max_connections = cfg.max_connections;
     ho.max_header_bytes = cfg.max_header_bytes;
