@@ -46,6 +46,8 @@ struct inference_input {
     std::string json_schema;
     std::string schema_param;
     bool tool_call = false;
+    /// A call forced to this one function: the schema is its arguments' (api_structured.hpp).
+    std::string tool_name;
     /// OpenAI `n`: choices from the one prompt (the server's max_n caps it; native routes: 1).
     std::uint32_t n = 1;
     /// vLLM's `cache_salt`: only requests with the same salt (and key) share cached prefixes.

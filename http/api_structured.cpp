@@ -124,6 +124,7 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
         return std::nullopt;
     json::array alts;
     json::object defs;
+    std::optional<std::size_t> only; ///< the one function forced, when it is one
     if (choice->is_string()) {
         const std::string_view c = choice->get_string();
         if (c == "none" || c == "auto")
@@ -133,6 +134,8 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
                                                 "{\"type\":\"function\",\"function\":{\"name\"}}");
         for (std::size_t i = 0; i < fns.size(); ++i)
             alts.push_back(call_schema(fns[i].first, fns[i].second, i, defs));
+        if (fns.size() == 1)
+            only = 0;
     } else {
         const auto* co = choice->if_object();
         const auto* fn = co ? co->if_contains("function") : nullptr;
@@ -141,8 +144,10 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
             return invalid_value("tool_choice", "tool_choice must be none, auto, required or "
                                                 "{\"type\":\"function\",\"function\":{\"name\"}}");
         for (std::size_t i = 0; i < fns.size(); ++i)
-            if (fns[i].first == name->get_string())
+            if (fns[i].first == name->get_string()) {
                 alts.push_back(call_schema(fns[i].first, fns[i].second, i, defs));
+                only = i;
+            }
         if (alts.empty())
             return invalid_value("tool_choice", "tool_choice names the function \"" +
                                                     std::string(name->get_string()) +
@@ -151,12 +156,27 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
     if (!in.json_schema.empty())
         return invalid_value("tool_choice",
                              "a forced tool call and response_format cannot be used together");
+    in.schema_param = "tools";
+    in.tool_call = true;
+    if (only) {
+        // One function: its name is known, so only the arguments are generated, under its
+        // parameters as the root (their "#" references mean what they meant). No parameters:
+        // the empty object.
+        in.tool_name = fns[*only].first;
+        if (const auto* params = fns[*only].second) {
+            json::value p = *params;
+            if (auto* po = p.if_object())
+                po->erase("$id");
+            in.json_schema = json::serialize(p);
+        } else {
+            in.json_schema = R"({"type":"object","maxProperties":0})";
+        }
+        return std::nullopt;
+    }
     json::object root{{"x-bitnet-tool-union", std::move(alts)}};
     if (!defs.empty())
         root["$defs"] = std::move(defs);
     in.json_schema = json::serialize(root);
-    in.schema_param = "tools";
-    in.tool_call = true;
     return std::nullopt;
 }
 
@@ -181,20 +201,32 @@ std::optional<api_error> read_structured(const json::object& body, api_kind kind
     return std::nullopt;
 }
 
+std::string tool_call_id(const std::string& req_id) {
+    return "call_" + req_id.substr(req_id.find('-') + 1);
+}
+
 std::optional<std::string> tool_calls_json(const std::string& text, const std::string& req_id,
-                                           bool with_index) {
+                                           bool with_index, const std::string& tool_name) {
     boost::system::error_code ec;
     const auto v = json::parse(text, ec);
-    const auto* o = ec ? nullptr : v.if_object();
-    const auto* name = o ? o->if_contains("name") : nullptr;
-    const auto* args = o ? o->if_contains("arguments") : nullptr;
-    if (!name || !name->is_string() || !args)
+    if (ec)
         return std::nullopt;
-    json::object fn{{"name", name->get_string()}, {"arguments", json::serialize(*args)}};
+    json::object fn;
+    if (!tool_name.empty()) {
+        // Only the arguments were generated: the name is the one the request forced.
+        fn = {{"name", tool_name}, {"arguments", json::serialize(v)}};
+    } else {
+        const auto* o = v.if_object();
+        const auto* name = o ? o->if_contains("name") : nullptr;
+        const auto* args = o ? o->if_contains("arguments") : nullptr;
+        if (!name || !name->is_string() || !args)
+            return std::nullopt;
+        fn = {{"name", name->get_string()}, {"arguments", json::serialize(*args)}};
+    }
     json::object call;
     if (with_index)
         call["index"] = 0;
-    call["id"] = "call_" + req_id.substr(req_id.find('-') + 1);
+    call["id"] = tool_call_id(req_id);
     call["type"] = "function";
     call["function"] = std::move(fn);
     return json::serialize(json::array{std::move(call)});

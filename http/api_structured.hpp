@@ -15,14 +15,22 @@
 namespace bitnet::http {
 
 /// Reads `response_format`, `json_schema` (native), `tools` and `tool_choice` (chat) into
-/// `in.json_schema`, `in.schema_param` and `in.tool_call`. Errors name the field.
+/// `in.json_schema`, `in.schema_param`, `in.tool_call` and `in.tool_name`. A call forced to one
+/// function (named, or the only tool under "required") generates only its arguments, under its
+/// parameters as the root schema (`in.tool_name` says whose); several functions under
+/// "required" generate `{"name":..,"arguments":..}`. Errors name the field.
 [[nodiscard]] std::optional<api_error> read_structured(const boost::json::object& body,
                                                        api_kind kind, inference_input& in);
 
-/// A chat tool call from the constrained text `{"name":..,"arguments":{..}}`: the `tool_calls`
-/// array (arguments as a JSON string, as OpenAI sends them), or nothing when the text is not a
-/// whole call (cut by max_tokens). `index` adds the stream chunks' "index" field.
-[[nodiscard]] std::optional<std::string>
-tool_calls_json(const std::string& text, const std::string& req_id, bool with_index);
+/// A chat tool call from the constrained text: the arguments of `tool_name` when it is set, else
+/// `{"name":..,"arguments":{..}}`. The `tool_calls` array (arguments as a JSON string, as OpenAI
+/// sends them), or nothing when the text is not a whole call (cut by max_tokens). `index` adds
+/// the stream chunks' "index" field.
+[[nodiscard]] std::optional<std::string> tool_calls_json(const std::string& text,
+                                                         const std::string& req_id, bool with_index,
+                                                         const std::string& tool_name = {});
+
+/// The id a request's tool call gets ("call_" and the request id's number).
+[[nodiscard]] std::string tool_call_id(const std::string& req_id);
 
 } // namespace bitnet::http

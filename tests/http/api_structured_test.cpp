@@ -69,11 +69,24 @@ TEST_CASE("tools: required is any of the functions, a named choice is that one, 
     CHECK(any[0].at("arguments") == json::parse(R"({"$ref":"#/$defs/bitnet_tool_0"})"));
     CHECK(root.at("$defs").at("bitnet_tool_0").at("properties").at("x").at("type") == "integer");
     CHECK(any[1].at("arguments") == json::parse(R"({"type":"object"})"));
+    CHECK(r.tool_name.empty()); // several functions: the name is generated too
+    // A named function: only its arguments are generated, under its parameters as the root.
+    auto f = ok(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"f"}}})",
+                api_kind::chat);
+    CHECK(f.tool_call);
+    CHECK(f.tool_name == "f");
+    CHECK(json::parse(f.json_schema) ==
+          json::parse(R"({"type":"object","properties":{"x":{"type":"integer"}}})"));
+    // No parameters: the empty object.
     auto g = ok(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}}})",
                 api_kind::chat);
-    const auto named = json::parse(g.json_schema).at("x-bitnet-tool-union").as_array();
-    REQUIRE(named.size() == 1);
-    CHECK(named[0].at("name") == "g");
+    CHECK(g.tool_name == "g");
+    CHECK(json::parse(g.json_schema) == json::parse(R"({"type":"object","maxProperties":0})"));
+    // "required" with one tool is that one.
+    auto one = ok(head + R"("tools":[{"type":"function","function":{"name":"only"}}],)" +
+                      R"("tool_choice":"required"})",
+                  api_kind::chat);
+    CHECK(one.tool_name == "only");
     auto a = ok(head + tools + R"(,"tool_choice":"auto"})", api_kind::chat);
     CHECK(a.json_schema.empty());
     CHECK_FALSE(a.tool_call);
@@ -91,7 +104,8 @@ TEST_CASE("tools: references inside parameters resolve inside them (Pydantic's $
         "name":"f","parameters":{"$schema":"x","$defs":{"Item":{"type":"object","properties":{
         "next":{"anyOf":[{"$ref":"#/$defs/Item"},{"type":"null"}]}}}},"type":"object",
         "properties":{"item":{"$ref":"#/$defs/Item"},"self":{"$ref":"#"},
-        "e":{"enum":[{"$ref":"#"}]}}}}}],"tool_choice":"required"})";
+        "e":{"enum":[{"$ref":"#"}]}}}}},{"type":"function","function":{"name":"g"}}],
+        "tool_choice":"required"})";
     auto r = ok(body, api_kind::chat);
     const auto root = json::parse(r.json_schema);
     CHECK(root.at("x-bitnet-tool-union").at(0).at("arguments").at("$ref") ==
@@ -104,6 +118,17 @@ TEST_CASE("tools: references inside parameters resolve inside them (Pydantic's $
           "#/$defs/bitnet_tool_0/$defs/Item");
     // enum members are data: left as written.
     CHECK(p.at("properties").at("e").at("enum").at(0).at("$ref") == "#");
+
+    // Forced to f alone, the parameters are the root: their references stay as written.
+    auto alone = ok(std::string(body).replace(body.find(R"("tool_choice":"required")"),
+                                              std::string(R"("tool_choice":"required")").size(),
+                                              R"("tool_choice":{"type":"function",
+                                                 "function":{"name":"f"}})"),
+                    api_kind::chat);
+    CHECK(alone.tool_name == "f");
+    const auto root_f = json::parse(alone.json_schema);
+    CHECK(root_f.at("properties").at("item").at("$ref") == "#/$defs/Item");
+    CHECK(root_f.at("properties").at("self").at("$ref") == "#");
 }
 
 TEST_CASE("tool_calls_json: arguments as a JSON string, nothing for a cut call") {
@@ -120,4 +145,10 @@ TEST_CASE("tool_calls_json: arguments as a JSON string, nothing for a cut call")
               .as_array()[0]
               .at("index") == 0);
     CHECK_FALSE(tool_calls_json(R"({"name":"f","argu)", "req-1", false));
+    // Arguments alone, for the function the request forced.
+    const auto only = json::parse(*tool_calls_json(R"({"x":1})", "req-9", false, "f")).as_array();
+    CHECK(only[0].at("function").at("name") == "f");
+    CHECK(only[0].at("function").at("arguments") == R"({"x":1})");
+    CHECK(only[0].at("id") == "call_9");
+    CHECK_FALSE(tool_calls_json(R"({"x":)", "req-9", false, "f"));
 }

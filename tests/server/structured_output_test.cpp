@@ -204,8 +204,26 @@ TEST_CASE("tool calls: required and named tool_choice give tool_calls with valid
                         const auto c =
                             test::parse_object(d).at("choices").as_array().at(0).as_object();
                         const auto& delta = c.at("delta").as_object();
-                        if (const auto* tc = delta.if_contains("tool_calls"))
-                            call = tc->as_array().at(0).as_object();
+                        // A call streams as OpenAI's do: the id and name first, then argument
+                        // deltas (a call to one of several functions comes in one piece).
+                        if (const auto* tc = delta.if_contains("tool_calls")) {
+                            const auto& part = tc->as_array().at(0).as_object();
+                            CHECK(part.at("index").as_int64() == 0);
+                            if (part.contains("id")) {
+                                CHECK(call.empty());
+                                call = part;
+                            } else {
+                                REQUIRE_FALSE(call.empty());
+                                auto& fn = call["function"].as_object();
+                                fn["arguments"] = std::string(fn["arguments"].as_string()) +
+                                                  std::string(part.at("function")
+                                                                  .as_object()
+                                                                  .at("arguments")
+                                                                  .as_string());
+                            }
+                        }
+                        if (const auto* content = delta.if_contains("content"))
+                            CHECK((content->is_null() || content->as_string().empty()));
                         if (!c.at("finish_reason").is_null())
                             finish = std::string(c.at("finish_reason").as_string());
                     }
@@ -235,6 +253,81 @@ TEST_CASE("tool calls: required and named tool_choice give tool_calls with valid
                               R"(,"tool_choice":{"type":"function","function":{"name":"nope"}}})");
     CHECK(unknown.status == 400);
     CHECK(test::parse_object(unknown.body).at("error").as_object().at("param") == "tool_choice");
+}
+
+TEST_CASE("a call forced to one function generates only its arguments: at most 12 tokens over "
+          "them, and a cut call is no call and no content") {
+    test::server_process s;
+    const auto path = test::data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
+    REQUIRE(test::load_and_wait(s, "tiny", path).at("state").as_string() == "ready");
+    const std::string tools =
+        R"("tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object",
+        "properties":{"query":{"type":"string","minLength":20,"maxLength":20}},
+        "required":["query"],"additionalProperties":false}}}])";
+    for (const std::string choice :
+         {R"("required")", R"({"type":"function","function":{"name":"lookup"}})"})
+        for (int seed = 1; seed <= 3; ++seed) {
+            CAPTURE(choice);
+            CAPTURE(seed);
+            const auto r = s.post("/v1/chat/completions",
+                                  R"({"model":"tiny","messages":[{"role":"user","content":"hi"}],)"
+                                  R"("max_tokens":200,"temperature":1,"seed":)" +
+                                      std::to_string(seed) + "," + tools + R"(,"tool_choice":)" +
+                                      choice + "}");
+            REQUIRE_MESSAGE(r.status == 200, r.body);
+            const auto o = test::parse_object(r.body);
+            const auto& c = o.at("choices").as_array().at(0).as_object();
+            REQUIRE(c.at("finish_reason").as_string() == "tool_calls");
+            const auto& fn = c.at("message")
+                                 .as_object()
+                                 .at("tool_calls")
+                                 .as_array()
+                                 .at(0)
+                                 .as_object()
+                                 .at("function")
+                                 .as_object();
+            CHECK(fn.at("name").as_string() == "lookup");
+            const std::string args(fn.at("arguments").as_string());
+            const auto parsed = json::parse(args).as_object();
+            REQUIRE(parsed.at("query").is_string());
+            CHECK(parsed.at("query").as_string().size() == 20);
+            // The cost over the arguments' own tokens: no wrapper, no name.
+            const auto tok = s.post("/v1/tokenize", R"({"model":"tiny","text":)" +
+                                                        json::serialize(json::value(args)) +
+                                                        R"(,"add_bos":false})");
+            REQUIRE_MESSAGE(tok.status == 200, tok.body);
+            const auto arg_tokens = static_cast<std::int64_t>(
+                test::parse_object(tok.body).at("tokens").as_array().size());
+            const auto spent = o.at("usage").as_object().at("completion_tokens").as_int64();
+            MESSAGE("arguments " << args << ": " << arg_tokens << " tokens, the call spent "
+                                 << spent);
+            CHECK(spent <= arg_tokens + 12);
+        }
+    // Cut by max_tokens: no call and no content, plain or streamed.
+    const std::string cut = R"({"model":"tiny","messages":[{"role":"user","content":"hi"}],)"
+                            R"("max_tokens":4,"temperature":0,)" +
+                            tools + R"(,"tool_choice":"required")";
+    const auto plain = s.post("/v1/chat/completions", cut + "}");
+    REQUIRE(plain.status == 200);
+    const auto plain_o = test::parse_object(plain.body);
+    const auto& pc = plain_o.at("choices").as_array().at(0).as_object();
+    CHECK(pc.at("finish_reason").as_string() == "length");
+    CHECK(pc.at("message").as_object().at("content").is_null());
+    CHECK_FALSE(pc.at("message").as_object().contains("tool_calls"));
+    const auto streamed = s.post("/v1/chat/completions", cut + R"(,"stream":true})");
+    REQUIRE(streamed.status == 200);
+    std::string finish;
+    for (const auto& d : sse_data(streamed.body)) {
+        if (d == "[DONE]")
+            break;
+        const auto chunk = test::parse_object(d);
+        const auto& ch = chunk.at("choices").as_array().at(0).as_object();
+        if (const auto* content = ch.at("delta").as_object().if_contains("content"))
+            CHECK((content->is_null() || content->as_string().empty()));
+        if (!ch.at("finish_reason").is_null())
+            finish = std::string(ch.at("finish_reason").as_string());
+    }
+    CHECK(finish == "length");
 }
 
 TEST_CASE("structured output: a keyword that cannot be enforced is a 400 naming it, before any "
