@@ -377,6 +377,15 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             return self->delegate(*t, msg::tokenize_atom_v, std::move(text), add_bos,
                                   parse_special);
         },
+        [self](msg::encode_atom, const std::string& alias,
+               msg::text_prompt& p) -> caf::result<std::vector<msg::token_id>> {
+            // A prompt as the version would see it (a chat rendered by its template), counted
+            // without running it (/v1/messages/count_tokens).
+            auto t = text_side(self, alias);
+            if (!t)
+                return msg::to_caf_error(t.error());
+            return self->delegate(*t, msg::encode_atom_v, std::move(p));
+        },
         [self](msg::detokenize_atom, const std::string& alias,
                std::vector<msg::token_id>& ids) -> caf::result<std::string> {
             auto t = text_side(self, alias);

@@ -4,6 +4,7 @@
 // The sink's events (admitted, token, done, fail), posted onto the strand, become SSE events or
 // one plain reply. Bytes come from api_render.hpp; this file decides which and when,
 // and keeps the request log, metrics and the drain-cut answers.
+#include "http/api_anthropic.hpp"
 #include "http/api_json.hpp"
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
@@ -12,12 +13,14 @@
 #include "messages/errors.hpp"
 
 #include <boost/asio/post.hpp>
+#include <boost/json.hpp>
 #include <caf/actor_system.hpp>
 #include <spdlog/spdlog.h>
 
 namespace bitnet::http {
 
 namespace net = boost::asio;
+namespace json = boost::json;
 
 namespace {
 
@@ -39,7 +42,8 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.kind = kind;
     c.route = route;
     c.req_id = "req-" + std::to_string(id);
-    auto parsed = parse_inference(body, api_of(kind));
+    auto parsed =
+        kind == route_kind::messages ? parse_messages(body) : parse_inference(body, api_of(kind));
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, c.req_id);
     auto& in = std::get<inference_input>(parsed);
@@ -63,7 +67,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     if (in.prompt_is_ids) {
         g.prompt = std::move(in.prompt_ids);
         c.prompt_tokens = static_cast<std::uint32_t>(g.prompt.size());
-    } else if (kind == route_kind::chat) {
+    } else if (kind == route_kind::chat || kind == route_kind::messages) {
         g.text.form = msg::prompt_form::chat;
         g.text.messages = std::move(in.messages);
     } else {
@@ -84,6 +88,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.echo = in.echo;
     g.max_tokens = in.max_tokens;
     g.params = in.params;
+    c.has_stops = !in.stop.empty();
     g.stop = std::move(in.stop);
     g.stop_token_ids = std::move(in.stop_token_ids);
     g.prio = in.prio;
@@ -94,6 +99,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.json_schema = std::move(in.json_schema);
     g.schema_param = std::move(in.schema_param);
     c.tool_call = in.tool_call;
+    c.tool_name = in.tool_name;
     g.n = in.n;
     c.active = call_count(srv_.sessions);
     g.t_received_us =
@@ -229,12 +235,36 @@ void session::stream_token(const msg::token_event& ev, bool lp) {
         sse_event("token", native_token_event(ev));
         break;
     case route_kind::chat:
+        if (call_->tool_call && !call_->tool_name.empty()) {
+            // The arguments as they come, as OpenAI streams them: the call's id and name first.
+            if (!call_->tool_opened) {
+                call_->tool_opened = true;
+                json::object fn{{"name", call_->tool_name}, {"arguments", ""}};
+                json::object open{{"index", 0},
+                                  {"id", tool_call_id(call_->req_id)},
+                                  {"type", "function"},
+                                  {"function", std::move(fn)}};
+                sse_data(chat_chunk(head(),
+                                    R"({"role":"assistant","content":null,"tool_calls":)" +
+                                        json::serialize(json::array{std::move(open)}) + "}",
+                                    "null"));
+            }
+            if (!ev.text.empty())
+                sse_data(chat_chunk(head(),
+                                    R"({"tool_calls":[{"index":0,"function":{"arguments":)" +
+                                        quoted(ev.text) + "}}]}",
+                                    "null"));
+            break;
+        }
         if (call_->tool_call)
             break; // the call goes out whole at the end (stream_done_events)
         if (!ev.text.empty() || lp)
             sse_data(
                 chat_chunk(head(), R"({"content":)" + quoted(ev.text) + "}", "null",
                            lp ? chat_logprobs_object({chat_logprob(ev, pieces_of(ev))}) : "null"));
+        break;
+    case route_kind::messages:
+        stream_messages_token(ev);
         break;
     case route_kind::completions:
         if (!ev.text.empty() || lp) {
@@ -285,9 +315,12 @@ void session::on_done(msg::completion c) {
     std::string body;
     if (call_->kind == route_kind::native)
         body = native_body(call_->req_id, c, call_->text, call_->tokens);
+    else if (call_->kind == route_kind::messages)
+        body = messages_body(c);
     else if (call_->kind == route_kind::chat && call_->tool_call)
-        body = chat_tool_call_body(call_->req_id, call_->created, c,
-                                   tool_calls_json(call_->text, call_->req_id, false));
+        body = chat_tool_call_body(
+            call_->req_id, call_->created, c,
+            tool_calls_json(call_->text, call_->req_id, false, call_->tool_name));
     else if (call_->kind == route_kind::chat)
         body = chat_body(call_->req_id, call_->created, c, call_->text,
                          call_->want_logprobs ? chat_logprobs_object(call_->lp_chat) : "null");
@@ -312,7 +345,14 @@ void session::stream_done_events(const msg::completion& c) {
         sse_event("done", native_done_event(c));
         break;
     case route_kind::chat:
-        if (call_->tool_call) {
+        if (call_->tool_call && !call_->tool_name.empty()) {
+            // The arguments went out as deltas; a whole call ends with "tool_calls", a cut one
+            // with its reason (its partial arguments were only ever tool-call deltas).
+            const bool whole = !call_->cut && c.finish_reason != "length" &&
+                               c.finish_reason != "deadline" &&
+                               tool_calls_json(call_->text, call_->req_id, true, call_->tool_name);
+            sse_data(chat_chunk(head(), "{}", whole ? quoted("tool_calls") : finish));
+        } else if (call_->tool_call) {
             // One delta with the whole call, then the finish: OpenAI's shape, in one piece.
             if (auto calls = tool_calls_json(call_->text, call_->req_id, true)) {
                 sse_data(chat_chunk(
@@ -343,6 +383,9 @@ void session::stream_done_events(const msg::completion& c) {
             sse_data(error_body(drain_error(), call_->req_id));
         sse_data("[DONE]");
         break;
+    case route_kind::messages:
+        messages_done_events(c);
+        break;
     }
 }
 
@@ -361,6 +404,8 @@ void session::on_fail(caf::error e) {
         srv_.m.request_done(call_->route, api.status, 0);
         if (call_->kind == route_kind::native || call_->kind == route_kind::native_stream)
             sse_event("error", error_body(api, call_->req_id));
+        else if (call_->kind == route_kind::messages)
+            sse_event("error", anthropic_error_body(api, call_->req_id));
         else {
             sse_data(error_body(api, call_->req_id));
             sse_data("[DONE]");

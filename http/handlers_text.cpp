@@ -2,11 +2,12 @@
 // are validated here; the work goes to admission, which hands it to the text actor of the
 // version the alias serves, from a helper actor (no asio thread waits), and the answer comes back
 // onto the connection's strand.
+#include "http/api_anthropic.hpp"
 #include "http/session.hpp"
 #include "messages/errors.hpp"
 
 #include <boost/asio/post.hpp>
-#include <boost/json/object.hpp>
+#include <boost/json.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 
@@ -112,6 +113,34 @@ void session::do_detokenize(const std::string& body) {
             self->send_json(route, 200, detokenize_body(text, m));
         },
         msg::detokenize_atom_v, *model, std::move(ids));
+}
+
+void session::do_count_tokens(const std::string& body) {
+    const std::string route = "/v1/messages/count_tokens";
+    // max_tokens is not needed to count: the parser gets one when the client left it out.
+    std::string counted(body);
+    boost::system::error_code ec;
+    if (auto o = json::parse(body, ec);
+        !ec && o.is_object() && !o.get_object().contains("max_tokens")) {
+        o.get_object()["max_tokens"] = 1;
+        counted = json::serialize(o);
+    }
+    auto parsed = parse_messages(counted);
+    if (auto* e = std::get_if<api_error>(&parsed))
+        return send_error(route, *e, "-");
+    auto& in = std::get<inference_input>(parsed);
+    msg::text_prompt p;
+    p.form = msg::prompt_form::chat;
+    p.messages = std::move(in.messages);
+    p.add_bos = in.add_bos;
+    const auto model = in.model.empty() ? srv_.opt.default_model : in.model;
+    auto self = shared_from_this();
+    ask_text<std::vector<msg::token_id>>(
+        route, "messages",
+        [self, route](std::vector<msg::token_id> ids) {
+            self->send_json(route, 200, R"({"input_tokens":)" + std::to_string(ids.size()) + "}");
+        },
+        msg::encode_atom_v, model, std::move(p));
 }
 
 } // namespace bitnet::http

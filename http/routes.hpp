@@ -24,6 +24,8 @@ enum class route_id {
     model_unload,
     model_crash,
     cluster,
+    messages,
+    messages_count_tokens,
     inference,
     inference_stream,
     completions,

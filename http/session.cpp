@@ -5,6 +5,7 @@
 // at the end of a drain.
 #include "http/session.hpp"
 
+#include "http/api_anthropic.hpp"
 #include "http/request_errors.hpp"
 
 #include <boost/asio/dispatch.hpp>
@@ -215,7 +216,10 @@ void session::on_readable_while_busy() {
 void session::send_error(const std::string& route, const api_error& e, const std::string& req_id) {
     // Every error body carries a request id, also for requests refused before they got one.
     const auto id = req_id == "-" ? "req-" + std::to_string(srv_.next_id.fetch_add(1)) : req_id;
-    send_json(route, e.status, error_body(e, id), id, {}, e.retry_after_s);
+    // Anthropic's routes answer in Anthropic's error shape, whatever refused the request.
+    const bool anthropic = route.rfind("/v1/messages", 0) == 0;
+    send_json(route, e.status, anthropic ? anthropic_error_body(e, id) : error_body(e, id), id, {},
+              e.retry_after_s);
 }
 
 void session::send_json(const std::string& route, unsigned status, std::string body,

@@ -46,7 +46,8 @@
 namespace bitnet::http {
 
 /// The inference routes' shapes: native (plain or streamed) and the two OpenAI ones.
-enum class route_kind { native, native_stream, completions, chat };
+/// The API family of an inference route; `messages` is Anthropic's (http/api_anthropic.hpp).
+enum class route_kind { native, native_stream, completions, chat, messages };
 
 class session : public std::enable_shared_from_this<session> {
 public:
@@ -108,6 +109,11 @@ private:
         /// as the model's tokenizer renders them).
         std::optional<std::string> echo_text;
         bool tool_call = false; ///< chat: the text is a forced tool call, sent as tool_calls
+        /// The one function a forced call names (its arguments alone are generated, and
+        /// streamed as argument deltas); empty: the text is {"name","arguments"}.
+        std::string tool_name;
+        bool tool_opened = false; ///< the stream sent the call's id and name
+        bool has_stops = false;   ///< the request had stop strings (Anthropic's stop_reason)
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
         struct choice {
             std::string text;
@@ -226,6 +232,21 @@ private:
     void on_done(msg::completion c);
     void on_fail(caf::error e);
     void stream_done_events(const msg::completion& c);
+
+    // ---- Anthropic's Messages API (handlers_messages.cpp) ---------------------------------
+
+    /// message_start, the first content block's start (text, or the forced call's tool_use)
+    /// and a ping.
+    void messages_stream_head();
+    void stream_messages_token(const msg::token_event& ev);
+    /// The block's stop, message_delta (stop_reason, usage), the drain error when cut, then
+    /// message_stop.
+    void messages_done_events(const msg::completion& c);
+    /// The whole reply of a plain request.
+    [[nodiscard]] std::string messages_body(const msg::completion& c) const;
+    /// Whether the forced call in the text is whole (not cut by max_tokens, the deadline or a
+    /// drain).
+    [[nodiscard]] bool whole_call(const msg::completion& c) const;
     void stream_token(const msg::token_event& ev, bool lp);
     void gather_token(msg::token_event ev, bool lp);
     // n > 1 (handlers_choices.cpp): a choice's token, a choice's end, the request's end.
@@ -280,6 +301,9 @@ private:
                   Ts... xs);
     void do_tokenize(const std::string& body);
     void do_detokenize(const std::string& body);
+    /// POST /v1/messages/count_tokens: the Messages request's prompt tokens, rendered by the
+    /// model's chat template, without running it.
+    void do_count_tokens(const std::string& body);
 
     // ---- state -------------------------------------------------------------------------
 

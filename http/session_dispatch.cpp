@@ -17,10 +17,13 @@ namespace json = boost::json;
 
 namespace {
 
-/// The key in `Authorization: Bearer <key>`, empty when none.
+/// The key in `Authorization: Bearer <key>`, else in `x-api-key` (what Anthropic's clients
+/// send); empty when none.
 std::string bearer(const session::request& req) {
     const auto auth = std::string(req[bhttp::field::authorization]);
-    return auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string{};
+    if (auth.rfind("Bearer ", 0) == 0)
+        return auth.substr(7);
+    return std::string(req["x-api-key"]);
 }
 
 bool listed(const std::vector<std::string>& keys, const std::string& k) {
@@ -182,6 +185,10 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
         return start_inference(label, route_kind::completions, req.body());
     case route_id::chat:
         return start_inference(label, route_kind::chat, req.body());
+    case route_id::messages:
+        return start_inference(label, route_kind::messages, req.body());
+    case route_id::messages_count_tokens:
+        return do_count_tokens(req.body());
     }
 }
 

@@ -84,6 +84,7 @@ using admission_actor = caf::typed_actor<
     caf::replies_to<route_atom, std::string, batcher_actor, text_actor, executor_info>::with<bool>,
     caf::replies_to<tokenize_atom, std::string, std::string, bool,
                     bool>::with<std::vector<token_id>>,
+    caf::replies_to<encode_atom, std::string, text_prompt>::with<std::vector<token_id>>,
     caf::replies_to<detokenize_atom, std::string, std::vector<token_id>>::with<std::string>,
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>,
     caf::replies_to<replicas_atom>::with<std::vector<replica_view>>,

@@ -1,0 +1,68 @@
+// Anthropic's Messages API (POST /v1/messages) on the chat machinery: a request is translated
+// into the equivalent chat completion request and validated by the same parser (so every limit
+// and check holds alike), and replies, stream events and errors are rendered in Anthropic's
+// shapes.
+//   request:  model, max_tokens (required), system (a string or text blocks), messages whose
+//             content is a string or blocks (text; tool_use on assistant turns; tool_result on
+//             user turns, read as tool messages), stop_sequences, temperature, top_p, top_k,
+//             stream, tools ({name, description, input_schema}) and tool_choice (auto, any,
+//             tool, none: auto and none are plain generation, any and tool force a call).
+//   reply:    {id: "msg_…", type: "message", role, model, content: [text | tool_use],
+//              stop_reason: end_turn | max_tokens | stop_sequence | tool_use, usage}.
+//   stream:   message_start, content_block_start, ping, content_block_delta (text_delta or
+//             input_json_delta), content_block_stop, message_delta (stop_reason, usage),
+//             message_stop; an error as `event: error`.
+#pragma once
+
+#include "http/api_json.hpp"
+#include "http/errors.hpp"
+#include "messages/types.hpp"
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace bitnet::http {
+
+/// The chat completion request (JSON text) that asks what the Messages request `body` asks, or
+/// the 400 that says why there is none. Fields the translation does not know are left out.
+[[nodiscard]] std::variant<std::string, api_error> messages_as_chat(std::string_view body);
+
+/// Parses a Messages request into the validated input the chat route would get (errors in the
+/// Messages request's field names: `stop` is `stop_sequences`).
+[[nodiscard]] parse_result parse_messages(std::string_view body);
+
+/// Anthropic's stop_reason for a finish: a forced call that is whole is "tool_use"; `stops`
+/// tells whether the request had stop_sequences (then a stop is "stop_sequence").
+[[nodiscard]] std::string anthropic_stop_reason(const std::string& finish_reason, bool whole_call,
+                                                bool stops);
+
+/// The usage object: uncached input, output and cache reads.
+[[nodiscard]] std::string anthropic_usage(const msg::completion& c);
+
+/// A text block, or a tool_use block ({"type":"tool_use","id","name","input"}) from a call's
+/// tool_calls JSON (tool_calls_json's array); "" when `calls` is not one.
+[[nodiscard]] std::string anthropic_text_block(const std::string& text);
+[[nodiscard]] std::string anthropic_tool_use_block(const std::string& calls);
+
+/// The whole reply: `content` is the JSON array of blocks.
+[[nodiscard]] std::string anthropic_message_body(const std::string& req_id,
+                                                 const std::string& model,
+                                                 const std::string& content,
+                                                 const std::string& stop_reason,
+                                                 const msg::completion& c);
+
+/// message_start's data, before any token ("usage" with what is known).
+[[nodiscard]] std::string anthropic_message_start(const std::string& req_id,
+                                                  const std::string& model,
+                                                  std::uint32_t prompt_tokens);
+
+/// {"type":"error","error":{"type":..,"message":..},"request_id":..} with Anthropic's error
+/// types for our statuses.
+[[nodiscard]] std::string anthropic_error_body(const api_error& e, std::string_view request_id);
+
+/// The message id of a request ("msg_" and the request id's number) and its tool_use id.
+[[nodiscard]] std::string anthropic_message_id(const std::string& req_id);
+[[nodiscard]] std::string anthropic_tool_use_id(const std::string& req_id);
+
+} // namespace bitnet::http

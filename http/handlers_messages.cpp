@@ -1,0 +1,104 @@
+// Anthropic's Messages API on a session (http/api_anthropic.hpp for the shapes): the stream's
+// event sequence and the plain reply. A forced call to one function streams its arguments as
+// input_json_delta events in a tool_use block; a call among several comes whole at the end; a
+// call cut short is no tool_use block (stop_reason max_tokens).
+#include "http/api_anthropic.hpp"
+#include "http/api_render.hpp"
+#include "http/api_structured.hpp"
+#include "http/session.hpp"
+
+#include <boost/json.hpp>
+
+namespace bitnet::http {
+
+namespace json = boost::json;
+
+namespace {
+
+std::string block_start(const std::string& block) {
+    return R"({"type":"content_block_start","index":0,"content_block":)" + block + "}";
+}
+
+std::string tool_use_start(const std::string& id, const std::string& name) {
+    return block_start(json::serialize(
+        json::object{{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", json::object{}}}));
+}
+
+std::string json_delta(const std::string& partial) {
+    return R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":)" +
+           quoted(partial) + "}}";
+}
+
+} // namespace
+
+bool session::whole_call(const msg::completion& c) const {
+    return call_->tool_call && !call_->cut && c.finish_reason != "length" &&
+           c.finish_reason != "deadline" &&
+           tool_calls_json(call_->text, call_->req_id, false, call_->tool_name).has_value();
+}
+
+void session::messages_stream_head() {
+    sse_event("message_start",
+              anthropic_message_start(call_->req_id, call_->model, call_->prompt_tokens));
+    if (!call_->tool_call)
+        sse_event("content_block_start", block_start(R"({"type":"text","text":""})"));
+    else if (!call_->tool_name.empty())
+        sse_event("content_block_start",
+                  tool_use_start(anthropic_tool_use_id(call_->req_id), call_->tool_name));
+    // A call among several functions: its block starts once the name is known (at the end).
+    sse_event("ping", R"({"type":"ping"})");
+}
+
+void session::stream_messages_token(const msg::token_event& ev) {
+    if (ev.text.empty())
+        return;
+    if (!call_->tool_call)
+        sse_event(
+            "content_block_delta",
+            R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":)" +
+                quoted(ev.text) + "}}");
+    else if (!call_->tool_name.empty())
+        sse_event("content_block_delta", json_delta(ev.text));
+}
+
+void session::messages_done_events(const msg::completion& c) {
+    const bool whole = whole_call(c);
+    if (call_->tool_call && call_->tool_name.empty()) {
+        // The call among several functions, whole, in one piece; a cut one opens no block.
+        if (whole) {
+            const auto calls = tool_calls_json(call_->text, call_->req_id, false);
+            const auto block = json::parse(anthropic_tool_use_block(*calls)).as_object();
+            sse_event("content_block_start",
+                      tool_use_start(std::string(block.at("id").as_string()),
+                                     std::string(block.at("name").as_string())));
+            sse_event("content_block_delta", json_delta(json::serialize(block.at("input"))));
+            sse_event("content_block_stop", R"({"type":"content_block_stop","index":0})");
+        }
+    } else {
+        sse_event("content_block_stop", R"({"type":"content_block_stop","index":0})");
+    }
+    sse_event("message_delta",
+              R"({"type":"message_delta","delta":{"stop_reason":)" +
+                  quoted(anthropic_stop_reason(c.finish_reason, whole, call_->has_stops)) +
+                  R"(,"stop_sequence":null},"usage":)" + anthropic_usage(c) + "}");
+    if (call_->cut)
+        sse_event("error", anthropic_error_body(drain_error(), call_->req_id));
+    else
+        sse_event("message_stop", R"({"type":"message_stop"})");
+}
+
+std::string session::messages_body(const msg::completion& c) const {
+    const bool whole = whole_call(c);
+    std::string content = "[]";
+    if (!call_->tool_call) {
+        content = "[" + anthropic_text_block(call_->text) + "]";
+    } else if (whole) {
+        const auto calls = tool_calls_json(call_->text, call_->req_id, false, call_->tool_name);
+        content = "[" + anthropic_tool_use_block(*calls) + "]";
+    }
+    return anthropic_message_body(call_->req_id, c.model.empty() ? call_->model : c.model, content,
+                                  anthropic_stop_reason(c.finish_reason, whole, call_->has_stops),
+                                  c);
+}
+
+} // namespace bitnet::http
