@@ -1,5 +1,6 @@
-// The cluster actor's state, shared by its two halves: membership (cluster_node.cpp) and the
-// rolling model operations (cluster_rolls.cpp). Internal to actors/.
+// The cluster actor's state, shared by its three parts: membership (cluster_node.cpp), joining and
+// dialing (cluster_dial.cpp) and the rolling model operations (cluster_rolls.cpp). Internal to
+// actors/.
 #pragma once
 
 #include "actors/cluster_node.hpp"
@@ -94,6 +95,31 @@ bool order_node(pointer self, const std::string& name, const std::string& kind,
 /// Node `name`'s model list (its supervisor's, through its cluster actor for a peer); false
 /// when the node is unknown or down.
 bool models_of(pointer self, const std::string& name, models_handler ok, error_handler err);
+
+/// What this node tells its peers in a heartbeat or a join: itself, its replicas and models, and
+/// the members that are not down.
+[[nodiscard]] msg::node_report own_report(pointer self);
+/// A report from `peer`: with `proven` (a join or a join's answer whose proof passed, and the
+/// roles it proves) it binds the name to that process; without (a heartbeat) it counts only from
+/// the process already bound to the name. False when it was not taken.
+bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor& peer,
+               const peer_roles* proven);
+
+// ---- joining and dialing (cluster_dial.cpp) ----------------------------------------------
+
+/// This node's proof of who it is, for the join (or join answer) it sends to `receiver`.
+[[nodiscard]] msg::join_proof own_proof(pointer self, const caf::node_id& receiver);
+/// Checks the proof of node `name` sent by the process `signer`: its certificate's verdict over
+/// TLS, the roles it declares in insecure mode.
+[[nodiscard]] peer_checker::verdict check_proof(pointer self, const std::string& name,
+                                                const msg::join_proof& p,
+                                                const caf::node_id& signer);
+/// Joins through `peer` (the process `node`, reached at `address`): sends this node's report and
+/// proof, checks the answer's. `on_end(ok)` runs when it is over.
+void join_through(pointer self, const msg::cluster_actor& peer, const caf::node_id& node,
+                  const std::string& address, std::function<void(bool)> on_end);
+/// Dials the --join addresses and the members without a link, each when its backoff allows.
+void dial_missing(pointer self);
 
 /// Starts a rolling operation (answers at once).
 [[nodiscard]] msg::operation_ticket start_roll(pointer self, msg::roll_order order);
