@@ -3,6 +3,7 @@
 #include "common/peer_roles.hpp"
 #include "common/placement_name.hpp"
 #include "conf/cluster_rules.hpp"
+#include "conf/config_fields.hpp"
 #include "conf/host_port.hpp"
 #include "conf/tls_rules.hpp"
 
@@ -29,148 +30,15 @@ using detail::fail;
 
 namespace json = boost::json;
 
-using u32_field = std::uint32_t server_config::*;
-using u64_field = std::uint64_t server_config::*;
-using str_field = std::string server_config::*;
-using list_field = std::vector<std::string> server_config::*;
-struct models_field {};
-
-/// One configuration key: its JSON name (env: BITNET_ + upper case; flag: --name-with-dashes),
-/// where it lives in the struct, its allowed range and a one-line description for `usage()`.
-struct field {
-    std::string_view key;
-    std::variant<u32_field, u64_field, str_field, list_field, models_field> target;
-    std::uint64_t min = 0;
-    std::uint64_t max = UINT64_MAX;
-    std::string_view doc;
-};
-
-constexpr std::uint64_t k_u32_max = UINT32_MAX;
-
-std::span<const field> fields() {
-    static const field table[] = {
-        {"listen_address", &server_config::listen_address, 0, 0, "address to listen on"},
-        {"port", &server_config::port, 0, 65535, "TCP port (0 = ephemeral)"},
-        {"io_threads", &server_config::io_threads, 1, 256, "HTTP io_context threads"},
-        {"caf_threads", &server_config::caf_threads, 1, 256, "CAF scheduler worker threads"},
-        {"models", models_field{}, 0, 0, "alias=path[,alias=path...] or one PATH"},
-        {"default_model", &server_config::default_model, 0, 0, "alias used when none is named"},
-        {"n_threads", &server_config::n_threads, 0, 1024, "compute threads (0 = all cores)"},
-        {"kv_budget_bytes", &server_config::kv_budget_bytes, 1ull << 16, 1ull << 40,
-         "bytes of the KV pool per model"},
-        {"kv_block_tokens", &server_config::kv_block_tokens, 1, 4096, "tokens per KV block"},
-        {"max_batch_tokens", &server_config::max_batch_tokens, 1, 1u << 20,
-         "tokens in one step (decode + prefill chunks)"},
-        {"decoding_batch_tokens", &server_config::decoding_batch_tokens, 2, 1u << 20,
-         "tokens in a step while streams decode (decodes first, then prefill chunks)"},
-        {"max_batch_seqs", &server_config::max_batch_seqs, 1, 4096, "sequences in one step"},
-        {"tenant_share_percent", &server_config::tenant_share_percent, 1, 100,
-         "while another API key waits, the percent of max_batch_seqs and of a step's prompt "
-         "tokens one key may hold (100 = first come, first served across keys)"},
-        {"prefix_caching", &server_config::prefix_caching, 0, 1,
-         "1 = reuse cached KV blocks of a shared prompt prefix; 0 = compute every prompt"},
-        {"max_n", &server_config::max_n, 1, 127,
-         "largest n (choices from one prompt, its KV shared) on completions and chat"},
-        {"q8_logits", &server_config::q8_logits, 0, 1,
-         "1 = logits from a Q8_0 copy of the embedding (0.53x the bytes, measured loss)"},
-        {"max_waiting_requests", &server_config::max_waiting_requests, 1, 1u << 24,
-         "queued requests before 503 queue_full"},
-        {"max_waiting_prompt_tokens", &server_config::max_waiting_prompt_tokens, 1, 1ull << 40,
-         "queued prompt tokens before 503 queue_full"},
-        {"priority_weight_high", &server_config::priority_weight_high, 1, 1000,
-         "admission weight of priority high"},
-        {"priority_weight_normal", &server_config::priority_weight_normal, 1, 1000,
-         "admission weight of priority normal"},
-        {"priority_weight_low", &server_config::priority_weight_low, 1, 1000,
-         "admission weight of priority low"},
-        {"default_timeout_ms", &server_config::default_timeout_ms, 1, k_u32_max,
-         "request deadline when the request names none"},
-        {"step_timeout_ms", &server_config::step_timeout_ms, 100, k_u32_max,
-         "a step slower than this is a stuck executor, replaced as for a crash"},
-        {"mask_cache_bytes", &server_config::mask_cache_bytes, 1ull << 20, 1ull << 40,
-         "bytes of structured-output token masks kept for all schemas (LRU, fair share)"},
-        {"quota_requests_per_minute", &server_config::quota_requests_per_minute, 0, 1u << 24,
-         "sequences (n choices count n) per minute per API key before 429 (0 = no quota)"},
-        {"quota_burst", &server_config::quota_burst, 0, 1u << 24,
-         "sequences a key may save up (0 = quota_requests_per_minute)"},
-        {"max_body_bytes", &server_config::max_body_bytes, 64, 1ull << 32,
-         "largest request body (413 past it)"},
-        {"read_timeout_ms", &server_config::read_timeout_ms, 1, k_u32_max, "HTTP read timeout"},
-        {"write_timeout_ms", &server_config::write_timeout_ms, 1, k_u32_max, "HTTP write timeout"},
-        {"sse_ping_ms", &server_config::sse_ping_ms, 10, k_u32_max,
-         "': ping' interval while a stream waits"},
-        {"sse_buffer_bytes", &server_config::sse_buffer_bytes, 1024, 1ull << 32,
-         "unsent SSE bytes before a slow reader is cancelled"},
-        {"api_keys", &server_config::api_keys, 0, 0, "inference API keys (comma-separated)"},
-        {"metrics_api_key", &server_config::metrics_api_key, 0, 0,
-         "the Bearer credential GET /metrics asks for (empty: /metrics open)"},
-        {"prefix_cache_share_groups", &server_config::prefix_cache_share_groups, 0, 0,
-         "groups of API keys whose requests share cached prompt prefixes, each keyA|keyB"},
-        {"cors_allowed_origins", &server_config::cors_allowed_origins, 0, 0,
-         "origins browser pages may call the API from, scheme://host[:port] or * (comma-separated; "
-         "empty = no CORS)"},
-        {"admin_api_keys", &server_config::admin_api_keys, 0, 0,
-         "admin API keys (comma-separated)"},
-        {"admin_open", &server_config::admin_open, 0, 1,
-         "1 = admin routes open when no admin key is set (local use)"},
-        {"max_connections", &server_config::max_connections, 1, 1u << 20,
-         "open connections before 503 + Retry-After"},
-        {"max_header_bytes", &server_config::max_header_bytes, 1024, 1u << 20,
-         "request line + headers, and trailers (431 past it)"},
-        {"drain_timeout_ms", &server_config::drain_timeout_ms, 0, k_u32_max,
-         "time running requests get after SIGTERM"},
-        {"memory_budget_bytes", &server_config::memory_budget_bytes, 0, 1ull << 50,
-         "weights + KV of all loaded model versions (0 = no limit)"},
-        {"probation_s", &server_config::probation_s, 0, 86400,
-         "a new version crashing this soon after its swap is rolled back"},
-        {"test_hooks", &server_config::test_hooks, 0, 1,
-         "1 = the crash test hook (builds with test hooks only)"},
-        {"log_level", &server_config::log_level, 0, 0, "trace|debug|info|warn|error|critical|off"},
-        {"node_name", &server_config::node_name, 0, 0,
-         "this node's name among its peers (empty = the host name)"},
-        {"cluster_listen", &server_config::cluster_listen, 0, 0,
-         "HOST:PORT of the peer listener (empty = no cluster; [::1]:PORT for IPv6)"},
-        {"cluster_join", &server_config::cluster_join, 0, 0,
-         "peers to join, HOST:PORT[,HOST:PORT...] (short form --join)"},
-        {"cluster_cert", &server_config::cluster_cert, 0, 0,
-         "PEM certificate of this node for peer TLS"},
-        {"cluster_key", &server_config::cluster_key, 0, 0, "PEM private key of cluster_cert"},
-        {"cluster_ca", &server_config::cluster_ca, 0, 0,
-         "PEM CA that signs every peer's certificate"},
-        {"cluster_insecure", &server_config::cluster_insecure, 0, 1,
-         "1 = plain TCP between peers, loopback only (the flag alone means 1)"},
-        {"cluster_insecure_acknowledged", &server_config::cluster_insecure_acknowledged, 0, 1,
-         "1 = run cluster_insecure knowing any local process can join as a peer (the flag alone "
-         "means 1)"},
-        {"cluster_roles", &server_config::cluster_roles, 0, 0,
-         "insecure mode: the roles this node declares, replica,router,admin or a part (empty = "
-         "all)"},
-        {"cluster_shared_certificate", &server_config::cluster_shared_certificate, 0, 1,
-         "1 = all nodes share one certificate: names are not bound to it (the flag alone means 1)"},
-        {"cluster_failure_timeout_ms", &server_config::cluster_failure_timeout_ms, 300, 600000,
-         "a peer silent this long is declared failed"},
-        {"cluster_heartbeat_ms", &server_config::cluster_heartbeat_ms, 50, 10000,
-         "heartbeat interval between peers (< cluster_failure_timeout_ms / 2)"},
-        {"cluster_forget_after_ms", &server_config::cluster_forget_after_ms, 0, k_u32_max,
-         "a peer down this long is forgotten: no longer listed or dialed (0 = never)"},
-        {"cluster_max_dial_backoff_ms", &server_config::cluster_max_dial_backoff_ms, 1000, 3600000,
-         "the cap of the redial backoff (1 s doubling, +-20 % jitter)"},
-        {"tls_cert", &server_config::tls_cert, 0, 0,
-         "PEM certificate chain: serve HTTPS on the port (with tls_key; re-read on SIGHUP)"},
-        {"tls_key", &server_config::tls_key, 0, 0, "PEM private key of tls_cert"},
-        {"devices", &server_config::devices, 0, 0,
-         "placements in preference order: auto, cpu, cuda, cuda:N, sim:N (comma-separated; the "
-         "CPU is always the last resort)"},
-    };
-    return table;
-}
-
-const field* find_field(std::string_view key) {
-    for (const auto& f : fields())
-        if (f.key == key)
-            return &f;
-    return nullptr;
-}
+using detail::field;
+using detail::fields;
+using detail::find_field;
+using detail::k_u32_max;
+using detail::list_field;
+using detail::models_field;
+using detail::str_field;
+using detail::u32_field;
+using detail::u64_field;
 
 error bad(std::string_view key, std::string_view origin, const std::string& what) {
     return {errc::invalid_argument,
