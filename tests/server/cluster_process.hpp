@@ -191,6 +191,25 @@ inline bool eventually(const std::function<bool()>& pred,
     return pred();
 }
 
+/// The rolling operation `id` as node `n` lists it in GET /v1/cluster once it has ended (empty
+/// when it does not end within a minute).
+inline boost::json::object ended_roll(const cluster_node& n, const std::string& id) {
+    boost::json::object op;
+    (void)eventually(
+        [&] {
+            const auto r = n.get("/v1/cluster");
+            if (r.status != 200)
+                return false;
+            const auto view = parse_object(r.body); // kept: the loop reads into it
+            for (const auto& o : view.at("operations").as_array())
+                if (o.as_object().at("id").as_string() == id)
+                    op = o.as_object();
+            return !op.empty() && op.at("state").as_string() != "running";
+        },
+        std::chrono::seconds(60));
+    return op;
+}
+
 /// One streamed completion as the client saw it.
 struct stream_transcript {
     unsigned status = 0;

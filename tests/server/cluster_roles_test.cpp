@@ -58,24 +58,6 @@ std::string roles_seen(const cluster_node& via, const std::string& node) {
     return {};
 }
 
-/// The roll `id` as `n` lists it once it has ended (empty when it never does).
-boost::json::object ended_roll(const cluster_node& n, const std::string& id) {
-    boost::json::object op;
-    (void)eventually(
-        [&] {
-            const auto r = n.get("/v1/cluster");
-            if (r.status != 200)
-                return false;
-            const auto view = parse_object(r.body); // kept: the loop reads into it
-            for (const auto& o : view.at("operations").as_array())
-                if (o.as_object().at("id").as_string() == id)
-                    op = o.as_object();
-            return !op.empty() && op.at("state").as_string() != "running";
-        },
-        std::chrono::seconds(60));
-    return op;
-}
-
 } // namespace
 
 TEST_CASE("cluster roles: a process whose certificate names another node cannot join under "

@@ -33,24 +33,6 @@ std::unique_ptr<cluster_node> start(scratch_dir& dir, const std::string& name, b
     return std::make_unique<cluster_node>(name, args, "", dir.file(name + ".log"));
 }
 
-/// The roll `id` as `n` lists it once it has ended (empty when it never does).
-boost::json::object ended_roll(const cluster_node& n, const std::string& id) {
-    boost::json::object op;
-    (void)eventually(
-        [&] {
-            const auto r = n.get("/v1/cluster");
-            if (r.status != 200)
-                return false;
-            const auto view = parse_object(r.body);
-            for (const auto& o : view.at("operations").as_array())
-                if (o.as_object().at("id").as_string() == id)
-                    op = o.as_object();
-            return !op.empty() && op.at("state").as_string() != "running";
-        },
-        std::chrono::seconds(60));
-    return op;
-}
-
 } // namespace
 
 TEST_CASE("cluster trust: a peer without the admin key cannot unload a model on other nodes, "
