@@ -7,6 +7,7 @@
 // validated inference request keeps its invariants. Any violation aborts (a finding).
 #pragma once
 
+#include "http/api_anthropic.hpp"
 #include "http/api_json.hpp"
 #include "http/request_errors.hpp"
 #include "http/routes.hpp"
@@ -48,8 +49,9 @@ inline void check_error_body(const http::api_error& e) {
         http_finding("error body is not the contract's JSON", e.message);
 }
 
-inline void check_inference(const std::string& body, http::api_kind kind) {
-    auto parsed = http::parse_inference(body, kind);
+/// `kind` messages: Anthropic's Messages API, which parses as the chat request it translates to.
+inline void check_inference(const std::string& body, http::api_kind kind, bool messages = false) {
+    auto parsed = messages ? http::parse_messages(body) : http::parse_inference(body, kind);
     if (auto* e = std::get_if<http::api_error>(&parsed)) {
         if (e->status < 400 || e->status > 499)
             http_finding("validation error outside 4xx", e->message);
@@ -63,8 +65,12 @@ inline void check_inference(const std::string& body, http::api_kind kind) {
             http_finding("chat without messages after validation");
         // What the serving version's text actor does with them.
         std::vector<model::chat_turn> turns;
-        for (const auto& m : in.messages)
-            turns.push_back({m.role, m.content});
+        for (const auto& m : in.messages) {
+            model::chat_turn t{m.role, m.content, {}, m.name};
+            for (const auto& c : m.tool_calls)
+                t.calls.push_back({c.name, c.arguments});
+            turns.push_back(std::move(t));
+        }
         (void)model::render_chat(turns, model::chat_template::bitnet);
         (void)model::render_chat(turns, model::chat_template::llama3);
     } else if (in.prompt_is_ids ? in.prompt_ids.empty() : in.prompt_text.empty()) {
@@ -98,6 +104,9 @@ inline void check_request(const boost::beast::http::request<boost::beast::http::
         return check_inference(body, http::api_kind::completions);
     case http::route_id::chat:
         return check_inference(body, http::api_kind::chat);
+    case http::route_id::messages:
+    case http::route_id::messages_count_tokens:
+        return check_inference(body, http::api_kind::chat, true);
     case http::route_id::tokenize:
     case http::route_id::detokenize:
     case http::route_id::model_load: {

@@ -42,6 +42,22 @@ inline std::vector<std::string> http_seed_requests() {
                   R"({"messages":[{"role":"system","content":"Be brief."},)"
                   R"({"role":"user","content":"Hi \u00e9\ud83d\ude00"}],"max_completion_tokens":8,)"
                   R"("logprobs":true,"top_logprobs":2,"min_p":0.05,"repetition_penalty":1.1})"),
+        // A tool loop's second turn, as the SDKs send it, on both APIs.
+        http_post("/v1/chat/completions",
+                  R"({"messages":[{"role":"developer","content":[{"type":"text","text":"T"}]},)"
+                  R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":)"
+                  R"("function","function":{"name":"f","arguments":"{\"a\":1}"}}]},)"
+                  R"({"role":"tool","tool_call_id":"c1","content":"ok"}],"max_tokens":4,)"
+                  R"("tools":[{"type":"function","function":{"name":"f","parameters":)"
+                  R"({"type":"object"}}}],"tool_choice":{"type":"function","function":)"
+                  R"({"name":"f"}}})"),
+        http_post("/v1/messages",
+                  R"({"max_tokens":4,"system":[{"type":"text","text":"S"}],"messages":[)"
+                  R"({"role":"user","content":"q"},{"role":"assistant","content":[{"type":)"
+                  R"("tool_use","id":"t1","name":"f","input":{"a":1}}]},{"role":"user",)"
+                  R"("content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}],)"
+                  R"("tools":[{"name":"f","input_schema":{"type":"object"}}],)"
+                  R"("tool_choice":{"type":"any"},"stop_sequences":["x"]})"),
         http_post("/v1/tokenize", R"({"text":"Hello","add_bos":true,"parse_special":false})"),
         http_post("/v1/detokenize", R"({"tokens":[72,101,108],"model":"tiny"})"),
         // Chunked with extensions and trailers; CL and TE together; pipelined; HTTP/2 preface.
@@ -57,40 +73,44 @@ inline std::vector<std::string> http_seed_requests() {
 
 /// Protocol tokens for the mutator: framing words, limits' edges, JSON shapes.
 inline std::vector<std::string> http_dictionary() {
-    return {"\r\n",
-            "\r\n\r\n",
-            ": ",
-            "Transfer-Encoding: chunked\r\n",
-            "Content-Length: ",
-            "Content-Length: 18446744073709551616\r\n",
-            "Connection: close\r\n",
-            "Connection: keep-alive\r\n",
-            "Expect: 100-continue\r\n",
-            "0\r\n\r\n",
-            "ffffffffffffffff\r\n",
-            ";ext=\"q\"",
-            "HTTP/1.0",
-            "HTTP/1.1",
-            "GET ",
-            "POST ",
-            "/v1/models/",
-            "/v1/chat/completions",
-            "{alias}",
-            "%00",
-            std::string(1, '\0'),
-            "\x7f",
-            "\xff\xfe",
-            "\\u0000",
-            "\\ud800",
-            "1e999",
-            "-1",
-            "null",
-            "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
-            R"("prompt":[)",
-            R"("max_tokens":)",
-            R"("messages":[{"role":"user","content":)",
-            R"("stream":true,)",
-            std::string(1100, 'A')};
+    return {
+        "\r\n",
+        "\r\n\r\n",
+        ": ",
+        "Transfer-Encoding: chunked\r\n",
+        "Content-Length: ",
+        "Content-Length: 18446744073709551616\r\n",
+        "Connection: close\r\n",
+        "Connection: keep-alive\r\n",
+        "Expect: 100-continue\r\n",
+        "0\r\n\r\n",
+        "ffffffffffffffff\r\n",
+        ";ext=\"q\"",
+        "HTTP/1.0",
+        "HTTP/1.1",
+        "GET ",
+        "POST ",
+        "/v1/models/",
+        "/v1/chat/completions",
+        "/v1/messages",
+        R"("tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}])",
+        R"({"type":"tool_result","tool_use_id":"t","content":)",
+        "{alias}",
+        "%00",
+        std::string(1, '\0'),
+        "\x7f",
+        "\xff\xfe",
+        "\\u0000",
+        "\\ud800",
+        "1e999",
+        "-1",
+        "null",
+        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+        R"("prompt":[)",
+        R"("max_tokens":)",
+        R"("messages":[{"role":"user","content":)",
+        R"("stream":true,)",
+        std::string(1100, 'A')};
 }
 
 } // namespace bitnet::fuzz
