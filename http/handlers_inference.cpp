@@ -6,6 +6,7 @@
 // and keeps the request log, metrics and the drain-cut answers.
 #include "http/api_anthropic.hpp"
 #include "http/api_json.hpp"
+#include "http/api_responses.hpp"
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
 #include "http/echo_render.hpp"
@@ -42,8 +43,9 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.kind = kind;
     c.route = route;
     c.req_id = "req-" + std::to_string(id);
-    auto parsed =
-        kind == route_kind::messages ? parse_messages(body) : parse_inference(body, api_of(kind));
+    auto parsed = kind == route_kind::messages    ? parse_messages(body)
+                  : kind == route_kind::responses ? parse_responses(body)
+                                                  : parse_inference(body, api_of(kind));
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, c.req_id);
     auto& in = std::get<inference_input>(parsed);
@@ -67,7 +69,8 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     if (in.prompt_is_ids) {
         g.prompt = std::move(in.prompt_ids);
         c.prompt_tokens = static_cast<std::uint32_t>(g.prompt.size());
-    } else if (kind == route_kind::chat || kind == route_kind::messages) {
+    } else if (kind == route_kind::chat || kind == route_kind::messages ||
+               kind == route_kind::responses) {
         g.text.form = msg::prompt_form::chat;
         g.text.messages = std::move(in.messages);
     } else {
@@ -266,6 +269,9 @@ void session::stream_token(const msg::token_event& ev, bool lp) {
     case route_kind::messages:
         stream_messages_token(ev);
         break;
+    case route_kind::responses:
+        stream_responses_token(ev);
+        break;
     case route_kind::completions:
         if (!ev.text.empty() || lp) {
             std::string lps = "null";
@@ -317,6 +323,8 @@ void session::on_done(msg::completion c) {
         body = native_body(call_->req_id, c, call_->text, call_->tokens);
     else if (call_->kind == route_kind::messages)
         body = messages_body(c);
+    else if (call_->kind == route_kind::responses)
+        body = responses_body(c);
     else if (call_->kind == route_kind::chat && call_->tool_call)
         body = chat_tool_call_body(
             call_->req_id, call_->created, c,
@@ -386,6 +394,9 @@ void session::stream_done_events(const msg::completion& c) {
     case route_kind::messages:
         messages_done_events(c);
         break;
+    case route_kind::responses:
+        responses_done_events(c);
+        break;
     }
 }
 
@@ -406,6 +417,10 @@ void session::on_fail(caf::error e) {
             sse_event("error", error_body(api, call_->req_id));
         else if (call_->kind == route_kind::messages)
             sse_event("error", anthropic_error_body(api, call_->req_id));
+        else if (call_->kind == route_kind::responses)
+            responses_event(
+                "error", ",\"code\":" + quoted(api.code) + ",\"message\":" + quoted(api.message) +
+                             ",\"param\":" + (api.param.empty() ? "null" : quoted(api.param)));
         else {
             sse_data(error_body(api, call_->req_id));
             sse_data("[DONE]");

@@ -17,6 +17,7 @@ constexpr std::array k_routes{
     route{"POST", "/v1/chat/completions", route_id::chat, role::user},
     route{"POST", "/v1/messages", route_id::messages, role::user},
     route{"POST", "/v1/messages/count_tokens", route_id::messages_count_tokens, role::user},
+    route{"POST", "/v1/responses", route_id::responses, role::user},
     route{"POST", "/v1/tokenize", route_id::tokenize, role::user},
     route{"POST", "/v1/detokenize", route_id::detokenize, role::user},
     route{"GET", "/v1/stats", route_id::stats, role::user},

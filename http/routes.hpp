@@ -26,6 +26,7 @@ enum class route_id {
     cluster,
     messages,
     messages_count_tokens,
+    responses,
     inference,
     inference_stream,
     completions,

@@ -46,8 +46,9 @@
 namespace bitnet::http {
 
 /// The inference routes' shapes: native (plain or streamed) and the two OpenAI ones.
-/// The API family of an inference route; `messages` is Anthropic's (http/api_anthropic.hpp).
-enum class route_kind { native, native_stream, completions, chat, messages };
+/// The API family of an inference route; `messages` is Anthropic's (http/api_anthropic.hpp),
+/// `responses` OpenAI's Responses API (http/api_responses.hpp).
+enum class route_kind { native, native_stream, completions, chat, messages, responses };
 
 class session : public std::enable_shared_from_this<session> {
 public:
@@ -114,6 +115,7 @@ private:
         std::string tool_name;
         bool tool_opened = false; ///< the stream sent the call's id and name
         bool has_stops = false;   ///< the request had stop strings (Anthropic's stop_reason)
+        std::uint32_t events = 0; ///< Responses stream events sent (their sequence_number)
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
         struct choice {
             std::string text;
@@ -247,6 +249,19 @@ private:
     /// Whether the forced call in the text is whole (not cut by max_tokens, the deadline or a
     /// drain).
     [[nodiscard]] bool whole_call(const msg::completion& c) const;
+
+    // ---- OpenAI's Responses API (handlers_responses.cpp) ----------------------------------
+
+    /// One Responses stream event: `fields` (JSON members, "" or starting with ',') after its
+    /// type and sequence number.
+    void responses_event(const char* type, const std::string& fields);
+    /// response.created, response.in_progress and the first output item's opening.
+    void responses_stream_head();
+    void stream_responses_token(const msg::token_event& ev);
+    /// The item's .done events, then response.completed or response.incomplete (a drain cut:
+    /// an error event and response.failed).
+    void responses_done_events(const msg::completion& c);
+    [[nodiscard]] std::string responses_body(const msg::completion& c) const;
     void stream_token(const msg::token_event& ev, bool lp);
     void gather_token(msg::token_event ev, bool lp);
     // n > 1 (handlers_choices.cpp): a choice's token, a choice's end, the request's end.

@@ -189,6 +189,8 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
         return start_inference(label, route_kind::messages, req.body());
     case route_id::messages_count_tokens:
         return do_count_tokens(req.body());
+    case route_id::responses:
+        return start_inference(label, route_kind::responses, req.body());
     }
 }
 

@@ -36,6 +36,8 @@ void session::begin_stream() {
     // refuses a choice whose first delta has none).
     if (call_->kind == route_kind::messages)
         messages_stream_head();
+    if (call_->kind == route_kind::responses)
+        responses_stream_head();
     if (call_->kind == route_kind::chat)
         for (std::uint32_t i = 0; i < std::max<std::uint32_t>(call_->n_choices, 1); ++i)
             sse_data(chat_chunk(head(), R"({"role":"assistant","content":""})", "null", "null", i));

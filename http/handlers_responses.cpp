@@ -1,0 +1,144 @@
+// OpenAI's Responses API on a session (http/api_responses.hpp for the shapes): the stream's
+// event sequence, each event numbered, and the plain reply. A forced call to one function
+// streams its arguments as response.function_call_arguments.delta; a call among several comes
+// whole at the end; a call cut short is no output item (status incomplete).
+#include "http/api_render.hpp"
+#include "http/api_responses.hpp"
+#include "http/api_structured.hpp"
+#include "http/session.hpp"
+
+#include <boost/json.hpp>
+
+namespace bitnet::http {
+
+namespace json = boost::json;
+
+namespace {
+
+/// completed, or incomplete when max_output_tokens (or the deadline) cut the output.
+std::string status_of(const msg::completion& c, bool whole_call) {
+    return !whole_call && (c.finish_reason == "length" || c.finish_reason == "deadline")
+               ? "incomplete"
+               : "completed";
+}
+
+} // namespace
+
+void session::responses_event(const char* type, const std::string& fields) {
+    sse_event(type, R"({"type":")" + std::string(type) + R"(","sequence_number":)" +
+                        std::to_string(call_->events++) + fields + "}");
+}
+
+void session::responses_stream_head() {
+    const auto pending =
+        response_object(call_->req_id, call_->created, call_->model, "in_progress", "[]", nullptr);
+    responses_event("response.created", ",\"response\":" + pending);
+    responses_event("response.in_progress", ",\"response\":" + pending);
+    const auto msg_id = quoted(response_message_id(call_->req_id));
+    if (!call_->tool_call) {
+        responses_event("response.output_item.added",
+                        ",\"output_index\":0,\"item\":" +
+                            response_message_item(call_->req_id, "", false));
+        responses_event(
+            "response.content_part.added",
+            ",\"item_id\":" + msg_id +
+                R"(,"output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]})");
+    } else if (!call_->tool_name.empty()) {
+        responses_event("response.output_item.added",
+                        ",\"output_index\":0,\"item\":" +
+                            response_call_item(call_->req_id, call_->tool_name, "", false));
+    }
+    // A call among several functions: its item opens once the name is known (at the end).
+}
+
+void session::stream_responses_token(const msg::token_event& ev) {
+    if (ev.text.empty())
+        return;
+    if (!call_->tool_call)
+        responses_event("response.output_text.delta",
+                        ",\"item_id\":" + quoted(response_message_id(call_->req_id)) +
+                            R"(,"output_index":0,"content_index":0,"delta":)" + quoted(ev.text));
+    else if (!call_->tool_name.empty())
+        responses_event("response.function_call_arguments.delta",
+                        ",\"item_id\":" + quoted(response_call_item_id(call_->req_id)) +
+                            R"(,"output_index":0,"delta":)" + quoted(ev.text));
+}
+
+void session::responses_done_events(const msg::completion& c) {
+    const bool whole = whole_call(c);
+    const auto& id = call_->req_id;
+    std::string output = "[]";
+    if (!call_->tool_call) {
+        const auto item_id = quoted(response_message_id(id));
+        responses_event("response.output_text.done",
+                        ",\"item_id\":" + item_id +
+                            R"(,"output_index":0,"content_index":0,"text":)" + quoted(call_->text));
+        responses_event(
+            "response.content_part.done",
+            ",\"item_id\":" + item_id +
+                R"(,"output_index":0,"content_index":0,"part":{"type":"output_text","text":)" +
+                quoted(call_->text) + R"(,"annotations":[]})");
+        const auto item = response_message_item(id, call_->text, true);
+        responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
+        output = "[" + item + "]";
+    } else if (whole) {
+        const auto calls =
+            json::parse(*tool_calls_json(call_->text, id, false, call_->tool_name)).as_array();
+        const auto& fn = calls.at(0).at("function").as_object();
+        const std::string name(fn.at("name").as_string());
+        const std::string args(fn.at("arguments").as_string());
+        const auto item_id = quoted(response_call_item_id(id));
+        if (call_->tool_name.empty()) {
+            // Among several functions: the whole call now.
+            responses_event("response.output_item.added",
+                            ",\"output_index\":0,\"item\":" +
+                                response_call_item(id, name, "", false));
+            responses_event("response.function_call_arguments.delta",
+                            ",\"item_id\":" + item_id + R"(,"output_index":0,"delta":)" +
+                                quoted(args));
+        }
+        responses_event("response.function_call_arguments.done",
+                        ",\"item_id\":" + item_id + R"(,"output_index":0,"arguments":)" +
+                            quoted(args));
+        const auto item = response_call_item(id, name, args, true);
+        responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
+        output = "[" + item + "]";
+    }
+    if (call_->cut) {
+        const auto e = drain_error();
+        responses_event("error", ",\"code\":" + quoted(e.code) +
+                                     ",\"message\":" + quoted(e.message) + ",\"param\":null");
+        responses_event(
+            "response.failed",
+            ",\"response\":" +
+                response_object(id, call_->created, call_->model, "failed", output, &c,
+                                R"({"code":"draining","message":)" + quoted(e.message) + "}"));
+        return;
+    }
+    const auto status = status_of(c, whole);
+    responses_event(status == "completed" ? "response.completed" : "response.incomplete",
+                    ",\"response\":" + response_object(id, call_->created,
+                                                       c.model.empty() ? call_->model : c.model,
+                                                       status, output, &c));
+}
+
+std::string session::responses_body(const msg::completion& c) const {
+    const bool whole = whole_call(c);
+    std::string output = "[]";
+    if (!call_->tool_call) {
+        output = "[" + response_message_item(call_->req_id, call_->text, true) + "]";
+    } else if (whole) {
+        const auto calls =
+            json::parse(*tool_calls_json(call_->text, call_->req_id, false, call_->tool_name))
+                .as_array();
+        const auto& fn = calls.at(0).at("function").as_object();
+        output = "[" +
+                 response_call_item(call_->req_id, std::string(fn.at("name").as_string()),
+                                    std::string(fn.at("arguments").as_string()), true) +
+                 "]";
+    }
+    return response_object(call_->req_id, call_->created, c.model.empty() ? call_->model : c.model,
+                           status_of(c, whole), output, &c);
+}
+
+} // namespace bitnet::http

@@ -1,0 +1,108 @@
+// OpenAI's Responses API shapes (http/api_responses.hpp): input items become the chat request that
+// asks the same (instructions, messages with text parts, function calls and their outputs, tools,
+// tool_choice, text.format), refusals name the Responses field, and the response object and
+// output items are the Responses shapes.
+#include "http/api_responses.hpp"
+
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+
+using namespace bitnet;
+using namespace bitnet::http;
+namespace json = boost::json;
+
+namespace {
+
+json::object chat_of(std::string_view body) {
+    auto r = responses_as_chat(body);
+    if (auto* e = std::get_if<api_error>(&r))
+        FAIL(e->message);
+    return json::parse(std::get<std::string>(r)).as_object();
+}
+
+api_error error_of(std::string_view body) {
+    auto r = parse_responses(body);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    return std::get<api_error>(r);
+}
+
+} // namespace
+
+TEST_CASE("responses: a function-call round trip becomes the chat request that asks the same") {
+    const auto chat = chat_of(R"({"model":"m","instructions":"Be brief.","max_output_tokens":32,
+        "temperature":0.2,"store":true,"metadata":{"a":"b"},
+        "input":[{"role":"user","content":[{"type":"input_text","text":"Weather?"}]},
+                 {"type":"function_call","call_id":"call_1","name":"get_weather",
+                  "arguments":"{\"city\":\"Oslo\"}"},
+                 {"type":"function_call","call_id":"call_2","name":"get_time","arguments":"{}"},
+                 {"type":"function_call_output","call_id":"call_1","output":"sunny"},
+                 {"type":"message","role":"assistant","content":[{"type":"output_text","text":"ok"}]}],
+        "tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}],
+        "tool_choice":{"type":"function","name":"get_weather"},
+        "text":{"format":{"type":"json_schema","name":"x","schema":{"type":"object"},"strict":true}}})");
+    CHECK(chat.at("max_tokens") == 32);
+    CHECK_FALSE(chat.contains("store"));
+    const auto& m = chat.at("messages").as_array();
+    REQUIRE(m.size() == 5);
+    CHECK(m[0] == json::parse(R"({"role":"system","content":"Be brief."})"));
+    CHECK(m[1] == json::parse(R"({"role":"user","content":"Weather?"})"));
+    // Calls in a row are one assistant turn.
+    CHECK(m[2].at("role") == "assistant");
+    CHECK(m[2].at("content").is_null());
+    REQUIRE(m[2].at("tool_calls").as_array().size() == 2);
+    CHECK(m[2].at("tool_calls").at(1).at("function").at("name") == "get_time");
+    CHECK(m[3] == json::parse(R"({"role":"tool","tool_call_id":"call_1","content":"sunny"})"));
+    CHECK(m[4] == json::parse(R"({"role":"assistant","content":"ok"})"));
+    CHECK(chat.at("tools").at(0).at("function").at("name") == "get_weather");
+    CHECK(chat.at("tool_choice").at("function").at("name") == "get_weather");
+    CHECK(chat.at("response_format").at("json_schema").at("name") == "x");
+    // A string input is one user message.
+    CHECK(chat_of(R"({"input":"hi"})").at("messages") ==
+          json::parse(R"([{"role":"user","content":"hi"}])"));
+    // Parsed as chat: the forced function's arguments alone.
+    auto in = parse_responses(R"({"input":"x","tools":[{"type":"function","name":"f"}],
+                                  "tool_choice":"required"})");
+    REQUIRE(std::holds_alternative<inference_input>(in));
+    CHECK(std::get<inference_input>(in).tool_name == "f");
+}
+
+TEST_CASE("responses: refusals name the Responses field") {
+    CHECK(error_of(R"({"model":"m"})").param == "input");
+    CHECK(error_of(R"({"input":"x","previous_response_id":"resp_1"})").param ==
+          "previous_response_id");
+    CHECK(error_of(R"({"input":"x","max_output_tokens":0})").param == "max_output_tokens");
+    CHECK(error_of(R"({"input":[{"role":"user","content":[{"type":"input_image"}]}]})")
+              .message.find("'input_image' is not supported") != std::string::npos);
+    CHECK(error_of(R"({"input":[{"type":"reasoning","summary":[]}]})").param == "input");
+    CHECK(error_of(R"({"input":"x","tools":[{"type":"web_search"}]})").param == "tools");
+    CHECK(error_of(R"({"input":"x","text":{"format":{"type":"yaml"}}})").param == "text.format");
+    CHECK(error_of(R"({"input":[{"role":"robot","content":"x"}]})").param == "input");
+}
+
+TEST_CASE("responses: the response object and its output items") {
+    msg::completion c;
+    c.prompt_tokens = 10;
+    c.cached_tokens = 4;
+    c.completion_tokens = 3;
+    const auto msg = json::parse(response_message_item("req-7", "hi", true));
+    CHECK(msg == json::parse(R"({"id":"msg_7","type":"message","status":"completed",
+        "role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]})"));
+    const auto call = json::parse(response_call_item("req-7", "f", R"({"a":1})", true));
+    CHECK(call.at("type") == "function_call");
+    CHECK(call.at("call_id") == "call_7");
+    CHECK(call.at("id") == "fc_7");
+    CHECK(call.at("arguments") == R"({"a":1})");
+    const auto r = json::parse(
+        response_object("req-7", 100, "m", "incomplete", "[" + json::serialize(msg) + "]", &c));
+    CHECK(r.at("id") == "resp_7");
+    CHECK(r.at("object") == "response");
+    CHECK(r.at("created_at") == 100);
+    CHECK(r.at("incomplete_details").at("reason") == "max_output_tokens");
+    CHECK(r.at("usage") == json::parse(R"({"input_tokens":10,"input_tokens_details":
+        {"cached_tokens":4},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":0},
+        "total_tokens":13})"));
+    CHECK(r.at("store") == false);
+    CHECK(json::parse(response_object("req-7", 1, "m", "completed", "[]", nullptr))
+              .at("incomplete_details")
+              .is_null());
+}
