@@ -9,6 +9,7 @@
 
 #include "http/api_anthropic.hpp"
 #include "http/api_json.hpp"
+#include "http/api_responses.hpp"
 #include "http/request_errors.hpp"
 #include "http/routes.hpp"
 #include "model/tokenizer/chat_template.hpp"
@@ -49,9 +50,14 @@ inline void check_error_body(const http::api_error& e) {
         http_finding("error body is not the contract's JSON", e.message);
 }
 
-/// `kind` messages: Anthropic's Messages API, which parses as the chat request it translates to.
-inline void check_inference(const std::string& body, http::api_kind kind, bool messages = false) {
-    auto parsed = messages ? http::parse_messages(body) : http::parse_inference(body, kind);
+/// The families that translate to chat: Anthropic's Messages and OpenAI's Responses API.
+enum class translated { none, messages, responses };
+
+inline void check_inference(const std::string& body, http::api_kind kind,
+                            translated via = translated::none) {
+    auto parsed = via == translated::messages    ? http::parse_messages(body)
+                  : via == translated::responses ? http::parse_responses(body)
+                                                 : http::parse_inference(body, kind);
     if (auto* e = std::get_if<http::api_error>(&parsed)) {
         if (e->status < 400 || e->status > 499)
             http_finding("validation error outside 4xx", e->message);
@@ -106,7 +112,9 @@ inline void check_request(const boost::beast::http::request<boost::beast::http::
         return check_inference(body, http::api_kind::chat);
     case http::route_id::messages:
     case http::route_id::messages_count_tokens:
-        return check_inference(body, http::api_kind::chat, true);
+        return check_inference(body, http::api_kind::chat, translated::messages);
+    case http::route_id::responses:
+        return check_inference(body, http::api_kind::chat, translated::responses);
     case http::route_id::tokenize:
     case http::route_id::detokenize:
     case http::route_id::model_load: {

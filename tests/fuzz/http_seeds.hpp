@@ -58,6 +58,12 @@ inline std::vector<std::string> http_seed_requests() {
                   R"("content":[{"type":"tool_result","tool_use_id":"t1","content":"r"}]}],)"
                   R"("tools":[{"name":"f","input_schema":{"type":"object"}}],)"
                   R"("tool_choice":{"type":"any"},"stop_sequences":["x"]})"),
+        http_post("/v1/responses",
+                  R"({"instructions":"I","input":[{"role":"user","content":[{"type":"input_text",)"
+                  R"("text":"q"}]},{"type":"function_call","call_id":"c","name":"f","arguments":)"
+                  R"("{}"},{"type":"function_call_output","call_id":"c","output":"r"}],)"
+                  R"("max_output_tokens":4,"tools":[{"type":"function","name":"f"}],)"
+                  R"("tool_choice":"required","text":{"format":{"type":"json_object"}}})"),
         http_post("/v1/tokenize", R"({"text":"Hello","add_bos":true,"parse_special":false})"),
         http_post("/v1/detokenize", R"({"tokens":[72,101,108],"model":"tiny"})"),
         // Chunked with extensions and trailers; CL and TE together; pipelined; HTTP/2 preface.
