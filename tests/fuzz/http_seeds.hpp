@@ -99,6 +99,8 @@ inline std::vector<std::string> http_dictionary() {
         "/v1/models/",
         "/v1/chat/completions",
         "/v1/messages",
+        "/v1/responses",
+        R"({"type":"function_call_output","call_id":"c","output":)",
         R"("tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}])",
         R"({"type":"tool_result","tool_use_id":"t","content":)",
         "{alias}",
