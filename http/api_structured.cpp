@@ -205,24 +205,29 @@ std::string tool_call_id(const std::string& req_id) {
     return "call_" + req_id.substr(req_id.find('-') + 1);
 }
 
-std::optional<std::string> tool_calls_json(const std::string& text, const std::string& req_id,
-                                           bool with_index, const std::string& tool_name) {
+std::optional<forced_call> parse_forced_call(const std::string& text,
+                                             const std::string& tool_name) {
     boost::system::error_code ec;
     const auto v = json::parse(text, ec);
     if (ec)
         return std::nullopt;
-    json::object fn;
-    if (!tool_name.empty()) {
-        // Only the arguments were generated: the name is the one the request forced.
-        fn = {{"name", tool_name}, {"arguments", json::serialize(v)}};
-    } else {
-        const auto* o = v.if_object();
-        const auto* name = o ? o->if_contains("name") : nullptr;
-        const auto* args = o ? o->if_contains("arguments") : nullptr;
-        if (!name || !name->is_string() || !args)
-            return std::nullopt;
-        fn = {{"name", name->get_string()}, {"arguments", json::serialize(*args)}};
-    }
+    // Only the arguments were generated: the name is the one the request forced.
+    if (!tool_name.empty())
+        return forced_call{tool_name, json::serialize(v)};
+    const auto* o = v.if_object();
+    const auto* name = o ? o->if_contains("name") : nullptr;
+    const auto* args = o ? o->if_contains("arguments") : nullptr;
+    if (!name || !name->is_string() || !args)
+        return std::nullopt;
+    return forced_call{std::string(name->get_string()), json::serialize(*args)};
+}
+
+std::optional<std::string> tool_calls_json(const std::string& text, const std::string& req_id,
+                                           bool with_index, const std::string& tool_name) {
+    const auto parsed = parse_forced_call(text, tool_name);
+    if (!parsed)
+        return std::nullopt;
+    json::object fn{{"name", parsed->name}, {"arguments", parsed->arguments}};
     json::object call;
     if (with_index)
         call["index"] = 0;

@@ -30,6 +30,15 @@ namespace bitnet::http {
                                                          const std::string& req_id, bool with_index,
                                                          const std::string& tool_name = {});
 
+/// A whole forced call read from the constrained text: its function's name and its arguments
+/// (compact JSON text). `tool_name` as for tool_calls_json; nothing when the text is not whole.
+struct forced_call {
+    std::string name;
+    std::string arguments;
+};
+[[nodiscard]] std::optional<forced_call> parse_forced_call(const std::string& text,
+                                                           const std::string& tool_name = {});
+
 /// The id a request's tool call gets ("call_" and the request id's number).
 [[nodiscard]] std::string tool_call_id(const std::string& req_id);
 

@@ -34,7 +34,7 @@ std::string json_delta(const std::string& partial) {
 bool session::whole_call(const msg::completion& c) const {
     return call_->tool_call && !call_->cut && c.finish_reason != "length" &&
            c.finish_reason != "deadline" &&
-           tool_calls_json(call_->text, call_->req_id, false, call_->tool_name).has_value();
+           parse_forced_call(call_->text, call_->tool_name).has_value();
 }
 
 void session::messages_stream_head() {

@@ -7,11 +7,7 @@
 #include "http/api_structured.hpp"
 #include "http/session.hpp"
 
-#include <boost/json.hpp>
-
 namespace bitnet::http {
-
-namespace json = boost::json;
 
 namespace {
 
@@ -82,11 +78,9 @@ void session::responses_done_events(const msg::completion& c) {
         responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
         output = "[" + item + "]";
     } else if (whole) {
-        const auto calls =
-            json::parse(*tool_calls_json(call_->text, id, false, call_->tool_name)).as_array();
-        const auto& fn = calls.at(0).at("function").as_object();
-        const std::string name(fn.at("name").as_string());
-        const std::string args(fn.at("arguments").as_string());
+        const auto fc = *parse_forced_call(call_->text, call_->tool_name);
+        const auto& name = fc.name;
+        const auto& args = fc.arguments;
         const auto item_id = quoted(response_call_item_id(id));
         if (call_->tool_name.empty()) {
             // Among several functions: the whole call now.
@@ -128,14 +122,8 @@ std::string session::responses_body(const msg::completion& c) const {
     if (!call_->tool_call) {
         output = "[" + response_message_item(call_->req_id, call_->text, true) + "]";
     } else if (whole) {
-        const auto calls =
-            json::parse(*tool_calls_json(call_->text, call_->req_id, false, call_->tool_name))
-                .as_array();
-        const auto& fn = calls.at(0).at("function").as_object();
-        output = "[" +
-                 response_call_item(call_->req_id, std::string(fn.at("name").as_string()),
-                                    std::string(fn.at("arguments").as_string()), true) +
-                 "]";
+        const auto fc = *parse_forced_call(call_->text, call_->tool_name);
+        output = "[" + response_call_item(call_->req_id, fc.name, fc.arguments, true) + "]";
     }
     return response_object(call_->req_id, call_->created, c.model.empty() ? call_->model : c.model,
                            status_of(c, whole), output, &c);
