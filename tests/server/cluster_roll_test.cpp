@@ -161,6 +161,10 @@ std::string start_load(const cluster_node& n, const std::string& path,
 /// same bytes: made with seed 1), and optionally a router r without a model; every node joins a.
 /// Each working directory also gets models/new.gguf (seed 2) unless a test replaces it.
 class roll_cluster {
+    // First, so it goes last: the nodes stop (and BITNET_TEST_KEEP_LOGS copies their logs) while
+    // their directories still exist.
+    scratch_dir dir_;
+
 public:
     explicit roll_cluster(bool with_router) {
         const auto v1 = make("v1.gguf", 1), v2 = make("v2.gguf", 2);
@@ -211,6 +215,19 @@ public:
             [&] { return n.version_on("a", "tiny") == v && n.version_on("b", "tiny") == v; });
     }
 
+    /// The tail of each node's log, for a failed roll's message (a node that crashed, say
+    /// under a sanitizer, says so only there).
+    std::string logs() const {
+        std::string out;
+        for (const auto* n : {a.get(), b.get(), r.get()})
+            if (n) {
+                const auto text = n->log();
+                out += "--- " + n->name() + "'s log (tail):\n" +
+                       text.substr(text.size() > 6000 ? text.size() - 6000 : 0) + "\n";
+            }
+        return out;
+    }
+
     std::unique_ptr<cluster_node> a, b, r;
     std::string old_version;
 
@@ -234,8 +251,6 @@ private:
         return std::make_unique<cluster_node>(name, args, dir_.file(name),
                                               dir_.file(name + ".log"));
     }
-
-    scratch_dir dir_;
 };
 
 } // namespace
@@ -301,7 +316,7 @@ TEST_CASE(
 
     INFO("roll: " << boost::json::serialize(op));
     CHECK(op.at("kind").as_string() == "load");
-    REQUIRE(op.at("state").as_string() == "done");
+    REQUIRE_MESSAGE(op.at("state").as_string() == "done", c.logs());
     CHECK(boost::json::serialize(op.at("nodes")) == R"(["a","b"])");
     CHECK(boost::json::serialize(op.at("done")) == R"(["a","b"])");
     const std::string v_new(op.at("version").as_string());
@@ -388,7 +403,7 @@ TEST_CASE("cluster roll: \"nodes\" restricts a rolling load to the named nodes")
     const auto op = wait_roll(*c.b, start_load(*c.b, "models/new.gguf", R"(,"nodes":["a"])"));
     INFO("roll: " << boost::json::serialize(op));
     CHECK(op.at("kind").as_string() == "load");
-    REQUIRE(op.at("state").as_string() == "done");
+    REQUIRE_MESSAGE(op.at("state").as_string() == "done", c.logs());
     CHECK(boost::json::serialize(op.at("nodes")) == R"(["a"])");
     const std::string v_new(op.at("version").as_string());
     REQUIRE(!v_new.empty());
@@ -405,7 +420,7 @@ TEST_CASE("cluster roll: \"nodes\" restricts a rolling load to the named nodes")
 TEST_CASE("cluster roll: rollback and unload roll across the nodes like a load") {
     roll_cluster c(false);
     const auto loaded = wait_roll(*c.a, start_load(*c.a, "models/new.gguf"));
-    REQUIRE(loaded.at("state").as_string() == "done");
+    REQUIRE_MESSAGE(loaded.at("state").as_string() == "done", c.logs());
     const std::string v_new(loaded.at("version").as_string());
     REQUIRE(c.both_on(*c.a, v_new));
     // Rollback on b (any node): both nodes go back to the old version.
@@ -415,7 +430,7 @@ TEST_CASE("cluster roll: rollback and unload roll across the nodes like a load")
         wait_roll(*c.b, std::string(parse_object(rb.body).at("operation_id").as_string()));
     INFO("rollback: " << boost::json::serialize(rolled));
     CHECK(rolled.at("kind").as_string() == "rollback");
-    REQUIRE(rolled.at("state").as_string() == "done");
+    REQUIRE_MESSAGE(rolled.at("state").as_string() == "done", c.logs());
     CHECK(boost::json::serialize(rolled.at("done")) == R"(["a","b"])");
     CHECK(c.both_on(*c.b, c.old_version));
     // Unload on a: the alias leaves both nodes.
@@ -425,7 +440,7 @@ TEST_CASE("cluster roll: rollback and unload roll across the nodes like a load")
         wait_roll(*c.a, std::string(parse_object(un.body).at("operation_id").as_string()));
     INFO("unload: " << boost::json::serialize(gone));
     CHECK(gone.at("kind").as_string() == "unload");
-    REQUIRE(gone.at("state").as_string() == "done");
+    REQUIRE_MESSAGE(gone.at("state").as_string() == "done", c.logs());
     CHECK(eventually([&] {
         return c.a->version_on("a", "tiny").empty() && c.a->version_on("b", "tiny").empty();
     }));
