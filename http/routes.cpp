@@ -11,6 +11,7 @@ constexpr std::array k_routes{
     route{"GET", "/health/ready", route_id::health_ready, role::open},
     route{"GET", "/health", route_id::health, role::open},
     route{"GET", "/metrics", route_id::metrics, role::open},
+    route{"GET", "/openapi.json", route_id::openapi, role::open},
     route{"POST", "/v1/inference", route_id::inference, role::user},
     route{"POST", "/v1/inference/stream", route_id::inference_stream, role::user},
     route{"POST", "/v1/completions", route_id::completions, role::user},

@@ -16,6 +16,7 @@ enum class route_id {
     health_ready,
     health,
     metrics,
+    openapi,
     stats,
     models,
     model,

@@ -1,6 +1,7 @@
 // The session's route block: a parsed request is matched against the route table (routes.hpp),
 // its caller's key checked against the route's role, its media type checked, and the route's
 // handler called. Every answer the layer gives by itself (401, 403, 404, 405, 415) starts here.
+#include "http/openapi.hpp"
 #include "http/request_errors.hpp"
 #include "http/session.hpp"
 
@@ -157,6 +158,8 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
             }
         }
         return do_metrics();
+    case route_id::openapi:
+        return send_json(label, 200, std::string(openapi_document()));
     case route_id::stats:
         return do_stats();
     case route_id::models:
