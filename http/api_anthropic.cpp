@@ -169,6 +169,11 @@ std::optional<api_error> translate_tools(const json::object& body, json::object&
         } else {
             return bad("tool_choice", "tool_choice type must be auto, any, tool or none");
         }
+        if (const auto* d = tco->if_contains("disable_parallel_tool_use"); d && !d->is_null()) {
+            if (!d->is_bool())
+                return bad("tool_choice", "disable_parallel_tool_use must be a boolean");
+            out["parallel_tool_calls"] = !d->get_bool();
+        }
     }
     return std::nullopt;
 }
@@ -251,22 +256,27 @@ std::string anthropic_text_block(const std::string& text) {
     return R"({"type":"text","text":)" + quoted(text) + "}";
 }
 
-std::string anthropic_tool_use_block(const std::string& calls) {
+std::vector<std::string> anthropic_tool_use_blocks(const std::string& calls) {
     boost::system::error_code ec;
     const auto v = json::parse(calls, ec);
     const auto* a = ec ? nullptr : v.if_array();
-    if (!a || a->empty())
+    if (!a)
         return {};
-    const auto& call = a->at(0).as_object();
-    const auto& fn = call.at("function").as_object();
-    const auto input = json::parse(fn.at("arguments").as_string(), ec);
-    if (ec)
-        return {};
-    const std::string id(call.at("id").as_string());
-    return json::serialize(json::object{{"type", "tool_use"},
-                                        {"id", "toolu_" + id.substr(id.find('_') + 1)},
-                                        {"name", fn.at("name")},
-                                        {"input", input}});
+    std::vector<std::string> blocks;
+    for (const auto& e : *a) {
+        const auto& call = e.as_object();
+        const auto& fn = call.at("function").as_object();
+        const auto input = json::parse(fn.at("arguments").as_string(), ec);
+        if (ec)
+            return {};
+        const std::string id(call.at("id").as_string());
+        blocks.push_back(
+            json::serialize(json::object{{"type", "tool_use"},
+                                         {"id", "toolu_" + id.substr(id.find('_') + 1)},
+                                         {"name", fn.at("name")},
+                                         {"input", input}}));
+    }
+    return blocks;
 }
 
 std::string anthropic_message_body(const std::string& req_id, const std::string& model,

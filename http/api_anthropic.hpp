@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace bitnet::http {
 
@@ -40,10 +41,10 @@ namespace bitnet::http {
 /// The usage object: uncached input, output and cache reads.
 [[nodiscard]] std::string anthropic_usage(const msg::completion& c);
 
-/// A text block, or a tool_use block ({"type":"tool_use","id","name","input"}) from a call's
-/// tool_calls JSON (tool_calls_json's array); "" when `calls` is not one.
+/// A text block; the tool_use blocks ({"type":"tool_use","id","name","input"}) of a turn's
+/// tool_calls JSON (tool_calls_json's array), one per call; none when `calls` is not one.
 [[nodiscard]] std::string anthropic_text_block(const std::string& text);
-[[nodiscard]] std::string anthropic_tool_use_block(const std::string& calls);
+[[nodiscard]] std::vector<std::string> anthropic_tool_use_blocks(const std::string& calls);
 
 /// The whole reply: `content` is the JSON array of blocks.
 [[nodiscard]] std::string anthropic_message_body(const std::string& req_id,

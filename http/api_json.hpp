@@ -48,6 +48,8 @@ struct inference_input {
     bool tool_call = false;
     /// A call forced to this one function: the schema is its arguments' (api_structured.hpp).
     std::string tool_name;
+    /// Whether one turn may hold several calls (`parallel_tool_calls`, default true).
+    bool parallel_tool_calls = true;
     /// OpenAI `n`: choices from the one prompt (the server's max_n caps it; native routes: 1).
     std::uint32_t n = 1;
     /// vLLM's `cache_salt`: only requests with the same salt (and key) share cached prefixes.

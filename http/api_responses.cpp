@@ -1,6 +1,7 @@
 #include "http/api_responses.hpp"
 
 #include "http/api_render.hpp"
+#include "http/api_structured.hpp"
 
 #include <boost/json.hpp>
 
@@ -135,6 +136,8 @@ std::optional<api_error> translate_tools(const json::object& body, json::object&
         }
         out["tools"] = std::move(fns);
     }
+    if (const auto* p = body.if_contains("parallel_tool_calls"); p && !p->is_null())
+        out["parallel_tool_calls"] = *p; // checked where chat's is
     if (const auto* tc = body.if_contains("tool_choice"); tc && !tc->is_null()) {
         if (tc->is_string()) {
             out["tool_choice"] = *tc;
@@ -240,8 +243,8 @@ std::string response_message_id(const std::string& req_id) {
     return "msg_" + number_of(req_id);
 }
 
-std::string response_call_item_id(const std::string& req_id) {
-    return "fc_" + number_of(req_id);
+std::string response_call_item_id(const std::string& req_id, std::size_t i) {
+    return "fc_" + number_of(req_id) + (i == 0 ? "" : "_" + std::to_string(i));
 }
 
 std::string response_message_item(const std::string& req_id, const std::string& text, bool done) {
@@ -253,17 +256,17 @@ std::string response_message_item(const std::string& req_id, const std::string& 
 }
 
 std::string response_call_item(const std::string& req_id, const std::string& name,
-                               const std::string& arguments, bool done) {
-    return R"({"id":)" + quoted(response_call_item_id(req_id)) +
+                               const std::string& arguments, bool done, std::size_t i) {
+    return R"({"id":)" + quoted(response_call_item_id(req_id, i)) +
            R"(,"type":"function_call","status":)" + (done ? R"("completed")" : R"("in_progress")") +
-           R"(,"call_id":)" + quoted("call_" + number_of(req_id)) + R"(,"name":)" + quoted(name) +
+           R"(,"call_id":)" + quoted(tool_call_id(req_id, i)) + R"(,"name":)" + quoted(name) +
            R"(,"arguments":)" + quoted(arguments) + "}";
 }
 
 std::string response_object(const std::string& req_id, std::int64_t created,
                             const std::string& model, const std::string& status,
                             const std::string& output, const msg::completion* c,
-                            const std::string& error) {
+                            const std::string& error, bool parallel_tool_calls) {
     std::string usage = "null";
     if (c) {
         const auto cached = std::min(c->cached_tokens, c->prompt_tokens);
@@ -278,7 +281,8 @@ std::string response_object(const std::string& req_id, std::int64_t created,
            R"(,"incomplete_details":)" +
            (status == "incomplete" ? R"({"reason":"max_output_tokens"})" : std::string("null")) +
            R"(,"model":)" + quoted(model) + R"(,"output":)" + output +
-           R"(,"parallel_tool_calls":false,"store":false,"usage":)" + usage + "}";
+           R"(,"parallel_tool_calls":)" + (parallel_tool_calls ? "true" : "false") +
+           R"(,"store":false,"usage":)" + usage + "}";
 }
 
 } // namespace bitnet::http

@@ -38,21 +38,23 @@ namespace bitnet::http {
 /// The ids of a request's response, its message item and its function call item and call.
 [[nodiscard]] std::string response_id(const std::string& req_id);
 [[nodiscard]] std::string response_message_id(const std::string& req_id);
-[[nodiscard]] std::string response_call_item_id(const std::string& req_id);
+[[nodiscard]] std::string response_call_item_id(const std::string& req_id, std::size_t i = 0);
 
-/// An output item: the message with its text, or a function call (`done`: status completed,
-/// else in_progress with what is known so far).
+/// An output item: the message with its text, or a function call, number `i` of the turn
+/// (`done`: status completed, else in_progress with what is known so far).
 [[nodiscard]] std::string response_message_item(const std::string& req_id, const std::string& text,
                                                 bool done);
 [[nodiscard]] std::string response_call_item(const std::string& req_id, const std::string& name,
-                                             const std::string& arguments, bool done);
+                                             const std::string& arguments, bool done,
+                                             std::size_t i = 0);
 
 /// The whole response object. `output` is the JSON array of items; `status` completed,
 /// incomplete (cut by max_output_tokens), in_progress (no usage yet) or failed (with `error`,
-/// a JSON object or "null").
+/// a JSON object or "null"). `parallel_tool_calls` echoes the request's.
 [[nodiscard]] std::string response_object(const std::string& req_id, std::int64_t created,
                                           const std::string& model, const std::string& status,
                                           const std::string& output, const msg::completion* c,
-                                          const std::string& error = "null");
+                                          const std::string& error = "null",
+                                          bool parallel_tool_calls = true);
 
 } // namespace bitnet::http

@@ -156,6 +156,13 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
     if (!in.json_schema.empty())
         return invalid_value("tool_choice",
                              "a forced tool call and response_format cannot be used together");
+    bool parallel = true; // OpenAI's default
+    if (const auto* p = body.if_contains("parallel_tool_calls"); p && !p->is_null()) {
+        if (!p->is_bool())
+            return invalid_value("parallel_tool_calls", "parallel_tool_calls must be a boolean");
+        parallel = p->get_bool();
+    }
+    in.parallel_tool_calls = parallel;
     in.schema_param = "tools";
     in.tool_call = true;
     if (only) {
@@ -173,7 +180,16 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
         }
         return std::nullopt;
     }
-    json::object root{{"x-bitnet-tool-union", std::move(alts)}};
+    json::object root;
+    if (parallel) {
+        // Several calls in one turn: an array of them, the first call's shape as before.
+        root["type"] = "array";
+        root["minItems"] = 1;
+        root["maxItems"] = max_parallel_tool_calls;
+        root["items"] = json::object{{"x-bitnet-tool-union", std::move(alts)}};
+    } else {
+        root["x-bitnet-tool-union"] = std::move(alts);
+    }
     if (!defs.empty())
         root["$defs"] = std::move(defs);
     in.json_schema = json::serialize(root);
@@ -201,19 +217,14 @@ std::optional<api_error> read_structured(const json::object& body, api_kind kind
     return std::nullopt;
 }
 
-std::string tool_call_id(const std::string& req_id) {
-    return "call_" + req_id.substr(req_id.find('-') + 1);
+std::string tool_call_id(const std::string& req_id, std::size_t i) {
+    auto id = "call_" + req_id.substr(req_id.find('-') + 1);
+    return i == 0 ? id : id + "_" + std::to_string(i);
 }
 
-std::optional<forced_call> parse_forced_call(const std::string& text,
-                                             const std::string& tool_name) {
-    boost::system::error_code ec;
-    const auto v = json::parse(text, ec);
-    if (ec)
-        return std::nullopt;
-    // Only the arguments were generated: the name is the one the request forced.
-    if (!tool_name.empty())
-        return forced_call{tool_name, json::serialize(v)};
+namespace {
+
+std::optional<forced_call> one_call(const json::value& v) {
     const auto* o = v.if_object();
     const auto* name = o ? o->if_contains("name") : nullptr;
     const auto* args = o ? o->if_contains("arguments") : nullptr;
@@ -222,19 +233,53 @@ std::optional<forced_call> parse_forced_call(const std::string& text,
     return forced_call{std::string(name->get_string()), json::serialize(*args)};
 }
 
+} // namespace
+
+std::optional<std::vector<forced_call>> parse_forced_calls(const std::string& text,
+                                                           const std::string& tool_name) {
+    boost::system::error_code ec;
+    const auto v = json::parse(text, ec);
+    if (ec)
+        return std::nullopt;
+    // Only the arguments were generated: the name is the one the request forced.
+    if (!tool_name.empty())
+        return std::vector<forced_call>{forced_call{tool_name, json::serialize(v)}};
+    std::vector<forced_call> calls;
+    if (const auto* a = v.if_array()) {
+        for (const auto& e : *a) {
+            auto c = one_call(e);
+            if (!c)
+                return std::nullopt;
+            calls.push_back(std::move(*c));
+        }
+        if (calls.empty())
+            return std::nullopt;
+        return calls;
+    }
+    auto c = one_call(v);
+    if (!c)
+        return std::nullopt;
+    calls.push_back(std::move(*c));
+    return calls;
+}
+
 std::optional<std::string> tool_calls_json(const std::string& text, const std::string& req_id,
                                            bool with_index, const std::string& tool_name) {
-    const auto parsed = parse_forced_call(text, tool_name);
+    const auto parsed = parse_forced_calls(text, tool_name);
     if (!parsed)
         return std::nullopt;
-    json::object fn{{"name", parsed->name}, {"arguments", parsed->arguments}};
-    json::object call;
-    if (with_index)
-        call["index"] = 0;
-    call["id"] = tool_call_id(req_id);
-    call["type"] = "function";
-    call["function"] = std::move(fn);
-    return json::serialize(json::array{std::move(call)});
+    json::array out;
+    for (std::size_t i = 0; i < parsed->size(); ++i) {
+        const auto& c = (*parsed)[i];
+        json::object call;
+        if (with_index)
+            call["index"] = i;
+        call["id"] = tool_call_id(req_id, i);
+        call["type"] = "function";
+        call["function"] = json::object{{"name", c.name}, {"arguments", c.arguments}};
+        out.push_back(std::move(call));
+    }
+    return json::serialize(out);
 }
 
 } // namespace bitnet::http

@@ -11,6 +11,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace bitnet::http {
 
@@ -18,28 +19,35 @@ namespace bitnet::http {
 /// `in.json_schema`, `in.schema_param`, `in.tool_call` and `in.tool_name`. A call forced to one
 /// function (named, or the only tool under "required") generates only its arguments, under its
 /// parameters as the root schema (`in.tool_name` says whose); several functions under
-/// "required" generate `{"name":..,"arguments":..}`. Errors name the field.
+/// "required" generate `{"name":..,"arguments":..}`, or an array of 1 to max_parallel_tool_calls
+/// of those unless `parallel_tool_calls` is false. Errors name the field.
 [[nodiscard]] std::optional<api_error> read_structured(const boost::json::object& body,
                                                        api_kind kind, inference_input& in);
 
-/// A chat tool call from the constrained text: the arguments of `tool_name` when it is set, else
-/// `{"name":..,"arguments":{..}}`. The `tool_calls` array (arguments as a JSON string, as OpenAI
-/// sends them), or nothing when the text is not a whole call (cut by max_tokens). `index` adds
-/// the stream chunks' "index" field.
+/// The most calls one turn may hold under `parallel_tool_calls` (the array's maxItems).
+inline constexpr std::size_t max_parallel_tool_calls = 8;
+
+/// A chat turn's tool calls from the constrained text: the arguments of `tool_name` when it is
+/// set, else `{"name":..,"arguments":{..}}`, or an array of those (parallel calls). The
+/// `tool_calls` array (arguments as a JSON string, as OpenAI sends them), or nothing when the text
+/// is not whole (cut by max_tokens). `with_index` adds the stream chunks' "index" field.
 [[nodiscard]] std::optional<std::string> tool_calls_json(const std::string& text,
                                                          const std::string& req_id, bool with_index,
                                                          const std::string& tool_name = {});
 
 /// A whole forced call read from the constrained text: its function's name and its arguments
-/// (compact JSON text). `tool_name` as for tool_calls_json; nothing when the text is not whole.
+/// (compact JSON text).
 struct forced_call {
     std::string name;
     std::string arguments;
 };
-[[nodiscard]] std::optional<forced_call> parse_forced_call(const std::string& text,
-                                                           const std::string& tool_name = {});
+/// Every call of a whole constrained text, in order (one, or several from an array); `tool_name`
+/// as for tool_calls_json; nothing when the text is not whole.
+[[nodiscard]] std::optional<std::vector<forced_call>>
+parse_forced_calls(const std::string& text, const std::string& tool_name = {});
 
-/// The id a request's tool call gets ("call_" and the request id's number).
-[[nodiscard]] std::string tool_call_id(const std::string& req_id);
+/// The id of a request's call number `i` ("call_" and the request id's number, then "_i" past
+/// the first).
+[[nodiscard]] std::string tool_call_id(const std::string& req_id, std::size_t i = 0);
 
 } // namespace bitnet::http

@@ -103,6 +103,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.schema_param = std::move(in.schema_param);
     c.tool_call = in.tool_call;
     c.tool_name = in.tool_name;
+    c.parallel_tool_calls = in.parallel_tool_calls;
     g.n = in.n;
     c.active = call_count(srv_.sessions);
     g.t_received_us =

@@ -1,7 +1,8 @@
 // Anthropic's Messages API on a session (http/api_anthropic.hpp for the shapes): the stream's
 // event sequence and the plain reply. A forced call to one function streams its arguments as
-// input_json_delta events in a tool_use block; a call among several comes whole at the end; a
-// call cut short is no tool_use block (stop_reason max_tokens).
+// input_json_delta events in a tool_use block; a call among several (or several parallel calls)
+// comes whole at the end, a block each; a call cut short is no tool_use block (stop_reason
+// max_tokens).
 #include "http/api_anthropic.hpp"
 #include "http/api_render.hpp"
 #include "http/api_structured.hpp"
@@ -15,18 +16,25 @@ namespace json = boost::json;
 
 namespace {
 
-std::string block_start(const std::string& block) {
-    return R"({"type":"content_block_start","index":0,"content_block":)" + block + "}";
+std::string block_start(const std::string& block, std::size_t index = 0) {
+    return R"({"type":"content_block_start","index":)" + std::to_string(index) +
+           R"(,"content_block":)" + block + "}";
 }
 
-std::string tool_use_start(const std::string& id, const std::string& name) {
-    return block_start(json::serialize(
-        json::object{{"type", "tool_use"}, {"id", id}, {"name", name}, {"input", json::object{}}}));
+std::string block_stop(std::size_t index = 0) {
+    return R"({"type":"content_block_stop","index":)" + std::to_string(index) + "}";
 }
 
-std::string json_delta(const std::string& partial) {
-    return R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":)" +
-           quoted(partial) + "}}";
+std::string tool_use_start(const std::string& id, const std::string& name, std::size_t index = 0) {
+    return block_start(
+        json::serialize(json::object{
+            {"type", "tool_use"}, {"id", id}, {"name", name}, {"input", json::object{}}}),
+        index);
+}
+
+std::string json_delta(const std::string& partial, std::size_t index = 0) {
+    return R"({"type":"content_block_delta","index":)" + std::to_string(index) +
+           R"(,"delta":{"type":"input_json_delta","partial_json":)" + quoted(partial) + "}}";
 }
 
 } // namespace
@@ -34,7 +42,7 @@ std::string json_delta(const std::string& partial) {
 bool session::whole_call(const msg::completion& c) const {
     return call_->tool_call && !call_->cut && c.finish_reason != "length" &&
            c.finish_reason != "deadline" &&
-           parse_forced_call(call_->text, call_->tool_name).has_value();
+           parse_forced_calls(call_->text, call_->tool_name).has_value();
 }
 
 void session::messages_stream_head() {
@@ -45,7 +53,8 @@ void session::messages_stream_head() {
     else if (!call_->tool_name.empty())
         sse_event("content_block_start",
                   tool_use_start(anthropic_tool_use_id(call_->req_id), call_->tool_name));
-    // A call among several functions: its block starts once the name is known (at the end).
+    // A call among several functions: its block starts once the name is known (at the end), and
+    // so do parallel calls, a block each.
     sse_event("ping", R"({"type":"ping"})");
 }
 
@@ -64,18 +73,21 @@ void session::stream_messages_token(const msg::token_event& ev) {
 void session::messages_done_events(const msg::completion& c) {
     const bool whole = whole_call(c);
     if (call_->tool_call && call_->tool_name.empty()) {
-        // The call among several functions, whole, in one piece; a cut one opens no block.
+        // The calls among several functions, whole, each in one piece; a cut turn opens no block.
         if (whole) {
             const auto calls = tool_calls_json(call_->text, call_->req_id, false);
-            const auto block = json::parse(anthropic_tool_use_block(*calls)).as_object();
-            sse_event("content_block_start",
-                      tool_use_start(std::string(block.at("id").as_string()),
-                                     std::string(block.at("name").as_string())));
-            sse_event("content_block_delta", json_delta(json::serialize(block.at("input"))));
-            sse_event("content_block_stop", R"({"type":"content_block_stop","index":0})");
+            const auto blocks = anthropic_tool_use_blocks(*calls);
+            for (std::size_t i = 0; i < blocks.size(); ++i) {
+                const auto block = json::parse(blocks[i]).as_object();
+                sse_event("content_block_start",
+                          tool_use_start(std::string(block.at("id").as_string()),
+                                         std::string(block.at("name").as_string()), i));
+                sse_event("content_block_delta", json_delta(json::serialize(block.at("input")), i));
+                sse_event("content_block_stop", block_stop(i));
+            }
         }
     } else {
-        sse_event("content_block_stop", R"({"type":"content_block_stop","index":0})");
+        sse_event("content_block_stop", block_stop());
     }
     sse_event("message_delta",
               R"({"type":"message_delta","delta":{"stop_reason":)" +
@@ -94,7 +106,10 @@ std::string session::messages_body(const msg::completion& c) const {
         content = "[" + anthropic_text_block(call_->text) + "]";
     } else if (whole) {
         const auto calls = tool_calls_json(call_->text, call_->req_id, false, call_->tool_name);
-        content = "[" + anthropic_tool_use_block(*calls) + "]";
+        content.clear();
+        for (const auto& b : anthropic_tool_use_blocks(*calls))
+            content += (content.empty() ? "[" : ",") + b;
+        content += content.empty() ? "[]" : "]";
     }
     return anthropic_message_body(call_->req_id, c.model.empty() ? call_->model : c.model, content,
                                   anthropic_stop_reason(c.finish_reason, whole, call_->has_stops),

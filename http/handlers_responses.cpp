@@ -1,7 +1,8 @@
 // OpenAI's Responses API on a session (http/api_responses.hpp for the shapes): the stream's
 // event sequence, each event numbered, and the plain reply. A forced call to one function
-// streams its arguments as response.function_call_arguments.delta; a call among several comes
-// whole at the end; a call cut short is no output item (status incomplete).
+// streams its arguments as response.function_call_arguments.delta; a call among several (or
+// several parallel calls) comes whole at the end, an item each; a call cut short is no output
+// item (status incomplete).
 #include "http/api_render.hpp"
 #include "http/api_responses.hpp"
 #include "http/api_structured.hpp"
@@ -26,8 +27,8 @@ void session::responses_event(const char* type, const std::string& fields) {
 }
 
 void session::responses_stream_head() {
-    const auto pending =
-        response_object(call_->req_id, call_->created, call_->model, "in_progress", "[]", nullptr);
+    const auto pending = response_object(call_->req_id, call_->created, call_->model, "in_progress",
+                                         "[]", nullptr, "null", call_->parallel_tool_calls);
     responses_event("response.created", ",\"response\":" + pending);
     responses_event("response.in_progress", ",\"response\":" + pending);
     const auto msg_id = quoted(response_message_id(call_->req_id));
@@ -78,25 +79,26 @@ void session::responses_done_events(const msg::completion& c) {
         responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
         output = "[" + item + "]";
     } else if (whole) {
-        const auto fc = *parse_forced_call(call_->text, call_->tool_name);
-        const auto& name = fc.name;
-        const auto& args = fc.arguments;
-        const auto item_id = quoted(response_call_item_id(id));
-        if (call_->tool_name.empty()) {
-            // Among several functions: the whole call now.
-            responses_event("response.output_item.added",
-                            ",\"output_index\":0,\"item\":" +
-                                response_call_item(id, name, "", false));
-            responses_event("response.function_call_arguments.delta",
-                            ",\"item_id\":" + item_id + R"(,"output_index":0,"delta":)" +
-                                quoted(args));
+        const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
+        output.clear();
+        for (std::size_t i = 0; i < calls.size(); ++i) {
+            const auto& [name, args] = calls[i];
+            const auto item_id = quoted(response_call_item_id(id, i));
+            const auto index = ",\"output_index\":" + std::to_string(i);
+            if (call_->tool_name.empty()) {
+                // Among several functions (or parallel calls): each whole call now.
+                responses_event("response.output_item.added",
+                                index + ",\"item\":" + response_call_item(id, name, "", false, i));
+                responses_event("response.function_call_arguments.delta",
+                                ",\"item_id\":" + item_id + index + ",\"delta\":" + quoted(args));
+            }
+            responses_event("response.function_call_arguments.done",
+                            ",\"item_id\":" + item_id + index + ",\"arguments\":" + quoted(args));
+            const auto item = response_call_item(id, name, args, true, i);
+            responses_event("response.output_item.done", index + ",\"item\":" + item);
+            output += (output.empty() ? "[" : ",") + item;
         }
-        responses_event("response.function_call_arguments.done",
-                        ",\"item_id\":" + item_id + R"(,"output_index":0,"arguments":)" +
-                            quoted(args));
-        const auto item = response_call_item(id, name, args, true);
-        responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
-        output = "[" + item + "]";
+        output += "]";
     }
     if (call_->cut) {
         const auto e = drain_error();
@@ -106,14 +108,16 @@ void session::responses_done_events(const msg::completion& c) {
             "response.failed",
             ",\"response\":" +
                 response_object(id, call_->created, call_->model, "failed", output, &c,
-                                R"({"code":"draining","message":)" + quoted(e.message) + "}"));
+                                R"({"code":"draining","message":)" + quoted(e.message) + "}",
+                                call_->parallel_tool_calls));
         return;
     }
     const auto status = status_of(c, whole);
     responses_event(status == "completed" ? "response.completed" : "response.incomplete",
                     ",\"response\":" + response_object(id, call_->created,
                                                        c.model.empty() ? call_->model : c.model,
-                                                       status, output, &c));
+                                                       status, output, &c, "null",
+                                                       call_->parallel_tool_calls));
 }
 
 std::string session::responses_body(const msg::completion& c) const {
@@ -122,11 +126,15 @@ std::string session::responses_body(const msg::completion& c) const {
     if (!call_->tool_call) {
         output = "[" + response_message_item(call_->req_id, call_->text, true) + "]";
     } else if (whole) {
-        const auto fc = *parse_forced_call(call_->text, call_->tool_name);
-        output = "[" + response_call_item(call_->req_id, fc.name, fc.arguments, true) + "]";
+        const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
+        output.clear();
+        for (std::size_t i = 0; i < calls.size(); ++i)
+            output += (output.empty() ? "[" : ",") +
+                      response_call_item(call_->req_id, calls[i].name, calls[i].arguments, true, i);
+        output += "]";
     }
     return response_object(call_->req_id, call_->created, c.model.empty() ? call_->model : c.model,
-                           status_of(c, whole), output, &c);
+                           status_of(c, whole), output, &c, "null", call_->parallel_tool_calls);
 }
 
 } // namespace bitnet::http

@@ -113,9 +113,10 @@ private:
         /// The one function a forced call names (its arguments alone are generated, and
         /// streamed as argument deltas); empty: the text is {"name","arguments"}.
         std::string tool_name;
-        bool tool_opened = false; ///< the stream sent the call's id and name
-        bool has_stops = false;   ///< the request had stop strings (Anthropic's stop_reason)
-        std::uint32_t events = 0; ///< Responses stream events sent (their sequence_number)
+        bool parallel_tool_calls = true; ///< the request's parallel_tool_calls (echoed)
+        bool tool_opened = false;        ///< the stream sent the call's id and name
+        bool has_stops = false;          ///< the request had stop strings (Anthropic's stop_reason)
+        std::uint32_t events = 0;        ///< Responses stream events sent (their sequence_number)
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
         struct choice {
             std::string text;

@@ -108,10 +108,16 @@ TEST_CASE("messages: stop reasons, usage, blocks and errors in Anthropic's shape
     CHECK(json::parse(anthropic_usage(c)) ==
           json::parse(R"({"input_tokens":6,"output_tokens":3,"cache_read_input_tokens":4,
                           "cache_creation_input_tokens":0})"));
-    const auto block = json::parse(anthropic_tool_use_block(
-        R"([{"id":"call_7","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}])"));
-    CHECK(block == json::parse(R"({"type":"tool_use","id":"toolu_7","name":"f","input":{"a":1}})"));
-    CHECK(anthropic_tool_use_block("[]").empty());
+    const auto blocks = anthropic_tool_use_blocks(
+        R"([{"id":"call_7","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},
+            {"id":"call_7_1","type":"function","function":{"name":"g","arguments":"{}"}}])");
+    REQUIRE(blocks.size() == 2);
+    CHECK(json::parse(blocks[0]) ==
+          json::parse(R"({"type":"tool_use","id":"toolu_7","name":"f","input":{"a":1}})"));
+    CHECK(json::parse(blocks[1]) ==
+          json::parse(R"({"type":"tool_use","id":"toolu_7_1","name":"g","input":{}})"));
+    CHECK(anthropic_tool_use_blocks("[]").empty());
+    CHECK(anthropic_tool_use_blocks("not json").empty());
     const auto body = json::parse(anthropic_message_body(
         "req-7", "m", "[" + anthropic_text_block("hi") + "]", "end_turn", c));
     CHECK(body.at("id") == "msg_7");

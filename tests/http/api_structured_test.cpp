@@ -62,7 +62,12 @@ TEST_CASE("tools: required is any of the functions, a named choice is that one, 
     CHECK(r.tool_call);
     CHECK(r.schema_param == "tools");
     const auto root = json::parse(r.json_schema);
-    const auto any = root.at("x-bitnet-tool-union").as_array();
+    // parallel_tool_calls (true unless sent false): an array of 1 to 8 calls.
+    CHECK(r.parallel_tool_calls);
+    CHECK(root.at("type") == "array");
+    CHECK(root.at("minItems") == 1);
+    CHECK(root.at("maxItems") == max_parallel_tool_calls);
+    const auto any = root.at("items").at("x-bitnet-tool-union").as_array();
     REQUIRE(any.size() == 2);
     CHECK(any[0].at("name") == "f");
     // Parameters are their own root, under the wrapper's $defs.
@@ -70,6 +75,15 @@ TEST_CASE("tools: required is any of the functions, a named choice is that one, 
     CHECK(root.at("$defs").at("bitnet_tool_0").at("properties").at("x").at("type") == "integer");
     CHECK(any[1].at("arguments") == json::parse(R"({"type":"object"})"));
     CHECK(r.tool_name.empty()); // several functions: the name is generated too
+    // parallel_tool_calls false: one call, the union at the root.
+    auto single = ok(head + tools + R"(,"tool_choice":"required","parallel_tool_calls":false})",
+                     api_kind::chat);
+    CHECK_FALSE(single.parallel_tool_calls);
+    const auto single_root = json::parse(single.json_schema);
+    CHECK(single_root.at("x-bitnet-tool-union").as_array().size() == 2);
+    CHECK_FALSE(single_root.as_object().contains("type"));
+    CHECK(param_of(head + tools + R"(,"tool_choice":"required","parallel_tool_calls":"yes"})",
+                   api_kind::chat) == "parallel_tool_calls");
     // A named function: only its arguments are generated, under its parameters as the root.
     auto f = ok(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"f"}}})",
                 api_kind::chat);
@@ -108,7 +122,7 @@ TEST_CASE("tools: references inside parameters resolve inside them (Pydantic's $
         "tool_choice":"required"})";
     auto r = ok(body, api_kind::chat);
     const auto root = json::parse(r.json_schema);
-    CHECK(root.at("x-bitnet-tool-union").at(0).at("arguments").at("$ref") ==
+    CHECK(root.at("items").at("x-bitnet-tool-union").at(0).at("arguments").at("$ref") ==
           "#/$defs/bitnet_tool_0");
     const auto& p = root.at("$defs").at("bitnet_tool_0");
     CHECK_FALSE(p.as_object().contains("$schema"));
@@ -151,4 +165,26 @@ TEST_CASE("tool_calls_json: arguments as a JSON string, nothing for a cut call")
     CHECK(only[0].at("function").at("arguments") == R"({"x":1})");
     CHECK(only[0].at("id") == "call_9");
     CHECK_FALSE(tool_calls_json(R"({"x":)", "req-9", false, "f"));
+}
+
+TEST_CASE("tool_calls_json: parallel calls, an id and an index each, nothing for a cut array") {
+    const auto calls = tool_calls_json(
+        R"([{"name":"f","arguments":{"x":1}},{"name":"g","arguments":{}}])", "req-7", true);
+    REQUIRE(calls);
+    const auto a = json::parse(*calls).as_array();
+    REQUIRE(a.size() == 2);
+    CHECK(a[0].at("id") == "call_7");
+    CHECK(a[1].at("id") == "call_7_1");
+    CHECK(a[0].at("index") == 0);
+    CHECK(a[1].at("index") == 1);
+    CHECK(a[1].at("function").at("name") == "g");
+    CHECK(a[1].at("function").at("arguments") == "{}");
+    CHECK_FALSE(
+        tool_calls_json(R"([{"name":"f","arguments":{"x":1}},{"name":"g")", "req-7", false));
+    CHECK_FALSE(tool_calls_json("[]", "req-7", false));
+    CHECK_FALSE(tool_calls_json(R"([{"name":"f"}])", "req-7", false));
+    const auto parsed = parse_forced_calls(R"([{"name":"f","arguments":{"x":1}}])");
+    REQUIRE(parsed);
+    REQUIRE(parsed->size() == 1);
+    CHECK((*parsed)[0].arguments == R"({"x":1})");
 }
