@@ -121,6 +121,8 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
         c.prompt_tokens = f.n_prompt;
         c.completion_tokens = f.n_generated;
         c.cached_tokens = std::min(lr.cached_tokens, f.n_prompt);
+        if (lr.stops && f.reason == sched::finish_reason::stop)
+            c.stop_sequence = lr.stops->matched_stop();
         const auto& t = f.timings;
         c.queue_us = us_between(lr.received, t.first_scheduled);
         c.prefill_us = us_between(t.first_scheduled, t.first_token);

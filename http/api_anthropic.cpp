@@ -284,8 +284,13 @@ std::string anthropic_message_body(const std::string& req_id, const std::string&
                                    const msg::completion& c) {
     return R"({"id":)" + quoted(anthropic_message_id(req_id)) +
            R"(,"type":"message","role":"assistant","model":)" + quoted(model) + R"(,"content":)" +
-           content + R"(,"stop_reason":)" + quoted(stop_reason) +
-           R"(,"stop_sequence":null,"usage":)" + anthropic_usage(c) + "}";
+           content + R"(,"stop_reason":)" + quoted(stop_reason) + R"(,"stop_sequence":)" +
+           anthropic_stop_sequence(stop_reason, c) + R"(,"usage":)" + anthropic_usage(c) + "}";
+}
+
+std::string anthropic_stop_sequence(const std::string& stop_reason, const msg::completion& c) {
+    return stop_reason == "stop_sequence" && !c.stop_sequence.empty() ? quoted(c.stop_sequence)
+                                                                      : "null";
 }
 
 std::string anthropic_message_start(const std::string& req_id, const std::string& model,

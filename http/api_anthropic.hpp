@@ -47,6 +47,10 @@ namespace bitnet::http {
 [[nodiscard]] std::vector<std::string> anthropic_tool_use_blocks(const std::string& calls);
 
 /// The whole reply: `content` is the JSON array of blocks.
+/// The `stop_sequence` field: the stop string that ended the reply (JSON text), else null.
+[[nodiscard]] std::string anthropic_stop_sequence(const std::string& stop_reason,
+                                                  const msg::completion& c);
+
 [[nodiscard]] std::string anthropic_message_body(const std::string& req_id,
                                                  const std::string& model,
                                                  const std::string& content,

@@ -10,6 +10,8 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 namespace bitnet::http {
 
 namespace json = boost::json;
@@ -46,6 +48,9 @@ bool session::whole_call(const msg::completion& c) const {
 }
 
 void session::messages_stream_head() {
+    if (call_->head_sent)
+        return;
+    call_->head_sent = true;
     sse_event("message_start",
               anthropic_message_start(call_->req_id, call_->model, call_->prompt_tokens));
     if (!call_->tool_call)
@@ -59,6 +64,7 @@ void session::messages_stream_head() {
 }
 
 void session::stream_messages_token(const msg::token_event& ev) {
+    messages_stream_head();
     if (ev.text.empty())
         return;
     if (!call_->tool_call)
@@ -71,6 +77,10 @@ void session::stream_messages_token(const msg::token_event& ev) {
 }
 
 void session::messages_done_events(const msg::completion& c) {
+    if (!call_->head_sent) {
+        call_->prompt_tokens = std::max(call_->prompt_tokens, c.prompt_tokens);
+        messages_stream_head();
+    }
     const bool whole = whole_call(c);
     if (call_->tool_call && call_->tool_name.empty()) {
         // The calls among several functions, whole, each in one piece; a cut turn opens no block.
@@ -89,10 +99,11 @@ void session::messages_done_events(const msg::completion& c) {
     } else {
         sse_event("content_block_stop", block_stop());
     }
-    sse_event("message_delta",
-              R"({"type":"message_delta","delta":{"stop_reason":)" +
-                  quoted(anthropic_stop_reason(c.finish_reason, whole, call_->has_stops)) +
-                  R"(,"stop_sequence":null},"usage":)" + anthropic_usage(c) + "}");
+    const auto stop_reason = anthropic_stop_reason(c.finish_reason, whole, call_->has_stops);
+    sse_event("message_delta", R"({"type":"message_delta","delta":{"stop_reason":)" +
+                                   quoted(stop_reason) + R"(,"stop_sequence":)" +
+                                   anthropic_stop_sequence(stop_reason, c) + R"(},"usage":)" +
+                                   anthropic_usage(c) + "}");
     if (call_->cut)
         sse_event("error", anthropic_error_body(drain_error(), call_->req_id));
     else

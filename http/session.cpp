@@ -227,8 +227,12 @@ void session::send_json(const std::string& route, unsigned status, std::string b
                         std::uint32_t retry_after, bool counted) {
     res_ = {static_cast<bhttp::status>(status), 11};
     res_.set(bhttp::field::content_type, "application/json");
-    if (req_id != "-")
+    if (req_id != "-") {
         res_.set("X-Request-Id", req_id);
+        // Anthropic's SDK reads its own header name (err.requestID, message._request_id).
+        if (route.rfind("/v1/messages", 0) == 0)
+            res_.set("request-id", req_id);
+    }
     if (!server_timing.empty())
         res_.set("Server-Timing", server_timing);
     if (retry_after > 0)

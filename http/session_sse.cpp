@@ -26,21 +26,28 @@ void session::begin_stream() {
         watching_ = false;
     }
     sse_ = true;
-    std::string preamble = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                           "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
-                           "X-Request-Id: " +
-                           call_->req_id + "\r\n" + cors_header_lines() +
-                           "Transfer-Encoding: chunked\r\n\r\n";
+    std::string preamble =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+        "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
+        "X-Request-Id: " +
+        call_->req_id + "\r\n" +
+        (call_->kind == route_kind::messages ? "request-id: " + call_->req_id + "\r\n"
+                                             : std::string()) +
+        cors_header_lines() + "Transfer-Encoding: chunked\r\n\r\n";
     enqueue_raw(std::move(preamble));
     // Every choice opens with its role, as OpenAI streams n > 1 (the SDK's stream helper
-    // refuses a choice whose first delta has none).
-    if (call_->kind == route_kind::messages)
-        messages_stream_head();
+    // refuses a choice whose first delta has none); a tool call's with content null, not "" (an
+    // empty string is an empty text part to the AI SDK).
+    // Messages: message_start carries the prompt's token count, known with the first token; it
+    // goes out then (stream_messages_token).
     if (call_->kind == route_kind::responses)
         responses_stream_head();
     if (call_->kind == route_kind::chat)
         for (std::uint32_t i = 0; i < std::max<std::uint32_t>(call_->n_choices, 1); ++i)
-            sse_data(chat_chunk(head(), R"({"role":"assistant","content":""})", "null", "null", i));
+            sse_data(chat_chunk(head(),
+                                call_->tool_call ? R"({"role":"assistant","content":null})"
+                                                 : R"({"role":"assistant","content":""})",
+                                "null", "null", i));
     arm_ping();
 }
 

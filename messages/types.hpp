@@ -241,13 +241,15 @@ struct completion {
     /// Prompt tokens this request took from the prefix cache (its own key's scope) instead of
     /// computing them: usage.prompt_tokens_details.cached_tokens.
     std::uint32_t cached_tokens = 0;
+    /// The stop string that ended the choice (finish_reason "stop" by a stop string), else "".
+    std::string stop_sequence;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion& x) {
     return f(caf::meta::type_name("completion"), x.id, x.finish_reason, x.model, x.model_version,
              x.prompt_tokens, x.completion_tokens, x.queue_us, x.prefill_us, x.ttft_us, x.decode_us,
-             x.total_us, x.choice, x.cached_tokens);
+             x.total_us, x.choice, x.cached_tokens, x.stop_sequence);
 }
 
 /// One sequence's part of a step: the engine's chunk as it will run. `params` rides along on the

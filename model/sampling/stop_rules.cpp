@@ -38,6 +38,7 @@ stop_string_matcher::fed stop_string_matcher::feed(std::string_view piece) {
     }
     if (best != std::string::npos) {
         matched_ = true;
+        which_ = out.which;
         out.matched = true;
         out.emit = buf.substr(0, best);
         return out;

@@ -35,6 +35,10 @@ public:
 
     [[nodiscard]] std::string_view held() const noexcept { return held_; }
     [[nodiscard]] bool matched() const noexcept { return matched_; }
+    /// The stop string that matched ("" before a match): Anthropic's `stop_sequence`.
+    [[nodiscard]] std::string_view matched_stop() const noexcept {
+        return matched_ ? std::string_view(stops_[which_]) : std::string_view();
+    }
     [[nodiscard]] const std::vector<std::string>& stops() const noexcept { return stops_; }
 
 private:
@@ -43,6 +47,7 @@ private:
     std::vector<std::string> stops_;
     std::string held_;
     bool matched_ = false;
+    std::size_t which_ = 0;
 };
 
 enum class finish_reason {

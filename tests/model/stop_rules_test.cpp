@@ -51,6 +51,12 @@ TEST_CASE("stop strings: text before the stop string in the same piece is emitte
     CHECK(r.matched);
     CHECK(r.which == 1); // earliest start wins
     CHECK(r.emit == "xx");
+    // The matcher remembers which one ended it (Anthropic's stop_sequence), and keeps it.
+    CHECK(m2.matched_stop() == "STOP");
+    CHECK(m.matched_stop() == "</end>");
+    (void)m2.feed("more");
+    CHECK(m2.matched_stop() == "STOP");
+    CHECK(matcher({"x"}).matched_stop().empty());
 }
 
 TEST_CASE("stop strings: held text is released when the partial match fails") {

@@ -194,3 +194,69 @@ TEST_CASE("messages: count_tokens gives the prompt tokens the same request is ch
     CHECK(bad.status == 400);
     CHECK(test::parse_object(bad.body).at("error").at("type") == "invalid_request_error");
 }
+
+TEST_CASE("messages: message_start counts the prompt, stop_sequence names the stop string that "
+          "ended the reply, and every answer carries request-id") {
+    default_model m;
+    const std::string msgs = R"("model":"fortunes","temperature":0,"system":"You tell fortunes.",)"
+                             R"("messages":[{"role":"user","content":"Tell me one."}])";
+    const auto count = m.s.post("/v1/messages/count_tokens", "{" + msgs + "}");
+    REQUIRE(count.status == 200);
+    const auto n = test::parse_object(count.body).at("input_tokens").as_int64();
+
+    // The greedy reply, then a stop string from its middle: the same reply ends there.
+    const auto free = m.s.post("/v1/messages", "{" + msgs + R"(,"max_tokens":16})");
+    REQUIRE(free.status == 200);
+    const std::string text(
+        test::parse_object(free.body).at("content").at(0).at("text").as_string());
+    REQUIRE(text.size() >= 6);
+    const auto stop = text.substr(3, 3);
+    const std::string stops = R"(,"stop_sequences":["never-in-this-text",)" +
+                              boost::json::serialize(boost::json::value(stop)) + "]";
+    const auto stopped = m.s.post("/v1/messages", "{" + msgs + R"(,"max_tokens":16)" + stops + "}");
+    REQUIRE(stopped.status == 200);
+    const auto so = test::parse_object(stopped.body);
+    CHECK(so.at("stop_reason") == "stop_sequence");
+    REQUIRE(so.at("stop_sequence").is_string());
+    CHECK(so.at("stop_sequence").as_string() == stop);
+
+    // Streamed: message_start has the prompt's tokens (the count_tokens figure), message_delta
+    // the stop string.
+    const auto st =
+        m.s.post("/v1/messages", "{" + msgs + R"(,"max_tokens":16,"stream":true)" + stops + "}");
+    REQUIRE(st.status == 200);
+    bool started = false, delta = false;
+    for (const auto& ev : test::sse_data(st.body)) {
+        const auto e = test::parse_object(ev);
+        if (e.at("type") == "message_start") {
+            started = true;
+            CHECK(e.at("message").at("usage").at("input_tokens").as_int64() == n);
+        }
+        if (e.at("type") == "message_delta") {
+            delta = true;
+            CHECK(e.at("delta").at("stop_reason") == "stop_sequence");
+            CHECK(e.at("delta").at("stop_sequence") == boost::json::value(stop));
+        }
+    }
+    CHECK(started);
+    CHECK(delta);
+
+    // request-id (Anthropic's header) beside X-Request-Id, on errors and on streams.
+    const std::string bad = R"({"model":"fortunes","max_tokens":4,"messages":"x"})";
+    const auto raw = test::raw_exchange(
+        m.s.port(), "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    "Connection: close\r\nContent-Length: " +
+                        std::to_string(bad.size()) + "\r\n\r\n" + bad);
+    CHECK(test::status_of(raw) == 400);
+    const auto at = raw.find("\r\nrequest-id: req-");
+    REQUIRE(at != std::string::npos);
+    const auto id = raw.substr(at + 14, raw.find("\r\n", at + 2) - at - 14);
+    CHECK(raw.find("X-Request-Id: " + id + "\r\n") != std::string::npos);
+    CHECK(raw.find(R"("request_id":")" + id + "\"") != std::string::npos);
+    const std::string sbody = "{" + msgs + R"(,"max_tokens":2,"stream":true})";
+    const auto sraw = test::raw_exchange(
+        m.s.port(), "POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    "Connection: close\r\nContent-Length: " +
+                        std::to_string(sbody.size()) + "\r\n\r\n" + sbody);
+    CHECK(sraw.find("\r\nrequest-id: req-") != std::string::npos);
+}
