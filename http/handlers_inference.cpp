@@ -10,6 +10,7 @@
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
 #include "http/echo_render.hpp"
+#include "http/response_store.hpp"
 #include "http/session.hpp"
 #include "messages/errors.hpp"
 
@@ -43,8 +44,19 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.kind = kind;
     c.route = route;
     c.req_id = "req-" + std::to_string(id);
+    std::string expanded; // Responses: the request with its stored parts filled in
+    if (kind == route_kind::responses) {
+        auto x = expand_responses_request(body, srv_.responses, client_key_,
+                                          static_cast<std::size_t>(srv_.opt.max_body_bytes));
+        if (auto* e = std::get_if<api_error>(&x))
+            return send_error(route, *e, c.req_id);
+        auto& ex = std::get<responses_expansion>(x);
+        expanded = std::move(ex.body);
+        c.store = ex.store;
+        c.input_items = std::move(ex.input_items);
+    }
     auto parsed = kind == route_kind::messages    ? parse_messages(body)
-                  : kind == route_kind::responses ? parse_responses(body)
+                  : kind == route_kind::responses ? parse_responses(expanded)
                                                   : parse_inference(body, api_of(kind));
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, c.req_id);
@@ -249,7 +261,7 @@ void session::stream_token(const msg::token_event& ev, bool lp) {
                                   {"type", "function"},
                                   {"function", std::move(fn)}};
                 sse_data(chat_chunk(head(),
-                                    R"({"role":"assistant","content":null,"tool_calls":)" +
+                                    R"({"tool_calls":)" +
                                         json::serialize(json::array{std::move(open)}) + "}",
                                     "null"));
             }
@@ -364,9 +376,7 @@ void session::stream_done_events(const msg::completion& c) {
         } else if (call_->tool_call) {
             // One delta with the whole call, then the finish: OpenAI's shape, in one piece.
             if (auto calls = tool_calls_json(call_->text, call_->req_id, true)) {
-                sse_data(chat_chunk(
-                    head(), R"({"role":"assistant","content":null,"tool_calls":)" + *calls + "}",
-                    "null"));
+                sse_data(chat_chunk(head(), R"({"tool_calls":)" + *calls + "}", "null"));
                 if (!call_->cut && c.finish_reason != "length" && c.finish_reason != "deadline")
                     sse_data(chat_chunk(head(), "{}", quoted("tool_calls")));
                 else

@@ -78,11 +78,17 @@ TEST_CASE("parallel tool calls: chat returns several calls with their own ids, s
         const auto st = m.s.post("/v1/chat/completions", head + sampling + R"(,"stream":true})");
         REQUIRE(st.status == 200);
         std::size_t streamed = 0;
+        bool first = true;
         for (const auto& ev : test::sse_data(st.body)) {
             if (ev == "[DONE]")
                 continue;
             const auto chunk = json::parse(ev);
             const auto& delta = chunk.at("choices").at(0).at("delta").as_object();
+            if (first) {
+                // The role opens a call with content null: "" would be an empty text part.
+                CHECK(json::value(delta) == json::parse(R"({"role":"assistant","content":null})"));
+                first = false;
+            }
             if (const auto* tc = delta.if_contains("tool_calls"))
                 for (const auto& c : tc->as_array()) {
                     CHECK(c.at("index").as_int64() == static_cast<std::int64_t>(streamed));
