@@ -72,7 +72,11 @@ struct server_config {
     std::uint32_t write_timeout_ms = 30000;
     std::uint32_t sse_ping_ms = 10000;
     std::uint64_t sse_buffer_bytes = 1ull << 20; ///< unsent SSE bytes before a slow reader is cut
-    std::vector<std::string> api_keys;           ///< empty = inference routes open
+    /// Stored Responses replies (previous_response_id, item_reference): count, age, bytes.
+    std::uint32_t responses_store_max = 1000;
+    std::uint32_t responses_store_ttl_s = 3600;
+    std::uint64_t responses_store_bytes = 64ull << 20;
+    std::vector<std::string> api_keys; ///< empty = inference routes open
     /// Groups of API keys sharing one prefix-cache scope, each "keyA|keyB|..." (http/cache_scope).
     std::vector<std::string> prefix_cache_share_groups;
     /// The credential GET /metrics asks for (Bearer); empty = /metrics open.

@@ -6,6 +6,8 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
+#include <random>
 
 namespace bitnet::http {
 
@@ -19,6 +21,23 @@ api_error bad(std::string param, std::string message) {
 
 std::string number_of(const std::string& req_id) {
     return req_id.substr(req_id.find('-') + 1);
+}
+
+/// Eight hex digits drawn once per process: stored replies are named by these ids, and request
+/// numbers restart with the process, so an id from before a restart must not name a new reply.
+const std::string& process_tag() {
+    static const std::string tag = [] {
+        std::random_device rd;
+        char buf[9];
+        std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+        return std::string(buf);
+    }();
+    return tag;
+}
+
+/// The part of a response's ids after their prefix ("resp_", "msg_", "fc_").
+std::string id_of(const std::string& req_id) {
+    return process_tag() + "_" + number_of(req_id);
 }
 
 /// A message item's content: a string, or parts of type input_text, output_text or text
@@ -236,20 +255,24 @@ parse_result parse_responses(std::string_view body) {
 }
 
 std::string response_id(const std::string& req_id) {
-    return "resp_" + number_of(req_id);
+    return "resp_" + id_of(req_id);
 }
 
 std::string response_message_id(const std::string& req_id) {
-    return "msg_" + number_of(req_id);
+    return "msg_" + id_of(req_id);
 }
 
 std::string response_call_item_id(const std::string& req_id, std::size_t i) {
-    return "fc_" + number_of(req_id) + (i == 0 ? "" : "_" + std::to_string(i));
+    return "fc_" + id_of(req_id) + (i == 0 ? "" : "_" + std::to_string(i));
 }
 
-std::string response_message_item(const std::string& req_id, const std::string& text, bool done) {
+std::string response_message_item(const std::string& req_id, const std::string& text, bool done,
+                                  bool incomplete) {
     return R"({"id":)" + quoted(response_message_id(req_id)) + R"(,"type":"message","status":)" +
-           (done ? R"("completed")" : R"("in_progress")") + R"(,"role":"assistant","content":)" +
+           (!done        ? R"("in_progress")"
+            : incomplete ? R"("incomplete")"
+                         : R"("completed")") +
+           R"(,"role":"assistant","content":)" +
            (done ? R"([{"type":"output_text","text":)" + quoted(text) + R"(,"annotations":[]}])"
                  : std::string("[]")) +
            "}";
@@ -266,7 +289,7 @@ std::string response_call_item(const std::string& req_id, const std::string& nam
 std::string response_object(const std::string& req_id, std::int64_t created,
                             const std::string& model, const std::string& status,
                             const std::string& output, const msg::completion* c,
-                            const std::string& error, bool parallel_tool_calls) {
+                            const std::string& error, bool parallel_tool_calls, bool stored) {
     std::string usage = "null";
     if (c) {
         const auto cached = std::min(c->cached_tokens, c->prompt_tokens);
@@ -282,7 +305,7 @@ std::string response_object(const std::string& req_id, std::int64_t created,
            (status == "incomplete" ? R"({"reason":"max_output_tokens"})" : std::string("null")) +
            R"(,"model":)" + quoted(model) + R"(,"output":)" + output +
            R"(,"parallel_tool_calls":)" + (parallel_tool_calls ? "true" : "false") +
-           R"(,"store":false,"usage":)" + usage + "}";
+           R"(,"store":)" + (stored ? "true" : "false") + R"(,"usage":)" + usage + "}";
 }
 
 } // namespace bitnet::http

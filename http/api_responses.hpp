@@ -5,8 +5,9 @@
 //             input_text/output_text content, function_call, function_call_output),
 //             max_output_tokens, temperature, top_p, tools ({type: "function", name,
 //             description, parameters}), tool_choice, text.format (text, json_object,
-//             json_schema), stream. Stateless: store is ignored (every reply says store false)
-//             and previous_response_id is a 400 (send the whole conversation in input).
+//             json_schema), stream. previous_response_id and item_reference items are filled
+//             in from the store before this parser (http/response_store.hpp); here they are a
+//             400.
 //   reply:    {id: "resp_…", object: "response", status: completed | incomplete, output:
 //             [message with output_text | function_call], usage, incomplete_details, …}.
 //   stream:   response.created, response.in_progress, response.output_item.added,
@@ -43,18 +44,19 @@ namespace bitnet::http {
 /// An output item: the message with its text, or a function call, number `i` of the turn
 /// (`done`: status completed, else in_progress with what is known so far).
 [[nodiscard]] std::string response_message_item(const std::string& req_id, const std::string& text,
-                                                bool done);
+                                                bool done, bool incomplete = false);
 [[nodiscard]] std::string response_call_item(const std::string& req_id, const std::string& name,
                                              const std::string& arguments, bool done,
                                              std::size_t i = 0);
 
 /// The whole response object. `output` is the JSON array of items; `status` completed,
 /// incomplete (cut by max_output_tokens), in_progress (no usage yet) or failed (with `error`,
-/// a JSON object or "null"). `parallel_tool_calls` echoes the request's.
+/// a JSON object or "null"). `parallel_tool_calls` echoes the request's, `stored` says whether
+/// the reply is kept (http/response_store.hpp).
 [[nodiscard]] std::string response_object(const std::string& req_id, std::int64_t created,
                                           const std::string& model, const std::string& status,
                                           const std::string& output, const msg::completion* c,
                                           const std::string& error = "null",
-                                          bool parallel_tool_calls = true);
+                                          bool parallel_tool_calls = true, bool stored = false);
 
 } // namespace bitnet::http

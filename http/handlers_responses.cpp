@@ -8,7 +8,14 @@
 #include "http/api_structured.hpp"
 #include "http/session.hpp"
 
+#include <boost/json.hpp>
+
+#include <utility>
+#include <vector>
+
 namespace bitnet::http {
+
+namespace json = boost::json;
 
 namespace {
 
@@ -27,8 +34,9 @@ void session::responses_event(const char* type, const std::string& fields) {
 }
 
 void session::responses_stream_head() {
-    const auto pending = response_object(call_->req_id, call_->created, call_->model, "in_progress",
-                                         "[]", nullptr, "null", call_->parallel_tool_calls);
+    const auto pending =
+        response_object(call_->req_id, call_->created, call_->model, "in_progress", "[]", nullptr,
+                        "null", call_->parallel_tool_calls, call_->store);
     responses_event("response.created", ",\"response\":" + pending);
     responses_event("response.in_progress", ",\"response\":" + pending);
     const auto msg_id = quoted(response_message_id(call_->req_id));
@@ -75,7 +83,8 @@ void session::responses_done_events(const msg::completion& c) {
             ",\"item_id\":" + item_id +
                 R"(,"output_index":0,"content_index":0,"part":{"type":"output_text","text":)" +
                 quoted(call_->text) + R"(,"annotations":[]})");
-        const auto item = response_message_item(id, call_->text, true);
+        const auto item =
+            response_message_item(id, call_->text, true, status_of(c, whole) == "incomplete");
         responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
         output = "[" + item + "]";
     } else if (whole) {
@@ -109,22 +118,26 @@ void session::responses_done_events(const msg::completion& c) {
             ",\"response\":" +
                 response_object(id, call_->created, call_->model, "failed", output, &c,
                                 R"({"code":"draining","message":)" + quoted(e.message) + "}",
-                                call_->parallel_tool_calls));
+                                call_->parallel_tool_calls, false));
         return;
     }
     const auto status = status_of(c, whole);
+    remember_response(output);
     responses_event(status == "completed" ? "response.completed" : "response.incomplete",
                     ",\"response\":" + response_object(id, call_->created,
                                                        c.model.empty() ? call_->model : c.model,
                                                        status, output, &c, "null",
-                                                       call_->parallel_tool_calls));
+                                                       call_->parallel_tool_calls, call_->store));
 }
 
 std::string session::responses_body(const msg::completion& c) const {
     const bool whole = whole_call(c);
     std::string output = "[]";
     if (!call_->tool_call) {
-        output = "[" + response_message_item(call_->req_id, call_->text, true) + "]";
+        output = "[" +
+                 response_message_item(call_->req_id, call_->text, true,
+                                       status_of(c, whole) == "incomplete") +
+                 "]";
     } else if (whole) {
         const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
         output.clear();
@@ -133,8 +146,25 @@ std::string session::responses_body(const msg::completion& c) const {
                       response_call_item(call_->req_id, calls[i].name, calls[i].arguments, true, i);
         output += "]";
     }
+    remember_response(output);
     return response_object(call_->req_id, call_->created, c.model.empty() ? call_->model : c.model,
-                           status_of(c, whole), output, &c, "null", call_->parallel_tool_calls);
+                           status_of(c, whole), output, &c, "null", call_->parallel_tool_calls,
+                           call_->store);
+}
+
+void session::remember_response(const std::string& output) const {
+    if (!call_->store)
+        return;
+    // The conversation so far: what came in, then what went out; each output item by its id.
+    auto items = json::parse(call_->input_items.empty() ? "[]" : call_->input_items).as_array();
+    std::vector<std::pair<std::string, std::string>> outputs;
+    const auto out = json::parse(output);
+    for (const auto& item : out.as_array()) {
+        outputs.emplace_back(std::string(item.at("id").as_string()), json::serialize(item));
+        items.push_back(item);
+    }
+    srv_.responses.put(client_key_, response_id(call_->req_id), json::serialize(items),
+                       std::move(outputs));
 }
 
 } // namespace bitnet::http

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "common/error.hpp"
+#include "http/response_store.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>
@@ -63,6 +64,8 @@ struct server_options {
     std::uint64_t max_body_bytes = 1 << 20;
     /// The largest OpenAI `n` (choices per request); above it a request is a 400 naming `n`.
     std::uint32_t max_n = 8;
+    /// Stored Responses replies (previous_response_id, item_reference): http/response_store.hpp.
+    response_store_limits responses_store;
     /// Request line + headers, and a chunked body's trailers: 431 past it. The connection's read
     /// buffer is bounded by it too, so no header or trailer block can grow memory without end.
     std::uint32_t max_header_bytes = 16384;

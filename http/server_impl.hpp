@@ -93,13 +93,16 @@ struct server::impl {
     std::unique_ptr<tls_contexts> tls;
     /// Per API key: requests and tokens, for that key's own /v1/stats.
     key_usage usage;
+    /// Recent Responses replies, per API key (previous_response_id, item_reference).
+    response_store responses;
 
     impl(caf::actor_system& s, msg::admission_actor a, server_options o)
         : sys(s)
         , admission(std::move(a))
         , opt(std::move(o))
         , metrics_ptr(opt.shared_metrics ? opt.shared_metrics : std::make_shared<metrics>())
-        , m(*metrics_ptr) {
+        , m(*metrics_ptr)
+        , responses(opt.responses_store) {
         next_id = opt.first_request_id;
         m.build_info(opt.build.version, opt.build.git_sha);
     }

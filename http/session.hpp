@@ -115,8 +115,11 @@ private:
         std::string tool_name;
         bool parallel_tool_calls = true; ///< the request's parallel_tool_calls (echoed)
         bool tool_opened = false;        ///< the stream sent the call's id and name
-        bool has_stops = false;          ///< the request had stop strings (Anthropic's stop_reason)
-        std::uint32_t events = 0;        ///< Responses stream events sent (their sequence_number)
+        bool head_sent = false;   ///< messages: message_start went out (after the prompt's count)
+        bool store = false;       ///< responses: keep the reply (http/response_store.hpp)
+        std::string input_items;  ///< responses: the input as stored items (a JSON array)
+        bool has_stops = false;   ///< the request had stop strings (Anthropic's stop_reason)
+        std::uint32_t events = 0; ///< Responses stream events sent (their sequence_number)
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
         struct choice {
             std::string text;
@@ -263,6 +266,8 @@ private:
     /// an error event and response.failed).
     void responses_done_events(const msg::completion& c);
     [[nodiscard]] std::string responses_body(const msg::completion& c) const;
+    /// Keeps a finished Responses reply (its `output` array) when the request asked to store it.
+    void remember_response(const std::string& output) const;
     void stream_token(const msg::token_event& ev, bool lp);
     void gather_token(msg::token_event ev, bool lp);
     // n > 1 (handlers_choices.cpp): a choice's token, a choice's end, the request's end.

@@ -84,17 +84,28 @@ TEST_CASE("responses: the response object and its output items") {
     c.prompt_tokens = 10;
     c.cached_tokens = 4;
     c.completion_tokens = 3;
-    const auto msg = json::parse(response_message_item("req-7", "hi", true));
-    CHECK(msg == json::parse(R"({"id":"msg_7","type":"message","status":"completed",
+    auto msg = json::parse(response_message_item("req-7", "hi", true));
+    // Ids: the prefix, this process's tag, then the request's number.
+    const std::string msg_id(msg.at("id").as_string());
+    CHECK(msg_id.rfind("msg_", 0) == 0);
+    CHECK(msg_id.size() == std::string("msg_").size() + 8 + 2);
+    CHECK(msg_id.substr(msg_id.size() - 2) == "_7");
+    const auto tag = msg_id.substr(4, 8);
+    msg.as_object()["id"] = "x";
+    CHECK(msg == json::parse(R"({"id":"x","type":"message","status":"completed",
         "role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]})"));
+    CHECK(json::parse(response_message_item("req-7", "hi", true, true)).at("status") ==
+          "incomplete");
     const auto call = json::parse(response_call_item("req-7", "f", R"({"a":1})", true));
     CHECK(call.at("type") == "function_call");
     CHECK(call.at("call_id") == "call_7");
-    CHECK(call.at("id") == "fc_7");
+    CHECK(call.at("id").as_string() == "fc_" + tag + "_7");
+    CHECK(json::parse(response_call_item("req-7", "f", "{}", true, 2)).at("id").as_string() ==
+          "fc_" + tag + "_7_2");
     CHECK(call.at("arguments") == R"({"a":1})");
     const auto r = json::parse(
         response_object("req-7", 100, "m", "incomplete", "[" + json::serialize(msg) + "]", &c));
-    CHECK(r.at("id") == "resp_7");
+    CHECK(r.at("id").as_string() == "resp_" + tag + "_7");
     CHECK(r.at("object") == "response");
     CHECK(r.at("created_at") == 100);
     CHECK(r.at("incomplete_details").at("reason") == "max_output_tokens");
@@ -102,6 +113,11 @@ TEST_CASE("responses: the response object and its output items") {
         {"cached_tokens":4},"output_tokens":3,"output_tokens_details":{"reasoning_tokens":0},
         "total_tokens":13})"));
     CHECK(r.at("store") == false);
+    CHECK(r.at("parallel_tool_calls") == true);
+    const auto kept = json::parse(
+        response_object("req-7", 1, "m", "completed", "[]", nullptr, "null", false, true));
+    CHECK(kept.at("store") == true);
+    CHECK(kept.at("parallel_tool_calls") == false);
     CHECK(json::parse(response_object("req-7", 1, "m", "completed", "[]", nullptr))
               .at("incomplete_details")
               .is_null());

@@ -150,8 +150,75 @@ TEST_CASE("responses: a forced function call, streamed as argument deltas, and i
         CHECK(co.at("status") == "incomplete");
         CHECK(co.at("incomplete_details").at("reason") == "max_output_tokens");
     }
-    // previous_response_id: a 400 in OpenAI's shape naming it.
+    // previous_response_id that names nothing stored: a 400 in OpenAI's shape naming it.
     const auto prev = m.s.post("/v1/responses", R"({"input":"x","previous_response_id":"resp_1"})");
     CHECK(prev.status == 400);
     CHECK(test::parse_object(prev.body).at("error").at("param") == "previous_response_id");
+}
+
+TEST_CASE("responses: stored replies continue by previous_response_id and item_reference, per "
+          "API key; store false keeps nothing") {
+    test::server_process s({"--api-keys", "store-key-a1,store-key-b2"});
+    const std::string a = "store-key-a1", b = "store-key-b2";
+    const auto first =
+        s.post("/v1/responses",
+               R"({"input":"Weather in Oslo?","max_output_tokens":64,"temperature":0,)"
+               R"("tool_choice":{"type":"function","name":"get_weather"},)" +
+                   tool + "}",
+               a);
+    REQUIRE_MESSAGE(first.status == 200, first.body);
+    const auto fo = test::parse_object(first.body);
+    CHECK(fo.at("store") == true);
+    const std::string resp_id(fo.at("id").as_string());
+    const auto& call = fo.at("output").at(0);
+    REQUIRE(call.at("type") == "function_call");
+    const std::string fc_id(call.at("id").as_string());
+    const std::string call_id(call.at("call_id").as_string());
+    const auto first_input = fo.at("usage").at("input_tokens").as_int64();
+
+    // The tool's output after the stored call: the conversation is the stored one plus this.
+    const std::string result =
+        R"({"type":"function_call_output","call_id":")" + call_id + R"(","output":"sunny"})";
+    const auto chained = s.post("/v1/responses",
+                                R"({"previous_response_id":")" + resp_id + R"(","input":[)" +
+                                    result + R"(],"max_output_tokens":4,"temperature":0})",
+                                a);
+    REQUIRE_MESSAGE(chained.status == 200, chained.body);
+    const auto co = test::parse_object(chained.body);
+    CHECK(co.at("output").at(0).at("type") == "message");
+    CHECK(co.at("usage").at("input_tokens").as_int64() > first_input);
+    // The same turn by reference (what the AI SDK sends with store on): the same prompt.
+    const auto by_ref =
+        s.post("/v1/responses",
+               R"({"input":[{"role":"user","content":"Weather in Oslo?"},)"
+               R"({"type":"item_reference","id":")" +
+                   fc_id + R"("},)" + result + R"(],"max_output_tokens":4,"temperature":0})",
+               a);
+    REQUIRE_MESSAGE(by_ref.status == 200, by_ref.body);
+    CHECK(test::parse_object(by_ref.body).at("usage").at("input_tokens") ==
+          co.at("usage").at("input_tokens"));
+    CHECK(test::parse_object(by_ref.body).at("output").at(0).at("content").at(0).at("text") ==
+          co.at("output").at(0).at("content").at(0).at("text"));
+
+    // Another key cannot name them.
+    const auto other =
+        s.post("/v1/responses", R"({"previous_response_id":")" + resp_id + R"(","input":"x"})", b);
+    CHECK(other.status == 400);
+    CHECK(test::parse_object(other.body).at("error").at("param") == "previous_response_id");
+    const auto other_item = s.post(
+        "/v1/responses", R"({"input":[{"type":"item_reference","id":")" + fc_id + R"("}]})", b);
+    CHECK(other_item.status == 400);
+    CHECK(test::parse_object(other_item.body).at("error").at("param") == "input");
+
+    // store false: answered, not kept.
+    const auto unstored =
+        s.post("/v1/responses", R"({"input":"Hi","max_output_tokens":2,"store":false})", a);
+    REQUIRE(unstored.status == 200);
+    const auto uo = test::parse_object(unstored.body);
+    CHECK(uo.at("store") == false);
+    const auto after = s.post("/v1/responses",
+                              R"({"previous_response_id":")" +
+                                  std::string(uo.at("id").as_string()) + R"(","input":"x"})",
+                              a);
+    CHECK(after.status == 400);
 }

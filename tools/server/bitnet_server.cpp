@@ -199,6 +199,8 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.write_timeout = std::chrono::milliseconds(cfg.write_timeout_ms);
     ho.sse_ping = std::chrono::milliseconds(cfg.sse_ping_ms);
     ho.sse_buffer_bytes = cfg.sse_buffer_bytes;
+    ho.responses_store = {cfg.responses_store_max, std::chrono::seconds(cfg.responses_store_ttl_s),
+                          static_cast<std::size_t>(cfg.responses_store_bytes)};
     ho.api_keys = cfg.api_keys;
     ho.metrics_key = cfg.metrics_api_key;
     for (const auto& g : cfg.prefix_cache_share_groups)

@@ -1,0 +1,180 @@
+#include "http/response_store.hpp"
+
+#include <boost/json.hpp>
+
+namespace bitnet::http {
+
+namespace json = boost::json;
+
+response_store::response_store(response_store_limits limits)
+    : limits_(limits) {}
+
+void response_store::put(const std::string& scope, const std::string& id, std::string items,
+                         std::vector<std::pair<std::string, std::string>> outputs,
+                         clock::time_point now) {
+    if (!enabled())
+        return;
+    entry e;
+    e.scope = scope;
+    e.id = id;
+    e.at = now;
+    e.bytes = scope.size() + id.size() + items.size();
+    for (const auto& [item_id, text] : outputs)
+        e.bytes += item_id.size() + text.size();
+    if (e.bytes > limits_.max_bytes)
+        return; // it alone would not fit: not kept (a later name of it is a 400)
+    e.items = std::move(items);
+    std::lock_guard lock(mu_);
+    if (auto it = responses_.find({scope, id}); it != responses_.end()) {
+        order_.erase(it->second); // ids are unique per process; kept simple if not
+        responses_.erase(it);
+    }
+    for (auto& [item_id, text] : outputs) {
+        e.item_ids.push_back(item_id);
+        items_[{scope, item_id}] = std::move(text);
+    }
+    bytes_ += e.bytes;
+    order_.push_back(std::move(e));
+    responses_[{scope, id}] = std::prev(order_.end());
+    evict(now);
+}
+
+void response_store::drop_oldest() {
+    auto& e = order_.front();
+    responses_.erase({e.scope, e.id});
+    for (const auto& item_id : e.item_ids)
+        items_.erase({e.scope, item_id});
+    bytes_ -= e.bytes;
+    order_.pop_front();
+}
+
+void response_store::evict(clock::time_point now) {
+    while (!order_.empty() && (order_.size() > limits_.max_responses ||
+                               bytes_ > limits_.max_bytes || now - order_.front().at > limits_.ttl))
+        drop_oldest();
+}
+
+std::optional<std::string> response_store::conversation(const std::string& scope,
+                                                        const std::string& id,
+                                                        clock::time_point now) {
+    std::lock_guard lock(mu_);
+    evict(now);
+    const auto it = responses_.find({scope, id});
+    if (it == responses_.end())
+        return std::nullopt;
+    return it->second->items;
+}
+
+std::optional<std::string> response_store::item(const std::string& scope, const std::string& id,
+                                                clock::time_point now) {
+    std::lock_guard lock(mu_);
+    evict(now);
+    const auto it = items_.find({scope, id});
+    if (it == items_.end())
+        return std::nullopt;
+    return it->second;
+}
+
+std::size_t response_store::size() const {
+    std::lock_guard lock(mu_);
+    return order_.size();
+}
+
+std::size_t response_store::bytes() const {
+    std::lock_guard lock(mu_);
+    return bytes_;
+}
+
+namespace {
+
+api_error not_stored(const std::string& param, const std::string& what,
+                     const response_store& store) {
+    api_error e = invalid_value(param, what);
+    e.suggestion = store.enabled()
+                       ? "replies are kept " + std::to_string(store.limits().ttl.count()) +
+                             " s (the newest " + std::to_string(store.limits().max_responses) +
+                             "), for the API key that made them: send the items themselves"
+                       : "this server stores no replies (responses_store_max 0): send the whole "
+                         "conversation in input";
+    return e;
+}
+
+} // namespace
+
+std::variant<responses_expansion, api_error> expand_responses_request(std::string_view body,
+                                                                      response_store& store,
+                                                                      const std::string& scope,
+                                                                      std::size_t max_bytes) {
+    responses_expansion out;
+    boost::system::error_code ec;
+    auto root = json::parse(body, ec);
+    auto* o = ec ? nullptr : root.if_object();
+    if (!o) {
+        out.body = std::string(body);
+        return out;
+    }
+    const auto* store_flag = o->if_contains("store");
+    out.store =
+        store.enabled() && !(store_flag && store_flag->is_bool() && !store_flag->get_bool());
+    json::array input;
+    if (const auto* in = o->if_contains("input")) {
+        if (in->is_string())
+            input.push_back(json::object{{"type", "message"}, {"role", "user"}, {"content", *in}});
+        else if (in->is_array())
+            input = in->get_array();
+        else {
+            out.body = std::string(body); // the parser names what is wrong with it
+            return out;
+        }
+    }
+    bool changed = false;
+    if (const auto* prev = o->if_contains("previous_response_id"); prev && !prev->is_null()) {
+        if (!prev->is_string())
+            return invalid_value("previous_response_id", "previous_response_id must be a string");
+        const std::string id(prev->get_string());
+        const auto stored = store.enabled() ? store.conversation(scope, id) : std::nullopt;
+        if (!stored)
+            return not_stored("previous_response_id", "no stored response '" + id + "'", store);
+        auto earlier = json::parse(*stored).as_array();
+        for (auto& it : input)
+            earlier.push_back(std::move(it));
+        input = std::move(earlier);
+        o->erase("previous_response_id");
+        changed = true;
+    }
+    for (std::size_t i = 0; i < input.size(); ++i) {
+        auto* io = input[i].if_object();
+        const auto* type = io ? io->if_contains("type") : nullptr;
+        if (!type || !type->is_string() || type->get_string() != "item_reference")
+            continue;
+        const auto* id = io->if_contains("id");
+        if (!id || !id->is_string())
+            return invalid_value("input", "input[" + std::to_string(i) +
+                                              "]: an item_reference needs a string \"id\"");
+        const std::string name(id->get_string());
+        const auto stored = store.enabled() ? store.item(scope, name) : std::nullopt;
+        if (!stored)
+            return not_stored(
+                "input", "input[" + std::to_string(i) + "]: no stored item '" + name + "'", store);
+        input[i] = json::parse(*stored);
+        changed = true;
+    }
+    out.input_items = json::serialize(input);
+    if (!changed) {
+        out.body = std::string(body);
+        return out;
+    }
+    (*o)["input"] = std::move(input);
+    out.body = json::serialize(root);
+    if (out.body.size() > max_bytes) {
+        auto e = invalid_value("previous_response_id",
+                               "the conversation with its stored items is " +
+                                   std::to_string(out.body.size()) + " bytes, past the " +
+                                   std::to_string(max_bytes) + "-byte body limit");
+        e.suggestion = "start a new conversation, or send fewer items";
+        return e;
+    }
+    return out;
+}
+
+} // namespace bitnet::http

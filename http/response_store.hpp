@@ -1,0 +1,97 @@
+// Recent Responses API replies, kept in memory per API key so that a later request can name them:
+// `previous_response_id` (the conversation so far, input and output items) and `item_reference`
+// items (one output item by id), as the AI SDK's default provider sends once `store` is true (its
+// default). Bounded three ways (config keys): how many responses, for how long, and their bytes;
+// the oldest go first. A key sees only what its own requests stored. Nothing survives a restart,
+// and ids carry a per-process tag, so an id from before a restart is "not stored", never another
+// reply's.
+#pragma once
+
+#include "http/errors.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <list>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace bitnet::http {
+
+struct response_store_limits {
+    std::size_t max_responses = 1000; ///< 0: nothing is stored (previous_response_id is a 400)
+    std::chrono::seconds ttl{3600};
+    std::size_t max_bytes = 64u << 20;
+};
+
+class response_store {
+public:
+    using clock = std::chrono::steady_clock;
+
+    explicit response_store(response_store_limits limits);
+
+    [[nodiscard]] bool enabled() const noexcept { return limits_.max_responses > 0; }
+    [[nodiscard]] const response_store_limits& limits() const noexcept { return limits_; }
+
+    /// Keeps response `id` of `scope`: `items` is the JSON array of its whole conversation
+    /// (input items, then output items), `outputs` each output item's id and JSON text.
+    void put(const std::string& scope, const std::string& id, std::string items,
+             std::vector<std::pair<std::string, std::string>> outputs,
+             clock::time_point now = clock::now());
+
+    /// The conversation of response `id` (a JSON array), when `scope` stored it and it is kept.
+    [[nodiscard]] std::optional<std::string> conversation(const std::string& scope,
+                                                          const std::string& id,
+                                                          clock::time_point now = clock::now());
+    /// One output item (JSON text) by its id.
+    [[nodiscard]] std::optional<std::string> item(const std::string& scope, const std::string& id,
+                                                  clock::time_point now = clock::now());
+
+    [[nodiscard]] std::size_t size() const;
+    [[nodiscard]] std::size_t bytes() const;
+
+private:
+    struct entry {
+        std::string scope;
+        std::string id;
+        clock::time_point at;
+        std::string items;
+        std::vector<std::string> item_ids;
+        std::size_t bytes = 0;
+    };
+    using key = std::pair<std::string, std::string>; ///< (scope, id)
+
+    /// Drops the expired and, past a bound, the oldest (mu_ held).
+    void evict(clock::time_point now);
+    void drop_oldest();
+
+    response_store_limits limits_;
+    mutable std::mutex mu_;
+    std::list<entry> order_; ///< oldest first
+    std::map<key, std::list<entry>::iterator> responses_;
+    std::map<key, std::string> items_;
+    std::size_t bytes_ = 0;
+};
+
+/// A Responses request with its stored parts filled in.
+struct responses_expansion {
+    std::string body;        ///< the request, previous_response_id and item_reference resolved
+    std::string input_items; ///< its input as a JSON array of items (what a stored reply keeps)
+    bool store = false;      ///< the reply is to be stored (store not false, the store enabled)
+};
+
+/// Resolves `previous_response_id` (its conversation goes before `input`) and `item_reference`
+/// items against `store` for `scope`; a name that is not stored is a 400 naming the field. The
+/// expanded request is bounded by `max_bytes` (the body limit), so a chain of stored replies
+/// cannot grow one request without end. A body that is not a JSON object comes back unchanged,
+/// for the parser to refuse.
+[[nodiscard]] std::variant<responses_expansion, api_error>
+expand_responses_request(std::string_view body, response_store& store, const std::string& scope,
+                         std::size_t max_bytes);
+
+} // namespace bitnet::http

@@ -1,0 +1,137 @@
+// The Responses store: replies kept per API key and named later (previous_response_id,
+// item_reference), bounded by count, age and bytes, oldest first; and the request expansion that
+// fills the stored parts in or refuses a name that is not kept.
+#include "http/response_store.hpp"
+
+#include <boost/json.hpp>
+#include <doctest/doctest.h>
+
+#include <variant>
+
+using namespace bitnet::http;
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string conv = R"([{"type":"message","role":"user","content":"hi"},)"
+                         R"({"id":"msg_a","type":"message","role":"assistant","content":"yo"}])";
+
+std::vector<std::pair<std::string, std::string>> outs(const std::string& id) {
+    return {{id, R"({"id":")" + id + R"(","type":"message","role":"assistant","content":"yo"})"}};
+}
+
+responses_expansion expand_ok(response_store& s, const std::string& body,
+                              const std::string& scope = "k1") {
+    auto r = expand_responses_request(body, s, scope, 1 << 20);
+    REQUIRE_MESSAGE(std::holds_alternative<responses_expansion>(r), std::get<api_error>(r).message);
+    return std::get<responses_expansion>(std::move(r));
+}
+
+api_error expand_error(response_store& s, const std::string& body, const std::string& scope = "k1",
+                       std::size_t max_bytes = 1 << 20) {
+    auto r = expand_responses_request(body, s, scope, max_bytes);
+    REQUIRE(std::holds_alternative<api_error>(r));
+    return std::get<api_error>(std::move(r));
+}
+
+} // namespace
+
+TEST_CASE("response store: a key sees only its own replies, items by id, until they expire") {
+    response_store s({10, 60s, 1 << 20});
+    const auto t0 = response_store::clock::now();
+    s.put("k1", "resp_1", conv, outs("msg_a"), t0);
+    CHECK(s.conversation("k1", "resp_1", t0) == conv);
+    CHECK(s.item("k1", "msg_a", t0).has_value());
+    CHECK_FALSE(s.conversation("k2", "resp_1", t0));
+    CHECK_FALSE(s.item("k2", "msg_a", t0));
+    CHECK_FALSE(s.conversation("k1", "resp_2", t0));
+    CHECK(s.conversation("k1", "resp_1", t0 + 59s));
+    CHECK_FALSE(s.conversation("k1", "resp_1", t0 + 61s));
+    CHECK_FALSE(s.item("k1", "msg_a", t0 + 61s));
+    CHECK(s.size() == 0);
+    CHECK(s.bytes() == 0);
+}
+
+TEST_CASE("response store: past the count or the bytes the oldest go first, and a reply too big "
+          "alone is not kept") {
+    response_store by_count({2, 3600s, 1 << 20});
+    for (int i = 0; i < 3; ++i)
+        by_count.put("k", "resp_" + std::to_string(i), conv, outs("m" + std::to_string(i)));
+    CHECK(by_count.size() == 2);
+    CHECK_FALSE(by_count.conversation("k", "resp_0"));
+    CHECK_FALSE(by_count.item("k", "m0"));
+    CHECK(by_count.conversation("k", "resp_2"));
+
+    const std::size_t one =
+        std::string("k").size() + 6 + conv.size() + 2 + outs("m0")[0].second.size();
+    response_store by_bytes({100, 3600s, 2 * one + 1});
+    for (int i = 0; i < 3; ++i)
+        by_bytes.put("k", "resp_" + std::to_string(i), conv, outs("m" + std::to_string(i)));
+    CHECK(by_bytes.size() == 2);
+    CHECK(by_bytes.bytes() <= 2 * one + 1);
+    CHECK_FALSE(by_bytes.conversation("k", "resp_0"));
+
+    response_store tiny({100, 3600s, 10});
+    tiny.put("k", "resp_0", conv, outs("m0"));
+    CHECK(tiny.size() == 0);
+    CHECK_FALSE(tiny.conversation("k", "resp_0"));
+}
+
+TEST_CASE("responses expansion: previous_response_id goes before the input, item_reference is "
+          "the stored item, store false is not kept") {
+    response_store s({10, 3600s, 1 << 20});
+    s.put("k1", "resp_1", conv, outs("msg_a"));
+
+    auto plain = expand_ok(s, R"({"input":"again"})");
+    CHECK(plain.store);
+    CHECK(plain.body == R"({"input":"again"})"); // nothing to fill in: the body as sent
+    CHECK(json::parse(plain.input_items) ==
+          json::parse(R"([{"type":"message","role":"user","content":"again"}])"));
+
+    auto chained = expand_ok(s, R"({"previous_response_id":"resp_1","input":"again"})");
+    const auto body = json::parse(chained.body).as_object();
+    CHECK_FALSE(body.contains("previous_response_id"));
+    const auto& input = body.at("input").as_array();
+    REQUIRE(input.size() == 3);
+    CHECK(input[0].at("content") == "hi");
+    CHECK(input[1].at("id") == "msg_a");
+    CHECK(input[2].at("content") == "again");
+    CHECK(json::parse(chained.input_items) == body.at("input"));
+
+    auto referenced = expand_ok(
+        s, R"({"input":[{"type":"item_reference","id":"msg_a"},{"role":"user","content":"x"}]})");
+    const auto items = json::parse(referenced.body).at("input").as_array();
+    CHECK(items[0].at("type") == "message");
+    CHECK(items[0].at("content") == "yo");
+
+    CHECK_FALSE(expand_ok(s, R"({"input":"x","store":false})").store);
+}
+
+TEST_CASE("responses expansion: a name that is not kept (another key's, unknown, store off) is a "
+          "400 naming the field, and so is a chain past the body limit") {
+    response_store s({10, 3600s, 1 << 20});
+    s.put("k1", "resp_1", conv, outs("msg_a"));
+    auto other = expand_error(s, R"({"previous_response_id":"resp_1","input":"x"})", "k2");
+    CHECK(other.status == 400);
+    CHECK(other.param == "previous_response_id");
+    CHECK(other.message.find("resp_1") != std::string::npos);
+    CHECK(other.suggestion.find("3600 s") != std::string::npos);
+    auto unknown_item = expand_error(s, R"({"input":[{"type":"item_reference","id":"fc_9"}]})");
+    CHECK(unknown_item.param == "input");
+    CHECK(unknown_item.message.find("input[0]") != std::string::npos);
+    CHECK(expand_error(s, R"({"input":[{"type":"item_reference"}]})").param == "input");
+    CHECK(expand_error(s, R"({"previous_response_id":7,"input":"x"})").param ==
+          "previous_response_id");
+    auto big = expand_error(s, R"({"previous_response_id":"resp_1","input":"x"})", "k1", 40);
+    CHECK(big.param == "previous_response_id");
+    CHECK(big.message.find("body limit") != std::string::npos);
+
+    response_store off({0, 3600s, 1 << 20});
+    off.put("k1", "resp_1", conv, outs("msg_a"));
+    auto refused = expand_error(off, R"({"previous_response_id":"resp_1","input":"x"})");
+    CHECK(refused.suggestion.find("stores no replies") != std::string::npos);
+    CHECK_FALSE(expand_ok(off, R"({"input":"x"})").store);
+    // Not JSON, or no object: unchanged, for the parser to refuse.
+    CHECK(expand_ok(s, "[1,").body == "[1,");
+}
