@@ -9,6 +9,7 @@ CTEST_ARGS ?=
 
 deps:
 	@bash deploy/install-deps.sh
+	@bash tests/clients/install.sh
 
 build: deps
 	cmake --preset $(PRESET)

@@ -23,10 +23,18 @@ packages=(
                                      # time, curl --cacert as the client
     json-schema-test-suite           # the official JSON Schema cases (tests/constrain)
     python3-jsonschema               # the schema fuzzer's independent validator (tests/fuzz)
+    nodejs npm                       # the npm client suite (tests/clients; its packages:
+                                     # tests/clients/install.sh, run by make deps)
 )
 
 source "$(dirname "${BASH_SOURCE[0]}")/apt-missing.sh"
 apt_missing "${packages[@]}"
+# A Node.js/npm installed from elsewhere (e.g. a nodesource nodejs that bundles npm) is fine too.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+    filtered=()
+    for p in "${missing[@]}"; do case "$p" in nodejs|npm) ;; *) filtered+=("$p") ;; esac; done
+    missing=("${filtered[@]}")
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
     echo "install-deps: all ${#packages[@]} packages present"

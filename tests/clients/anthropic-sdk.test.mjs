@@ -1,0 +1,154 @@
+// Anthropic's SDK (@anthropic-ai/sdk) against the real server's Messages API: plain and streamed
+// messages, a tool round trip both ways, stop reasons and usage. The SDK sends the key as x-api-key.
+import test, { before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import { startServer, API_KEY, MODEL } from './harness.mjs';
+import { WEATHER_PARAMS, assertMatchesSchema, recordingFetch, withExchanges } from './common.mjs';
+
+let server;
+let rec;
+let client;
+
+before(async () => {
+  server = await startServer();
+  rec = recordingFetch();
+  client = new Anthropic({ baseURL: server.origin, apiKey: API_KEY, fetch: rec.fetch, maxRetries: 0 });
+});
+after(async () => { await server?.stop(); });
+
+const tools = [{ name: 'get_weather', description: 'The weather in a city.', input_schema: WEATHER_PARAMS }];
+const question = { role: 'user', content: 'Weather in Oslo?' };
+
+function assertUsage(usage, maxOutput) {
+  assert.ok(Number.isInteger(usage.input_tokens) && usage.input_tokens >= 0);
+  assert.ok(Number.isInteger(usage.cache_read_input_tokens));
+  assert.ok(usage.input_tokens + usage.cache_read_input_tokens > 0, 'the prompt is counted');
+  assert.ok(usage.output_tokens > 0 && usage.output_tokens <= maxOutput, `output_tokens ${usage.output_tokens}`);
+}
+
+/// The second turn: the assistant's tool_use block back, and a user turn with the tool_result.
+function followUp(toolUse) {
+  return [question, { role: 'assistant', content: [toolUse] },
+          { role: 'user', content: [{ type: 'tool_result', tool_use_id: toolUse.id,
+                                      content: JSON.stringify({ city: toolUse.input.city, forecast: 'sunny' }) }] }];
+}
+
+test('messages.create: text, stop_reason, usage; count_tokens agrees', () => withExchanges(rec, async () => {
+  const params = { model: MODEL, max_tokens: 16, system: 'You tell fortunes.',
+                   messages: [{ role: 'user', content: 'One, please.' }] };
+  const m = await client.messages.create(params);
+  assert.match(m.id, /^msg_/);
+  assert.equal(m.type, 'message');
+  assert.equal(m.role, 'assistant');
+  assert.equal(m.model, MODEL);
+  assert.equal(m.content.length, 1);
+  assert.equal(m.content[0].type, 'text');
+  assert.equal(typeof m.content[0].text, 'string');
+  assert.ok(['end_turn', 'max_tokens'].includes(m.stop_reason), m.stop_reason);
+  assert.equal(m.stop_sequence, null);
+  assertUsage(m.usage, 16);
+  assert.equal(rec.exchanges.at(-1).requestHeaders['x-api-key'], '(redacted)', 'the key went as x-api-key');
+
+  const { input_tokens } = await client.messages.countTokens({ model: MODEL, system: params.system,
+                                                               messages: params.messages });
+  assert.equal(input_tokens, m.usage.input_tokens + m.usage.cache_read_input_tokens);
+}));
+
+test('messages.create: a forced tool_use, then a tool_result answered with text', () => withExchanges(rec, async () => {
+  const first = await client.messages.create({
+    model: MODEL, max_tokens: 32, tools, tool_choice: { type: 'tool', name: 'get_weather' }, messages: [question],
+  });
+  assert.equal(first.stop_reason, 'tool_use');
+  assert.equal(first.content.length, 1);
+  const [toolUse] = first.content;
+  assert.equal(toolUse.type, 'tool_use');
+  assert.equal(toolUse.name, 'get_weather');
+  assert.match(toolUse.id, /^toolu_/);
+  assertMatchesSchema(toolUse.input, WEATHER_PARAMS, 'the tool input');
+  assertUsage(first.usage, 32);
+
+  const second = await client.messages.create({ model: MODEL, max_tokens: 16, tools, messages: followUp(toolUse) });
+  assert.notEqual(second.id, first.id);
+  assert.ok(['end_turn', 'max_tokens'].includes(second.stop_reason), second.stop_reason);
+  assert.ok(second.content.length >= 1);
+  for (const block of second.content) assert.equal(block.type, 'text');
+  assertUsage(second.usage, 16);
+  assert.ok(second.usage.input_tokens + second.usage.cache_read_input_tokens >
+            first.usage.input_tokens + first.usage.cache_read_input_tokens, 'the second prompt holds the call');
+}));
+
+test('messages.stream: a forced tool_use streamed, then the answer streamed', () => withExchanges(rec, async () => {
+  const events = [];
+  let partialJson = '';
+  const stream = client.messages.stream({
+    model: MODEL, max_tokens: 32, tools, tool_choice: { type: 'tool', name: 'get_weather' }, messages: [question],
+  });
+  stream.on('streamEvent', (e) => events.push(e.type));
+  stream.on('inputJson', (delta) => { partialJson += delta; });
+  const first = await stream.finalMessage();
+  assert.equal(events[0], 'message_start');
+  assert.equal(events.at(-1), 'message_stop');
+  for (const t of ['content_block_start', 'content_block_delta', 'content_block_stop', 'message_delta']) {
+    assert.ok(events.includes(t), `${t} in ${events.join(',')}`);
+  }
+  assert.equal(first.stop_reason, 'tool_use');
+  const [toolUse] = first.content;
+  assert.equal(toolUse.type, 'tool_use');
+  assert.equal(toolUse.name, 'get_weather');
+  assertMatchesSchema(toolUse.input, WEATHER_PARAMS, 'the tool input');
+  assert.deepEqual(JSON.parse(partialJson), toolUse.input);
+  assertUsage(first.usage, 32);
+
+  let text = '';
+  const answer = client.messages.stream({ model: MODEL, max_tokens: 16, tools, messages: followUp(toolUse) });
+  answer.on('text', (delta) => { text += delta; });
+  const second = await answer.finalMessage();
+  assert.ok(['end_turn', 'max_tokens'].includes(second.stop_reason), second.stop_reason);
+  assert.equal(second.content[0].type, 'text');
+  assert.equal(second.content[0].text, text);
+  assertUsage(second.usage, 16);
+}));
+
+test('messages.stream: message_start carries the prompt usage', () => withExchanges(rec, async () => {
+  // Anthropic reports input_tokens in message_start (clients such as LangChain's ChatAnthropic
+  // read the prompt usage there, and the output tokens from message_delta).
+  let start = null;
+  const stream = client.messages.stream({ model: MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'Hi' }] });
+  stream.on('streamEvent', (e) => {
+    if (e.type === 'message_start') start = { ...e.message.usage }; // a copy: the SDK updates it later
+  });
+  const final = await stream.finalMessage();
+  assert.equal(start.input_tokens + (start.cache_read_input_tokens ?? 0),
+               final.usage.input_tokens + final.usage.cache_read_input_tokens,
+               `message_start usage ${JSON.stringify(start)} vs final ${JSON.stringify(final.usage)}`);
+}));
+
+test('messages.create: stop_sequences ends with stop_reason stop_sequence and names it', () => withExchanges(rec, async () => {
+  // Greedy: the reply to "Hi" is ` "I'm not ...`, so "not" is generated.
+  const m = await client.messages.create({
+    model: MODEL, max_tokens: 32, temperature: 0, stop_sequences: ['not'], messages: [{ role: 'user', content: 'Hi' }],
+  });
+  assert.equal(m.stop_reason, 'stop_sequence');
+  assert.ok(!m.content[0].text.includes('not'), 'the stop sequence is not in the text');
+  assert.equal(m.stop_sequence, 'not', 'Anthropic names the matched stop sequence');
+}));
+
+test('errors: Anthropic-shaped, with the request id the SDK reads (request-id)', () => withExchanges(rec, async () => {
+  const err = await client.messages.create({
+    model: MODEL, max_tokens: 4,
+    messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] }],
+  }).then(() => null, (e) => e);
+  assert.ok(err instanceof Anthropic.BadRequestError, String(err));
+  assert.equal(err.status, 400);
+  assert.equal(err.error.type, 'error');
+  assert.equal(err.error.error.type, 'invalid_request_error');
+  assert.match(err.error.error.message, /image/);
+  const stranger = new Anthropic({ baseURL: server.origin, apiKey: 'not-the-key-at-all', maxRetries: 0 });
+  const denied = await stranger.messages.create({ model: MODEL, max_tokens: 4, messages: [question] })
+    .then(() => null, (e) => e);
+  assert.ok(denied instanceof Anthropic.AuthenticationError, String(denied));
+  assert.equal(denied.error.error.type, 'authentication_error');
+  // Anthropic's API and SDK carry the id in a `request-id` header (err.requestID, message._request_id).
+  assert.equal(err.requestID, err.error.request_id, 'err.requestID (from the request-id header)');
+}));
