@@ -26,6 +26,10 @@ struct relayed {
     msg::replica_view where; ///< the replica it runs on now
     std::optional<caf::typed_response_promise<msg::request_id>> answer; ///< until submitted
     std::uint32_t moves = 0;
+    /// A placement for a move is asked for: another loss report (the node's down, a refused
+    /// submit) waits for it instead of placing the request twice, which the new replica would
+    /// refuse as "already queued or running".
+    bool moving = false;
     bool echo_delivered = false; ///< generate_request::echo: the prompt echo reached the sink
 };
 
@@ -134,6 +138,9 @@ void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& w
                                           "'",
                                       5));
     }
+    if (r.moving)
+        return;
+    r.moving = true;
     // The version that started the stream continues it: only it computes the same tokens.
     self->request(st.opt.admission, std::chrono::seconds(10), msg::place_atom_v, old.alias,
                   old.version)
@@ -143,6 +150,7 @@ void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& w
                 if (jt == self->state.live.end())
                     return;
                 auto& rr = jt->second;
+                rr.moving = false;
                 // The old placement may still be running (a hung node that wakes up): cancel it
                 // there, and drop whatever it still sends (stream_batch checks the sender).
                 self->send(caf::actor_cast<msg::batcher_actor>(old.batcher), msg::cancel_atom_v,

@@ -157,7 +157,7 @@ TEST_CASE("responses: a forced function call, streamed as argument deltas, and i
 }
 
 TEST_CASE("responses: stored replies continue by previous_response_id and item_reference, per "
-          "API key; store false keeps nothing") {
+          "API key, and store false keeps nothing") {
     test::server_process s({"--api-keys", "store-key-a1,store-key-b2"});
     const std::string a = "store-key-a1", b = "store-key-b2";
     const auto first =
