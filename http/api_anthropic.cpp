@@ -315,8 +315,10 @@ std::string anthropic_error_body(const api_error& e, std::string_view request_id
         type = "permission_error";
         break;
     case 404:
-    case 405:
         type = "not_found_error";
+        break;
+    case 405:
+        type = "invalid_request_error";
         break;
     case 413:
         type = "request_too_large";

@@ -306,14 +306,32 @@ std::string native_done_event(const msg::completion& c) {
 // ---- inference: plain replies ------------------------------------------------------------
 
 std::string native_body(const std::string& req_id, const msg::completion& c,
-                        const std::string& text, const std::vector<msg::token_event>& tokens) {
+                        const std::string& text, const std::vector<msg::token_event>& tokens,
+                        bool with_logprobs) {
     std::string toks = "[";
     for (std::size_t i = 0; i < tokens.size(); ++i)
         toks += (i ? "," : "") + std::to_string(tokens[i].token);
     toks += "]";
+    std::string lps;
+    if (with_logprobs) {
+        // One entry per returned token, as the stream's token events carry them, with the
+        // alternatives `logprobs: N` asked for.
+        lps = R"(,"logprobs":[)";
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            const auto& t = tokens[i];
+            lps += std::string(i ? "," : "") + R"({"token_id":)" + std::to_string(t.token) +
+                   R"(,"logprob":)" + fixed(t.logprob, 6) + R"(,"top_logprobs":[)";
+            for (std::size_t k = 0; k < t.top_tokens.size() && k < t.top_logprobs.size(); ++k)
+                lps += std::string(k ? "," : "") + R"({"token_id":)" +
+                       std::to_string(t.top_tokens[k]) + R"(,"logprob":)" +
+                       fixed(t.top_logprobs[k], 6) + "}";
+            lps += "]}";
+        }
+        lps += "]";
+    }
     return R"({"id":)" + quoted(req_id) + R"(,"model":)" + quoted(c.model) +
            R"(,"model_version":)" + quoted(c.model_version) + R"(,"text":)" + quoted(text) +
-           R"(,"tokens":)" + toks + R"(,"finish_reason":)" + quoted(c.finish_reason) +
+           R"(,"tokens":)" + toks + lps + R"(,"finish_reason":)" + quoted(c.finish_reason) +
            R"(,"usage":)" + usage_json(c) + R"(,"timings":)" + timings_json(c) + "}";
 }
 

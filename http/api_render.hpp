@@ -111,7 +111,8 @@ struct chunk_head {
 /// POST /v1/inference: `tokens` are the generated tokens' events.
 [[nodiscard]] std::string native_body(const std::string& req_id, const msg::completion& c,
                                       const std::string& text,
-                                      const std::vector<msg::token_event>& tokens);
+                                      const std::vector<msg::token_event>& tokens,
+                                      bool with_logprobs = false);
 
 /// POST /v1/chat/completions; `logprobs` is JSON text ("null" when not asked for).
 [[nodiscard]] std::string chat_body(const std::string& req_id, std::int64_t created,

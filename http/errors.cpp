@@ -31,11 +31,12 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                0};
         break;
     case errc::not_found:
+        // Every not_found here is a model lookup: the field is the model, whatever the route.
         out = {404,
                "not_found_error",
                "model_not_found",
                out.message,
-               out.param,
+               "model",
                "list the served models with GET /v1/models",
                0};
         break;

@@ -94,6 +94,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.text.add_bos = in.add_bos;
     c.want_logprobs =
         in.want_logprobs && kind != route_kind::native && kind != route_kind::native_stream;
+    c.native_logprobs = in.want_logprobs && kind == route_kind::native;
     g.token_pieces = c.want_logprobs;
     // Completions `echo`: the prompt comes back first, scored token by token (teacher forcing)
     // when logprobs are asked. Every scored row must be computed, so the batcher gives a
@@ -333,7 +334,7 @@ void session::on_done(msg::completion c) {
     }
     std::string body;
     if (call_->kind == route_kind::native)
-        body = native_body(call_->req_id, c, call_->text, call_->tokens);
+        body = native_body(call_->req_id, c, call_->text, call_->tokens, call_->native_logprobs);
     else if (call_->kind == route_kind::messages)
         body = messages_body(c);
     else if (call_->kind == route_kind::responses)

@@ -66,8 +66,32 @@ void session::with_snapshot(std::function<void(status_snapshot)> f) {
         0);
 }
 
+namespace {
+
+void hide_operator_details(msg::model_status& m) {
+    const char* hidden = "failed (the admin key sees why)";
+    m.path.clear();
+    if (!m.failure.empty())
+        m.failure = hidden;
+    for (auto& v : m.versions) {
+        v.path.clear();
+        if (!v.failure.empty())
+            v.failure = hidden;
+    }
+    for (auto& op : m.operations)
+        if (!op.failure.empty())
+            op.failure = hidden;
+}
+
+} // namespace
+
 void session::do_health(const std::string& target, const std::string& model) {
     with_snapshot([self = shared_from_this(), target, model](status_snapshot snap) {
+        // An open route: load failures name paths, which only the admin key (or an open
+        // server) sees, as on /v1/models.
+        if (!self->sees_all())
+            for (auto& m : snap.models)
+                hide_operator_details(m);
         if (!model.empty()) {
             // One alias's readiness: its serving version is ready (not loading, not being
             // replaced after a crash or a stuck step) and admission is up.
@@ -117,25 +141,6 @@ void session::do_stats() {
         self->send_json("/v1/stats", 200, stats_body(snap.stats, self->srv_.m.live()));
     });
 }
-
-namespace {
-
-void hide_operator_details(msg::model_status& m) {
-    const char* hidden = "failed (the admin key sees why)";
-    m.path.clear();
-    if (!m.failure.empty())
-        m.failure = hidden;
-    for (auto& v : m.versions) {
-        v.path.clear();
-        if (!v.failure.empty())
-            v.failure = hidden;
-    }
-    for (auto& op : m.operations)
-        if (!op.failure.empty())
-            op.failure = hidden;
-}
-
-} // namespace
 
 /// GET /v1/models (alias empty) or GET /v1/models/{alias}.
 void session::do_models(std::string alias) {

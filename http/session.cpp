@@ -138,9 +138,20 @@ void session::on_read(beast::error_code ec) {
     if (!ec)
         return safely("request", [&] { handle(parser_->release()); });
     if (auto refusal = read_refusal(ec, {srv_.opt.max_body_bytes, srv_.opt.max_header_bytes})) {
-        // The rest of what the client sent cannot be framed: answer, then close.
+        // The rest of what the client sent cannot be framed: answer, then close. A body too
+        // large came after whole headers: its route is known, and answers in its API's shape
+        // (Anthropic's on /v1/messages*).
         keep_alive_ = false;
-        return send_error("-", *refusal, "-");
+        std::string route = "-";
+        if (parser_ && parser_->is_header_done()) {
+            const auto& h = parser_->get();
+            std::string target(h.target());
+            if (auto q = target.find('?'); q != std::string::npos)
+                target.resize(q);
+            if (const auto m = match_route(h.method_string(), target, srv_.opt.test_hooks); m.found)
+                route = std::string(m.label);
+        }
+        return send_error(route, *refusal, "-");
     }
     close(); // the client went away or timed out: nobody to answer
 }
@@ -242,6 +253,9 @@ void session::send_json(const std::string& route, unsigned status, std::string b
 }
 
 void session::write_response(const std::string& route, bool counted) {
+    // Every answer names itself (the README's promise), also those that started no request.
+    if (res_.find("X-Request-Id") == res_.end())
+        res_.set("X-Request-Id", "req-" + std::to_string(srv_.next_id.fetch_add(1)));
     if (watching_) {
         // The disconnect watch must not outlive its request (the next read takes over).
         beast::error_code ec;

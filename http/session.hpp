@@ -115,11 +115,12 @@ private:
         std::string tool_name;
         bool parallel_tool_calls = true; ///< the request's parallel_tool_calls (echoed)
         bool tool_opened = false;        ///< the stream sent the call's id and name
-        bool head_sent = false;   ///< messages: message_start went out (after the prompt's count)
-        bool store = false;       ///< responses: keep the reply (http/response_store.hpp)
-        std::string input_items;  ///< responses: the input as stored items (a JSON array)
-        bool has_stops = false;   ///< the request had stop strings (Anthropic's stop_reason)
-        std::uint32_t events = 0; ///< Responses stream events sent (their sequence_number)
+        bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
+        bool store = false;     ///< responses: keep the reply (http/response_store.hpp)
+        bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
+        std::string input_items;      ///< responses: the input as stored items (a JSON array)
+        bool has_stops = false;       ///< the request had stop strings (Anthropic's stop_reason)
+        std::uint32_t events = 0;     ///< Responses stream events sent (their sequence_number)
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
         struct choice {
             std::string text;

@@ -100,10 +100,11 @@ std::optional<api_error> session::authorize(role need, const std::string& key) c
             if (srv_.opt.admin_open)
                 return std::nullopt;
             // Model management is a role of its own: no inference key ever grants it.
+            // A 403 is about what the credential may do, not whether it is valid.
             auto e = status_error(403, "model management is disabled: this server has no "
                                        "admin key configured");
-            e.type = "authentication_error";
-            e.code = "invalid_api_key";
+            e.type = "permission_error";
+            e.code = "forbidden";
             e.suggestion = "start the server with admin_api_keys (--admin-key), or "
                            "admin_open 1 for local use";
             return e;
@@ -111,8 +112,9 @@ std::optional<api_error> session::authorize(role need, const std::string& key) c
         if (key.empty())
             return status_error(401, "missing API key");
         if (!listed(admins, key)) {
-            auto e = status_error(401, "this route needs the admin key");
-            e.status = 403;
+            auto e = status_error(403, "this route needs the admin key");
+            e.type = "permission_error";
+            e.code = "forbidden";
             e.suggestion = "send an admin key (admin_api_keys) in Authorization: Bearer";
             return e;
         }

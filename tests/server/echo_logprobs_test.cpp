@@ -271,3 +271,38 @@ TEST_CASE("echo logprobs with the prefix cache warm: the same values as a cold s
     CHECK(la.as_object().at("token_logprobs").as_array().size() > 16);
     CHECK(la == lb);
 }
+
+TEST_CASE("native: a plain reply with logprobs N lists each returned token's logprob and N "
+          "alternatives, the stream's values") {
+    test::server_process s;
+    const std::string ask =
+        R"({"prompt":"Hello there","max_tokens":6,"temperature":0,"logprobs":2)";
+    const auto plain = s.post("/v1/inference", ask + "}");
+    REQUIRE_MESSAGE(plain.status == 200, plain.body);
+    const auto o = test::parse_object(plain.body);
+    const auto& tokens = o.at("tokens").as_array();
+    const auto& lps = o.at("logprobs").as_array();
+    REQUIRE(lps.size() == tokens.size());
+    const auto stream = s.post("/v1/inference/stream", ask + "}");
+    REQUIRE(stream.status == 200);
+    std::vector<double> streamed;
+    for (const auto& ev : test::sse_events(stream.body))
+        if (ev.first == "token")
+            streamed.push_back(json::parse(ev.second).at("logprob").to_number<double>());
+    REQUIRE(streamed.size() == lps.size());
+    for (std::size_t i = 0; i < lps.size(); ++i) {
+        CAPTURE(i);
+        CHECK(lps[i].at("token_id") == tokens[i]);
+        const double lp = lps[i].at("logprob").to_number<double>();
+        CHECK(lp <= 0.0);
+        CHECK(std::abs(lp - streamed[i]) < 1e-5);
+        const auto& top = lps[i].at("top_logprobs").as_array();
+        REQUIRE(top.size() == 2);
+        // Greedy: the chosen token is the most likely one.
+        CHECK(top[0].at("token_id") == tokens[i]);
+    }
+    // Without logprobs: no field.
+    CHECK_FALSE(
+        test::parse_object(s.post("/v1/inference", R"({"prompt":"Hi","max_tokens":2})").body)
+            .contains("logprobs"));
+}
