@@ -139,11 +139,12 @@ void session::on_read(beast::error_code ec) {
         return safely("request", [&] { handle(parser_->release()); });
     if (auto refusal = read_refusal(ec, {srv_.opt.max_body_bytes, srv_.opt.max_header_bytes})) {
         // The rest of what the client sent cannot be framed: answer, then close. A body too
-        // large came after whole headers: its route is known, and answers in its API's shape
-        // (Anthropic's on /v1/messages*).
+        // large came after whole headers (Beast refuses a Content-Length past the limit before
+        // it marks them done): its route is known, and answers in its API's shape (Anthropic's
+        // on /v1/messages*).
         keep_alive_ = false;
         std::string route = "-";
-        if (parser_ && parser_->is_header_done()) {
+        if (parser_ && refusal->status == 413) {
             const auto& h = parser_->get();
             std::string target(h.target());
             if (auto q = target.find('?'); q != std::string::npos)
