@@ -23,7 +23,8 @@ namespace {
 
 /// A ticket for a request the supervisor never answered.
 msg::operation_ticket unanswered(const std::string& alias, const caf::error& e) {
-    return {"invalid", "the supervisor did not answer: " + caf::to_string(e), {}, alias, {}, {}};
+    return {
+        "unavailable", "the supervisor did not answer: " + caf::to_string(e), {}, alias, {}, {}};
 }
 
 /// An alias or version: 1..max characters of letters, digits, '.', '_', '-', ':'.
@@ -128,11 +129,23 @@ void session::ticket_reply(const std::string& route, const msg::operation_ticket
         e.code = "operation_in_progress";
         e.suggestion = "wait for operation " + t.operation_id + " to end (GET /v1/models/" +
                        t.alias + "), then retry";
+    } else if (t.refusal == "unavailable") {
+        // Nothing was wrong with the request: the server side did not answer in time.
+        e.status = 503;
+        e.type = "server_error";
+        e.code = "unavailable";
+        e.retry_after_s = 5;
+        e.suggestion = "retry after the Retry-After delay";
+    } else if (t.refusal == "forbidden") {
+        e.status = 403;
+        e.type = "permission_error";
+        e.code = "forbidden";
+        e.suggestion = "a roll starts from a node's own API, with its admin key";
     } else {
         e = invalid_value("", t.message);
     }
     const auto id = "req-" + std::to_string(srv_.next_id.fetch_add(1));
-    send_json(route, e.status, ticket_error_body(e, id, t.operation_id), id);
+    send_json(route, e.status, ticket_error_body(e, id, t.operation_id), id, {}, e.retry_after_s);
 }
 
 /// POST /v1/models/load {"alias","path","version"?,"warmup"?,"device"?}
