@@ -11,6 +11,7 @@
 #include "http/api_json.hpp"
 #include "http/api_responses.hpp"
 #include "http/request_errors.hpp"
+#include "http/response_store.hpp"
 #include "http/routes.hpp"
 #include "model/tokenizer/chat_template.hpp"
 
@@ -53,10 +54,42 @@ inline void check_error_body(const http::api_error& e) {
 /// The families that translate to chat: Anthropic's Messages and OpenAI's Responses API.
 enum class translated { none, messages, responses };
 
+/// A store with one reply and its items, so previous_response_id and item_reference resolve
+/// ("resp_f", "msg_f", "fc_f") as well as miss.
+inline http::response_store& fuzz_store() {
+    static http::response_store store({8, std::chrono::seconds(3600), 1 << 20});
+    static const bool seeded = [] {
+        store.put(
+            "", "resp_f",
+            R"([{"type":"message","role":"user","content":"q"},)"
+            R"({"id":"fc_f","type":"function_call","call_id":"c","name":"f","arguments":"{}"}])",
+            {{"fc_f", R"({"id":"fc_f","type":"function_call","call_id":"c","name":"f",)"
+                      R"("arguments":"{}"})"},
+             {"msg_f", R"({"id":"msg_f","type":"message","role":"assistant","content":"a"})"}});
+        return true;
+    }();
+    (void)seeded;
+    return store;
+}
+
 inline void check_inference(const std::string& body, http::api_kind kind,
                             translated via = translated::none) {
+    std::string expanded;
+    if (via == translated::responses) {
+        // As the session does: the stored parts first, bounded by the body limit.
+        auto x =
+            http::expand_responses_request(body, fuzz_store(), "", k_fuzz_limits.max_body_bytes);
+        if (auto* e = std::get_if<http::api_error>(&x)) {
+            if (e->status != 400)
+                http_finding("stored-reply refusal outside 400", e->message);
+            return check_error_body(*e);
+        }
+        expanded = std::move(std::get<http::responses_expansion>(x).body);
+        if (expanded.size() > k_fuzz_limits.max_body_bytes && expanded != body)
+            http_finding("an expanded request past the body limit");
+    }
     auto parsed = via == translated::messages    ? http::parse_messages(body)
-                  : via == translated::responses ? http::parse_responses(body)
+                  : via == translated::responses ? http::parse_responses(expanded)
                                                  : http::parse_inference(body, kind);
     if (auto* e = std::get_if<http::api_error>(&parsed)) {
         if (e->status < 400 || e->status > 499)

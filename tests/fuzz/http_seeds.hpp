@@ -64,6 +64,10 @@ inline std::vector<std::string> http_seed_requests() {
                   R"("{}"},{"type":"function_call_output","call_id":"c","output":"r"}],)"
                   R"("max_output_tokens":4,"tools":[{"type":"function","name":"f"}],)"
                   R"("tool_choice":"required","text":{"format":{"type":"json_object"}}})"),
+        http_post("/v1/responses",
+                  R"({"previous_response_id":"resp_f","input":[{"type":"item_reference","id":)"
+                  R"("fc_f"},{"type":"function_call_output","call_id":"c","output":"r"}],)"
+                  R"("store":false,"parallel_tool_calls":false,"max_output_tokens":2})"),
         http_post("/v1/tokenize", R"({"text":"Hello","add_bos":true,"parse_special":false})"),
         http_post("/v1/detokenize", R"({"tokens":[72,101,108],"model":"tiny"})"),
         // Chunked with extensions and trailers; CL and TE together; pipelined; HTTP/2 preface.
@@ -101,6 +105,9 @@ inline std::vector<std::string> http_dictionary() {
         "/v1/messages",
         "/v1/responses",
         R"({"type":"function_call_output","call_id":"c","output":)",
+        R"({"type":"item_reference","id":"fc_f"})",
+        R"("previous_response_id":"resp_f",)",
+        R"("parallel_tool_calls":false,)",
         R"("tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}])",
         R"({"type":"tool_result","tool_use_id":"t","content":)",
         "{alias}",
