@@ -93,33 +93,74 @@ pid_t run_line(std::string line, const std::string& log) {
     return spawn_logged(std::move(args), log, repo_root());
 }
 
+/// Whether a node of `pids` exited because another process took its port between free_port()
+/// and the node's bind (a parallel test's ephemeral port): then the example is started again on
+/// other ports. Waits until every node listens, or one exits.
+bool lost_port_race(std::vector<pid_t>& pids, const std::vector<std::string>& logs) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline) {
+        bool all_listen = true;
+        for (std::size_t i = 0; i < pids.size(); ++i) {
+            const auto b = read_file(logs[i]);
+            const std::string text(b.begin(), b.end());
+            if (pids[i] > 0 && ::waitpid(pids[i], nullptr, WNOHANG) == pids[i]) {
+                pids[i] = 0; // reaped: never signalled again
+                return text.find("Address already in use") != std::string::npos;
+            }
+            all_listen = all_listen && text.find("listening on") != std::string::npos &&
+                         text.find("listens for peers") != std::string::npos;
+        }
+        if (all_listen)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+}
+
 } // namespace
 
 TEST_CASE("cluster: the README's three commands start a cluster that serves through its router") {
     std::uint16_t router = 0;
-    const auto lines = on_free_ports(readme_cluster_commands(), 8080, router);
-    REQUIRE(lines.size() == 3);
+    std::vector<std::string> lines;
     scratch_dir dir;
     std::vector<pid_t> pids;
-    for (std::size_t i = 0; i < lines.size(); ++i)
-        pids.push_back(run_line(lines[i], dir.file("node" + std::to_string(i) + ".log")));
     struct reaper {
         std::vector<pid_t>& p;
-        ~reaper() {
-            for (auto pid : p) {
-                ::kill(pid, SIGKILL);
-                ::waitpid(pid, nullptr, 0);
-            }
+        void now() {
+            for (auto& pid : p)
+                if (pid > 0) {
+                    ::kill(pid, SIGKILL);
+                    ::waitpid(pid, nullptr, 0);
+                    pid = 0;
+                }
         }
+        ~reaper() { now(); }
     } reap{pids};
+    std::vector<std::string> log_files;
+    for (int attempt = 0; attempt < 4; ++attempt) {
+        reap.now();
+        pids.clear();
+        log_files.clear();
+        lines = on_free_ports(readme_cluster_commands(), 8080, router);
+        REQUIRE(lines.size() == 3);
+        for (std::size_t i = 0; i < lines.size(); ++i) {
+            log_files.push_back(
+                dir.file("node" + std::to_string(i) + "-" + std::to_string(attempt) + ".log"));
+            pids.push_back(run_line(lines[i], log_files.back()));
+        }
+        if (!lost_port_race(pids, log_files))
+            break;
+    }
     auto logs = [&] {
         std::string all;
-        for (std::size_t i = 0; i < lines.size(); ++i) {
-            const auto b = read_file(dir.file("node" + std::to_string(i) + ".log"));
+        for (const auto& f : log_files) {
+            const auto b = read_file(f);
             all += std::string(b.begin(), b.end());
         }
         return all;
     };
+    for (auto pid : pids)
+        REQUIRE_MESSAGE(pid > 0, "a node of the example exited at start:\n" << logs());
     // Both replicas serve the model as the router sees them (a node is up before its model is
     // loaded: on a busy machine b's load may still run when a is killed below).
     const auto serves = [&](const std::string& node) {
