@@ -13,16 +13,6 @@ namespace {
 
 const std::string key = "messages-key-1";
 
-/// A server with the shipped default model loaded as "fortunes" (no keys: the keys are the
-/// third test's).
-struct default_model {
-    test::server_process s;
-    default_model() {
-        const auto path = test::data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
-        REQUIRE(test::load_and_wait(s, "fortunes", path).at("state").as_string() == "ready");
-    }
-};
-
 const std::string weather_tool =
     R"("tools":[{"name":"get_weather","description":"the weather","input_schema":{
        "type":"object","properties":{"city":{"type":"string","maxLength":12}},
@@ -31,7 +21,7 @@ const std::string weather_tool =
 } // namespace
 
 TEST_CASE("messages: a plain reply and a stream in Anthropic's shapes, the chat route's text") {
-    default_model m;
+    test::default_model m;
     const std::string ask = R"("model":"fortunes","max_tokens":12,"temperature":0,)"
                             R"("system":"You tell fortunes.",)"
                             R"("messages":[{"role":"user","content":"Tell me one."}])";
@@ -91,7 +81,7 @@ TEST_CASE("messages: a plain reply and a stream in Anthropic's shapes, the chat 
 
 TEST_CASE("messages: a forced tool call as a tool_use block, streamed as input_json_delta, and "
           "its tool_result answered") {
-    default_model m;
+    test::default_model m;
     const std::string ask = R"({"model":"fortunes","max_tokens":64,"temperature":0,)" +
                             weather_tool +
                             R"(,"tool_choice":{"type":"tool","name":"get_weather"},)"
@@ -177,7 +167,7 @@ TEST_CASE("messages: errors in Anthropic's shape, and x-api-key as the key") {
 }
 
 TEST_CASE("messages: count_tokens gives the prompt tokens the same request is charged") {
-    default_model m;
+    test::default_model m;
     const std::string req = R"({"model":"fortunes","system":"You tell fortunes.",
         "messages":[{"role":"user","content":"Tell me one."}])";
     const auto count = m.s.post("/v1/messages/count_tokens", req + "}");
@@ -197,7 +187,7 @@ TEST_CASE("messages: count_tokens gives the prompt tokens the same request is ch
 
 TEST_CASE("messages: message_start counts the prompt, stop_sequence names the stop string that "
           "ended the reply, and every answer carries request-id") {
-    default_model m;
+    test::default_model m;
     const std::string msgs = R"("model":"fortunes","temperature":0,"system":"You tell fortunes.",)"
                              R"("messages":[{"role":"user","content":"Tell me one."}])";
     const auto count = m.s.post("/v1/messages/count_tokens", "{" + msgs + "}");

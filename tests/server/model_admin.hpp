@@ -72,4 +72,14 @@ generate(const server_process& s, const std::string& alias, const std::string& p
     return {boost::json::serialize(o.at("tokens")), std::string(o.at("model_version").as_string())};
 }
 
+/// A server (no keys) with the shipped default model loaded as "fortunes": the API families'
+/// tests run the trained model, whose greedy text and tool calls are stable.
+struct default_model {
+    server_process s;
+    default_model() {
+        const auto path = data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
+        REQUIRE(load_and_wait(s, "fortunes", path).at("state").as_string() == "ready");
+    }
+};
+
 } // namespace bitnet::test

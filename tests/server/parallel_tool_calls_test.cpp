@@ -13,14 +13,6 @@ namespace json = boost::json;
 
 namespace {
 
-struct default_model {
-    test::server_process s;
-    default_model() {
-        const auto path = test::data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
-        REQUIRE(test::load_and_wait(s, "fortunes", path).at("state").as_string() == "ready");
-    }
-};
-
 const std::string params_city =
     R"({"type":"object","properties":{"city":{"type":"string","maxLength":10}},)"
     R"("required":["city"],"additionalProperties":false})";
@@ -51,7 +43,7 @@ const char* const settings[] = {R"("temperature":0)", R"("temperature":1,"seed":
 
 TEST_CASE("parallel tool calls: chat returns several calls with their own ids, streamed with an "
           "index each, and parallel_tool_calls false keeps one") {
-    default_model m;
+    test::default_model m;
     const std::string head =
         R"({"model":"fortunes","max_tokens":200,"messages":[{"role":"user","content":"Weather and time in Oslo?"}],)" +
         chat_tools + R"(,"tool_choice":"required",)";
@@ -119,7 +111,7 @@ TEST_CASE("parallel tool calls: chat returns several calls with their own ids, s
 }
 
 TEST_CASE("parallel tool calls: Responses items and Anthropic tool_use blocks, one per call") {
-    default_model m;
+    test::default_model m;
     const std::string responses_tools =
         R"("tools":[{"type":"function","name":"weather","parameters":)" + params_city +
         R"(},{"type":"function","name":"time","parameters":)" + params_tz + "}]";

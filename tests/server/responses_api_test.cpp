@@ -11,14 +11,6 @@ namespace json = boost::json;
 
 namespace {
 
-struct default_model {
-    test::server_process s;
-    default_model() {
-        const auto path = test::data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
-        REQUIRE(test::load_and_wait(s, "fortunes", path).at("state").as_string() == "ready");
-    }
-};
-
 const std::string tool = R"("tools":[{"type":"function","name":"get_weather","parameters":{
     "type":"object","properties":{"city":{"type":"string","maxLength":12}},"required":["city"],
     "additionalProperties":false}}])";
@@ -26,7 +18,7 @@ const std::string tool = R"("tools":[{"type":"function","name":"get_weather","pa
 } // namespace
 
 TEST_CASE("responses: a plain response and a stream, the chat route's greedy text") {
-    default_model m;
+    test::default_model m;
     const auto chat = m.s.post("/v1/chat/completions",
                                R"({"model":"fortunes","max_tokens":12,"temperature":0,
                                    "messages":[{"role":"system","content":"You tell fortunes."},
@@ -80,7 +72,7 @@ TEST_CASE("responses: a plain response and a stream, the chat route's greedy tex
 
 TEST_CASE("responses: a forced function call, streamed as argument deltas, and its output "
           "answered, text.format and max_output_tokens") {
-    default_model m;
+    test::default_model m;
     const std::string ask = R"({"model":"fortunes","max_output_tokens":64,"temperature":0,)" +
                             tool + R"(,"tool_choice":"required","input":"Weather in Oslo?")";
     const auto plain = m.s.post("/v1/responses", ask + "}");
