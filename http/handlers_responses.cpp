@@ -8,14 +8,10 @@
 #include "http/api_structured.hpp"
 #include "http/session.hpp"
 
-#include <boost/json.hpp>
-
 #include <utility>
 #include <vector>
 
 namespace bitnet::http {
-
-namespace json = boost::json;
 
 namespace {
 
@@ -24,6 +20,17 @@ std::string status_of(const msg::completion& c, bool whole_call) {
     return !whole_call && (c.finish_reason == "length" || c.finish_reason == "deadline")
                ? "incomplete"
                : "completed";
+}
+
+/// A reply's output items, each with its id (what item_reference names).
+using output_items = std::vector<std::pair<std::string, std::string>>;
+
+/// The JSON array of `items`' texts.
+std::string array_of(const output_items& items) {
+    std::string out = "[";
+    for (const auto& [id, item] : items)
+        out += (out.size() > 1 ? "," : "") + item;
+    return out + "]";
 }
 
 } // namespace
@@ -72,7 +79,7 @@ void session::stream_responses_token(const msg::token_event& ev) {
 void session::responses_done_events(const msg::completion& c) {
     const bool whole = whole_call(c);
     const auto& id = call_->req_id;
-    std::string output = "[]";
+    output_items items;
     if (!call_->tool_call) {
         const auto item_id = quoted(response_message_id(id));
         responses_event("response.output_text.done",
@@ -86,10 +93,9 @@ void session::responses_done_events(const msg::completion& c) {
         const auto item =
             response_message_item(id, call_->text, true, status_of(c, whole) == "incomplete");
         responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
-        output = "[" + item + "]";
+        items.emplace_back(response_message_id(id), item);
     } else if (whole) {
         const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
-        output.clear();
         for (std::size_t i = 0; i < calls.size(); ++i) {
             const auto& [name, args] = calls[i];
             const auto item_id = quoted(response_call_item_id(id, i));
@@ -105,10 +111,10 @@ void session::responses_done_events(const msg::completion& c) {
                             ",\"item_id\":" + item_id + index + ",\"arguments\":" + quoted(args));
             const auto item = response_call_item(id, name, args, true, i);
             responses_event("response.output_item.done", index + ",\"item\":" + item);
-            output += (output.empty() ? "[" : ",") + item;
+            items.emplace_back(response_call_item_id(id, i), item);
         }
-        output += "]";
     }
+    const auto output = array_of(items);
     if (call_->cut) {
         const auto e = drain_error();
         responses_event("error", ",\"code\":" + quoted(e.code) +
@@ -122,7 +128,7 @@ void session::responses_done_events(const msg::completion& c) {
         return;
     }
     const auto status = status_of(c, whole);
-    remember_response(output);
+    remember_response(items);
     responses_event(status == "completed" ? "response.completed" : "response.incomplete",
                     ",\"response\":" + response_object(id, call_->created,
                                                        c.model.empty() ? call_->model : c.model,
@@ -132,39 +138,35 @@ void session::responses_done_events(const msg::completion& c) {
 
 std::string session::responses_body(const msg::completion& c) const {
     const bool whole = whole_call(c);
-    std::string output = "[]";
+    const auto& id = call_->req_id;
+    output_items items;
     if (!call_->tool_call) {
-        output = "[" +
-                 response_message_item(call_->req_id, call_->text, true,
-                                       status_of(c, whole) == "incomplete") +
-                 "]";
+        items.emplace_back(
+            response_message_id(id),
+            response_message_item(id, call_->text, true, status_of(c, whole) == "incomplete"));
     } else if (whole) {
         const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
-        output.clear();
         for (std::size_t i = 0; i < calls.size(); ++i)
-            output += (output.empty() ? "[" : ",") +
-                      response_call_item(call_->req_id, calls[i].name, calls[i].arguments, true, i);
-        output += "]";
+            items.emplace_back(response_call_item_id(id, i),
+                               response_call_item(id, calls[i].name, calls[i].arguments, true, i));
     }
-    remember_response(output);
-    return response_object(call_->req_id, call_->created, c.model.empty() ? call_->model : c.model,
-                           status_of(c, whole), output, &c, "null", call_->parallel_tool_calls,
-                           call_->store);
+    remember_response(items);
+    return response_object(id, call_->created, c.model.empty() ? call_->model : c.model,
+                           status_of(c, whole), array_of(items), &c, "null",
+                           call_->parallel_tool_calls, call_->store);
 }
 
-void session::remember_response(const std::string& output) const {
+void session::remember_response(
+    const std::vector<std::pair<std::string, std::string>>& outputs) const {
     if (!call_->store)
         return;
-    // The conversation so far: what came in, then what went out; each output item by its id.
-    auto items = json::parse(call_->input_items.empty() ? "[]" : call_->input_items).as_array();
-    std::vector<std::pair<std::string, std::string>> outputs;
-    const auto out = json::parse(output);
-    for (const auto& item : out.as_array()) {
-        outputs.emplace_back(std::string(item.at("id").as_string()), json::serialize(item));
-        items.push_back(item);
-    }
-    srv_.responses.put(client_key_, response_id(call_->req_id), json::serialize(items),
-                       std::move(outputs));
+    // The conversation so far: what came in (a JSON array), then what went out.
+    const std::string& in = call_->input_items;
+    std::string conversation = in.size() > 2 ? in.substr(0, in.size() - 1) : "[";
+    for (const auto& [item_id, item] : outputs)
+        conversation += (conversation.size() > 1 ? "," : "") + item;
+    conversation += "]";
+    srv_.responses.put(client_key_, response_id(call_->req_id), std::move(conversation), outputs);
 }
 
 } // namespace bitnet::http

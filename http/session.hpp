@@ -41,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bitnet::http {
@@ -267,8 +268,9 @@ private:
     /// an error event and response.failed).
     void responses_done_events(const msg::completion& c);
     [[nodiscard]] std::string responses_body(const msg::completion& c) const;
-    /// Keeps a finished Responses reply (its `output` array) when the request asked to store it.
-    void remember_response(const std::string& output) const;
+    /// Keeps a finished Responses reply (its output items, each with its id) when the request
+    /// asked to store it.
+    void remember_response(const std::vector<std::pair<std::string, std::string>>& outputs) const;
     void stream_token(const msg::token_event& ev, bool lp);
     void gather_token(msg::token_event ev, bool lp);
     // n > 1 (handlers_choices.cpp): a choice's token, a choice's end, the request's end.
