@@ -93,24 +93,34 @@ pid_t run_line(std::string line, const std::string& log) {
     return spawn_logged(std::move(args), log, repo_root());
 }
 
+/// The HTTP port a README line's node serves on (its `--port N`).
+std::uint16_t http_port_of(const std::string& line) {
+    const auto at = line.find("--port ");
+    REQUIRE(at != std::string::npos);
+    return static_cast<std::uint16_t>(std::stoi(line.substr(at + 7)));
+}
+
 /// Whether a node of `pids` exited because another process took its port between free_port()
 /// and the node's bind (a parallel test's ephemeral port): then the example is started again on
-/// other ports. Waits until every node listens, or one exits.
-bool lost_port_race(std::vector<pid_t>& pids, const std::vector<std::string>& logs) {
+/// other ports. Waits until every node answers GET /health/live (a node binds its peer port
+/// before it serves HTTP, and exits when a bind fails), or one exits.
+bool lost_port_race(std::vector<pid_t>& pids, const std::vector<std::string>& lines,
+                    const std::vector<std::string>& logs) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (std::chrono::steady_clock::now() < deadline) {
-        bool all_listen = true;
+        bool all_live = true;
         for (std::size_t i = 0; i < pids.size(); ++i) {
-            const auto b = read_file(logs[i]);
-            const std::string text(b.begin(), b.end());
             if (pids[i] > 0 && ::waitpid(pids[i], nullptr, WNOHANG) == pids[i]) {
                 pids[i] = 0; // reaped: never signalled again
-                return text.find("Address already in use") != std::string::npos;
+                const auto b = read_file(logs[i]);
+                return std::string(b.begin(), b.end()).find("Address already in use") !=
+                       std::string::npos;
             }
-            all_listen = all_listen && text.find("listening on") != std::string::npos &&
-                         text.find("listens for peers") != std::string::npos;
+            all_live = all_live && http_request(http_port_of(lines[i]),
+                                                boost::beast::http::verb::get, "/health/live")
+                                           .status == 200;
         }
-        if (all_listen)
+        if (all_live)
             return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -148,7 +158,7 @@ TEST_CASE("cluster: the README's three commands start a cluster that serves thro
                 dir.file("node" + std::to_string(i) + "-" + std::to_string(attempt) + ".log"));
             pids.push_back(run_line(lines[i], log_files.back()));
         }
-        if (!lost_port_race(pids, log_files))
+        if (!lost_port_race(pids, lines, log_files))
             break;
     }
     auto logs = [&] {
