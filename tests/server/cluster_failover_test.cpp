@@ -181,8 +181,15 @@ TEST_CASE("cluster: with no replica left streams end with replica_lost and new r
     });
     for (const auto& t : got) {
         INFO(t.raw.substr(0, 400));
-        CHECK(t.status == 200);
-        CHECK(t.error == "\"replica_lost\"");
+        // A stream whose placement its replica had not yet acknowledged has sent no head: it is
+        // answered 503 replica_lost as a whole (seen in 1 of 20 rounds beside a CPU burner);
+        // a running one ends with the error event.
+        if (t.status == 503) {
+            CHECK(t.raw.find("\"replica_lost\"") != std::string::npos);
+        } else {
+            CHECK(t.status == 200);
+            CHECK(t.error == "\"replica_lost\"");
+        }
     }
     const auto after = c.r->post("/v1/completions", R"({"prompt":"hi","max_tokens":4})");
     CHECK(after.status == 503);
