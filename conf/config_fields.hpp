@@ -17,13 +17,14 @@ using u32_field = std::uint32_t server_config::*;
 using u64_field = std::uint64_t server_config::*;
 using str_field = std::string server_config::*;
 using list_field = std::vector<std::string> server_config::*;
+using dbl_field = double server_config::*; ///< a finite number (range checked by validate)
 struct models_field {};
 
 /// One configuration key: its JSON name (env: BITNET_ + upper case; flag: --name-with-dashes),
 /// where it lives in the struct, its allowed range and a one-line description for `usage()`.
 struct field {
     std::string_view key;
-    std::variant<u32_field, u64_field, str_field, list_field, models_field> target;
+    std::variant<u32_field, u64_field, str_field, list_field, dbl_field, models_field> target;
     std::uint64_t min = 0;
     std::uint64_t max = UINT64_MAX;
     std::string_view doc;

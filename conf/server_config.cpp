@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -30,6 +31,7 @@ using detail::fail;
 
 namespace json = boost::json;
 
+using detail::dbl_field;
 using detail::field;
 using detail::fields;
 using detail::find_field;
@@ -166,6 +168,15 @@ result<void> set_from_text(server_config& cfg, const field& f, std::string_view 
             cfg.*m = std::string(text);
             return {};
         }
+        result<void> operator()(dbl_field m) const {
+            const std::string t(text);
+            char* end = nullptr;
+            const double v = std::strtod(t.c_str(), &end);
+            if (t.empty() || end != t.c_str() + t.size() || !std::isfinite(v))
+                return bad(f.key, origin, "expected a number, got '" + t + "'");
+            cfg.*m = v;
+            return {};
+        }
         result<void> operator()(list_field m) const {
             auto items = split_list(text);
             for (const auto& item : items)
@@ -222,6 +233,10 @@ result<void> set_from_json(server_config& cfg, const field& f, std::string_view 
             return bad(f.key, origin, "expected a string, got " + json::serialize(v));
         BITNET_TRY(check_text(f.key, origin, v.get_string()));
         cfg.** ms = std::string(v.get_string());
+    } else if (auto* md = std::get_if<dbl_field>(&f.target)) {
+        if (!v.is_number())
+            return bad(f.key, origin, "expected a number, got " + json::serialize(v));
+        cfg.** md = v.to_number<double>();
     } else if (auto* ml = std::get_if<list_field>(&f.target)) {
         auto x = as_strings();
         BITNET_TRY(x);
@@ -379,6 +394,20 @@ result<void> validate(const server_config& cfg) {
     if (std::find(levels.begin(), levels.end(), cfg.log_level) == levels.end())
         return fail("log_level", "'" + cfg.log_level +
                                      "' is not one of trace|debug|info|warn|error|critical|off");
+    if (cfg.log_format != "text" && cfg.log_format != "json")
+        return fail("log_format", "'" + cfg.log_format + "' is not one of text|json");
+    if (!(cfg.otlp_sample_ratio >= 0.0 && cfg.otlp_sample_ratio <= 1.0))
+        return fail("otlp_sample_ratio", "must be between 0 and 1");
+    if (!cfg.otlp_endpoint.empty()) {
+        const auto& e = cfg.otlp_endpoint;
+        const auto scheme = e.rfind("http://", 0) == 0 ? 7u : e.rfind("https://", 0) == 0 ? 8u : 0u;
+        if (scheme == 0 || e.size() == scheme || e[scheme] == '/' || e[scheme] == ':')
+            return fail("otlp_endpoint",
+                        "'" + e + "' must be an http:// or https:// URL with a host (OTLP/HTTP)");
+    }
+    for (const auto& h : cfg.otlp_headers)
+        if (h.find('=') == std::string::npos || h.front() == '=')
+            return fail("otlp_headers", "each item is name=value (e.g. authorization=Bearer x)");
     for (const auto& k : cfg.api_keys)
         if (k.size() < 8)
             return fail("api_keys", "keys must be at least 8 characters");
@@ -481,10 +510,13 @@ std::string to_json(const server_config& cfg) {
             o[key] = cfg.**m64;
         else if (auto* ms = std::get_if<str_field>(&f.target))
             o[key] = cfg.**ms;
+        else if (auto* md = std::get_if<dbl_field>(&f.target))
+            o[key] = cfg.**md;
         else if (auto* ml = std::get_if<list_field>(&f.target)) {
             json::array a;
             // Keys are secrets: show how many, not what.
-            const bool secret = key.find("keys") != std::string::npos;
+            const bool secret =
+                key.find("keys") != std::string::npos || key.find("headers") != std::string::npos;
             for (const auto& x : cfg.**ml)
                 a.emplace_back(secret ? std::string("<redacted>") : x);
             o[key] = std::move(a);

@@ -102,6 +102,22 @@ struct server_config {
     /// test hooks (the dev and asan presets), ignored with a warning elsewhere.
     std::uint32_t test_hooks = 0;
     std::string log_level = "info"; ///< trace|debug|info|warn|error|critical|off
+    /// text (spdlog's lines) | json (one object per line: time, level, message, request_id,
+    /// trace_id, span_id, model, node).
+    std::string log_format = "text";
+
+    // Tracing (OpenTelemetry over OTLP/HTTP protobuf). Off while otlp_endpoint is empty.
+    /// Base URL of an OTLP/HTTP receiver (http://collector:4318); spans go to URL/v1/traces.
+    std::string otlp_endpoint;
+    /// Traces that start here are sampled at this ratio; a caller's traceparent decides for its
+    /// own trace (parent-based sampling).
+    double otlp_sample_ratio = 1.0;
+    /// "name=value" headers on every export (collector authentication).
+    std::vector<std::string> otlp_headers;
+    /// 1 = spans may carry prompt and output text (off: lengths and counts only).
+    std::uint32_t otlp_include_text = 0;
+    std::uint32_t otlp_timeout_ms = 5000;  ///< one export attempt
+    std::uint32_t otlp_queue_spans = 4096; ///< spans waiting for export; more are dropped
 
     // Cluster (peer links over CAF remoting). All off while cluster_listen is empty.
     /// This node's name among its peers; empty = the host name, resolved at start-up (checked

@@ -1,5 +1,6 @@
 #include "http/metrics.hpp"
 
+#include "common/trace.hpp"
 #include "http/rate_window.hpp"
 
 #include <prometheus/counter.h>
@@ -158,6 +159,20 @@ struct metrics::impl {
     std::mutex prefix_mu;
     std::map<std::string, std::array<std::uint64_t, 3>> prefix_seen; ///< model+version -> last
     std::string node; ///< this node's name, the `node` label of the cluster series
+    pm::Counter& spans_dropped =
+        pm::BuildCounter()
+            .Name("bitnet_trace_spans_dropped_total")
+            .Help("trace spans lost: the export queue was full, or the OTLP endpoint refused or "
+                  "did not answer an export after its retries")
+            .Register(*reg)
+            .Add({});
+    pm::Counter& spans_exported = pm::BuildCounter()
+                                      .Name("bitnet_trace_spans_exported_total")
+                                      .Help("trace spans the OTLP endpoint accepted")
+                                      .Register(*reg)
+                                      .Add({});
+    std::mutex trace_mu;
+    std::uint64_t trace_seen_dropped = 0, trace_seen_exported = 0;
     pm::Counter& tls_handshake_failures =
         pm::BuildCounter()
             .Name("bitnet_tls_handshake_failures_total")
@@ -408,6 +423,17 @@ void metrics::tls_reload(bool ok) {
 }
 
 std::string metrics::render() const {
+    {
+        // The recorder counts on its own (no metrics object in common/): carry its growth over.
+        const auto& rec = trace::recorder::process();
+        std::lock_guard lk(impl_->trace_mu);
+        const auto d = rec.dropped();
+        const auto e = rec.exported();
+        impl_->spans_dropped.Increment(static_cast<double>(d - impl_->trace_seen_dropped));
+        impl_->spans_exported.Increment(static_cast<double>(e - impl_->trace_seen_exported));
+        impl_->trace_seen_dropped = d;
+        impl_->trace_seen_exported = e;
+    }
     return pm::TextSerializer{}.Serialize(impl_->reg->Collect());
 }
 

@@ -14,9 +14,12 @@
 #include "actors/supervisor.hpp"
 #include "basp_guard.hpp"
 #include "cluster_start.hpp"
+#include "common/trace.hpp"
 #include "conf/server_config.hpp"
 #include "device_startup.hpp"
+#include "http/log_context.hpp"
 #include "http/metrics.hpp"
+#include "http/otlp_exporter.hpp"
 #include "http/server.hpp"
 #include "http/tls_context.hpp"
 #include "kernels/cpu_features.hpp"
@@ -330,6 +333,38 @@ int main(int argc, char** argv) {
     if (!node) {
         std::fprintf(stderr, "bitnet-server: %s\n", node.error().to_string().c_str());
         return 2;
+    }
+    if (cfg->log_format == "json")
+        http::use_json_logs(*node);
+    // Tracing: the endpoint and headers as the exporter reads them, checked before anything
+    // starts; the exporter's thread outlives the HTTP server (declared before it), so the spans
+    // of the last requests still go out at shutdown.
+    std::unique_ptr<http::otlp_exporter> exporter;
+    if (!cfg->otlp_endpoint.empty()) {
+        auto target = http::parse_otlp_endpoint(cfg->otlp_endpoint);
+        auto headers = http::parse_otlp_headers(cfg->otlp_headers);
+        if (!target || !headers) {
+            std::fprintf(stderr, "bitnet-server: config: %s\n",
+                         (!target ? target.error() : headers.error()).to_string().c_str());
+            return 2;
+        }
+        trace::recorder::process().configure({.enabled = true,
+                                              .sample_ratio = cfg->otlp_sample_ratio,
+                                              .queue_spans = cfg->otlp_queue_spans,
+                                              .include_text = cfg->otlp_include_text != 0});
+        http::otlp_options o;
+        o.endpoint = cfg->otlp_endpoint;
+        o.headers = std::move(*headers);
+        o.timeout = std::chrono::milliseconds(cfg->otlp_timeout_ms);
+        const auto version = build_info().version;
+        o.resource = {{"service.name", std::string("bitnet-serve")},
+                      {"service.instance.id", *node},
+                      {"service.version", version}};
+        o.scope_version = version;
+        exporter = std::make_unique<http::otlp_exporter>(std::move(o));
+        spdlog::info("tracing: spans go to {}{} as OTLP/HTTP protobuf (sample ratio {})",
+                     target->tls ? "https://" : "http://",
+                     target->host + ":" + target->port + target->path, cfg->otlp_sample_ratio);
     }
     system_config caf_cfg(*cfg);
     caf::actor_system sys{caf_cfg};

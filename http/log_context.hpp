@@ -1,0 +1,44 @@
+// Log correlation: the fields a log line carries about the request it was written for, and the
+// JSON log format (log_format json) that prints them. The HTTP layer sets them for the duration
+// of each piece of a session's work (session::safely), so every line written there carries its
+// request id and trace id without each call site passing them.
+#pragma once
+
+#include <string>
+
+namespace bitnet::http {
+
+struct log_fields {
+    std::string request_id;
+    std::string trace_id; ///< 32 hex digits, or empty
+    std::string span_id;  ///< 16 hex digits, or empty
+    std::string model;
+};
+
+/// Makes `f` the current thread's fields until it ends (scopes nest: the inner one wins).
+class log_scope {
+public:
+    explicit log_scope(log_fields f);
+    ~log_scope();
+    log_scope(const log_scope&) = delete;
+    log_scope& operator=(const log_scope&) = delete;
+
+private:
+    log_fields fields_;
+    const log_fields* outer_;
+};
+
+/// The current thread's fields, or null outside any scope.
+[[nodiscard]] const log_fields* current_log_fields() noexcept;
+
+/// Switches the default logger to one JSON object per line: time (RFC 3339, UTC, microseconds),
+/// level, message, node, logger, and the current request's request_id, trace_id, span_id and
+/// model when a scope has them.
+void use_json_logs(const std::string& node);
+
+/// One log line as use_json_logs writes it (without the newline); for tests.
+[[nodiscard]] std::string json_log_line(const std::string& time, const std::string& level,
+                                        const std::string& message, const std::string& node,
+                                        const log_fields* fields);
+
+} // namespace bitnet::http
