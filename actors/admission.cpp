@@ -2,6 +2,7 @@
 
 #include "actors/admission_state.hpp"
 #include "actors/stream_relay.hpp"
+#include "actors/trace_spans.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_system.hpp>
@@ -209,7 +210,7 @@ void handed_over(admission_pointer self, std::uint64_t route) {
 /// checked and delegated to that version's batcher, which answers the sink.
 caf::result<msg::request_id> submit_text(admission_pointer self, const std::string& alias,
                                          const model_queue& q, msg::generate_request req,
-                                         msg::sink_actor sink) {
+                                         msg::sink_actor sink, shared_span_ptr span) {
     if (!q.text)
         return msg::to_caf_error(
             {errc::invalid_argument,
@@ -221,18 +222,45 @@ caf::result<msg::request_id> submit_text(admission_pointer self, const std::stri
     version_route v{q.batcher, q.limits, q.route};
     ++self->state.tokenizing[v.route];
     auto rp = self->make_response_promise<msg::request_id>();
+    auto tok =
+        span ? open_shared_span(req.trace.under(span->s->ctx.span), "bitnet.tokenize") : nullptr;
     self->request(q.text, std::chrono::seconds(60), msg::encode_atom_v, std::move(prompt))
         .then(
-            [self, rp, v, req = std::move(req),
-             sink = std::move(sink)](std::vector<msg::token_id>& ids) mutable {
+            [self, rp, v, req = std::move(req), sink = std::move(sink), span,
+             tok](std::vector<msg::token_id>& ids) mutable {
+                if (tok)
+                    span_attr(tok->s, "bitnet.prompt_tokens",
+                              static_cast<std::int64_t>(ids.size()));
+                if (tok)
+                    close_span(tok->s);
                 req.prompt = std::move(ids);
-                if (auto no = refusal(self, req.model, v, req))
+                if (auto no = refusal(self, req.model, v, req)) {
+                    if (span) {
+                        const auto err = msg::from_caf_error(*no);
+                        span_attr(span->s, "bitnet.admission.outcome", std::string("refused"));
+                        span_attr(span->s, "bitnet.admission.reason",
+                                  std::string(errc_name(err.value())));
+                        span_error(span->s, err.message);
+                    }
                     rp.deliver(std::move(*no));
-                else
+                } else {
+                    if (span)
+                        span_attr(span->s, "bitnet.admission.outcome", std::string("queued"));
                     rp.delegate(v.batcher, msg::submit_atom_v, std::move(req), std::move(sink));
+                }
+                if (span)
+                    close_span(span->s);
                 handed_over(self, v.route);
             },
-            [self, rp, v](caf::error& e) mutable {
+            [self, rp, v, span, tok](caf::error& e) mutable {
+                if (tok) {
+                    span_error(tok->s, caf::to_string(e));
+                    close_span(tok->s);
+                }
+                if (span) {
+                    span_error(span->s, caf::to_string(e));
+                    close_span(span->s);
+                }
                 rp.deliver(std::move(e));
                 handed_over(self, v.route);
             });
@@ -257,7 +285,7 @@ result<msg::text_actor> text_side(admission_pointer self, const std::string& ali
 /// `refusal`), or handed to the alias's current version: token ids straight to its batcher, text
 /// and chat through its text actor first.
 caf::result<msg::request_id> submit(admission_pointer self, msg::generate_request& req,
-                                    msg::sink_actor& sink) {
+                                    msg::sink_actor& sink, const shared_span_ptr& span) {
     auto& st = self->state;
     if (st.draining)
         return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
@@ -276,8 +304,13 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
                                   "n"});
     if (auto* r = best_remote(st, alias);
         r &&
-        (it == st.models.end() || (req.n <= 1 && ranks_before(rank_of(*r), rank_of(it->second)))))
+        (it == st.models.end() || (req.n <= 1 && ranks_before(rank_of(*r), rank_of(it->second))))) {
+        if (span) {
+            span_attr(span->s, "bitnet.admission.outcome", std::string("relayed"));
+            span_attr(span->s, "bitnet.replica.node", r->view.node);
+        }
         return submit_remote(self, *r, std::move(req), std::move(sink));
+    }
     if (it == st.models.end() && st.seen_remote.count(alias) > 0)
         return msg::to_caf_error(errc::replica_lost,
                                  "no replica of model '" + alias +
@@ -291,10 +324,12 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
                                  "model '" + alias + "' is not loaded or not ready");
     const auto& q = it->second;
     if (text)
-        return submit_text(self, alias, q, std::move(req), std::move(sink));
+        return submit_text(self, alias, q, std::move(req), std::move(sink), span);
     if (auto no = refusal(self, alias, {q.batcher, q.limits, q.route}, req))
         return std::move(*no);
     req.model = alias;
+    if (span)
+        span_attr(span->s, "bitnet.admission.outcome", std::string("queued"));
     return self->delegate(q.batcher, msg::submit_atom_v, std::move(req), std::move(sink));
 }
 
@@ -345,8 +380,22 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
     // The relay lives as long as its admission (and no longer).
     self->link_to(self->state.relay);
     return {
-        [self](msg::submit_atom, msg::generate_request& req, msg::sink_actor& sink)
-            -> caf::result<msg::request_id> { return submit(self, req, sink); },
+        [self](msg::submit_atom, msg::generate_request& req,
+               msg::sink_actor& sink) -> caf::result<msg::request_id> {
+            // The admission span: receipt to hand-over (tokenization included), or refusal.
+            auto span = open_shared_span(req.trace, "bitnet.admission");
+            if (span)
+                span_attr(span->s, "gen_ai.request.model",
+                          req.model.empty() ? default_alias(self->state) : req.model);
+            auto res = submit(self, req, sink, span);
+            if (span && res.flag == caf::rt_error) {
+                const auto err = msg::from_caf_error(res.err);
+                span_attr(span->s, "bitnet.admission.outcome", std::string("refused"));
+                span_attr(span->s, "bitnet.admission.reason", std::string(errc_name(err.value())));
+                span_error(span->s, err.message);
+            }
+            return res;
+        },
         [self](msg::cancel_atom, msg::request_id id) {
             // Request ids are unique across models; a batcher ignores ids it does not hold.
             for (auto& [alias, q] : self->state.models)

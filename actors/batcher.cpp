@@ -91,12 +91,15 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
     ++st.finished;
     const auto rid = lr.req.id; // the request's id, whichever choice this is
     if (f.reason == sched::finish_reason::deadline && f.never_scheduled) {
+        trace_finished(st, lr, f, "the deadline passed while the request was queued");
         // Never started: the HTTP layer answers 504 rather than an empty completion.
         emit_fail(self, lr, rid,
                   msg::to_caf_error(errc::timeout, "the deadline passed while the request "
                                                    "was queued"));
         return fail_request(self, rid);
     } else if (f.reason == sched::finish_reason::error) {
+        trace_finished(st, lr, f,
+                       lr.failure ? lr.failure->message : "the model step failed for this request");
         emit_fail(self, lr, rid,
                   lr.failure ? msg::to_caf_error(*lr.failure)
                              : msg::to_caf_error(errc::internal,
@@ -135,6 +138,7 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
                          "completion_tokens={} resumed={}",
                          f.id, c.finish_reason, c.prompt_tokens, c.completion_tokens,
                          lr.req.n_resumed);
+        trace_finished(st, lr, f, {});
         emit_done(self, lr, std::move(c));
     }
     const auto sink = lr.sink.address();
@@ -216,6 +220,7 @@ std::vector<msg::request_id> add_choices(batcher_state& st, const sched::step_pl
             lr.received = p.received;
             lr.n_generated = p.n_generated;
             lr.prefix_tokens = p.prefix_tokens;
+            trace_forked(p, lr);
             st.live.emplace(child, std::move(lr));
             added.push_back(child);
         }
@@ -238,6 +243,7 @@ void count_cached(batcher_state& st, const sched::step_plan& plan, const msg::st
 void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::step_result& r) {
     auto& st = self->state;
     const auto now = clock::now();
+    trace_step_done(st, plan, r);
     const auto choices = add_choices(st, plan);
     end_failed(self, r, now, false);
     // Prompt echoes first: they precede the request's generated tokens and its end.
@@ -382,6 +388,7 @@ void kick_step(batcher_pointer self) {
         }
         batch.chunks.push_back(std::move(sc));
     }
+    trace_step_sent(st, plan);
     st.in_flight = true;
     ++st.steps;
     self->request(st.executor, std::chrono::milliseconds(st.opt.step_timeout_ms), msg::step_atom_v,

@@ -5,6 +5,7 @@
 
 #include "actors/batcher.hpp"
 #include "actors/sched_policy.hpp"
+#include "common/trace.hpp"
 #include "model/sampling/stop_rules.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 #include "model/tokenizer/tokenizer_stream.hpp"
@@ -21,6 +22,18 @@
 namespace bitnet::actors::batcher_detail {
 
 using sched::clock;
+
+/// A sampled request's spans on this batcher while it runs (batcher_trace.cpp): its
+/// bitnet.generate span's id and start, and the events its prefill and decode spans will carry.
+struct request_trace {
+    std::uint64_t span = 0; ///< 0: the request is not sampled
+    /// When this batcher took it (a request placed by another node was received there first).
+    std::int64_t start_ns = 0;
+    std::uint32_t n0 = 0; ///< n_generated at submit (a resumed stream's tail)
+    bool started = false; ///< scheduled at least once: a later start is a recompute
+    std::vector<trace::event> prefill_events;
+    std::vector<trace::event> decode_events;
+};
 
 struct live_request {
     msg::sink_actor sink;
@@ -42,6 +55,7 @@ struct live_request {
     std::uint32_t choice = 0;
     /// Prompt positions its latest start took from the prefix cache.
     std::uint32_t cached_tokens = 0;
+    request_trace trace;
 
     /// The text token `t` lets through: whole characters, minus anything a stop string may
     /// still claim (and nothing from a stop string on).
@@ -90,6 +104,7 @@ struct batcher_state {
     /// Output for requests placed here by another node's relay, gathered over one pass of the
     /// mailbox and sent as one stream_batch per relay (flush()).
     std::vector<std::pair<caf::actor, msg::stream_batch>> outbox;
+    std::int64_t step_sent_ns = 0; ///< when the step in flight went to the executor (tracing)
     static inline const char* name = "batcher";
 };
 
@@ -99,6 +114,22 @@ using batcher_pointer = msg::batcher_actor::stateful_pointer<batcher_state>;
 /// (n_vocab floats: 64 MiB for 128 rows of a 128k vocabulary), so the pass's memory stays bounded
 /// whatever the step budget.
 constexpr std::uint32_t echo_chunk_tokens = 128;
+
+// Tracing (batcher_trace.cpp); each does nothing for requests that are not sampled.
+/// A request was queued: its generate span starts.
+void trace_submitted(live_request& lr);
+/// A choice forked from `parent` (n > 1): a generate span of its own, from the request's start.
+void trace_forked(const live_request& parent, live_request& child);
+/// A step goes to the executor: preemptions (sequences released while still running), prefill
+/// chunks and recomputes become events.
+void trace_step_sent(batcher_state& st, const sched::step_plan& plan);
+/// Its result came back: prefix-cache hits become events, and a step span linked to every
+/// sampled request it served is recorded.
+void trace_step_done(batcher_state& st, const sched::step_plan& plan, const msg::step_result& r);
+/// A sequence ended (`error`: why it failed, empty otherwise): its generate, queue, prefill and
+/// decode spans are recorded.
+void trace_finished(const batcher_state& st, live_request& lr, const sched::finished_seq& f,
+                    const std::string& error);
 
 /// Plans and sends the next step when none is in flight (batcher.cpp).
 void kick(batcher_pointer self);

@@ -1,6 +1,7 @@
 // The batcher's submit path (batcher.cpp has the rest of the actor): a request's schema compiled
 // (on the batcher's own compiler thread when it is new), then the request queued.
 #include "actors/batcher_internal.hpp"
+#include "actors/trace_spans.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"
 
@@ -79,6 +80,7 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
     lr.sink = std::move(sink);
     lr.received = received;
     lr.req = std::move(req);
+    trace_submitted(lr);
     st.live.emplace(id, std::move(lr));
     kick(self);
     return id;
@@ -142,14 +144,26 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
             return schema_error(req, known->error().message);
         return accept();
     }
+    // Tracing: a compile is a span of its own (a cached schema costs nothing to trace).
+    auto span = open_shared_span(req.trace, "bitnet.schema_compile");
+    if (span) {
+        span_attr(span->s, "bitnet.schema_param", req.schema_param);
+        span_attr(span->s, "bitnet.schema_bytes",
+                  static_cast<std::int64_t>(req.json_schema.size()));
+    }
     if (!st.compiler)
         st.compiler = self->spawn<caf::detached + caf::linked>(schema_compiler_fn, st.tokenizer);
     auto rp = self->make_response_promise<msg::request_id>();
     const auto schema = req.json_schema;
     self->request(st.compiler, caf::infinite, msg::compile_atom_v, schema)
         .then(
-            [self, rp, req = std::move(req), sink = std::move(sink), received,
-             timeout](const std::string& failure) mutable {
+            [self, rp, req = std::move(req), sink = std::move(sink), received, timeout,
+             span](const std::string& failure) mutable {
+                if (span) {
+                    if (!failure.empty())
+                        span_error(span->s, failure);
+                    close_span(span->s);
+                }
                 if (!failure.empty()) {
                     rp.deliver(schema_error(req, failure));
                     return;
@@ -160,7 +174,13 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
                 else
                     rp.deliver(id.error());
             },
-            [rp](caf::error& e) mutable { rp.deliver(std::move(e)); });
+            [rp, span](caf::error& e) mutable {
+                if (span) {
+                    span_error(span->s, caf::to_string(e));
+                    close_span(span->s);
+                }
+                rp.deliver(std::move(e));
+            });
     return rp;
 }
 

@@ -330,6 +330,15 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
     for (const auto& c : batch.chunks)
         publish_prefix(st, c.part.seq);
     out.kv_blocks_free = st.engine->kv_blocks_free();
+    if (st.kernels.empty()) {
+        // The families the engine chose per op, once: "avx512_vnni" or "avx512_vnni,scalar".
+        for (const auto& k : st.engine->kernel_choices())
+            if (st.kernels.find(k.family) == std::string::npos)
+                st.kernels += (st.kernels.empty() ? "" : ",") + k.family;
+        if (st.kernels.empty())
+            st.kernels = st.device.device;
+    }
+    out.kernels = st.kernels;
     out.step_us =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
             .count();

@@ -46,6 +46,7 @@ struct executor_state {
     std::vector<float> masked;             ///< scratch: a logits row with the schema's mask applied
     /// Set by the supervisor when this executor is replaced (a stuck step): schema loops stop.
     std::shared_ptr<model::constrain::cancel_token> cancel;
+    std::string kernels; ///< the ops' kernel families, joined (step_result::kernels)
     static inline const char* name = "executor";
 };
 

@@ -1,5 +1,6 @@
 #include "actors/stream_relay.hpp"
 
+#include "actors/trace_spans.hpp"
 #include "actors/wire_size.hpp"
 #include "messages/errors.hpp"
 
@@ -31,6 +32,9 @@ struct relayed {
     /// refuse as "already queued or running".
     bool moving = false;
     bool echo_delivered = false; ///< generate_request::echo: the prompt echo reached the sink
+    /// Sampled requests: the relay's span, from placement to the stream's end; each placement's
+    /// spans on its replica are its children, and each move is one of its events.
+    std::optional<trace::span_record> span;
 };
 
 struct relay_state {
@@ -47,6 +51,10 @@ void forget(relay_pointer self, msg::request_id id) {
     auto it = st.live.find(id);
     if (it == st.live.end())
         return;
+    span_attr(it->second.span, "bitnet.delivered_tokens",
+              static_cast<std::int64_t>(it->second.delivered.size()));
+    span_attr(it->second.span, "bitnet.moves", static_cast<std::int64_t>(it->second.moves));
+    close_span(it->second.span);
     self->demonitor(it->second.sink.address());
     st.by_sink.erase(it->second.sink.address());
     st.live.erase(it);
@@ -58,6 +66,7 @@ void fail(relay_pointer self, msg::request_id id, caf::error e) {
     auto it = st.live.find(id);
     if (it == st.live.end())
         return;
+    span_error(it->second.span, caf::to_string(e));
     if (it->second.answer)
         it->second.answer->deliver(std::move(e));
     else
@@ -72,6 +81,8 @@ msg::generate_request placed_request(relay_pointer self, const relayed& r) {
     req.prompt.insert(req.prompt.end(), r.delivered.begin(), r.delivered.end());
     req.n_resumed = static_cast<std::uint32_t>(r.delivered.size());
     req.relay = caf::actor_cast<caf::actor>(self);
+    if (r.span)
+        req.trace = r.base.trace.under(r.span->ctx.span); // the replica's spans join the relay's
     return req;
 }
 
@@ -156,6 +167,14 @@ void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& w
                 self->send(caf::actor_cast<msg::batcher_actor>(old.batcher), msg::cancel_atom_v,
                            id);
                 ++rr.moves;
+                if (rr.span)
+                    rr.span->events.push_back({"bitnet.migrate",
+                                               trace::now_ns(),
+                                               {{"bitnet.from_node", old.node},
+                                                {"bitnet.to_node", to.node},
+                                                {"bitnet.delivered_tokens",
+                                                 static_cast<std::int64_t>(rr.delivered.size())},
+                                                {"bitnet.reason", why}}});
                 spdlog::info("request req-{}: {}; the stream continues on node '{}' after {} "
                              "token(s) (move {})",
                              id, why, to.node, rr.delivered.size(), rr.moves);
@@ -245,6 +264,10 @@ msg::relay_actor::behavior_type relay_fn(relay_pointer self, relay_options opt) 
             req.prompt.resize(n_base);
             req.n_resumed = 0;
             req.relay = nullptr;
+            r.span = open_span(req.trace, "bitnet.relay");
+            span_attr(r.span, "bitnet.replica.node", where.node);
+            span_attr(r.span, "gen_ai.request.model", where.alias);
+            span_attr(r.span, "bitnet.model.version", where.version);
             r.base = std::move(req);
             r.where = std::move(where);
             auto rp = self->make_response_promise<msg::request_id>();

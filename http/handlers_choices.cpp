@@ -85,10 +85,16 @@ void session::choice_done(msg::completion c) {
     srv_.m.request_done(call_->route, 200,
                         std::chrono::duration<double>(steady::now() - call_->start).count());
     spdlog::info("{} {} {} 200 model={} n={} prompt_tokens={} completion_tokens={} queue_ms={} "
-                 "ttft_ms={} total_ms={}",
+                 "ttft_ms={} total_ms={}{}",
                  call_->req_id, call_->route, sse_ ? "stream" : "plain", total.model,
                  call_->choices.size(), total.prompt_tokens, total.completion_tokens,
-                 ms_of(total.queue_us), ms_of(total.ttft_us), ms_of(total.total_us));
+                 ms_of(total.queue_us), ms_of(total.ttft_us), ms_of(total.total_us), trace_note());
+    {
+        std::vector<msg::completion> each;
+        for (const auto& ch : call_->choices)
+            each.push_back(*ch.done);
+        trace_usage(each, &total);
+    }
     if (sse_) {
         if (call_->include_usage)
             sse_data(call_->kind == route_kind::chat ? chat_usage_chunk(head(), total)

@@ -123,8 +123,12 @@ void session::start_inference(const std::string& route, route_kind kind, const s
         std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
             .count();
 
+    g.trace = msg::trace_ref::of(trace_);
+
     auto t = make_sink_target();
     call_ = std::move(c);
+    if (span_)
+        trace_request(g, kind);
     // A stream's headers wait for admission's answer, so a refusal (429, 503) is a real
     // HTTP status with Retry-After, which client libraries act on.
     watch_disconnect();
@@ -324,10 +328,11 @@ void session::on_done(msg::completion c) {
                         std::chrono::duration<double>(steady::now() - call_->start).count());
     // The request log: one line per inference request.
     spdlog::info("{} {} {} 200 model={} finish={} prompt_tokens={} completion_tokens={} "
-                 "queue_ms={} ttft_ms={} total_ms={}",
+                 "queue_ms={} ttft_ms={} total_ms={}{}",
                  call_->req_id, call_->route, sse_ ? "stream" : "plain", c.model, c.finish_reason,
                  c.prompt_tokens, c.completion_tokens, ms_of(c.queue_us), ms_of(c.ttft_us),
-                 ms_of(c.total_us));
+                 ms_of(c.total_us), trace_note());
+    trace_usage({c});
     if (sse_) {
         stream_done_events(c);
         return end_stream();
@@ -421,8 +426,15 @@ void session::on_fail(caf::error e) {
         srv_.m.rejected(api.code);
     else if (err.value() == errc::quota_exceeded)
         srv_.m.rejected("quota");
-    spdlog::info("{} {} {} {} code={} message={}", call_->req_id, call_->route,
-                 sse_ ? "stream" : "plain", api.status, api.code, api.message);
+    spdlog::info("{} {} {} {} code={} message={}{}", call_->req_id, call_->route,
+                 sse_ ? "stream" : "plain", api.status, api.code, api.message, trace_note());
+    if (span_) {
+        trace_attr("error.type", api.code);
+        if (sse_ || api.status >= 500) { // a stream's 200 went out; its failure is the span's
+            span_->status = trace::status_code::error;
+            span_->status_message = api.message;
+        }
+    }
     if (sse_) {
         srv_.m.request_done(call_->route, api.status, 0);
         if (call_->kind == route_kind::native || call_->kind == route_kind::native_stream)

@@ -122,6 +122,7 @@ void session::cut() {
 // ---- reading -----------------------------------------------------------------------------
 
 void session::do_read() {
+    trace_ = {}; // a refusal of what comes next must not carry the last request's trace
     parser_.emplace();
     parser_->body_limit(srv_.opt.max_body_bytes);
     parser_->header_limit(srv_.opt.max_header_bytes);
@@ -257,6 +258,9 @@ void session::write_response(const std::string& route, bool counted) {
     // Every answer names itself (the README's promise), also those that started no request.
     if (res_.find("X-Request-Id") == res_.end())
         res_.set("X-Request-Id", "req-" + std::to_string(srv_.next_id.fetch_add(1)));
+    if (auto tr = traceresponse(); !tr.empty())
+        res_.set("traceresponse", tr);
+    end_trace(res_.result_int(), std::string_view(res_["X-Request-Id"]));
     if (watching_) {
         // The disconnect watch must not outlive its request (the next read takes over).
         beast::error_code ec;
@@ -268,7 +272,8 @@ void session::write_response(const std::string& route, bool counted) {
         // Refusals before a request started (validation, auth, routing) are logged too;
         // probes and scrapes stay out of the log.
         if (res_.result_int() >= 400)
-            spdlog::info("{} {} {}", std::string(res_["X-Request-Id"]), route, res_.result_int());
+            spdlog::info("{} {} {}{}", std::string(res_["X-Request-Id"]), route, res_.result_int(),
+                         trace_note());
     }
     if (srv_.draining)
         keep_alive_ = false;
@@ -322,6 +327,9 @@ void session::close() {
     if (closed_)
         return;
     closed_ = true;
+    // A request whose answer never went out: the client sees nothing, as when it leaves.
+    end_trace(499, call_ ? std::string_view(call_->req_id) : std::string_view("-"),
+              "the connection closed before the answer");
     --reg_->open;
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);

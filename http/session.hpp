@@ -13,10 +13,12 @@
 // Every handler runs under safely(): no exception leaves a session. Internal to http/.
 #pragma once
 
+#include "common/trace.hpp"
 #include "http/api_render.hpp"
 #include "http/connection_stream.hpp"
 #include "http/errors.hpp"
 #include "http/inference_sink.hpp"
+#include "http/log_context.hpp"
 #include "http/routes.hpp"
 #include "http/server_impl.hpp"
 
@@ -146,6 +148,7 @@ private:
     /// stream has begun), the connection closes, and the log says which request it was.
     template <class F>
     void safely(const char* what, F&& f) noexcept {
+        const log_scope scope(log_context());
         try {
             f();
         } catch (const std::exception& e) {
@@ -278,6 +281,31 @@ private:
     void choice_done(msg::completion c);
     [[nodiscard]] chunk_head head() const;
 
+    // ---- tracing (session_trace.cpp) ----------------------------------------------------
+
+    /// The request's trace context (traceparent, or a new trace) and, when it is sampled and the
+    /// route is not a probe or scrape, its HTTP server span.
+    void begin_trace(const request& req, const route_match& m);
+    /// The `traceresponse` header's value (W3C): the trace id and the server span's id; empty
+    /// before the first request.
+    [[nodiscard]] std::string traceresponse() const;
+    /// An attribute on the server span (nothing when the request is not sampled).
+    void trace_attr(std::string key, trace::value v);
+    /// Ends the server span with the status the client saw (499: it left first); `error`
+    /// marks it failed with that message.
+    void end_trace(unsigned status, std::string_view request_id, const std::string& error = {});
+    /// The GenAI request attributes on the server span (gen_ai.operation.name, .request.*),
+    /// and the prompt text when otlp_include_text allows.
+    void trace_request(const msg::generate_request& g, route_kind kind);
+    /// The response's: usage, finish reasons (one per choice), the output text when allowed.
+    /// `total` sums the choices' usage when there are several.
+    void trace_usage(const std::vector<msg::completion>& choices,
+                     const msg::completion* total = nullptr);
+    /// " trace=<id>" for the request log's lines (empty without a trace).
+    [[nodiscard]] std::string trace_note() const;
+    /// The correlation fields of log lines written for the request in progress (JSON logs).
+    [[nodiscard]] log_fields log_context() const;
+
     // ---- health, metrics, stats, models (handlers_status.cpp) --------------------------
 
     void with_snapshot(std::function<void(status_snapshot)> f);
@@ -353,6 +381,10 @@ private:
     /// The Access-Control-Allow-Origin this request's answer carries (session_cors.cpp); empty:
     /// none (no CORS configured, no Origin, or one not allowed).
     std::string cors_origin_;
+    /// The request's trace: the caller's or a new trace id, with this server's span id.
+    trace::context trace_;
+    /// Its HTTP server span while the request runs (sampled requests only).
+    std::optional<trace::span_record> span_;
     std::array<char, 4096> linger_buf_{};
     std::size_t linger_left_ = 0;
 };

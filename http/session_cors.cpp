@@ -44,7 +44,8 @@ std::string session::cors_header_lines() const {
     std::string out = "Access-Control-Allow-Origin: " + cors_origin_ + "\r\n";
     if (cors_origin_ != "*")
         out += "Vary: Origin\r\n";
-    out += "Access-Control-Expose-Headers: X-Request-Id, Retry-After, Server-Timing\r\n";
+    out += "Access-Control-Expose-Headers: X-Request-Id, Retry-After, Server-Timing, "
+           "traceresponse\r\n";
     return out;
 }
 

@@ -74,6 +74,8 @@ void session::handle(request req) {
     note_origin(req);
     if (answer_preflight(req, std::string(m.label), m.path_known || m.found))
         return;
+    begin_trace(req, m);
+    const log_scope scope(log_context()); // the trace id is known from here on
     const std::string route(m.label);
     if (m.need != role::open) {
         const auto key = bearer(req);

@@ -33,6 +33,8 @@ void session::begin_stream() {
         call_->req_id + "\r\n" +
         (call_->kind == route_kind::messages ? "request-id: " + call_->req_id + "\r\n"
                                              : std::string()) +
+        (trace_.trace == trace::trace_id{} ? std::string()
+                                           : "traceresponse: " + traceresponse() + "\r\n") +
         cors_header_lines() + "Transfer-Encoding: chunked\r\n\r\n";
     enqueue_raw(std::move(preamble));
     // Every choice opens with its role, as OpenAI streams n > 1 (the SDK's stream helper
@@ -110,6 +112,7 @@ void session::on_written(beast::error_code ec) {
     if (stream_done_) {
         stream_done_ = false;
         sse_ = false;
+        end_trace(200, call_ ? std::string_view(call_->req_id) : std::string_view("-"));
         call_.reset();
         if (keep_alive_)
             do_read();
@@ -134,9 +137,11 @@ void session::abort_call() {
         call_->ended = true;
         const auto secs = std::chrono::duration<double>(steady::now() - call_->start).count();
         srv_.m.request_done(call_->route, 499, secs);
-        spdlog::info("{} {} {} 499 client_closed tokens_sent={} total_ms={}", call_->req_id,
+        spdlog::info("{} {} {} 499 client_closed tokens_sent={} total_ms={}{}", call_->req_id,
                      call_->route, sse_ ? "stream" : "plain", call_->n_tokens,
-                     fixed(secs * 1000.0, 3));
+                     fixed(secs * 1000.0, 3), trace_note());
+        trace_attr("gen_ai.usage.output_tokens", static_cast<std::int64_t>(call_->n_tokens));
+        end_trace(499, call_->req_id);
     }
     ping_.cancel();
     close();

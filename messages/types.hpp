@@ -2,6 +2,7 @@
 // `inspect` overloads (serialisable, so an executor may live in another process). No behaviour.
 #pragma once
 
+#include "common/trace.hpp"
 #include "messages/ids.hpp"
 #include "model/engine/batch.hpp"
 #include "model/engine/kernel_choice.hpp"
@@ -108,6 +109,50 @@ typename Inspector::result_type inspect(Inspector& f, text_prompt& x) {
     return f(caf::meta::type_name("text_prompt"), x.form, x.text, x.messages, x.add_bos);
 }
 
+/// Where a request's spans hang in its trace (common/trace.hpp): the trace id, the span that is
+/// the parent of the next span made for it, and the W3C flags (bit 0: sampled). It travels with
+/// the request to admission, the text actor, the batcher and, placed on another node, across the
+/// cluster, so every node's spans join one trace. All zero: no trace.
+struct trace_ref {
+    std::uint64_t trace_hi = 0;
+    std::uint64_t trace_lo = 0;
+    std::uint64_t parent = 0;
+    std::uint8_t flags = 0;
+
+    [[nodiscard]] bool sampled() const noexcept { return (flags & 1u) != 0 && parent != 0; }
+    [[nodiscard]] trace::context context() const {
+        trace::context c;
+        for (std::size_t i = 0; i < 8; ++i) {
+            c.trace[i] = static_cast<std::uint8_t>(trace_hi >> (56 - 8 * i));
+            c.trace[8 + i] = static_cast<std::uint8_t>(trace_lo >> (56 - 8 * i));
+        }
+        c.span = parent;
+        c.flags = flags;
+        return c;
+    }
+    [[nodiscard]] static trace_ref of(const trace::context& c) {
+        trace_ref r;
+        for (std::size_t i = 0; i < 8; ++i) {
+            r.trace_hi = (r.trace_hi << 8) | c.trace[i];
+            r.trace_lo = (r.trace_lo << 8) | c.trace[8 + i];
+        }
+        r.parent = c.span;
+        r.flags = c.flags;
+        return r;
+    }
+    /// The same trace, with `span` as the parent of what comes next.
+    [[nodiscard]] trace_ref under(std::uint64_t span) const {
+        auto r = *this;
+        r.parent = span;
+        return r;
+    }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, trace_ref& x) {
+    return f(caf::meta::type_name("trace_ref"), x.trace_hi, x.trace_lo, x.parent, x.flags);
+}
+
 /// A validated inference request as http/ hands it to admission. A text or chat prompt comes in
 /// `text` and is tokenized by the version admission routes it to, before it is queued (its length
 /// drives admission caps); the batcher only ever sees `prompt` (token ids).
@@ -157,6 +202,8 @@ struct generate_request {
     /// its KV shared (copy on write); choice i samples with seed + i. Events and completions
     /// carry the choice; the sink gets one completion per choice.
     std::uint32_t n = 1;
+    /// Its trace: spans made for it are children of trace.parent (sampled ones only).
+    trace_ref trace{};
 };
 
 template <class Inspector>
@@ -164,7 +211,7 @@ typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
              x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs,
-             x.json_schema, x.schema_param, x.reuse_prefix, x.cache_scope, x.n);
+             x.json_schema, x.schema_param, x.reuse_prefix, x.cache_scope, x.n, x.trace);
 }
 
 /// The prompt as a request with generate_request::echo gets it back (OpenAI's `echo`): its
@@ -366,13 +413,15 @@ struct step_result {
     /// The same hits per sequence (prefix_hit_tokens is their sum): a request's cached_tokens.
     std::vector<std::uint64_t> hit_seqs{};
     std::vector<std::uint32_t> hit_tokens{};
+    /// The kernel families the executor's ops run ("avx512_vnni", "cuda", ...), for traces.
+    std::string kernels{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
              x.failed, x.prompt_scores, x.prefix_hit_tokens, x.prompt_tokens_computed, x.extended,
-             x.extended_to, x.hit_seqs, x.hit_tokens);
+             x.extended_to, x.hit_seqs, x.hit_tokens, x.kernels);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.

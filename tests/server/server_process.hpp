@@ -12,11 +12,13 @@
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -35,13 +37,17 @@ struct http_reply {
     std::string content_type;
     std::string retry_after;
     bool complete = false; ///< the whole response arrived (not cut off mid-body)
+    std::map<std::string, std::string> headers{}; ///< every response header, names lower-cased
 };
+
+using header_list = std::vector<std::pair<std::string, std::string>>;
 
 /// One request on a fresh connection (the server's keep-alive is exercised elsewhere). `api_key`
 /// goes in `Authorization: Bearer` when not empty.
 inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb,
                                const std::string& target, const std::string& body = {},
-                               const std::string& api_key = {}) {
+                               const std::string& api_key = {},
+                               const header_list& extra_headers = {}) {
     namespace beast = boost::beast;
     namespace bhttp = beast::http;
     namespace net = boost::asio;
@@ -57,6 +63,8 @@ inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb
     req.set(bhttp::field::host, "127.0.0.1");
     if (!api_key.empty())
         req.set(bhttp::field::authorization, "Bearer " + api_key);
+    for (const auto& [name, value] : extra_headers)
+        req.set(name, value);
     if (!body.empty()) {
         req.set(bhttp::field::content_type, "application/json");
         req.body() = body;
@@ -79,6 +87,12 @@ inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb
     out.body = res.body();
     out.content_type = std::string(res[bhttp::field::content_type]);
     out.retry_after = std::string(res[bhttp::field::retry_after]);
+    for (const auto& f : res) {
+        std::string name(f.name_string());
+        for (auto& ch : name)
+            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        out.headers[name] = std::string(f.value());
+    }
     return out;
 }
 
