@@ -2,7 +2,11 @@
 """Checks that the Helm chart and kustomize render the same objects: the default values against
 the base, cluster.enabled=true against overlays/cluster.
 
-  compare-renderings.py KUSTOMIZE.yaml HELM.yaml
+  compare-renderings.py [--skip LABEL=VALUE ...] KUSTOMIZE.yaml HELM.yaml
+
+--skip leaves out the objects labelled so in either rendering: what an overlay adds beside the
+server and the chart does not render (overlays/tracing's collector from deploy/otel, labelled
+app.kubernetes.io/name=otel-collector).
 
 Compared: the set of (kind, name); each object's spec (data for a ConfigMap, server.json parsed),
 ignoring what only one of them sets by design: Helm's extra labels (instance, version, chart,
@@ -32,11 +36,14 @@ def strip(node):
     return node
 
 
-def load(path):
+def load(path, skip=()):
     objs = {}
     with open(path, encoding="utf-8") as f:
         for doc in yaml.safe_load_all(f):
             if not doc:
+                continue
+            labels = doc["metadata"].get("labels") or {}
+            if any(labels.get(k) == v for k, v in skip):
                 continue
             doc = strip(doc)
             body = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")}
@@ -68,7 +75,13 @@ def diff(a, b, path=""):
 
 
 def main():
-    k, h = load(sys.argv[1]), load(sys.argv[2])
+    args, skip = sys.argv[1:], []
+    while args and args[0] == "--skip":
+        skip.append(tuple(args[1].split("=", 1)))
+        args = args[2:]
+    if len(args) != 2:
+        sys.exit(__doc__)
+    k, h = load(args[0], skip), load(args[1], skip)
     problems = [f"{kind}/{name}: only in kustomize" for kind, name in sorted(set(k) - set(h))]
     problems += [f"{kind}/{name}: only in helm" for kind, name in sorted(set(h) - set(k))]
     for key in sorted(set(k) & set(h)):
@@ -77,7 +90,8 @@ def main():
         print("FAIL " + p)
     if problems:
         return 1
-    print(f"compare-renderings: {len(k)} objects, {sys.argv[2]} (Helm) == {sys.argv[1]} (kustomize)")
+    left_out = f" ({', '.join('='.join(x) for x in skip)} left out)" if skip else ""
+    print(f"compare-renderings: {len(k)} objects{left_out}, {args[1]} (Helm) == {args[0]} (kustomize)")
     return 0
 
 

@@ -2,10 +2,12 @@
 // package kubernetes-models ships them (5.1.0: a recent release, with resource.k8s.io/v1 of 1.34):
 //   1. schema: every object's apiVersion/kind must be a known built-in type, and the object must
 //      pass that type's JSON-schema validator (required fields, types, formats, enums);
-//   2. policy: a Deployment or StatefulSet keeps the kit's operational contract (probes on the
-//      health endpoints, grace period above preStop sleep + drain timeout, the hardened
-//      securityContext); a cluster StatefulSet also agrees with its headless Service, its TLS
-//      Secret mount and (when rendered) its cert-manager Certificate (clusterPolicy below);
+//   2. policy: a Deployment or StatefulSet of bitnet-serve keeps the kit's operational contract
+//      (probes on the health endpoints, grace period above preStop sleep + drain timeout, the
+//      hardened securityContext); a cluster StatefulSet also agrees with its headless Service, its
+//      TLS Secret mount and (when rendered) its cert-manager Certificate (clusterPolicy below);
+//      any other workload of the kit (deploy/otel's collector) has liveness and readiness probes,
+//      a memory limit, and the same hardened securityContext (otherPolicy);
 //   3. strict: the same objects are written as TypeScript object literals typed with the package's
 //      interfaces and type-checked with tsc, which rejects unknown fields (a misspelt
 //      `livenesProbe` passes the JSON schema, which allows additional properties, but not tsc).
@@ -25,9 +27,40 @@ const crdModels = { "cert-manager.io": "@kubernetes-models/cert-manager" };
 
 const workloads = new Set(["Deployment", "StatefulSet"]);
 
+// The hardened container every workload of the kit runs with.
+function hardening(pod, c) {
+  const out = [];
+  const sc = c.securityContext || {};
+  if (sc.allowPrivilegeEscalation !== false) out.push("allowPrivilegeEscalation must be false");
+  if (sc.readOnlyRootFilesystem !== true) out.push("readOnlyRootFilesystem must be true");
+  if (!(sc.capabilities?.drop || []).includes("ALL")) out.push("capabilities must drop ALL");
+  if (pod.securityContext?.runAsNonRoot !== true && sc.runAsNonRoot !== true) out.push("runAsNonRoot must be true");
+  return out;
+}
+
+// A bitnet-serve workload: its pods are labelled app.kubernetes.io/name=bitnet-serve (kustomize
+// and the chart alike) or run a container named bitnet-server.
+const isServer = (obj) =>
+  obj.spec.template.metadata?.labels?.["app.kubernetes.io/name"] === "bitnet-serve" ||
+  obj.spec.template.spec.containers.some((x) => x.name === "bitnet-server");
+
+// Any other workload of the kit (deploy/otel's collector): probed, memory-limited, hardened.
+function otherPolicy(obj) {
+  const out = [];
+  const pod = obj.spec.template.spec;
+  for (const c of pod.containers) {
+    if (!c.livenessProbe) out.push(`container ${c.name} needs a livenessProbe`);
+    if (!c.readinessProbe) out.push(`container ${c.name} needs a readinessProbe`);
+    if (!c.resources?.limits?.memory) out.push(`container ${c.name} needs a memory limit`);
+    out.push(...hardening(pod, c).map((p) => `container ${c.name}: ${p}`));
+  }
+  return out;
+}
+
 // The deployment contract of bitnet-serve pods (README, "Deploy").
 function policy(obj) {
   if (!workloads.has(obj.kind)) return [];
+  if (!isServer(obj)) return otherPolicy(obj);
   const out = [];
   const pod = obj.spec.template.spec;
   const c = pod.containers.find((x) => x.name === "bitnet-server");
@@ -47,11 +80,7 @@ function policy(obj) {
   if (!(grace > sleep + drain)) {
     out.push(`terminationGracePeriodSeconds (${grace}) must exceed preStop sleep (${sleep}) + drain timeout (${drain})`);
   }
-  const sc = c.securityContext || {};
-  if (sc.allowPrivilegeEscalation !== false) out.push("allowPrivilegeEscalation must be false");
-  if (sc.readOnlyRootFilesystem !== true) out.push("readOnlyRootFilesystem must be true");
-  if (!(sc.capabilities?.drop || []).includes("ALL")) out.push("capabilities must drop ALL");
-  if (pod.securityContext?.runAsNonRoot !== true && sc.runAsNonRoot !== true) out.push("runAsNonRoot must be true");
+  out.push(...hardening(pod, c));
   if (obj.kind === "StatefulSet" && obj.spec.podManagementPolicy !== "Parallel") {
     out.push("podManagementPolicy must be Parallel (pods load their models at the same time)");
   }

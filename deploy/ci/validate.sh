@@ -12,20 +12,35 @@
 #              certificate for server and client auth, SANs, idempotent re-run
 #   YAML       yamllint on every YAML file under deploy/ (Helm templates: after rendering)
 #   rules      promtool check rules + promtool test rules (every alert firing and quiet)
+#   collector  deploy/otel/collector.yaml (OpenTelemetry Collector): every pipeline's receivers,
+#              processors and exporters defined and every defined one used, extensions enabled,
+#              memory_limiter first, receiver endpoints HOST:PORT on every interface, exporter
+#              endpoints present (check-otel-collector.py; a pipeline naming an undefined exporter
+#              must be rejected)
 #   metrics    dashboard JSON parses; every metric and label in dashboard and rules is in the
 #              contract (HTTP-API.md); dashboard PromQL parses (promtool); live scrape of a real
 #              bitnet-server when one is built (else of a stand-in, to test the check itself)
 #   config     every rendered ConfigMap + Deployment/StatefulSet env through bitnet-server
 #              --print-config (the cluster's and HTTPS's TLS files as stand-ins, $(VAR) and
-#              fieldRefs resolved)
-#   manifests  kustomize base + overlays (hostpath, cluster, https) and the Helm chart (several value
-#              sets, cluster.enabled with and without cert-manager, https.enabled) rendered, linted,
-#              validated against the Kubernetes schemas (cert-manager's too), strict on unknown
-#              fields, drain/probe/securityContext policy (HTTPS: probes with scheme HTTPS, the pair
-#              from a read-only Secret mount), the cluster's StatefulSet vs its headless Service,
-#              join list, TLS Secret and Certificate; Helm's default rendering equals the kustomize
-#              base, Helm with cluster.enabled=true the cluster overlay, with https.enabled=true the
-#              https overlay
+#              fieldRefs resolved); tracing: the tracing overlay's and Helm's tracing value sets'
+#              otlp_* keys and log_format in server.json, and tracing.headersSecret's
+#              BITNET_OTLP_HEADERS (a stand-in Secret value) accepted; endpoint a base URL
+#   manifests  kustomize base + overlays (hostpath, cluster, https, tracing), deploy/otel's collector
+#              and the Helm chart (several value sets, cluster.enabled with and without
+#              cert-manager, https.enabled, tracing.enabled: plain, with every tracing value and
+#              logFormat, with headersSecret) rendered, linted, validated against the Kubernetes
+#              schemas (cert-manager's too), strict on unknown fields, drain/probe/securityContext
+#              policy (HTTPS: probes with scheme HTTPS, the pair from a read-only Secret mount; the
+#              collector: probes, memory limit, hardened), the cluster's StatefulSet vs its
+#              headless Service, join list, TLS Secret and Certificate; Helm's default rendering
+#              equals the kustomize base (and has no tracing key), Helm with cluster.enabled=true
+#              the cluster overlay, with https.enabled=true the https overlay, with
+#              tracing.enabled=true (endpoint http://otel-collector:4318) the tracing overlay less
+#              its collector; Helm refuses bad tracing values (no endpoint, /v1/traces, ratio > 1,
+#              headers and headersSecret together, unknown logFormat); the tracing overlay's
+#              collector runs its ConfigMap's collector.yaml, exposes every receiver port through
+#              its Service, and bitnet-serve's otlp_endpoint is that Service's OTLP/HTTP port (an
+#              endpoint on the gRPC port must be rejected)
 # Not validated here: an actual image build (no Docker engine; the RUN steps' scripts are run by
 # deploy/ci/check-docker-steps.sh and check-runtime-rootfs.sh), server-side admission (defaults, quotas, CRDs, the custom
 # metrics API), the Grafana dashboard in a running Grafana.
@@ -66,6 +81,9 @@ kubectl="$tools/kubectl"
 py=python3
 $py -c 'import yaml' 2>/dev/null || py=/usr/bin/python3
 
+bad=$(mktemp -d) # deliberately broken inputs: each check below must reject its own
+trap 'rm -rf "$bad"' EXIT
+
 step "Dockerfile"
 check "dockerfile-utils lint deploy/Dockerfile" "$ci/node_modules/.bin/dockerfile-utils" lint deploy/Dockerfile
 check "Dockerfile RUN steps are deploy/ scripts, non-root, health check" $py deploy/ci/check-dockerfile.py
@@ -81,12 +99,20 @@ step "prometheus rules"
 check "promtool check rules" promtool check rules deploy/prometheus/alerts.yaml
 check "promtool test rules" promtool test rules deploy/prometheus/alerts_test.yaml
 
+step "OpenTelemetry Collector (deploy/otel)"
+check "collector.yaml: pipelines' receivers/processors/exporters defined, endpoints present" \
+    $py deploy/ci/check-otel-collector.py deploy/otel/collector.yaml
+# The check must notice a pipeline that names an exporter nobody defined.
+sed 's#exporters: \[otlp/jaeger, otlphttp/tempo\]#exporters: [otlp/jaeger, otlphttp/tmpo]#' \
+    deploy/otel/collector.yaml >"$bad/collector.yaml"
+check "check-otel-collector rejects a pipeline with an undefined exporter" bash -c \
+    '! "$0" deploy/ci/check-otel-collector.py "$1" >"$2" 2>&1 && grep -q "otlphttp/tmpo. is not defined" "$2"' \
+    "$py" "$bad/collector.yaml" "$bad/out"
+
 step "metric names"
 check "dashboard and rules use contract metrics, dashboard PromQL parses" \
     $py deploy/ci/check-metric-names.py --promtool
 # The check must notice a metric that is not in the contract.
-bad=$(mktemp -d)
-trap 'rm -rf "$bad"' EXIT
 sed 's/bitnet_kv_cache_usage_ratio/bitnet_kv_usage_bogus/' deploy/grafana/bitnet-serve.json >"$bad/dash.json"
 check "check-metric-names rejects an unknown metric" bash -c \
     '! "$0" deploy/ci/check-metric-names.py --dashboard "$1" >"$2" 2>&1 && grep -q bitnet_kv_usage_bogus "$2"' \
@@ -112,10 +138,14 @@ mkdir -p "$out"
 "$kubectl" kustomize deploy/k8s/overlays/hostpath >"$out/kustomize-hostpath.yaml"
 "$kubectl" kustomize deploy/k8s/overlays/cluster >"$out/kustomize-cluster.yaml"
 "$kubectl" kustomize deploy/k8s/overlays/https >"$out/kustomize-https.yaml"
+"$kubectl" kustomize deploy/k8s/overlays/tracing >"$out/kustomize-tracing.yaml"
+"$kubectl" kustomize deploy/otel >"$out/kustomize-otel.yaml"
 chart=deploy/helm/bitnet-serve
 check "helm lint" "$helm" lint --strict --quiet "$chart"
 check "helm lint (cluster.enabled)" "$helm" lint --strict --quiet "$chart" --set cluster.enabled=true
 check "helm lint (https.enabled)" "$helm" lint --strict --quiet "$chart" --set https.enabled=true
+tracing=(--set tracing.enabled=true --set tracing.otlpEndpoint=http://otel-collector:4318)
+check "helm lint (tracing.enabled)" "$helm" lint --strict --quiet "$chart" "${tracing[@]}"
 "$helm" template bitnet-serve "$chart" >"$out/helm-default.yaml"
 "$helm" template gpu "$chart" --set cuda.enabled=true --set autoscaling.enabled=false \
     --set model.persistence.type=hostPath --set apiKeys.create=true \
@@ -130,6 +160,35 @@ check "helm lint (https.enabled)" "$helm" lint --strict --quiet "$chart" --set h
     --set cluster.port=7171 --set cluster.failureTimeoutMs=10000 --set cluster.certManager.enabled=true \
     --set cluster.certManager.issuerRef.name=cluster-ca --set cluster.certManager.issuerRef.kind=ClusterIssuer \
     --set model.persistence.type=hostPath >"$out/helm-cluster-certmanager.yaml"
+"$helm" template bitnet-serve "$chart" "${tracing[@]}" >"$out/helm-tracing.yaml"
+"$helm" template traced "$chart" --set cluster.enabled=true --set tracing.enabled=true \
+    --set tracing.otlpEndpoint=https://tempo.example.com:4318/otlp --set tracing.sampleRatio=0.05 \
+    --set tracing.includeText=true --set 'tracing.headers={X-Scope-OrgID=tenant-a}' \
+    --set tracing.timeoutMs=2000 --set tracing.queueSpans=1024 --set logFormat=json \
+    >"$out/helm-tracing-full.yaml"
+"$helm" template traced-secret "$chart" "${tracing[@]}" --set tracing.headersSecret=otlp-auth \
+    >"$out/helm-tracing-secret.yaml"
+check "helm: tracing is off by default (no otlp_ key, no BITNET_OTLP_ variable, no log_format)" bash -c \
+    '! grep -Eq "otlp_|BITNET_OTLP_|log_format" "$0"' "$out/helm-default.yaml"
+check "helm: tracing values rendered into server.json (endpoint, ratio, text, headers, log_format)" bash -c \
+    'grep -q "\"otlp_endpoint\": \"https://tempo.example.com:4318/otlp\"" "$0" &&
+     grep -q "\"otlp_sample_ratio\": 0.05" "$0" && grep -q "\"otlp_include_text\": 1" "$0" &&
+     grep -A1 "\"otlp_headers\"" "$0" | grep -q "X-Scope-OrgID=tenant-a" && grep -q "\"log_format\": \"json\"" "$0"' \
+    "$out/helm-tracing-full.yaml"
+check "helm: tracing.headersSecret passes the Secret's key as BITNET_OTLP_HEADERS (not optional)" bash -c \
+    'grep -A5 "name: BITNET_OTLP_HEADERS" "$0" | grep -q "name: otlp-auth" &&
+     grep -A5 "name: BITNET_OTLP_HEADERS" "$0" | grep -q "key: otlp_headers" &&
+     ! grep -A5 "name: BITNET_OTLP_HEADERS" "$0" | grep -q optional' \
+    "$out/helm-tracing-secret.yaml"
+check "helm: tracing without an endpoint, with /v1/traces, a ratio above 1, headers and a Secret, refused" bash -c \
+    'refused() { local want="$1"; shift; ! "$0" template x "$chart" "$@" >"$out" 2>&1 && grep -q "$want" "$out"; }
+     chart="$1" out="$2" t="--set tracing.enabled=true" e="--set tracing.otlpEndpoint=http://c:4318"
+     refused "tracing.enabled needs tracing.otlpEndpoint" $t &&
+     refused "appends /v1/traces" $t --set tracing.otlpEndpoint=http://c:4318/v1/traces &&
+     refused "is above 1" $t $e --set tracing.sampleRatio=1.5 &&
+     refused "set one" $t $e --set "tracing.headers={a=b}" --set tracing.headersSecret=s &&
+     refused "is not a log format" --set logFormat=xml' \
+    "$helm" "$chart" "$bad/out"
 check "helm: cluster.enabled renders a StatefulSet and no Deployment or HPA" bash -c \
     'grep -q "^kind: StatefulSet" "$0" && ! grep -Eq "^kind: (Deployment|HorizontalPodAutoscaler)" "$0"' \
     "$out/helm-cluster.yaml"
@@ -166,6 +225,17 @@ check "helm (cluster.enabled=true) renders the same objects as the cluster overl
     $py deploy/ci/compare-renderings.py "$out/kustomize-cluster.yaml" "$out/helm-cluster.yaml"
 check "helm (https.enabled=true) renders the same objects as the https overlay" \
     $py deploy/ci/compare-renderings.py "$out/kustomize-https.yaml" "$out/helm-https.yaml"
+check "helm (tracing.enabled=true) renders the same objects as the tracing overlay (its collector aside)" \
+    $py deploy/ci/compare-renderings.py --skip app.kubernetes.io/name=otel-collector \
+    "$out/kustomize-tracing.yaml" "$out/helm-tracing.yaml"
+check "tracing overlay: the collector runs collector.yaml, bitnet-serve's otlp_endpoint reaches its OTLP/HTTP port" \
+    $py deploy/ci/check-otel-collector.py --rendered "$out/kustomize-tracing.yaml"
+# The check must notice a server sent to the collector's gRPC port instead of its HTTP one.
+sed 's#"http://otel-collector:4318"#"http://otel-collector:4317"#' "$out/kustomize-tracing.yaml" \
+    >"$bad/tracing.yaml"
+check "check-otel-collector rejects an otlp_endpoint on the collector's gRPC port" bash -c \
+    '! "$0" deploy/ci/check-otel-collector.py --rendered "$1" >"$2" 2>&1 && grep -q "OTLP/HTTP receiver" "$2"' \
+    "$py" "$bad/tracing.yaml" "$bad/out"
 check "yamllint rendered manifests" yamllint -s -c deploy/ci/yamllint-rendered.yaml "$out"
 
 step "server configuration (the server's own loader)"
@@ -176,6 +246,13 @@ if [ -n "$bin_dir" ]; then
         "$out/helm-cuda.yaml" "$out/helm-existing.yaml" "$out/helm-cluster.yaml" \
         "$out/helm-cluster-certmanager.yaml" "$out/kustomize-https.yaml" "$out/helm-https.yaml" \
         "$out/helm-cluster-https.yaml" "$out/helm-cluster-perpod.yaml"
+    # Tracing: the keys in server.json, and the Secret's headers in the env form (a stand-in value
+    # in the documented "name=value,name=value" form).
+    check "tracing configuration (server.json, BITNET_OTLP_HEADERS) accepted by $bin_dir/bitnet-server" \
+        $py deploy/ci/check-server-config.py \
+        --secret 'otlp-auth/otlp_headers=authorization=Bearer stand-in,X-Scope-OrgID=tenant-a' \
+        "$bin_dir" "$out/kustomize-tracing.yaml" "$out/helm-tracing.yaml" \
+        "$out/helm-tracing-full.yaml" "$out/helm-tracing-secret.yaml"
 else
     echo "note no bitnet-server built: the configuration is not checked by the server's loader"
 fi
@@ -187,7 +264,10 @@ check "kubernetes schemas" node deploy/ci/validate-k8s.mjs \
     helm-cuda="$out/helm-cuda.yaml" helm-existing="$out/helm-existing.yaml" \
     helm-cluster="$out/helm-cluster.yaml" helm-cluster-certmanager="$out/helm-cluster-certmanager.yaml" \
     kustomize-https="$out/kustomize-https.yaml" helm-https="$out/helm-https.yaml" \
-    helm-cluster-https="$out/helm-cluster-https.yaml" helm-cluster-perpod="$out/helm-cluster-perpod.yaml"
+    helm-cluster-https="$out/helm-cluster-https.yaml" helm-cluster-perpod="$out/helm-cluster-perpod.yaml" \
+    kustomize-tracing="$out/kustomize-tracing.yaml" kustomize-otel="$out/kustomize-otel.yaml" \
+    helm-tracing="$out/helm-tracing.yaml" helm-tracing-full="$out/helm-tracing-full.yaml" \
+    helm-tracing-secret="$out/helm-tracing-secret.yaml"
 # The cluster checks must notice a broken cluster rather than pass vacuously: a join list that
 # misses a pod, and a peers Service that hides not-ready pods.
 sed -e 's/bitnet-serve-2\.bitnet-serve-peers/bitnet-serve-7.bitnet-serve-peers/' \

@@ -96,6 +96,14 @@ indentation of a workload's spec.template: include it at column 0 right after "t
             - name: BITNET_TLS_KEY
               value: /etc/bitnet-serve-https/tls.key
             {{- end }}
+            {{- if and .Values.tracing.enabled .Values.tracing.headersSecret }}
+            # The export requests' headers (credentials) from a Secret: "name=value[,name=value]".
+            - name: BITNET_OTLP_HEADERS
+              valueFrom:
+                secretKeyRef:
+                  name: {{ .Values.tracing.headersSecret }}
+                  key: {{ .Values.tracing.headersSecretKey }}
+            {{- end }}
           resources:
             requests:
               {{- toYaml .Values.resources.requests | nindent 14 }}
