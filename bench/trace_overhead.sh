@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# What tracing costs (README "Tracing", issue goal: at most 2 % of throughput at 32 streams with
-# sampling 1.0). Two servers on the same model, (A) tracing off and (B) --otlp-endpoint to a null
-# receiver (bench/otlp_sink.mjs) with --otlp-sample-ratio 1, measured one after the other in
-# interleaved pairs A B A B (BENCHMARKING.md: ratios in one run, median of the per-pair ratios
-# with the range). Each run: bench/loadgen.mjs, N streams x T greedy tokens. Two figures per
-# pair: aggregate tokens/s B/A (wall clock, noisy on a shared machine) and the server process's
-# CPU time per generated token B/A (/proc/PID/stat user+system: what tracing adds to the server's
-# own work, whatever else runs). Overhead = 1 - tok/s ratio, or CPU ratio - 1.
-#   [VOCAB=32000] bench/trace_overhead.sh BUILD_DIR MODEL [N=32] [T=64] [PAIRS=5]
+# What tracing costs (README "Tracing"; goals: at most 2 % of throughput at 32 streams with
+# sampling 1.0, and a collector that is down changes no request's latency). Three servers on the
+# same model: (off) tracing off, (on) --otlp-endpoint to a null receiver (bench/otlp_sink.mjs)
+# with --otlp-sample-ratio 1, (down) --otlp-endpoint to a port where nothing listens. Measured one
+# after the other in interleaved rounds off on down (BENCHMARKING.md: ratios in one run, median
+# of the per-round ratios with the range). Each run: bench/loadgen.mjs, N streams x T greedy
+# tokens, ROUNDS requests per stream. Per round: aggregate tokens/s on/off (wall clock, noisy on
+# a shared machine), the server process's CPU time per generated token on/off (/proc/PID/stat
+# user+system: what tracing adds to the server's own work, whatever else runs), and the p99 of
+# end-to-end latency, TTFT and inter-token gaps down/off.
+#   [VOCAB=32000] [ROUNDS=2] bench/trace_overhead.sh BUILD_DIR MODEL [N=32] [T=64] [PAIRS=5]
 set -euo pipefail
 build=$1 model=$2 n=${3:-32} t=${4:-64} pairs=${5:-5}
+rounds=${ROUNDS:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 pids=()
@@ -35,31 +38,38 @@ start_server() { # start_server NAME ARGS...: starts it, waits for readiness, se
 }
 start_server off
 start_server on --otlp-endpoint "http://127.0.0.1:$(cat "$tmp/sink.port")" --otlp-sample-ratio 1
+dead=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+start_server down --otlp-endpoint "http://127.0.0.1:$dead" --otlp-sample-ratio 1
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 vocab=${VOCAB:-32000} # prompt ids are drawn below it (the model's vocabulary size)
-run() { # run NAME: one loadgen level; prints "tok/s cpu_ms_per_token"
+run() { # run NAME: one loadgen level; prints "tok/s cpu_ms_per_token e2e_p99 ttft_p99 itl_p99"
     local port_var=PORT_$1 pid_var=PID_$1
     local c0; c0=$(cpu_ticks "${!pid_var}")
     node "$here/loadgen.mjs" --port "${!port_var}" --concurrency "$n" --max-tokens "$t" \
-        --vocab "$vocab" --warmup 0 --json "$tmp/$1.json" >/dev/null
+        --rounds "$rounds" --vocab "$vocab" --warmup 0 --json "$tmp/$1.json" >/dev/null
     local c1; c1=$(cpu_ticks "${!pid_var}")
-    node -e "const r=require('$tmp/$1.json')[0];console.log(r.tokens_per_s.toFixed(2),
-        (($c1-$c0)/$(getconf CLK_TCK)*1000/r.tokens).toFixed(3))"
+    node -e "const r=require('$tmp/$1.json')[0];if(r.ok!==r.requests)process.exit(1);
+        console.log(r.tokens_per_s.toFixed(2),(($c1-$c0)/$(getconf CLK_TCK)*1000/r.tokens).toFixed(3),
+        r.e2e_ms.p99.toFixed(1),r.ttft_ms.p99.toFixed(1),r.itl_ms.p99.toFixed(1))"
 }
-run off >/dev/null # warm-up of both
-run on >/dev/null
-ratios=() cpu=()
+ratio() { node -e "console.log(($1/$2).toFixed(4))"; }
+for s in off on down; do run "$s" >/dev/null; done # warm-up of all three
+tps=() cpu=() e2e=() ttft=() itl=()
 for i in $(seq 1 "$pairs"); do
-    read -r a_tps a_cpu < <(run off)
-    read -r b_tps b_cpu < <(run on)
-    r=$(node -e "console.log(($b_tps/$a_tps).toFixed(4))")
-    c=$(node -e "console.log(($b_cpu/$a_cpu).toFixed(4))")
-    ratios+=("$r") cpu+=("$c")
-    echo "pair $i: off $a_tps tok/s ($a_cpu CPU ms/token), on $b_tps tok/s ($b_cpu CPU ms/token): tok/s on/off $r, CPU/token on/off $c"
+    read -r a_tps a_cpu a_e2e a_ttft a_itl < <(run off)
+    read -r b_tps b_cpu _ _ _ < <(run on)
+    read -r _ _ d_e2e d_ttft d_itl < <(run down)
+    tps+=("$(ratio "$b_tps" "$a_tps")") cpu+=("$(ratio "$b_cpu" "$a_cpu")")
+    e2e+=("$(ratio "$d_e2e" "$a_e2e")") ttft+=("$(ratio "$d_ttft" "$a_ttft")") itl+=("$(ratio "$d_itl" "$a_itl")")
+    echo "round $i: off $a_tps tok/s $a_cpu CPU ms/token p99 e2e/ttft/itl $a_e2e/$a_ttft/$a_itl ms;" \
+         "on $b_tps tok/s $b_cpu CPU ms/token; down p99 $d_e2e/$d_ttft/$d_itl ms"
 done
 summary() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {printf "median %s (range %s-%s)", a[int((NR+1)/2)], a[1], a[NR]}'; }
-echo "tokens/s on/off: $(summary "${ratios[@]}")"
+echo "tokens/s on/off: $(summary "${tps[@]}")"
 echo "CPU per token on/off: $(summary "${cpu[@]}")"
-dropped=$(curl -s "http://127.0.0.1:$PORT_on/metrics" | sed -n 's/^bitnet_trace_spans_dropped_total \(.*\)/\1/p')
-exported=$(curl -s "http://127.0.0.1:$PORT_on/metrics" | sed -n 's/^bitnet_trace_spans_exported_total \(.*\)/\1/p')
-echo "spans exported $exported, dropped $dropped"
+echo "p99 e2e down/off: $(summary "${e2e[@]}")"
+echo "p99 TTFT down/off: $(summary "${ttft[@]}")"
+echo "p99 inter-token down/off: $(summary "${itl[@]}")"
+metric() { curl -s "http://127.0.0.1:$1/metrics" | sed -n "s/^$2 \(.*\)/\1/p"; }
+echo "on: spans exported $(metric "$PORT_on" bitnet_trace_spans_exported_total), dropped $(metric "$PORT_on" bitnet_trace_spans_dropped_total);" \
+     "down: exported $(metric "$PORT_down" bitnet_trace_spans_exported_total), dropped $(metric "$PORT_down" bitnet_trace_spans_dropped_total)"

@@ -7,7 +7,9 @@
 #include "cluster_process.hpp"
 #include "otlp_collector.hpp"
 
+#include <array>
 #include <set>
+#include <thread>
 
 namespace bitnet::test {
 
@@ -272,6 +274,110 @@ TEST_CASE("tracing: tracing off exports nothing and still answers traceresponse,
         const auto out = run_tool("bitnet-server", cmd);
         CHECK_MESSAGE(out.exit_code == 2, cmd << "\n" << out.out << out.err);
         CHECK_MESSAGE(out.err.find(c.key) != std::string::npos, out.err);
+    }
+}
+
+TEST_CASE("tracing: a refused request's admission span says why, a schema compile has its span, "
+          "a client that leaves makes a 499 server span, preemption and recompute are events") {
+    otlp_collector col;
+    server_process s({"--otlp-endpoint", col.endpoint(), "--kv-budget-bytes", "262144"});
+    auto traced_post = [&](const char* trace, const std::string& body) {
+        return http_request(s.port(), boost::beast::http::verb::post, "/v1/completions", body, {},
+                            {{"traceparent", traceparent(trace, caller_span, "01")}});
+    };
+    SUBCASE("refused: no such model") {
+        const char* t = "33333333333333333333333333333333";
+        REQUIRE(traced_post(t, R"({"model":"nope","prompt":"hi","max_tokens":2})").status == 404);
+        const auto spans = wait_for(col, t, "bitnet.admission");
+        INFO(dump(spans));
+        const auto* adm = find_span(spans, "bitnet.admission");
+        REQUIRE(adm);
+        CHECK(adm->attr_str("bitnet.admission.outcome") == "refused");
+        CHECK(adm->attr_str("bitnet.admission.reason") == "not_found");
+        CHECK(adm->o.at("status").as_object().at("code").to_number<int>() == 2); // ERROR
+        const auto http = wait_for(col, t, "POST /v1/completions");
+        const auto* h = find_span(http, "POST /v1/completions");
+        REQUIRE(h);
+        CHECK(h->attr_num("http.response.status_code") == 404);
+        CHECK(find_span(http, "bitnet.generate") == nullptr);
+    }
+    SUBCASE("a JSON Schema compiled for the request") {
+        const char* t = "44444444444444444444444444444444";
+        const auto body =
+            R"({"prompt":"hi","max_tokens":24,"temperature":0,"response_format":{"type":)"
+            R"("json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":)"
+            R"({"tracing_key_7":{"type":"integer"}},"required":["tracing_key_7"]}}}})";
+        REQUIRE(traced_post(t, body).status == 200);
+        const auto spans = wait_for(col, t, "bitnet.schema_compile");
+        INFO(dump(spans));
+        const auto* sc = find_span(spans, "bitnet.schema_compile");
+        REQUIRE(sc);
+        CHECK(sc->attr_str("bitnet.schema_param") == "response_format");
+        CHECK(sc->end() >= sc->start());
+        CHECK(reaches(spans, *sc, caller_span));
+    }
+    SUBCASE("the client leaves mid-stream") {
+        const char* t = "55555555555555555555555555555555";
+        namespace net = boost::asio;
+        net::io_context io;
+        net::ip::tcp::socket sock(io);
+        sock.connect({net::ip::make_address("127.0.0.1"), s.port()});
+        const std::string body = R"({"prompt":"hi","max_tokens":2000,"stream":true})";
+        const std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
+                                "Content-Type: application/json\r\ntraceparent: " +
+                                traceparent(t, caller_span, "01") +
+                                "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                                body;
+        net::write(sock, net::buffer(req));
+        std::array<char, 4096> buf{};
+        std::size_t got = 0;
+        while (got < 600) // the head and some tokens
+            got += sock.read_some(net::buffer(buf));
+        sock.close();
+        const auto spans = wait_for(col, t, "POST /v1/completions");
+        INFO(dump(spans));
+        const auto* h = find_span(spans, "POST /v1/completions");
+        REQUIRE(h);
+        CHECK(h->attr_num("http.response.status_code") == 499);
+        CHECK(h->attr_num("gen_ai.usage.output_tokens") >= 1);
+    }
+    SUBCASE("preempted under a small KV pool, then recomputed") {
+        // As prefix_cache_test: four 57-token prompts generating 60 tokens each need more than
+        // the 16 blocks, so the newest are preempted and computed again.
+        std::vector<std::string> traces;
+        std::vector<std::thread> clients;
+        for (int v = 0; v < 4; ++v)
+            traces.push_back(std::string(31, 'a') + std::to_string(v));
+        for (int v = 0; v < 4; ++v)
+            clients.emplace_back([&, v] {
+                std::string ids;
+                for (int i = 0; i < 57; ++i)
+                    ids += (i ? "," : "") + std::to_string(3 + (v * 13 + i * 7) % 150);
+                (void)http_request(
+                    s.port(), boost::beast::http::verb::post, "/v1/inference",
+                    R"({"prompt":[)" + ids + R"(],"max_tokens":60,"temperature":0})", {},
+                    {{"traceparent", traceparent(traces[static_cast<std::size_t>(v)].c_str(),
+                                                 caller_span, "01")}});
+            });
+        for (auto& c : clients)
+            c.join();
+        bool preempted = false;
+        bool recomputed = false;
+        eventually(
+            [&] {
+                for (const auto& t : traces)
+                    for (const auto& x : col.trace(t))
+                        if (x.name() == "bitnet.decode")
+                            for (const auto& e : x.o.at("events").as_array()) {
+                                const auto n = e.as_object().at("name").as_string();
+                                preempted |= n == "bitnet.preempted";
+                                recomputed |= n == "bitnet.recompute";
+                            }
+                return preempted && recomputed;
+            },
+            std::chrono::seconds(20));
+        CHECK(preempted);
+        CHECK(recomputed);
     }
 }
 
