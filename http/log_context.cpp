@@ -6,6 +6,7 @@
 #include <spdlog/formatter.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -16,6 +17,7 @@ namespace bitnet::http {
 namespace {
 
 thread_local const log_fields* current = nullptr;
+std::atomic<bool> json_on{false};
 
 /// A JSON string literal of `s` (escaped as JSON requires, invalid UTF-8 replaced).
 std::string quoted(std::string_view s) {
@@ -93,7 +95,12 @@ std::string json_log_line(const std::string& time, const std::string& level,
     return out;
 }
 
+bool json_logs() noexcept {
+    return json_on.load(std::memory_order_relaxed);
+}
+
 void use_json_logs(const std::string& node) {
+    json_on.store(true, std::memory_order_relaxed);
     spdlog::set_formatter(std::make_unique<json_formatter>(node));
 }
 

@@ -36,6 +36,9 @@ private:
 /// model when a scope has them.
 void use_json_logs(const std::string& node);
 
+/// Whether use_json_logs was called (scopes are worth filling only then).
+[[nodiscard]] bool json_logs() noexcept;
+
 /// One log line as use_json_logs writes it (without the newline); for tests.
 [[nodiscard]] std::string json_log_line(const std::string& time, const std::string& level,
                                         const std::string& message, const std::string& node,

@@ -148,7 +148,9 @@ private:
     /// stream has begun), the connection closes, and the log says which request it was.
     template <class F>
     void safely(const char* what, F&& f) noexcept {
-        const log_scope scope(log_context());
+        // The request's correlation fields, for JSON log lines only (text lines name the
+        // request themselves): nothing is built per token event otherwise.
+        const log_scope scope(json_logs() ? log_context() : log_fields{});
         try {
             f();
         } catch (const std::exception& e) {

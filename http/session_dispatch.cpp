@@ -75,7 +75,7 @@ void session::handle(request req) {
     if (answer_preflight(req, std::string(m.label), m.path_known || m.found))
         return;
     begin_trace(req, m);
-    const log_scope scope(log_context()); // the trace id is known from here on
+    const log_scope scope(json_logs() ? log_context() : log_fields{}); // the trace id is known
     const std::string route(m.label);
     if (m.need != role::open) {
         const auto key = bearer(req);
