@@ -102,6 +102,10 @@ struct server_config {
     /// test hooks (the dev and asan presets), ignored with a warning elsewhere.
     std::uint32_t test_hooks = 0;
     std::string log_level = "info"; ///< trace|debug|info|warn|error|critical|off
+    /// What an idle compute thread does between parallel regions: spin this many iterations
+    /// (libgomp's GOMP_SPINCOUNT; the gaps inside a step are shorter), then sleep. 0 = sleep at
+    /// once. Set by the server whatever OMP_WAIT_POLICY the environment has.
+    std::uint32_t compute_spin_count = 300000;
     /// text (spdlog's lines) | json (one object per line: time, level, message, request_id,
     /// trace_id, span_id, model, node).
     std::string log_format = "text";

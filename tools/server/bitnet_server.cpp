@@ -15,6 +15,7 @@
 #include "basp_guard.hpp"
 #include "cluster_start.hpp"
 #include "common/trace.hpp"
+#include "compute_pool.hpp"
 #include "conf/server_config.hpp"
 #include "device_startup.hpp"
 #include "http/log_context.hpp"
@@ -309,6 +310,12 @@ int main(int argc, char** argv) {
             std::printf("%s\n", conf::to_json(*cfg).c_str());
             return 0;
         }
+    // The compute pool's wait is the server's, whatever the environment says: OpenMP reads it
+    // when it loads, so this may execute the server again, once, before anything starts.
+    server::exec_with_compute_wait(argv, cfg->compute_spin_count);
+    std::string threads_why;
+    cfg->n_threads =
+        static_cast<std::uint32_t>(server::compute_threads(cfg->n_threads, &threads_why));
     spdlog::set_level(spdlog::level::from_str(cfg->log_level));
     // The HTTPS files as OpenSSL reads them (a certificate, its key, the two belonging
     // together): a configuration error like the others, before anything starts.
@@ -336,6 +343,12 @@ int main(int argc, char** argv) {
     }
     if (cfg->log_format == "json")
         http::use_json_logs(*node);
+    spdlog::info("compute: {} thread(s) ({}), an idle one spins {} before it sleeps (spin {})",
+                 cfg->n_threads, threads_why,
+                 cfg->compute_spin_count == 0
+                     ? std::string("not at all")
+                     : std::to_string(cfg->compute_spin_count) + " iterations",
+                 cfg->compute_spin_count);
     // Tracing: the endpoint and headers as the exporter reads them, checked before anything
     // starts; the exporter's thread outlives the HTTP server (declared before it), so the spans
     // of the last requests still go out at shutdown.
