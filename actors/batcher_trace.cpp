@@ -38,7 +38,7 @@ trace::span_record child(const trace::context& parent, const char* name, std::in
 } // namespace
 
 void trace_submitted(live_request& lr) {
-    if (!lr.req.trace.sampled())
+    if (!lr.req.trace.sampled() || !trace::recorder::process().enabled())
         return;
     lr.trace.span = trace::new_span_id();
     lr.trace.start_ns = trace::now_ns();
@@ -58,6 +58,9 @@ void trace_forked(const live_request& parent, live_request& child) {
 }
 
 void trace_step_sent(batcher_state& st, const sched::step_plan& plan) {
+    st.step_sent_ns = 0;
+    if (!trace::recorder::process().enabled())
+        return; // no request here is traced: nothing to look up on the per-step path
     bool any = false;
     const auto now = trace::now_ns();
     for (auto seq : plan.release) {

@@ -12,10 +12,11 @@
 
 namespace bitnet::actors {
 
-/// A span of request trace `ref`, started now; nothing when the request is not sampled.
+/// A span of request trace `ref`, started now; nothing when the request is not sampled or this
+/// node does not trace (a request placed by a node that does: its spans would have no exporter).
 [[nodiscard]] inline std::optional<trace::span_record> open_span(const msg::trace_ref& ref,
                                                                  std::string name) {
-    if (!ref.sampled())
+    if (!ref.sampled() || !trace::recorder::process().enabled())
         return std::nullopt;
     return trace::child_of(ref.context(), std::move(name));
 }
