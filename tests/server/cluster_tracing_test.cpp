@@ -10,6 +10,18 @@ namespace bitnet::test {
 
 namespace {
 
+/// Requests a node's batchers finished (GET /v1/stats), -1 when it does not answer.
+long finished_on(const cluster_node& n) {
+    const auto r = n.get("/v1/stats");
+    if (r.status != 200)
+        return -1;
+    long sum = 0;
+    const auto v = boost::json::parse(r.body);
+    for (const auto& m : v.at("models").as_array())
+        sum += static_cast<long>(m.at("finished").to_number<double>());
+    return sum;
+}
+
 /// A router without a model and `replicas` replicas of bitnet.cpp's tiny file, all exporting
 /// to one collector.
 struct traced_cluster {
@@ -45,10 +57,19 @@ struct traced_cluster {
                             return r->get("/health/ready").status == 200;
                         }),
                         r->log());
-        // The router routes once its admission knows the replicas' models.
-        REQUIRE_MESSAGE(
-            eventually([&] { return stream_completion(r->port(), stream_body(0, 2)).ok(); }),
-            r->log());
+        // The router routes once its admission knows every replica's model: short bursts until
+        // each replica has finished some of them.
+        REQUIRE_MESSAGE(eventually([&] {
+                            for (const auto& t : run_streams(
+                                     r->port(), 8, [](int i) { return stream_body(100 + i, 8); }))
+                                if (!t.ok())
+                                    return false;
+                            for (const auto& x : replicas)
+                                if (finished_on(*x) <= 0)
+                                    return false;
+                            return true;
+                        }),
+                        r->log());
     }
 };
 
@@ -113,7 +134,7 @@ TEST_CASE("cluster tracing: a stream moved off a SIGKILLed replica shows the mov
     REQUIRE(eventually([&] { return running_on(a) == 0 && running_on(b) == 0; }));
     std::vector<stream_transcript> out;
     std::thread clients(
-        [&] { out = run_streams(c.r->port(), 8, [](int i) { return stream_body(i, 200); }); });
+        [&] { out = run_streams(c.r->port(), 16, [](int i) { return stream_body(i, 600); }); });
     const bool both_busy = eventually([&] { return running_on(a) > 0 && running_on(b) > 0; });
     if (both_busy)
         a.kill_now();
