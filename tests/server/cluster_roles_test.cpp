@@ -182,7 +182,14 @@ TEST_CASE("cluster roles: a replica-only peer cannot roll models or place reques
         CHECK_FALSE(a->version_on("a", "tiny").empty());
         CHECK_FALSE(a->version_on("ro", "tiny").empty());
 
-        // The same request from adm, whose certificate has the admin role, rolls both.
+        // The same request from adm, whose certificate has the admin role, rolls both. A roll
+        // covers the nodes its node knows to serve the alias: wait until adm sees both (beside a
+        // CPU burner, ro's report once reached adm after the roll began: 1 of 20 rounds).
+        REQUIRE_MESSAGE(eventually([&] {
+                            return !adm->version_on("a", "tiny").empty() &&
+                                   !adm->version_on("ro", "tiny").empty();
+                        }),
+                        adm->log());
         const auto un =
             http_request(adm->port(), boost::beast::http::verb::delete_, "/v1/models/tiny");
         REQUIRE_MESSAGE(un.status == 202, un.body);
@@ -190,6 +197,7 @@ TEST_CASE("cluster roles: a replica-only peer cannot roll models or place reques
             ended_roll(*adm, std::string(parse_object(un.body).at("operation_id").as_string()));
         INFO("adm's roll: " << boost::json::serialize(done) << "\na's log:\n" << a->log());
         CHECK(done.at("state").as_string() == "done");
+        CHECK(done.at("nodes").as_array().size() == 2);
         CHECK(eventually([&] {
             return a->version_on("a", "tiny").empty() && a->version_on("ro", "tiny").empty();
         }));
