@@ -11,18 +11,6 @@ namespace bitnet::test {
 
 namespace {
 
-/// A counter of GET /v1/stats summed over the node's models; -1 when it does not answer.
-long stat_on(const cluster_node& n, const char* field) {
-    const auto r = n.get("/v1/stats");
-    if (r.status != 200)
-        return -1;
-    long sum = 0;
-    const auto v = boost::json::parse(r.body);
-    for (const auto& m : v.at("models").as_array())
-        sum += static_cast<long>(m.at(field).to_number<double>());
-    return sum;
-}
-
 /// Whether bursts of short streams through `router` come to be served by `node` too (its finished
 /// count grows), within a bounded number of bursts; every stream must succeed.
 bool serves_again(const cluster_node& router, const cluster_node& node) {

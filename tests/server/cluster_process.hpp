@@ -283,6 +283,18 @@ inline std::vector<stream_transcript> run_streams(std::uint16_t port, int n,
     return out;
 }
 
+/// A counter of GET /v1/stats summed over the node's models; -1 when it does not answer.
+inline long stat_on(const cluster_node& n, const char* field) {
+    const auto r = n.get("/v1/stats");
+    if (r.status != 200)
+        return -1;
+    long sum = 0;
+    const auto v = boost::json::parse(r.body);
+    for (const auto& m : v.at("models").as_array())
+        sum += static_cast<long>(m.at(field).to_number<double>());
+    return sum;
+}
+
 /// Running requests of a node (GET /v1/stats), -1 when it does not answer.
 inline long running_on(const cluster_node& n) {
     const auto r = n.get("/v1/stats");

@@ -10,18 +10,6 @@ namespace bitnet::test {
 
 namespace {
 
-/// Requests a node's batchers finished (GET /v1/stats), -1 when it does not answer.
-long finished_on(const cluster_node& n) {
-    const auto r = n.get("/v1/stats");
-    if (r.status != 200)
-        return -1;
-    long sum = 0;
-    const auto v = boost::json::parse(r.body);
-    for (const auto& m : v.at("models").as_array())
-        sum += static_cast<long>(m.at("finished").to_number<double>());
-    return sum;
-}
-
 /// A router without a model and `replicas` replicas of bitnet.cpp's tiny file, all exporting
 /// to one collector.
 struct traced_cluster {
@@ -65,7 +53,7 @@ struct traced_cluster {
                                 if (!t.ok())
                                     return false;
                             for (const auto& x : replicas)
-                                if (finished_on(*x) <= 0)
+                                if (stat_on(*x, "finished") <= 0)
                                     return false;
                             return true;
                         }),
