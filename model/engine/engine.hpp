@@ -52,6 +52,16 @@ public:
     }
     virtual void release(seq_id seq) = 0;
     [[nodiscard]] virtual result<void> fork(seq_id from, seq_id to) = 0;
+    /// Speculative decoding: drops the last `n_tokens` positions of `seq` (draft tokens its
+    /// verification rejected), returning blocks no longer needed; the sequence continues from the
+    /// shorter length, as if those positions had never been computed. Only positions appended
+    /// by decode steps may be dropped (prefix-cached blocks hold prompt positions only).
+    /// invalid_argument when `seq` is shorter, not_found when unknown, unsupported by an engine
+    /// that cannot (the batcher then never drafts for it).
+    [[nodiscard]] virtual result<void> truncate(seq_id seq, std::uint32_t n_tokens) {
+        (void)seq, (void)n_tokens;
+        return error(errc::unsupported, "this engine cannot drop KV positions");
+    }
 
     // Automatic prefix caching (kv_cache.hpp, "Prefix caching"). `tokens` are always a
     // sequence's tokens from position 0; `scope` is the cache scope (0 = shared by all): blocks

@@ -172,8 +172,9 @@ result<void> kv_cache::truncate(seq_id seq, std::uint32_t n_tokens) {
                                                  std::to_string(s.n_tokens));
     s.n_tokens -= n_tokens;
     if (s.n_keyed * opt_.block_tokens > s.n_tokens) {
-        // Only a failed step truncates, and only rows it appended, so this does not happen; if
-        // it did, the keys are recomputed from position 0 by the next publish.
+        // Only a failed step (its own rows) and rejected draft tokens (decode positions, never
+        // in keyed blocks) truncate, so this does not happen; if it did, the keys are
+        // recomputed from position 0 by the next publish.
         s.n_keyed = 0;
         s.last_key = prefix_index::scoped_root(s.scope);
     }

@@ -28,6 +28,9 @@ public:
     [[nodiscard]] result<void> fork(seq_id from, seq_id to) override {
         return cache_.fork(from, to);
     }
+    [[nodiscard]] result<void> truncate(seq_id seq, std::uint32_t n_tokens) override {
+        return cache_.truncate(seq, n_tokens);
+    }
     [[nodiscard]] std::uint32_t cached_prefix_blocks(std::span<const std::int32_t> tokens,
                                                      std::uint64_t scope = 0) const override {
         return cache_.cached_blocks(tokens, scope);
