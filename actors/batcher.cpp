@@ -269,6 +269,10 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         if (it == st.live.end())
             continue;
         auto& lr = it->second;
+        // A stop string found in an earlier token of this step (several come at once when drafts
+        // are accepted) ended the request: nothing after it reaches the client.
+        if (lr.stopped())
+            continue;
         const auto& smp = r.samples[ev.sample_index];
         msg::token_event te;
         te.id = lr.req.id;
@@ -372,6 +376,7 @@ void kick_step(batcher_pointer self) {
     for (const auto& c : plan.chunks) {
         msg::step_chunk sc;
         sc.part = c.part;
+        sc.n_draft = c.n_draft;
         if (auto it = st.live.find(c.part.seq); it != st.live.end()) {
             sc.params = it->second.req.params;
             sc.n_sampled = it->second.n_generated;
@@ -498,6 +503,8 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.prefix_query_tokens = st.prefix_query_tokens;
             out.prefix_hit_tokens = st.prefix_hit_tokens;
             out.prompt_tokens_computed = st.prompt_tokens_computed;
+            out.spec_drafted_tokens = ps.spec_drafted;
+            out.spec_accepted_tokens = ps.spec_accepted;
             return out;
         },
     };

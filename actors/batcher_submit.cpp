@@ -31,6 +31,10 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
         sr.max_chunk_tokens = echo_chunk_tokens;
     sr.n_choices = std::max(req.n, 1u);
     sr.tenant = req.client_key;
+    const auto& pol = st.opt.policy;
+    sr.speculate = pol.spec_max_draft > 0 &&
+                   (req.speculative == msg::spec_mode::on ||
+                    (req.speculative == msg::spec_mode::server_default && pol.spec_by_default));
     live_request lr;
     // A resumed stream's first run sent the echo already.
     lr.echo_sent = req.n_resumed > 0;

@@ -165,10 +165,44 @@ result<void> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
     return {};
 }
 
+/// Speculative decoding: `c` holds the sequence's last token, then c.n_draft drafts, and the
+/// pass computed every position as a decode (rows first.. in `so`). The sampler draws from row
+/// after row, exactly as it would have step after step, while each draw equals the next draft;
+/// the first draw that differs (or the one after the last draft) is the step's last token. The
+/// drafts not accepted leave the KV cache, so the sequence continues as if never drafted.
+void verify_drafts(executor_state& st, const msg::step_chunk& c, const model::step_output& so,
+                   std::size_t k, msg::step_result& out) {
+    auto& s = st.seqs.at(c.part.seq);
+    const auto& toks = c.part.tokens;
+    const std::size_t first =
+        k < so.first_row_for_chunk.size() ? so.first_row_for_chunk[k] : model::step_output::no_row;
+    if (first == model::step_output::no_row || toks.size() != std::size_t{c.n_draft} + 1)
+        return fail_seq(st, c,
+                        error{errc::internal, "a draft verification chunk got no logits rows "
+                                              "(seq " +
+                                                  std::to_string(c.part.seq) + ")"},
+                        out);
+    const auto n_vocab = st.engine->config().n_vocab;
+    s.tokens.push_back(toks[0]);
+    std::uint32_t accepted = 0;
+    for (std::uint32_t j = 0; j <= c.n_draft; ++j) {
+        if (auto r = sample_into(st, s, c.part.seq, so.row(first + j, n_vocab), out); !r)
+            return fail_seq(st, c, r.error(), out);
+        if (j == c.n_draft || out.samples.back().token != toks[j + 1])
+            break;
+        s.tokens.push_back(toks[j + 1]); // accepted: its KV is the decode it would have been
+        ++accepted;
+    }
+    if (auto r = st.engine->truncate(c.part.seq, c.n_draft - accepted); !r)
+        return fail_seq(st, c, r.error(), out);
+}
+
 /// After a successful pass: `c` joins its sequence's tokens and, when it asked for logits, its
-/// sampler draws from row `row` of `so`.
+/// sampler draws from row `row` of `so` (the pass's chunk `chunk_index`).
 void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::step_output& so,
-                  std::size_t row, msg::step_result& out) {
+                  std::size_t row, std::size_t chunk_index, msg::step_result& out) {
+    if (c.n_draft > 0)
+        return verify_drafts(st, c, so, chunk_index, out);
     auto& s = st.seqs.at(c.part.seq);
     s.tokens.insert(s.tokens.end(), c.part.tokens.begin(), c.part.tokens.end());
     if (!c.part.want_logits)
@@ -216,7 +250,7 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
 /// False when it failed the sequence.
 bool score_prompt_chunk(executor_state& st, const msg::step_chunk& c, const model::step_output& so,
                         std::size_t k, msg::step_result& out) {
-    if (!c.part.all_logits)
+    if (!c.part.all_logits || c.n_draft > 0)
         return true;
     const std::size_t first =
         k < so.first_row_for_chunk.size() ? so.first_row_for_chunk[k] : model::step_output::no_row;
@@ -272,7 +306,7 @@ result<void> run_pass(executor_state& st, const msg::step_batch& batch,
             sample_chunk(st, batch.chunks[picked[k]], *so,
                          k < so->rows_for_chunk.size() ? so->rows_for_chunk[k]
                                                        : model::step_output::no_row,
-                         out);
+                         k, out);
     return {};
 }
 

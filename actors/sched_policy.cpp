@@ -108,6 +108,7 @@ result<void> policy::add(seq_request req, clock::time_point now) {
     s.tokens = req.prompt;
     s.n_prompt = n_known - req.n_resumed;
     s.n_generated = req.n_resumed;
+    s.spec_k = cfg_.spec_max_draft;
     s.timings.queued = now;
     const auto prio = static_cast<std::size_t>(req.prio);
     const auto id = req.id;
@@ -321,6 +322,9 @@ step_plan policy::schedule(clock::time_point now) {
         budget -= n;
         --seqs_left;
     }
+    // 4. Speculation, with what the step leaves: decode chunks grow by draft tokens to verify.
+    if (cfg_.spec_max_draft > 0)
+        plan_drafts(plan, budget);
     // Everything that ended since the last plan (including in this one) is released before this
     // plan's chunks run, so the blocks counted free above are free in the engine too.
     plan.release.insert(plan.release.end(), pending_release_.begin(), pending_release_.end());
@@ -364,6 +368,8 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
                                         clock::time_point now) {
     step_outcome out;
     birth_choices(plan);
+    // Draft chunks: how many samples each sequence has taken so far in this loop.
+    std::unordered_map<request_id, std::uint32_t> confirmed;
     for (std::size_t si = 0; si < samples.size(); ++si) {
         const auto& smp = samples[si];
         auto cit = std::find_if(plan.chunks.begin(), plan.chunks.end(),
@@ -372,10 +378,20 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
         if (cit == plan.chunks.end() || sit == seqs_.end())
             continue; // cancelled or finished meanwhile
         auto& s = sit->second;
+        // The j-th sample of a draft chunk (j >= 1) follows a sample equal to draft j, whose
+        // position the step computed: that position is cached now.
+        const std::uint32_t j = cit->n_draft > 0 ? confirmed[smp.id]++ : 0;
+        const std::size_t known =
+            cit->n_draft > 0 ? cit->part.pos0 + 1 + j : cit->part.pos0 + cit->part.tokens.size();
         // Stale: preempted since planning, or not waiting for this sample.
-        if (s.st != state::running || s.epoch != cit->epoch || s.n_cached != s.tokens.size() ||
-            cit->part.pos0 + cit->part.tokens.size() != s.tokens.size())
+        if (s.st != state::running || s.epoch != cit->epoch || j > cit->n_draft ||
+            s.n_cached + (j > 0 ? 1 : 0) != s.tokens.size() || known != s.tokens.size() ||
+            (j > 0 && s.tokens.back() != cit->part.tokens[j]))
             continue;
+        if (j > 0) {
+            ++s.n_cached;
+            ++spec_accepted_;
+        }
 
         if (s.req.max_tokens == 0) {
             // Prompt only (echo's prompt logprobs): the prompt is computed, nothing generated.
@@ -404,6 +420,7 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
         if (s.n_generated >= s.req.max_tokens || s.tokens.size() >= cfg_.n_ctx)
             end(smp.id, finish_reason::length, now, out.finished);
     }
+    settle_drafts(plan, confirmed);
     return out;
 }
 
@@ -468,6 +485,8 @@ policy_stats policy::stats() const {
     st.kv_blocks_total = cfg_.kv_blocks_total;
     st.kv_blocks_used = cfg_.kv_blocks_total - kv_blocks_free_;
     st.preemptions = preemptions_;
+    st.spec_drafted = spec_drafted_;
+    st.spec_accepted = spec_accepted_;
     for (const auto& [id, s] : seqs_) {
         const std::uint64_t to_prefill = s.tokens.size() - s.n_cached;
         const std::uint64_t to_generate =

@@ -15,6 +15,7 @@
 // tokens an earlier run generated.
 #pragma once
 
+#include "actors/spec_draft.hpp"
 #include "common/error.hpp"
 #include "messages/batch_policy.hpp"
 #include "messages/ids.hpp"
@@ -78,6 +79,9 @@ struct seq_request {
     /// key. Requests of one tenant run first come, first served; empty is the tenant of
     /// requests without a key.
     std::string tenant{};
+    /// Speculative decoding: while decoding, the sequence verifies n-gram drafts (spec_draft.hpp)
+    /// in its decode chunk when the step has room (policy_config::spec_max_draft).
+    bool speculate = false;
 };
 
 /// n > 1: choice i (1 <= i < max_choices) of request `id` runs as sequence choice_id(id, i);
@@ -103,6 +107,10 @@ struct chunk {
     /// n > 1, on the chunk whose logits give the first token: the choices' sequences to fork
     /// from this one after the pass (each samples the same row with its own seed).
     std::vector<request_id> forks{};
+    /// Speculative decoding: part.tokens ends with this many draft tokens after the sequence's
+    /// last token (part.all_logits; n_cached counts only the last token until samples confirm
+    /// drafts).
+    std::uint32_t n_draft = 0;
 
     /// Whether a sample for sequence `id` answers this chunk (its own, or a fork's).
     [[nodiscard]] bool want_logits_for(request_id id) const noexcept {
@@ -169,6 +177,9 @@ struct policy_stats {
     /// Tokens still to prefill plus tokens still to generate (to max_tokens), over every
     /// unfinished sequence: the load a router compares replicas by.
     std::uint64_t outstanding_tokens = 0;
+    /// Speculative decoding: draft tokens verified, and those accepted.
+    std::uint64_t spec_drafted = 0;
+    std::uint64_t spec_accepted = 0;
 };
 
 class policy {
@@ -191,7 +202,10 @@ public:
 
     /// Applies the executor's samples for `plan`: appends tokens, applies EOG / stop ids /
     /// max_tokens / context-window rules, frees finished sequences' KV. Samples for sequences
-    /// cancelled meanwhile are dropped.
+    /// cancelled meanwhile are dropped. A chunk with drafts takes up to n_draft + 1 samples, in
+    /// order: each after the first confirms the draft before it (the executor stops at the
+    /// first sample that differs from its draft); the KV blocks of the drafts not confirmed
+    /// count as free again (the executor dropped their positions).
     [[nodiscard]] step_outcome update_from_output(const step_plan& plan,
                                                   std::span<const sample> samples,
                                                   clock::time_point now);
@@ -238,6 +252,10 @@ private:
         std::uint32_t n_generated = 0;
         std::uint32_t epoch = 0; ///< bumped on preemption
         bool forked = false;     ///< n > 1: its choices exist
+        /// Speculative decoding: drafts to propose next time (halved while none are accepted,
+        /// doubled while all are), and decode steps to sit out after drafts that all failed.
+        std::uint32_t spec_k = 0;
+        std::uint32_t spec_rest = 0;
         state st = state::waiting;
         seq_timings timings;
     };
@@ -259,6 +277,13 @@ private:
     std::uint32_t plan_chunk(request_id id, sequence& s, std::uint32_t max_tokens, step_plan& plan);
     /// n > 1: the choices of the chunks in `plan` that forked (before their samples apply).
     void birth_choices(const step_plan& plan);
+    /// Speculative decoding, last in a plan: decode chunks of sequences that speculate grow by
+    /// n-gram drafts within what the step leaves (`budget`, spec_step_tokens, free KV blocks).
+    void plan_drafts(step_plan& plan, std::uint32_t budget);
+    /// After a step: a draft chunk's unconfirmed drafts give their blocks back, and the
+    /// sequence's next draft length follows how many were accepted.
+    void settle_drafts(const step_plan& plan,
+                       const std::unordered_map<request_id, std::uint32_t>& confirmed);
     /// The priority level whose turn it is to admit, or -1 when nothing waits.
     [[nodiscard]] int next_priority();
     /// Fair shares (policy_config::tenant_share_percent), at the start of a plan: how many
@@ -303,6 +328,10 @@ private:
     std::uint64_t waiting_prompt_tokens_ = 0;
     std::uint64_t next_step_ = 1;
     std::uint64_t preemptions_ = 0;
+    ngram_drafter drafter_;
+    std::vector<token_id> draft_scratch_;
+    std::uint64_t spec_drafted_ = 0;
+    std::uint64_t spec_accepted_ = 0;
     std::vector<request_id> pending_release_;
     std::uint32_t pending_release_blocks_ = 0; ///< private_blocks of pending_release_
     /// Blocks may be shared between sequences (prefix caching, or n > 1 forks): a released

@@ -25,6 +25,13 @@ std::span<const field> fields() {
          "tokens one key may hold (100 = first come, first served across keys)"},
         {"prefix_caching", &server_config::prefix_caching, 0, 1,
          "1 = reuse cached KV blocks of a shared prompt prefix; 0 = compute every prompt"},
+        {"speculative", &server_config::speculative, 0, 0,
+         "auto|off: speculative decoding (n-gram drafts, verified exactly) for requests that do "
+         "not choose"},
+        {"spec_max_draft", &server_config::spec_max_draft, 0, 64,
+         "most draft tokens a sequence verifies per step (0 = no speculative decoding)"},
+        {"spec_step_tokens", &server_config::spec_step_tokens, 1, 1u << 20,
+         "drafts are added only while a step holds fewer tokens than this"},
         {"max_n", &server_config::max_n, 1, 127,
          "largest n (choices from one prompt, its KV shared) on completions and chat"},
         {"q8_logits", &server_config::q8_logits, 0, 1,

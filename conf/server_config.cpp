@@ -394,6 +394,8 @@ result<void> validate(const server_config& cfg) {
     if (std::find(levels.begin(), levels.end(), cfg.log_level) == levels.end())
         return fail("log_level", "'" + cfg.log_level +
                                      "' is not one of trace|debug|info|warn|error|critical|off");
+    if (cfg.speculative != "auto" && cfg.speculative != "off")
+        return fail("speculative", "'" + cfg.speculative + "' is not one of auto|off");
     if (cfg.log_format != "text" && cfg.log_format != "json")
         return fail("log_format", "'" + cfg.log_format + "' is not one of text|json");
     if (!(cfg.otlp_sample_ratio >= 0.0 && cfg.otlp_sample_ratio <= 1.0))

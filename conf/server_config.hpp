@@ -48,6 +48,13 @@ struct server_config {
     /// 1 = automatic prefix caching (msg::batch_policy::prefix_caching); 0 = every prompt is
     /// computed in full.
     std::uint32_t prefix_caching = 1;
+    /// Speculative decoding for requests that do not say (their `speculative` field): auto
+    /// (n-gram drafts verified exactly, msg::batch_policy::spec_max_draft) or off.
+    std::string speculative = "auto";
+    /// The most draft tokens one sequence verifies per step; 0 = no speculation at all.
+    std::uint32_t spec_max_draft = 8;
+    /// Drafts are added only while a step holds fewer tokens than this.
+    std::uint32_t spec_step_tokens = 16;
     /// The largest OpenAI `n` (choices sharing one prompt's KV); above it a request is a 400.
     std::uint32_t max_n = 8;
 

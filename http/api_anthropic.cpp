@@ -193,7 +193,8 @@ std::variant<std::string, api_error> messages_as_chat(std::string_view body) {
     if (!o)
         return invalid_value("", "the body must be a JSON object");
     json::object out;
-    for (const char* k : {"model", "temperature", "top_p", "top_k", "stream", "cache_salt"})
+    for (const char* k :
+         {"model", "temperature", "top_p", "top_k", "stream", "cache_salt", "speculative"})
         if (const auto* v = o->if_contains(k))
             out[k] = *v;
     const auto* max = o->if_contains("max_tokens");

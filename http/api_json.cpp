@@ -263,6 +263,20 @@ std::optional<api_error> read_priority(fields& f, inference_input& in) {
     return std::nullopt;
 }
 
+/// "speculative": auto or off (absent: the server's `speculative` setting).
+std::optional<api_error> read_speculative(fields& f, inference_input& in) {
+    if (const auto* p = f.get("speculative")) {
+        const std::string_view v = p->is_string() ? std::string_view(p->get_string()) : "";
+        if (v == "auto")
+            in.speculative = msg::spec_mode::on;
+        else if (v == "off")
+            in.speculative = msg::spec_mode::off;
+        else
+            return invalid_value("speculative", "speculative must be \"auto\" or \"off\"");
+    }
+    return std::nullopt;
+}
+
 /// OpenAI routes: "stream", "n" (the configured max_n is checked by the session) and
 /// "stream_options".
 std::optional<api_error> read_stream_options(fields& f, inference_input& in) {
@@ -303,6 +317,8 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     if (auto e = read_stops(f, in))
         return *e;
     if (auto e = read_priority(f, in))
+        return *e;
+    if (auto e = read_speculative(f, in))
         return *e;
     if (kind != api_kind::native) {
         if (auto e = read_stream_options(f, in))

@@ -54,6 +54,8 @@ struct inference_input {
     std::uint32_t n = 1;
     /// vLLM's `cache_salt`: only requests with the same salt (and key) share cached prefixes.
     std::string cache_salt;
+    /// Speculative decoding: the request's choice, or the server's default.
+    msg::spec_mode speculative = msg::spec_mode::server_default;
 };
 
 using parse_result = std::variant<inference_input, api_error>;

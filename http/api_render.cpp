@@ -44,7 +44,9 @@ json::object stats_json(const msg::batcher_stats& x) {
             {"schema_compilations", x.schema_compilations},
             {"prefix_cache_query_tokens", x.prefix_query_tokens},
             {"prefix_cache_hit_tokens", x.prefix_hit_tokens},
-            {"prompt_tokens_computed", x.prompt_tokens_computed}};
+            {"prompt_tokens_computed", x.prompt_tokens_computed},
+            {"spec_draft_tokens", x.spec_drafted_tokens},
+            {"spec_accepted_tokens", x.spec_accepted_tokens}};
 }
 
 // The kernel family of each op and how it was chosen; times in whole nanoseconds (Boost.JSON

@@ -214,7 +214,7 @@ std::variant<std::string, api_error> responses_as_chat(std::string_view body) {
                    "this server keeps no responses (store is not supported): send the whole "
                    "conversation in \"input\" instead of previous_response_id");
     json::object out;
-    for (const char* k : {"model", "temperature", "top_p", "stream", "cache_salt"})
+    for (const char* k : {"model", "temperature", "top_p", "stream", "cache_salt", "speculative"})
         if (const auto* v = o->if_contains(k))
             out[k] = *v;
     if (const auto* max = o->if_contains("max_output_tokens"); max && !max->is_null())

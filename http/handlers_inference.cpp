@@ -108,6 +108,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     g.stop = std::move(in.stop);
     g.stop_token_ids = std::move(in.stop_token_ids);
     g.prio = in.prio;
+    g.speculative = in.speculative;
     g.timeout_ms = in.timeout_ms;
     g.client_key = client_key_;
     g.cache_scope =

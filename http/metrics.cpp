@@ -156,8 +156,23 @@ struct metrics::impl {
                                              "(prefill work, after the prefix cache)")
                                        .Register(*reg)
                                        .Add({});
+    // Speculative decoding, from the same cumulative figures: draft tokens verified and accepted,
+    // by where the drafts came from.
+    pm::Family<pm::Counter>& spec_drafted_family =
+        pm::BuildCounter()
+            .Name("bitnet_spec_draft_tokens_total")
+            .Help("speculative decoding: draft tokens verified, by source")
+            .Register(*reg);
+    pm::Counter& spec_drafted_ngram = spec_drafted_family.Add({{"source", "ngram"}});
+    pm::Family<pm::Counter>& spec_accepted_family =
+        pm::BuildCounter()
+            .Name("bitnet_spec_accepted_tokens_total")
+            .Help("speculative decoding: draft tokens accepted (each a token without a pass of "
+                  "its own), by source")
+            .Register(*reg);
+    pm::Counter& spec_accepted_ngram = spec_accepted_family.Add({{"source", "ngram"}});
     std::mutex prefix_mu;
-    std::map<std::string, std::array<std::uint64_t, 3>> prefix_seen; ///< model+version -> last
+    std::map<std::string, std::array<std::uint64_t, 5>> prefix_seen; ///< model+version -> last
     std::string node; ///< this node's name, the `node` label of the cluster series
     pm::Counter& spans_dropped =
         pm::BuildCounter()
@@ -344,8 +359,9 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
     std::lock_guard lk(impl_->prefix_mu);
     for (const auto& s : stats) {
         auto& seen = impl_->prefix_seen[s.model + '\n' + s.model_version];
-        const std::array<std::uint64_t, 3> now{s.prefix_query_tokens, s.prefix_hit_tokens,
-                                               s.prompt_tokens_computed};
+        const std::array<std::uint64_t, 5> now{s.prefix_query_tokens, s.prefix_hit_tokens,
+                                               s.prompt_tokens_computed, s.spec_drafted_tokens,
+                                               s.spec_accepted_tokens};
         // Figures only grow within a version; a smaller one is a restarted batcher: all new.
         auto delta = [&](std::size_t i) {
             return static_cast<double>(now[i] >= seen[i] ? now[i] - seen[i] : now[i]);
@@ -353,6 +369,8 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
         impl_->prefix_queries.Increment(delta(0));
         impl_->prefix_hits.Increment(delta(1));
         impl_->prompt_computed.Increment(delta(2));
+        impl_->spec_drafted_ngram.Increment(delta(3));
+        impl_->spec_accepted_ngram.Increment(delta(4));
         seen = now;
     }
     const double q = impl_->prefix_queries.Value();

@@ -37,6 +37,16 @@ struct batch_policy {
     /// A tenant over its share gives up its newest sequences (preempted, recomputed later) to a
     /// waiting tenant under it. 100: first come, first served across tenants too.
     std::uint32_t tenant_share_percent = 50;
+    /// Speculative decoding (n-gram drafts from the sequence's own tokens): the most draft tokens
+    /// one decoding sequence verifies in a step. 0: none. Only requests that ask for it (or the
+    /// server's default) draft, and each sequence drafts fewer while its drafts are rejected.
+    std::uint32_t spec_max_draft = 0;
+    /// Drafts use only what a step leaves: they are added after every decode, prefill chunk and
+    /// admission is planned, while the step holds fewer than this many tokens (a step of many
+    /// sequences is no longer bandwidth-bound, and verification would cost more than it saves).
+    std::uint32_t spec_step_tokens = 16;
+    /// Whether a request that does not say (spec_mode::server_default) speculates.
+    bool spec_by_default = false;
 };
 
 } // namespace bitnet::msg

@@ -60,7 +60,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_policy& x) {
     return f(caf::meta::type_name("batch_policy"), x.max_batch_tokens, x.decoding_batch_tokens,
              x.max_batch_seqs, x.kv_block_tokens, x.kv_blocks_total, x.n_ctx, x.weights, x.eog_ids,
-             x.prefix_caching, x.tenant_share_percent);
+             x.prefix_caching, x.tenant_share_percent, x.spec_max_draft, x.spec_step_tokens,
+             x.spec_by_default);
 }
 
 template <class Inspector>

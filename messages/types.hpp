@@ -204,6 +204,8 @@ struct generate_request {
     std::uint32_t n = 1;
     /// Its trace: spans made for it are children of trace.parent (sampled ones only).
     trace_ref trace{};
+    /// Speculative decoding (n-gram drafts, verified exactly: the output is the same as without).
+    spec_mode speculative = spec_mode::server_default;
 };
 
 template <class Inspector>
@@ -211,7 +213,8 @@ typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
              x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs,
-             x.json_schema, x.schema_param, x.reuse_prefix, x.cache_scope, x.n, x.trace);
+             x.json_schema, x.schema_param, x.reuse_prefix, x.cache_scope, x.n, x.trace,
+             x.speculative);
 }
 
 /// The prompt as a request with generate_request::echo gets it back (OpenAI's `echo`): its
@@ -324,13 +327,18 @@ struct step_chunk {
     /// sample each from the same logits row with its own settings (its own seed).
     std::vector<std::uint64_t> fork_to{};
     std::vector<sampling> fork_params{};
+    /// Speculative decoding: the chunk's last n_draft tokens are drafts to verify (part holds
+    /// the sequence's last token, then the drafts, every row asked for). The executor samples
+    /// row after row while each sample equals the next draft, keeps the KV of the drafts it
+    /// accepted and drops the rest (engine::truncate).
+    std::uint32_t n_draft = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
     return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token,
              x.json_schema, x.prefix_tokens, x.reuse_blocks, x.prefix_scope, x.fork_to,
-             x.fork_params);
+             x.fork_params, x.n_draft);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.
@@ -595,6 +603,10 @@ struct batcher_stats {
     std::uint64_t mask_cache_hits = 0;
     std::uint64_t mask_cache_misses = 0;
     std::uint64_t mask_cache_evictions = 0;
+    /// Speculative decoding since this version started: n-gram draft tokens verified, and those
+    /// accepted (each accepted one is a token produced without a pass of its own).
+    std::uint64_t spec_drafted_tokens = 0;
+    std::uint64_t spec_accepted_tokens = 0;
 };
 
 template <class Inspector>
@@ -604,7 +616,8 @@ typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
              x.model_version, x.outstanding_tokens, x.schema_compilations, x.prefix_query_tokens,
              x.prefix_hit_tokens, x.prompt_tokens_computed, x.mask_cache_budget_bytes,
              x.mask_cache_bytes, x.mask_cache_masks, x.mask_cache_schemas, x.mask_cache_hits,
-             x.mask_cache_misses, x.mask_cache_evictions);
+             x.mask_cache_misses, x.mask_cache_evictions, x.spec_drafted_tokens,
+             x.spec_accepted_tokens);
 }
 
 } // namespace bitnet::msg

@@ -149,6 +149,9 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     bo.policy.max_batch_seqs = c.max_batch_seqs;
     bo.policy.tenant_share_percent = c.tenant_share_percent;
     bo.policy.prefix_caching = c.prefix_caching != 0;
+    bo.policy.spec_max_draft = c.spec_max_draft;
+    bo.policy.spec_step_tokens = c.spec_step_tokens;
+    bo.policy.spec_by_default = c.speculative == "auto";
     bo.policy.weights = {c.priority_weight_high, c.priority_weight_normal, c.priority_weight_low};
     bo.default_timeout_ms = c.default_timeout_ms;
     bo.step_timeout_ms = c.step_timeout_ms;

@@ -1,0 +1,109 @@
+// Speculative decoding in the batching policy: which decode chunks carry draft tokens, and what
+// a verification leaves behind. The drafts come from the sequence itself (spec_draft.hpp); the
+// executor verifies them exactly (a draft is accepted only when the sequence's own sampler,
+// drawing from the row computed as that position's decode, picks it), so output never changes,
+// only the number of passes it takes. Drafts only use what a step leaves after every decode,
+// prefill chunk and admission, and only while the step is small (spec_step_tokens): speculation
+// never takes a running stream's or a waiting prompt's place.
+#include "actors/sched_policy.hpp"
+
+#include <algorithm>
+
+namespace bitnet::sched {
+
+namespace {
+
+/// Decode steps a sequence sits out after a single draft was rejected: a sequence whose text
+/// does not repeat stops paying for verification, and tries again a little later.
+constexpr std::uint32_t spec_rest_steps = 4;
+
+} // namespace
+
+void policy::plan_drafts(step_plan& plan, std::uint32_t budget) {
+    const std::uint32_t bt = cfg_.kv_block_tokens;
+    for (auto& c : plan.chunks) {
+        if (plan.n_tokens >= cfg_.spec_step_tokens || budget == 0)
+            break;
+        // A decode of a generated token: one token, its logits sampled, no choices to fork.
+        if (c.part.tokens.size() != 1 || !c.part.want_logits || c.part.all_logits ||
+            !c.forks.empty())
+            continue;
+        auto& s = seqs_.at(c.part.seq);
+        if (!s.req.speculate || c.part.pos0 < s.n_prompt || c.part.pos0 + 1 != s.tokens.size())
+            continue;
+        if (s.spec_rest > 0) {
+            --s.spec_rest;
+            continue;
+        }
+        const std::uint32_t end = c.part.pos0 + 1;
+        std::uint32_t k = std::min({std::max(s.spec_k, 1u), cfg_.spec_max_draft, budget,
+                                    cfg_.spec_step_tokens - plan.n_tokens});
+        // Every sample the chunk can yield must be one the sequence may take: at most
+        // max_tokens - n_generated of them, and positions inside the context window.
+        const std::uint32_t left =
+            s.req.max_tokens > s.n_generated ? s.req.max_tokens - s.n_generated : 0;
+        k = std::min(k, left > 0 ? left - 1 : 0u);
+        k = std::min(k, cfg_.n_ctx > end ? cfg_.n_ctx - end : 0u);
+        // And the KV blocks the sequence holds plus the free ones.
+        const std::uint64_t capacity =
+            static_cast<std::uint64_t>(s.n_blocks + kv_blocks_free_) * bt;
+        k = static_cast<std::uint32_t>(
+            std::min<std::uint64_t>(k, capacity > end ? capacity - end : 0));
+        if (k == 0)
+            continue;
+        draft_scratch_.clear();
+        drafter_.propose(s.tokens, k, draft_scratch_);
+        if (draft_scratch_.empty())
+            continue;
+        const auto d = static_cast<std::uint32_t>(draft_scratch_.size());
+        const std::uint32_t want = blocks_for(end + d);
+        const std::uint32_t need = want > s.n_blocks ? want - s.n_blocks : 0;
+        kv_blocks_free_ -= need;
+        s.n_blocks += need;
+        c.part.tokens.insert(c.part.tokens.end(), draft_scratch_.begin(), draft_scratch_.end());
+        c.part.all_logits = true;
+        // Each draft position is computed as the decode it would have been.
+        c.part.decoded_from = std::min(c.part.decoded_from, c.part.pos0);
+        c.n_draft = d;
+        plan.n_tokens += d;
+        budget -= d;
+    }
+}
+
+void policy::settle_drafts(const step_plan& plan,
+                           const std::unordered_map<request_id, std::uint32_t>& confirmed) {
+    for (const auto& c : plan.chunks) {
+        if (c.n_draft == 0)
+            continue;
+        const auto it = confirmed.find(c.part.seq);
+        const std::uint32_t taken = it == confirmed.end() ? 0 : it->second;
+        if (taken > 0)
+            spec_drafted_ += c.n_draft;
+        auto sit = seqs_.find(c.part.seq);
+        if (sit == seqs_.end())
+            continue; // ended: all its blocks go with it
+        auto& s = sit->second;
+        if (s.epoch != c.epoch || s.st != state::running)
+            continue;
+        // The positions of drafts not confirmed were dropped by the executor.
+        const std::uint32_t keep = blocks_for(s.n_cached);
+        if (s.n_blocks > keep) {
+            kv_blocks_free_ += s.n_blocks - keep;
+            s.n_blocks = keep;
+        }
+        if (taken == 0)
+            continue;
+        const std::uint32_t accepted = std::min(taken - 1, c.n_draft);
+        if (accepted == c.n_draft) {
+            s.spec_k = std::min(cfg_.spec_max_draft, std::max(s.spec_k, 1u) * 2);
+        } else if (accepted == 0) {
+            if (c.n_draft <= 1)
+                s.spec_rest = spec_rest_steps;
+            s.spec_k = std::max(s.spec_k / 2, 1u);
+        } else {
+            s.spec_k = accepted + 1;
+        }
+    }
+}
+
+} // namespace bitnet::sched

@@ -1,0 +1,34 @@
+// Prompt-lookup drafts (spec_draft.hpp).
+#include "actors/spec_draft.hpp"
+
+#include <algorithm>
+
+namespace bitnet::sched {
+
+void ngram_drafter::propose(std::span<const msg::token_id> tokens, std::uint32_t max_draft,
+                            std::vector<msg::token_id>& out) const {
+    const std::size_t len = tokens.size();
+    if (max_draft == 0 || min_ngram == 0 || len < std::size_t{min_ngram} + 1)
+        return;
+    const std::size_t lo = len > max_lookback ? len - max_lookback : 0;
+    for (std::size_t n = std::min<std::size_t>(max_ngram, len - 1); n >= min_ngram; --n) {
+        const auto suffix = tokens.subspan(len - n, n);
+        // The latest earlier occurrence: it ends before the suffix's own last token, so at least
+        // one token follows it.
+        for (std::size_t start = len - n; start-- > lo;) {
+            if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + start))
+                continue;
+            // What followed it then follows now; past the end of the known tokens the guess
+            // continues itself (a repeat with period len - from: "x y x y" guesses "x y x y").
+            const std::size_t from = start + n;
+            const std::size_t base = out.size();
+            for (std::size_t i = 0; i < max_draft; ++i) {
+                const std::size_t at = from + i;
+                out.push_back(at < len ? tokens[at] : out[base + (at - len)]);
+            }
+            return;
+        }
+    }
+}
+
+} // namespace bitnet::sched

@@ -1,0 +1,256 @@
+// Speculative decoding figures for bench/RESULTS.md (issue 28):
+//   - verification cost: the time of a step that verifies k draft tokens (the sequence's last
+//     token plus k drafts, every position computed as a decode, every logits row returned, the
+//     drafts then dropped) over a plain one-token decode step, k = 1..8, at a given context;
+//   - single-stream tokens/s with and without drafts through the real batching policy
+//     (sched::policy: its n-gram drafter, its draft-length backoff) and the real engine, for:
+//       copy    the prompt holds a document and the output quotes it (teacher-forced: each
+//               token is the document's next one, so random weights do not decide whether the
+//               model copies; the drafts and their verification are real);
+//       miss    drafts are proposed at every third token and are always wrong (the output
+//               repeats "A B" then a fresh token, so "A B" recurs with another follower);
+//       greedy  the model's own argmax on a random prompt (what random weights do by themselves);
+//   and for each the draft tokens verified and accepted.
+// A teacher-forced step still computes every logits row a real one does; only the choice of
+// token is the teacher's. Each figure is the median of --repeats runs. Usage:
+//   bench_spec -m MODEL [--threads 2] [--doc 1000] [--gen 256] [--max-draft 8]
+//              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy]
+#include "actors/sched_policy.hpp"
+#include "model/engine/engine.hpp"
+#include "model/engine/model_config.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace bitnet;
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t0) {
+    return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t n_vocab, std::mt19937_64& rng) {
+    std::vector<std::int32_t> t(n);
+    for (auto& x : t)
+        x = static_cast<std::int32_t>(rng() % (n_vocab - 300)); // below any control ids
+    return t;
+}
+
+void must(bool ok, const std::string& what) {
+    if (!ok) {
+        std::fprintf(stderr, "bench_spec: %s\n", what.c_str());
+        std::exit(1);
+    }
+}
+
+/// Seconds per step verifying k drafts (k = 0: a plain decode) at context `context`.
+std::vector<double> verify_cost(model::engine& e, std::uint32_t context, std::uint32_t max_k,
+                                int repeats) {
+    std::mt19937_64 rng(7);
+    const auto n_vocab = e.config().n_vocab;
+    const auto prompt = random_tokens(context, n_vocab, rng);
+    model::seq_chunk pre{1, prompt, 0, false};
+    must(static_cast<bool>(e.step(std::span<const model::seq_chunk>(&pre, 1))), "prefill failed");
+    std::vector<double> out;
+    for (std::uint32_t k = 0; k <= max_k; ++k) {
+        std::vector<double> runs;
+        for (int r = 0; r < repeats * 8; ++r) {
+            model::seq_chunk c{1, random_tokens(k + 1, n_vocab, rng), context, true, context};
+            c.all_logits = k > 0;
+            const auto t0 = clock_type::now();
+            auto so = e.step(std::span<const model::seq_chunk>(&c, 1));
+            runs.push_back(seconds_since(t0));
+            must(static_cast<bool>(so), "verify step failed");
+            must(static_cast<bool>(e.truncate(1, k + 1)), "truncate failed");
+        }
+        out.push_back(median(runs));
+    }
+    e.release(1);
+    return out;
+}
+
+struct gen_result {
+    double seconds = 0;
+    std::uint32_t tokens = 0;
+    std::uint64_t steps = 0;
+    std::uint64_t drafted = 0;
+    std::uint64_t accepted = 0;
+};
+
+/// `pick(row, n_generated)` chooses each token (a teacher, or argmax of the row).
+using picker = std::function<std::int32_t(std::span<const float>, std::uint32_t)>;
+
+/// One request of `gen` tokens through the policy and the engine, verifying drafts as the
+/// executor does (pick row after row while the pick equals the next draft, drop the rest).
+gen_result generate(model::engine& e, const std::vector<std::int32_t>& prompt, std::uint32_t gen,
+                    std::uint32_t max_draft, const picker& pick) {
+    sched::policy_config cfg;
+    cfg.kv_block_tokens = e.kv_block_tokens();
+    cfg.kv_blocks_total = e.kv_blocks_free();
+    cfg.n_ctx = e.config().n_ctx_train;
+    cfg.spec_max_draft = max_draft;
+    sched::policy pol(cfg);
+    sched::seq_request r;
+    r.id = 1;
+    r.prompt = prompt;
+    r.max_tokens = gen;
+    r.speculate = max_draft > 0;
+    must(static_cast<bool>(pol.add(r, sched::clock::now())), "policy refused the request");
+    const auto n_vocab = e.config().n_vocab;
+    gen_result res;
+    const auto t0 = clock_type::now();
+    while (pol.has_unfinished()) {
+        auto plan = pol.schedule(sched::clock::now());
+        for (auto id : plan.release)
+            e.release(id);
+        std::vector<model::seq_chunk> chunks;
+        for (const auto& c : plan.chunks)
+            chunks.push_back(c.part);
+        auto so = e.step(chunks);
+        must(static_cast<bool>(so), "step failed: " + (so ? std::string() : so.error().message));
+        std::vector<sched::sample> samples;
+        for (std::size_t i = 0; i < plan.chunks.size(); ++i) {
+            const auto& c = plan.chunks[i];
+            if (c.n_draft == 0) {
+                if (c.part.want_logits)
+                    samples.push_back({c.part.seq,
+                                       pick(so->row(so->rows_for_chunk[i], n_vocab), res.tokens),
+                                       0.0f});
+                continue;
+            }
+            std::uint32_t accepted = 0;
+            for (std::uint32_t j = 0; j <= c.n_draft; ++j) {
+                const auto t = pick(so->row(so->first_row_for_chunk[i] + j, n_vocab),
+                                    res.tokens + static_cast<std::uint32_t>(samples.size()));
+                samples.push_back({c.part.seq, t, 0.0f});
+                if (j == c.n_draft || t != c.part.tokens[j + 1])
+                    break;
+                ++accepted;
+            }
+            must(static_cast<bool>(e.truncate(c.part.seq, c.n_draft - accepted)),
+                 "truncate failed");
+        }
+        auto out = pol.update_from_output(plan, samples, sched::clock::now());
+        res.tokens += static_cast<std::uint32_t>(out.tokens.size());
+        ++res.steps;
+    }
+    res.seconds = seconds_since(t0);
+    const auto st = pol.stats();
+    res.drafted = st.spec_drafted;
+    res.accepted = st.spec_accepted;
+    e.release(1);
+    return res;
+}
+
+std::int32_t argmax(std::span<const float> row) {
+    return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
+}
+
+/// Median tokens/s (decode only: the prompt's prefill is timed apart and taken out) with and
+/// without drafts, and the drafted/accepted counts of the last run with drafts.
+void compare(const char* name, model::engine& e, const std::vector<std::int32_t>& prompt,
+             std::uint32_t gen, std::uint32_t max_draft, const picker& pick, int repeats) {
+    std::vector<double> off, on;
+    gen_result last{};
+    // The prefill alone (max_tokens 1), to subtract from both.
+    std::vector<double> pre;
+    for (int r = 0; r < repeats; ++r)
+        pre.push_back(generate(e, prompt, 1, 0, pick).seconds);
+    const double prefill = median(pre);
+    for (int r = 0; r < repeats; ++r) {
+        const auto a = generate(e, prompt, gen, 0, pick);
+        off.push_back((a.tokens - 1) / std::max(a.seconds - prefill, 1e-9));
+        last = generate(e, prompt, gen, max_draft, pick);
+        on.push_back((last.tokens - 1) / std::max(last.seconds - prefill, 1e-9));
+    }
+    const double m_off = median(off), m_on = median(on);
+    std::printf("%-6s  %4u tokens  off %7.2f tok/s  on %7.2f tok/s  ratio %.3f  steps %llu  "
+                "drafted %llu  accepted %llu (%.0f%%)\n",
+                name, gen, m_off, m_on, m_on / m_off,
+                static_cast<unsigned long long>(last.steps),
+                static_cast<unsigned long long>(last.drafted),
+                static_cast<unsigned long long>(last.accepted),
+                last.drafted ? 100.0 * static_cast<double>(last.accepted) /
+                                   static_cast<double>(last.drafted)
+                             : 0.0);
+    std::fflush(stdout);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"speculative decoding: verification cost and tokens/s with and without drafts"};
+    std::string model_path, only;
+    int threads = 2, repeats = 3;
+    std::uint32_t doc = 1000, gen = 256, max_draft = 8, context = 512;
+    app.add_option("-m,--model", model_path)->required();
+    app.add_option("--threads", threads);
+    app.add_option("--doc", doc, "tokens of the quoted document (copy)");
+    app.add_option("--gen", gen, "tokens generated per run");
+    app.add_option("--max-draft", max_draft, "spec_max_draft, and the largest k of the cost table");
+    app.add_option("--context", context, "positions in the KV cache for the cost table");
+    app.add_option("--repeats", repeats);
+    app.add_option("--only", only, "verify, copy, miss or greedy");
+    CLI11_PARSE(app, argc, argv);
+
+    model::engine_options opt;
+    opt.model_path = model_path;
+    opt.n_threads = threads;
+    opt.kv_budget_bytes = 1ull << 30;
+    auto loaded = model::engine::load(opt);
+    must(static_cast<bool>(loaded), loaded ? "" : loaded.error().to_string());
+    auto& e = **loaded;
+    std::printf("model %s: %s\n", model_path.c_str(), e.describe().c_str());
+    const auto n_vocab = e.config().n_vocab;
+
+    if (only.empty() || only == "verify") {
+        const auto cost = verify_cost(e, context, max_draft, repeats);
+        std::printf("verification cost at context %u (median step ms, ratio to a decode step):\n",
+                    context);
+        for (std::size_t k = 0; k < cost.size(); ++k)
+            std::printf("  k=%zu  %8.2f ms  %.3f\n", k, cost[k] * 1e3, cost[k] / cost[0]);
+        std::fflush(stdout);
+    }
+    std::mt19937_64 rng(11);
+    if (only.empty() || only == "copy") {
+        // The document, then a short instruction; the output quotes the document from its start.
+        auto document = random_tokens(doc, n_vocab, rng);
+        auto prompt = document;
+        const auto ask = random_tokens(8, n_vocab, rng);
+        prompt.insert(prompt.end(), ask.begin(), ask.end());
+        const std::uint32_t n = std::min(gen, doc);
+        compare("copy", e, prompt, n, max_draft,
+                [&](std::span<const float>, std::uint32_t i) { return document[i % doc]; },
+                repeats);
+    }
+    if (only.empty() || only == "miss") {
+        const auto prompt = random_tokens(64, n_vocab, rng);
+        const std::int32_t a = prompt[3], b = prompt[9];
+        std::vector<std::int32_t> fresh = random_tokens(gen, n_vocab, rng);
+        compare("miss", e, prompt, gen, max_draft,
+                [&](std::span<const float>, std::uint32_t i) {
+                    return i % 3 == 0 ? a : i % 3 == 1 ? b : fresh[i];
+                },
+                repeats);
+    }
+    if (only.empty() || only == "greedy") {
+        const auto prompt = random_tokens(64, n_vocab, rng);
+        compare("greedy", e, prompt, gen, max_draft,
+                [](std::span<const float> row, std::uint32_t) { return argmax(row); }, repeats);
+    }
+    return 0;
+}
