@@ -256,6 +256,7 @@ private:
         /// doubled while all are), and decode steps to sit out after drafts that all failed.
         std::uint32_t spec_k = 0;
         std::uint32_t spec_rest = 0;
+        std::uint32_t spec_misses = 0; ///< rejected single drafts in a row (the rest doubles)
         state st = state::waiting;
         seq_timings timings;
     };

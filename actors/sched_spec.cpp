@@ -13,9 +13,11 @@ namespace bitnet::sched {
 
 namespace {
 
-/// Decode steps a sequence sits out after a single draft was rejected: a sequence whose text
-/// does not repeat stops paying for verification, and tries again a little later.
+/// Decode steps a sequence sits out after a single draft was rejected, doubling with each such
+/// miss in a row up to the cap: a sequence whose text does not repeat stops paying for
+/// verification, and tries again later (an accepted draft ends the run of misses).
 constexpr std::uint32_t spec_rest_steps = 4;
+constexpr std::uint32_t spec_rest_max = 64;
 
 } // namespace
 
@@ -94,11 +96,16 @@ void policy::settle_drafts(const step_plan& plan,
         if (taken == 0)
             continue;
         const std::uint32_t accepted = std::min(taken - 1, c.n_draft);
+        if (accepted > 0)
+            s.spec_misses = 0;
         if (accepted == c.n_draft) {
             s.spec_k = std::min(cfg_.spec_max_draft, std::max(s.spec_k, 1u) * 2);
         } else if (accepted == 0) {
-            if (c.n_draft <= 1)
-                s.spec_rest = spec_rest_steps;
+            if (c.n_draft <= 1) {
+                s.spec_rest =
+                    std::min(spec_rest_max, spec_rest_steps << std::min(s.spec_misses, 4u));
+                ++s.spec_misses;
+            }
             s.spec_k = std::max(s.spec_k / 2, 1u);
         } else {
             s.spec_k = accepted + 1;

@@ -1,0 +1,104 @@
+// Speculative decoding on the real binary with its default model (trained, so it continues a
+// repeated text the way a real model quotes): the `speculative` field on every inference route
+// (auto, off, anything else a 400 naming it), the same text and tokens with drafts as without
+// (greedy and seeded), and the drafts counted in /v1/stats and /metrics.
+#include "server/model_admin.hpp"
+
+#include <string>
+
+using namespace bitnet;
+
+namespace {
+
+const std::string fortunes_path = test::data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
+
+/// A /v1/stats figure summed over the server's models.
+std::int64_t stat(const test::server_process& s, const char* field) {
+    const auto o = test::parse_object(s.get("/v1/stats").body);
+    std::int64_t sum = 0;
+    for (const auto& m : o.at("models").as_array())
+        sum += m.as_object().at(field).as_int64();
+    return sum;
+}
+
+/// A prompt that repeats a sentence: the model's continuation repeats it too, so the drafts
+/// from the prompt are right often.
+const std::string repeated = "The cat sat on the mat. The cat sat on the mat. The cat sat on the "
+                             "mat. The cat sat on the mat. The cat";
+
+std::string completion(const std::string& mode, const std::string& sampling) {
+    return R"({"model":"fortunes","prompt":")" + repeated + R"(","max_tokens":48)" + sampling +
+           (mode.empty() ? "" : R"(,"speculative":")" + mode + "\"") + "}";
+}
+
+} // namespace
+
+TEST_CASE("speculative: the same output with drafts as without, greedy and seeded, and the "
+          "drafts are counted") {
+    test::default_model m;
+    auto& s = m.s;
+    CHECK(stat(s, "spec_draft_tokens") == 0);
+    for (const std::string sampling : {R"(,"temperature":0)", R"(,"temperature":0.9,"seed":11)"}) {
+        CAPTURE(sampling);
+        const auto off = s.post("/v1/inference", completion("off", sampling));
+        REQUIRE_MESSAGE(off.status == 200, off.body);
+        const auto on = s.post("/v1/inference", completion("auto", sampling));
+        REQUIRE_MESSAGE(on.status == 200, on.body);
+        const auto a = test::parse_object(off.body), b = test::parse_object(on.body);
+        CHECK(a.at("text") == b.at("text"));
+        CHECK(a.at("tokens") == b.at("tokens"));
+        MESSAGE("drafts on: " << b.at("text"));
+        // The server's default (auto) is the same as asking.
+        const auto dflt = s.post("/v1/inference", completion("", sampling));
+        REQUIRE(dflt.status == 200);
+        CHECK(test::parse_object(dflt.body).at("tokens") == a.at("tokens"));
+    }
+    const auto drafted = stat(s, "spec_draft_tokens");
+    const auto accepted = stat(s, "spec_accepted_tokens");
+    MESSAGE("default model, repeated sentence: " << accepted << " of " << drafted
+                                                 << " drafts accepted");
+    CHECK(accepted > 0);
+    CHECK(accepted <= drafted);
+    const auto metrics = s.get("/metrics").body;
+    CHECK(metrics.find("bitnet_spec_draft_tokens_total{source=\"ngram\"} " +
+                       std::to_string(drafted)) != std::string::npos);
+    CHECK(metrics.find("bitnet_spec_accepted_tokens_total{source=\"ngram\"} " +
+                       std::to_string(accepted)) != std::string::npos);
+
+    // A server started with speculation off drafts for nobody that does not ask.
+    test::server_process quiet({"--speculative", "off"});
+    REQUIRE(test::load_and_wait(quiet, "fortunes", fortunes_path).at("state") == "ready");
+    REQUIRE(quiet.post("/v1/inference", completion("", R"(,"temperature":0)")).status == 200);
+    CHECK(stat(quiet, "spec_draft_tokens") == 0);
+    REQUIRE(quiet.post("/v1/inference", completion("auto", R"(,"temperature":0)")).status == 200);
+    CHECK(stat(quiet, "spec_draft_tokens") > 0);
+}
+
+TEST_CASE("speculative: every inference route takes the field, and a bad value is a 400 naming "
+          "it") {
+    test::server_process s;
+    const std::string chat = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":4,)";
+    const std::string msgs = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":4,)";
+    const std::string resp = R"({"input":"hi","max_output_tokens":4,)";
+    const std::pair<const char*, std::string> routes[] = {
+        {"/v1/inference", R"({"prompt":"hi","max_tokens":4,)"},
+        {"/v1/completions", R"({"prompt":"hi","max_tokens":4,)"},
+        {"/v1/chat/completions", chat},
+        {"/v1/messages", msgs},
+        {"/v1/responses", resp},
+    };
+    for (const auto& [route, head] : routes) {
+        CAPTURE(route);
+        for (const char* ok : {"auto", "off"})
+            CHECK(s.post(route, head + R"("speculative":")" + ok + "\"}").status == 200);
+        for (const char* bad : {R"("sometimes")", "true", "1"}) {
+            const auto r = s.post(route, head + R"("speculative":)" + bad + "}");
+            CHECK(r.status == 400);
+            CHECK_MESSAGE(r.body.find("speculative") != std::string::npos, r.body);
+        }
+    }
+    // The config key takes auto or off only.
+    const auto bad = test::run_tool("bitnet-server", "--print-config --speculative maybe");
+    CHECK(bad.exit_code == 2);
+    CHECK_MESSAGE(bad.err.find("speculative") != std::string::npos, bad.err);
+}
