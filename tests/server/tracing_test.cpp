@@ -280,7 +280,10 @@ TEST_CASE("tracing: tracing off exports nothing and still answers traceresponse,
 TEST_CASE("tracing: a refused request's admission span says why, a schema compile has its span, "
           "a client that leaves makes a 499 server span, preemption and recompute are events") {
     otlp_collector col;
-    server_process s({"--otlp-endpoint", col.endpoint(), "--kv-budget-bytes", "262144"});
+    // No speculative decoding: its accepted drafts end requests sooner, and the preemption
+    // subcase needs the pressure of four long requests at once.
+    server_process s(
+        {"--otlp-endpoint", col.endpoint(), "--kv-budget-bytes", "262144", "--speculative", "off"});
     auto traced_post = [&](const char* trace, const std::string& body) {
         return http_request(s.port(), boost::beast::http::verb::post, "/v1/completions", body, {},
                             {{"traceparent", traceparent(trace, caller_span, "01")}});
