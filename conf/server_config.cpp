@@ -394,6 +394,8 @@ result<void> validate(const server_config& cfg) {
     if (std::find(levels.begin(), levels.end(), cfg.log_level) == levels.end())
         return fail("log_level", "'" + cfg.log_level +
                                      "' is not one of trace|debug|info|warn|error|critical|off");
+    if (cfg.kv_cache_type != "f16" && cfg.kv_cache_type != "q8_0")
+        return fail("kv_cache_type", "'" + cfg.kv_cache_type + "' is not one of f16|q8_0");
     if (cfg.speculative != "auto" && cfg.speculative != "off")
         return fail("speculative", "'" + cfg.speculative + "' is not one of auto|off");
     if (cfg.log_format != "text" && cfg.log_format != "json")

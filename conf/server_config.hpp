@@ -40,6 +40,8 @@ struct server_config {
     std::uint32_t kv_block_tokens = 16;
     std::uint32_t max_batch_tokens = 512;
     std::uint32_t q8_logits = 0; ///< 1 = Q8_0 block logits (engine_options::q8_logits)
+    /// f16 or q8_0: the KV cache's element type (engine_options::kv_q8_0).
+    std::string kv_cache_type = "f16";
     /// Tokens in a step that carries decodes (decodes + prefill chunks); msg::batch_policy.
     std::uint32_t decoding_batch_tokens = 128;
     std::uint32_t max_batch_seqs = 32;

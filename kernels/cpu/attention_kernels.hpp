@@ -10,13 +10,19 @@
 
 namespace bitnet::kernels::cpu {
 
+/// Q8_0 KV rows (kernels/attention.hpp, "KV in Q8_0"): per 32 values, an F16 scale d (one
+/// half) then 32 int8 (16 halves). A value is d · q in float, exact (an 11-bit mantissa times
+/// an 8-bit integer), so the sums below follow the F16 order on the dequantized values.
+inline constexpr std::size_t q8_block_values = 32;
+inline constexpr std::size_t q8_block_halves = 17;
+
 /// One query head against one KV head of a paged cache.
 struct attention_head_args {
     const float* q16 = nullptr; ///< [head_dim], already rounded to F16
     const std::uint16_t* const* k_blocks = nullptr;
     const std::uint16_t* const* v_blocks = nullptr;
     std::uint32_t block_tokens = 0;
-    std::size_t row_stride = 0; ///< halves between consecutive positions (n_kv_heads·head_dim)
+    std::size_t row_stride = 0; ///< halves between consecutive positions (a whole KV row)
     std::size_t kv_offset = 0;  ///< halves from a row's start to this KV head
     std::uint32_t n_ctx = 0;
     std::uint32_t head_dim = 0; ///< a multiple of 16
@@ -29,5 +35,10 @@ void attention_scores_avx512(const attention_head_args& a, float* scores);
 /// out[d] = Σ_p probs[p] · V[p][d], one FMA per p in order, starting from 0.
 void attention_values_avx2(const attention_head_args& a, const float* probs, float* out);
 void attention_values_avx512(const attention_head_args& a, const float* probs, float* out);
+/// The same over Q8_0 rows (head_dim a multiple of 32).
+void attention_scores_q8_avx2(const attention_head_args& a, float* scores);
+void attention_scores_q8_avx512(const attention_head_args& a, float* scores);
+void attention_values_q8_avx2(const attention_head_args& a, const float* probs, float* out);
+void attention_values_q8_avx512(const attention_head_args& a, const float* probs, float* out);
 
 } // namespace bitnet::kernels::cpu

@@ -37,7 +37,8 @@ std::string cpu_engine::describe() const {
       << " repacked at load for the " << kernels::isa_name(family) << " ternary kernels; logits "
       << (weights_.logits_q8 ? "Q8_0 (opt-in, 32-value blocks)" : "F16") << "; " << n_threads_
       << " threads; KV " << cache_.n_blocks_total() << " blocks of " << cache_.block_tokens()
-      << " tokens (F16); kernels: " << plan_.summary();
+      << " tokens (" << (cache_.options().q8_0 ? "Q8_0" : "F16")
+      << "); kernels: " << plan_.summary();
     return s.str();
 }
 
@@ -77,7 +78,7 @@ void cpu_engine::attention_layer(std::span<const seq_chunk> batch, std::uint32_t
         const token_slot& s = slots_[t];
         const kv_layer_view& view = views[s.chunk];
         const kernels::paged_kv kv{view.k_blocks.data(), view.v_blocks.data(),
-                                   cache_.block_tokens(), s.pos + 1};
+                                   cache_.block_tokens(), s.pos + 1, cache_.options().q8_0};
         // bitnet.cpp rounds attention probabilities to F16 only in single-token steps (§3.6);
         // deciding per chunk (and per position, for positions first decoded one at a time: see
         // seq_chunk::decoded_from) keeps a sequence's numbers independent of its batch-mates and
@@ -156,12 +157,11 @@ void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t
         kernels::rope_apply(q_.data() + t * n_q, c.n_head, c.head_dim, rope_style_, a);
         kernels::rope_apply(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, rope_style_, a);
         const seq_id seq = batch[s.chunk].seq;
-        std::uint16_t* kr = cache_.k_row(seq, l, s.pos);
-        std::uint16_t* vr = cache_.v_row(seq, l, s.pos);
-        for (std::size_t i = 0; i < n_kv; ++i) {
-            kr[i] = kernels::f32_to_f16(k_[t * n_kv + i]);
-            vr[i] = kernels::f32_to_f16(v_[t * n_kv + i]);
-        }
+        const bool q8 = cache_.options().q8_0;
+        kernels::store_kv_row(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, q8,
+                              cache_.k_row(seq, l, s.pos));
+        kernels::store_kv_row(v_.data() + t * n_kv, c.n_head_kv, c.head_dim, q8,
+                              cache_.v_row(seq, l, s.pos));
     }
     attention_layer(batch, l);
     const float* o_in = attn_.data();

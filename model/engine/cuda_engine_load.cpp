@@ -248,6 +248,11 @@ result<std::unique_ptr<engine>> load_cuda_engine(const engine_options& opt,
                      unsupported_prefix +
                          "Q8_0 logits (q8_logits) have no CUDA kernel; the CUDA engine computes "
                          "F16 logits");
+    if (opt.kv_q8_0)
+        return error(errc::unsupported,
+                     unsupported_prefix +
+                         "a Q8_0 KV cache (kv_cache_type q8_0) has no CUDA kernel; the CUDA "
+                         "engine keeps its KV cache in F16");
     auto parts = load_model_parts(opt, kernels::isa::scalar, check_cuda_support);
     if (!parts)
         return parts.error();

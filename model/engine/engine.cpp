@@ -62,6 +62,7 @@ kv_cache_options kv_options_for(const model_config& config, const engine_options
     kv.head_dim = config.head_dim;
     kv.block_tokens = opt.kv_block_tokens;
     kv.budget_bytes = opt.kv_budget_bytes;
+    kv.q8_0 = opt.kv_q8_0;
     return kv;
 }
 

@@ -14,6 +14,7 @@ struct engine_options {
     std::uint32_t kv_block_tokens = 16;
     std::uint32_t max_batch_tokens = 512; ///< upper bound of tokens in one step
     bool q8_logits = false;               ///< opt-in Q8_0 block logits (documented accuracy loss)
+    bool kv_q8_0 = false;                 ///< opt-in Q8_0 KV cache (kernels/attention.hpp)
     std::string tl_kernel_config;         ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
 };
 

@@ -1,6 +1,8 @@
 // Paged KV cache allocator (see kv_cache.hpp for the pool layout and the copy-on-write rule).
 #include "model/engine/kv_cache.hpp"
 
+#include "kernels/attention.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <new>
@@ -22,9 +24,12 @@ void kv_cache::aligned_delete::operator()(std::uint16_t* p) const noexcept {
     ::operator delete[](p, std::align_val_t{pool_alignment});
 }
 
+std::size_t kv_cache::row_halves(const kv_cache_options& opt) noexcept {
+    return std::size_t{opt.n_kv_heads} * kernels::kv_head_halves(opt.head_dim, opt.q8_0);
+}
+
 std::uint64_t kv_cache::block_bytes(const kv_cache_options& opt) noexcept {
-    return 2ull * opt.n_layer * opt.block_tokens * opt.n_kv_heads * opt.head_dim *
-           sizeof(std::uint16_t);
+    return 2ull * opt.n_layer * opt.block_tokens * row_halves(opt) * sizeof(std::uint16_t);
 }
 
 result<kv_cache> kv_cache::create(const kv_cache_options& opt) {
@@ -34,6 +39,10 @@ result<kv_cache> kv_cache::create(const kv_cache_options& opt) {
                          std::to_string(opt.n_layer) + ", " + std::to_string(opt.n_kv_heads) +
                          ", " + std::to_string(opt.head_dim) + ", " +
                          std::to_string(opt.block_tokens) + ")");
+    if (opt.q8_0 && opt.head_dim % 32 != 0)
+        return error(errc::unsupported, "kv cache: Q8_0 needs a head dimension that is a multiple "
+                                        "of 32 (this model's is " +
+                                            std::to_string(opt.head_dim) + ")");
     const std::uint64_t per_block = block_bytes(opt);
     const std::uint64_t n_blocks = opt.budget_bytes / per_block;
     if (n_blocks == 0)
@@ -48,7 +57,7 @@ result<kv_cache> kv_cache::create(const kv_cache_options& opt) {
     kv_cache c;
     c.opt_ = opt;
     c.n_blocks_ = static_cast<std::uint32_t>(n_blocks);
-    c.tile_elems_ = std::size_t{opt.block_tokens} * opt.n_kv_heads * opt.head_dim;
+    c.tile_elems_ = std::size_t{opt.block_tokens} * row_halves(opt);
     // Left uninitialised on purpose: every row is written before it is read (positions below a
     // sequence's length), and touching a multi-GiB pool up front would cost seconds at start-up.
     // A device pool is the owner's to allocate: the host keeps none.
@@ -316,8 +325,7 @@ std::uint64_t kv_cache::k_row_offset(seq_id seq, std::uint32_t layer,
                                      std::uint32_t pos) const noexcept {
     const seq_state& s = seqs_.find(seq)->second;
     const block_id b = s.blocks[pos / opt_.block_tokens];
-    const std::size_t row_elems = std::size_t{opt_.n_kv_heads} * opt_.head_dim;
-    return k_tile_offset(b, layer) + (pos % opt_.block_tokens) * row_elems;
+    return k_tile_offset(b, layer) + (pos % opt_.block_tokens) * row_halves(opt_);
 }
 
 std::uint16_t* kv_cache::row(seq_id seq, std::uint32_t layer, std::uint32_t pos, bool v) noexcept {

@@ -6,7 +6,8 @@
 // Pool layout. Block b holds, for every layer l, a K tile then a V tile, each
 // [block_tokens][n_kv_heads][head_dim] F16 (stored as uint16_t), so a block is one contiguous run
 // of 2 * n_layer * block_tokens * n_kv_heads * head_dim halves and copying it (copy-on-write) is
-// one memcpy:
+// one memcpy. With q8_0 a head's row is head_dim / 32 Q8_0 blocks of 17 halves
+// (kernels/attention.hpp) instead of head_dim halves; everything else is the same:
 //
 //     block b: [layer 0: K tile | V tile][layer 1: K tile | V tile] ... [layer L-1: K | V]
 //
@@ -56,6 +57,8 @@ struct kv_cache_options {
     std::uint64_t budget_bytes = 0;
     /// The pool lives on a device (see "Device mode"): no host pool, copies recorded.
     bool device_pool = false;
+    /// K and V rows in Q8_0 (head_dim a multiple of 32): 17/32 of the F16 bytes.
+    bool q8_0 = false;
 };
 
 /// A copy-on-write copy a device-mode cache leaves to its owner: the whole of block `src` (every
@@ -79,8 +82,11 @@ class kv_cache {
 public:
     using block_id = std::uint32_t;
 
-    /// Bytes one block takes: 2 (K and V) * n_layer * block_tokens * n_kv_heads * head_dim * 2.
+    /// Bytes one block takes: 2 (K and V) * n_layer * block_tokens * row_halves(opt) * 2.
     [[nodiscard]] static std::uint64_t block_bytes(const kv_cache_options& opt) noexcept;
+    /// Halves one position's K (or V) row takes: n_kv_heads * head_dim in F16, 17/32 of that
+    /// in Q8_0.
+    [[nodiscard]] static std::size_t row_halves(const kv_cache_options& opt) noexcept;
 
     /// Allocates the pool. invalid_argument when a dimension is zero or the budget does not hold
     /// one block; kv_exhausted never (an allocation failure throws std::bad_alloc).
@@ -167,7 +173,8 @@ public:
     [[nodiscard]] const std::uint16_t* k_tile(block_id b, std::uint32_t layer) const noexcept;
     [[nodiscard]] const std::uint16_t* v_tile(block_id b, std::uint32_t layer) const noexcept;
 
-    /// The [n_kv_heads][head_dim] row of position `pos` (< length(seq)) for writing new K / V.
+    /// The row of position `pos` (< length(seq)) for writing new K / V: [n_kv_heads][head_dim]
+    /// F16, or each head's Q8_0 blocks (row_halves halves either way).
     /// Writing into a row below a fork point would corrupt the sibling: write only the rows the
     /// last `append` added.
     [[nodiscard]] std::uint16_t* k_row(seq_id seq, std::uint32_t layer, std::uint32_t pos) noexcept;
