@@ -4,7 +4,10 @@
 // (greedy and seeded), and the drafts counted in /v1/stats and /metrics.
 #include "server/model_admin.hpp"
 
+#include <chrono>
+#include <functional>
 #include <string>
+#include <thread>
 
 using namespace bitnet;
 
@@ -19,6 +22,18 @@ std::int64_t stat(const test::server_process& s, const char* field) {
     for (const auto& m : o.at("models").as_array())
         sum += m.as_object().at(field).as_int64();
     return sum;
+}
+
+/// Waits (bounded) until `pred` holds: the stats and metrics figures are the batchers' counters
+/// as last polled, which may trail a reply by a poll.
+bool within_seconds(int seconds, const std::function<bool()>& pred) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() > until)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
 }
 
 /// A prompt that repeats a sentence: the model's continuation repeats it too, so the drafts
@@ -53,17 +68,25 @@ TEST_CASE("speculative: the same output with drafts as without, greedy and seede
         REQUIRE(dflt.status == 200);
         CHECK(test::parse_object(dflt.body).at("tokens") == a.at("tokens"));
     }
-    const auto drafted = stat(s, "spec_draft_tokens");
-    const auto accepted = stat(s, "spec_accepted_tokens");
+    // Settled: the figures stop changing once the last reply's counters are polled.
+    std::int64_t drafted = -1, accepted = -1;
+    std::string metrics;
+    CHECK(within_seconds(10, [&] {
+        const auto d = stat(s, "spec_draft_tokens"), a = stat(s, "spec_accepted_tokens");
+        metrics = s.get("/metrics").body;
+        const bool same = d == drafted && a == accepted &&
+                          metrics.find("bitnet_spec_draft_tokens_total{source=\"ngram\"} " +
+                                       std::to_string(d) + "\n") != std::string::npos &&
+                          metrics.find("bitnet_spec_accepted_tokens_total{source=\"ngram\"} " +
+                                       std::to_string(a) + "\n") != std::string::npos;
+        drafted = d;
+        accepted = a;
+        return same;
+    }));
     MESSAGE("default model, repeated sentence: " << accepted << " of " << drafted
                                                  << " drafts accepted");
     CHECK(accepted > 0);
     CHECK(accepted <= drafted);
-    const auto metrics = s.get("/metrics").body;
-    CHECK(metrics.find("bitnet_spec_draft_tokens_total{source=\"ngram\"} " +
-                       std::to_string(drafted)) != std::string::npos);
-    CHECK(metrics.find("bitnet_spec_accepted_tokens_total{source=\"ngram\"} " +
-                       std::to_string(accepted)) != std::string::npos);
 
     // A server started with speculation off drafts for nobody that does not ask.
     test::server_process quiet({"--speculative", "off"});
@@ -71,7 +94,7 @@ TEST_CASE("speculative: the same output with drafts as without, greedy and seede
     REQUIRE(quiet.post("/v1/inference", completion("", R"(,"temperature":0)")).status == 200);
     CHECK(stat(quiet, "spec_draft_tokens") == 0);
     REQUIRE(quiet.post("/v1/inference", completion("auto", R"(,"temperature":0)")).status == 200);
-    CHECK(stat(quiet, "spec_draft_tokens") > 0);
+    CHECK(within_seconds(10, [&] { return stat(quiet, "spec_draft_tokens") > 0; }));
 }
 
 TEST_CASE("speculative: every inference route takes the field, and a bad value is a 400 naming "
