@@ -438,3 +438,47 @@ TEST_CASE("kv cache device mode: copy-on-write is recorded as (source, destinati
     REQUIRE(host.append(2, 1));
     CHECK(host.take_pending_copies().empty());
 }
+
+TEST_CASE("kv cache: dropping rejected draft positions leaves the cached prompt blocks and the "
+          "free count as if the drafts were never appended") {
+    auto c = make(16);
+    const auto prompt = iota_tokens(10, 100); // 2 whole blocks indexed, 2 prompt tokens past them
+    compute_and_publish(c, 1, prompt);
+    const auto free_after_prompt = c.n_blocks_free();
+    const auto indexed = c.n_blocks_indexed();
+    // A verification step appends the last token and 7 drafts: positions 10..17, two new
+    // blocks; 2 drafts accepted, 5 dropped.
+    REQUIRE(c.append(1, 8));
+    CHECK(c.n_blocks_free() == free_after_prompt - 2);
+    REQUIRE(c.truncate(1, 5));
+    CHECK(c.length(1) == 13);
+    CHECK(c.block_table(1).size() == 4); // 13 positions in blocks of 4
+    CHECK(c.n_blocks_free() == free_after_prompt - 1);
+    // The prompt's blocks stay indexed and serve a new sequence with the same prompt.
+    CHECK(c.n_blocks_indexed() == indexed);
+    CHECK(c.cached_blocks(prompt) == 2);
+    CHECK(c.attach_prefix(2, prompt, 5) == 2);
+    CHECK(*c.k_row(2, 0, 7) == 107);
+    // Dropping everything past the prompt and freeing returns every private block.
+    REQUIRE(c.truncate(1, 3));
+    c.free(1);
+    c.free(2);
+    CHECK(c.n_blocks_used() == 0);
+    CHECK(c.cached_blocks(prompt) == 2); // parked, still indexed
+}
+
+TEST_CASE("kv cache: a Q8_0 pool takes 17/32 of the bytes per block, and needs whole Q8_0 "
+          "blocks per head") {
+    auto o = small_opts(8);
+    o.head_dim = 32;
+    o.budget_bytes = 1 << 20;
+    const auto f16 = kv_cache::block_bytes(o);
+    o.q8_0 = true;
+    CHECK(kv_cache::block_bytes(o) * 32 == f16 * 17);
+    CHECK(kv_cache::row_halves(o) == 2 * 17);
+    auto c = kv_cache::create(o);
+    REQUIRE(c);
+    CHECK(c->n_blocks_total() == (1u << 20) / kv_cache::block_bytes(o));
+    o.head_dim = 48; // not a multiple of 32
+    CHECK(kv_cache::create(o).error().value() == bitnet::errc::unsupported);
+}
