@@ -16,28 +16,9 @@ const std::uint16_t* row_of(const std::uint16_t* const* blocks, const attention_
     return blocks[p / a.block_tokens] + (p % a.block_tokens) * a.row_stride + a.kv_offset;
 }
 
-// The scalar twins: they define the order the vector families follow.
-
-void scores_scalar(const attention_head_args& a, float* scores) {
-    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
-        const std::uint16_t* k = row_of(a.k_blocks, a, p);
-        float lanes[16] = {};
-        for (std::uint32_t d = 0; d < a.head_dim; ++d)
-            lanes[d % 16] = std::fma(f16_to_f32(k[d]), a.q16[d], lanes[d % 16]);
-        for (std::uint32_t w = 8; w >= 1; w /= 2)
-            for (std::uint32_t i = 0; i < w; ++i)
-                lanes[i] = lanes[i] + lanes[i + w];
-        scores[p] = lanes[0] * a.scale;
-    }
-}
-
-void values_scalar(const attention_head_args& a, const float* probs, float* out) {
-    std::fill(out, out + a.head_dim, 0.0f);
-    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
-        const std::uint16_t* v = row_of(a.v_blocks, a, p);
-        for (std::uint32_t d = 0; d < a.head_dim; ++d)
-            out[d] = std::fma(f16_to_f32(v[d]), probs[p], out[d]);
-    }
+/// Value d of an F16 row.
+float f16_value(const std::uint16_t* row, std::uint32_t d) {
+    return f16_to_f32(row[d]);
 }
 
 /// Value d of a Q8_0 row: its block's scale times its int8 (exact in float).
@@ -47,25 +28,36 @@ float q8_value(const std::uint16_t* row, std::uint32_t d) {
     return f16_to_f32(block[0]) * static_cast<float>(q[d % cpu::q8_block_values]);
 }
 
-void scores_q8_scalar(const attention_head_args& a, float* scores) {
-    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
-        const std::uint16_t* k = row_of(a.k_blocks, a, p);
-        float lanes[16] = {};
-        for (std::uint32_t d = 0; d < a.head_dim; ++d)
-            lanes[d % 16] = std::fma(q8_value(k, d), a.q16[d], lanes[d % 16]);
-        for (std::uint32_t w = 8; w >= 1; w /= 2)
-            for (std::uint32_t i = 0; i < w; ++i)
-                lanes[i] = lanes[i] + lanes[i + w];
-        scores[p] = lanes[0] * a.scale;
+// The scalar twins: one head at a time, in the order every family follows per head.
+
+template <float (*Value)(const std::uint16_t*, std::uint32_t)>
+void scores_scalar(const attention_head_args& a, float* scores) {
+    for (std::uint32_t g = 0; g < a.group; ++g) {
+        const float* q16 = a.q16 + std::size_t{g} * a.head_dim;
+        for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+            const std::uint16_t* k = row_of(a.k_blocks, a, p);
+            float lanes[16] = {};
+            for (std::uint32_t d = 0; d < a.head_dim; ++d)
+                lanes[d % 16] = std::fma(Value(k, d), q16[d], lanes[d % 16]);
+            for (std::uint32_t w = 8; w >= 1; w /= 2)
+                for (std::uint32_t i = 0; i < w; ++i)
+                    lanes[i] = lanes[i] + lanes[i + w];
+            scores[std::size_t{g} * a.n_ctx + p] = lanes[0] * a.scale;
+        }
     }
 }
 
-void values_q8_scalar(const attention_head_args& a, const float* probs, float* out) {
-    std::fill(out, out + a.head_dim, 0.0f);
-    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
-        const std::uint16_t* v = row_of(a.v_blocks, a, p);
-        for (std::uint32_t d = 0; d < a.head_dim; ++d)
-            out[d] = std::fma(q8_value(v, d), probs[p], out[d]);
+template <float (*Value)(const std::uint16_t*, std::uint32_t)>
+void values_scalar(const attention_head_args& a, const float* probs, float* out) {
+    for (std::uint32_t g = 0; g < a.group; ++g) {
+        float* o = out + std::size_t{g} * a.head_dim;
+        const float* pr = probs + std::size_t{g} * a.n_ctx;
+        std::fill(o, o + a.head_dim, 0.0f);
+        for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+            const std::uint16_t* v = row_of(a.v_blocks, a, p);
+            for (std::uint32_t d = 0; d < a.head_dim; ++d)
+                o[d] = std::fma(Value(v, d), pr[p], o[d]);
+        }
     }
 }
 
@@ -99,8 +91,8 @@ void attention_one_token(const float* q, const attention_shape& shape, const pag
     const std::uint32_t hd = shape.head_dim;
     if (hd % 16 != 0 || !isa_supported(family))
         family = isa::scalar;
-    auto scores_fn = kv.q8_0 ? scores_q8_scalar : scores_scalar;
-    auto values_fn = kv.q8_0 ? values_q8_scalar : values_scalar;
+    auto scores_fn = kv.q8_0 ? scores_scalar<q8_value> : scores_scalar<f16_value>;
+    auto values_fn = kv.q8_0 ? values_scalar<q8_value> : values_scalar<f16_value>;
     if (family == isa::avx2) {
         scores_fn = kv.q8_0 ? cpu::attention_scores_q8_avx2 : cpu::attention_scores_avx2;
         values_fn = kv.q8_0 ? cpu::attention_values_q8_avx2 : cpu::attention_values_avx2;
@@ -109,11 +101,12 @@ void attention_one_token(const float* q, const attention_shape& shape, const pag
         values_fn = kv.q8_0 ? cpu::attention_values_q8_avx512 : cpu::attention_values_avx512;
     }
     const std::uint32_t group = shape.n_head / shape.n_kv_head;
-    scratch.scores.resize(kv.n_ctx);
-    scratch.q16.resize(hd);
+    scratch.scores.resize(std::size_t{group} * kv.n_ctx);
+    scratch.q16.resize(std::size_t{group} * hd);
     float* s = scratch.scores.data();
     attention_head_args a;
     a.q16 = scratch.q16.data();
+    a.group = group;
     a.k_blocks = kv.k_blocks;
     a.v_blocks = kv.v_blocks;
     a.block_tokens = kv.block_tokens;
@@ -122,27 +115,32 @@ void attention_one_token(const float* q, const attention_shape& shape, const pag
     a.n_ctx = kv.n_ctx;
     a.head_dim = hd;
     a.scale = shape.scale;
-    for (std::uint32_t h = 0; h < shape.n_head; ++h) {
-        a.kv_offset = (h / group) * head_halves;
-        for (std::uint32_t d = 0; d < hd; ++d)
-            scratch.q16[d] = f16_to_f32(f32_to_f16(q[static_cast<std::size_t>(h) * hd + d]));
+    // The query heads of one KV head together: kv head h reads query heads [h·group, (h+1)·group).
+    for (std::uint32_t kvh = 0; kvh < shape.n_kv_head; ++kvh) {
+        a.kv_offset = kvh * head_halves;
+        const float* q_group = q + std::size_t{kvh} * group * hd;
+        for (std::size_t i = 0; i < std::size_t{group} * hd; ++i)
+            scratch.q16[i] = f16_to_f32(f32_to_f16(q_group[i]));
         scores_fn(a, s);
-        float max_s = -INFINITY;
-        for (std::uint32_t p = 0; p < kv.n_ctx; ++p)
-            max_s = std::max(max_s, s[p]);
-        // ggml_soft_max: expf in float, the sum in double, one multiply by 1/sum.
-        double sum = 0.0;
-        for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
-            s[p] = std::exp(s[p] - max_s);
-            sum += s[p];
+        for (std::uint32_t g = 0; g < group; ++g) {
+            float* sg = s + std::size_t{g} * kv.n_ctx;
+            float max_s = -INFINITY;
+            for (std::uint32_t p = 0; p < kv.n_ctx; ++p)
+                max_s = std::max(max_s, sg[p]);
+            // ggml_soft_max: expf in float, the sum in double, one multiply by 1/sum.
+            double sum = 0.0;
+            for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
+                sg[p] = std::exp(sg[p] - max_s);
+                sum += sg[p];
+            }
+            const auto inv = static_cast<float>(1.0 / sum);
+            for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
+                sg[p] *= inv;
+                if (round_probs_f16)
+                    sg[p] = f16_to_f32(f32_to_f16(sg[p]));
+            }
         }
-        const auto inv = static_cast<float>(1.0 / sum);
-        for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
-            s[p] *= inv;
-            if (round_probs_f16)
-                s[p] = f16_to_f32(f32_to_f16(s[p]));
-        }
-        values_fn(a, s, out + static_cast<std::size_t>(h) * hd);
+        values_fn(a, s, out + std::size_t{kvh} * group * hd);
     }
 }
 

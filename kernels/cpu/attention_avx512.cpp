@@ -1,9 +1,13 @@
-// AVX-512 attention building blocks; order as defined in attention_kernels.hpp.
+// AVX-512 attention building blocks; order as defined in attention_kernels.hpp. The query heads
+// of one KV head (GQA) go together, up to four at a time: each K and V row is loaded and
+// converted once for all of them, while each head keeps its own accumulators in its own order.
 #include "kernels/cpu/attention_kernels.hpp"
 #include "kernels/cpu/x86_intrinsics.hpp"
 
 namespace bitnet::kernels::cpu {
 namespace {
+
+constexpr std::uint32_t max_tile = 4; ///< query heads per pass over the rows
 
 const std::uint16_t* row_of(const std::uint16_t* const* blocks, const attention_head_args& a,
                             std::uint32_t p) {
@@ -20,93 +24,121 @@ float reduce16(__m512 v) {
     return _mm_cvtss_f32(q);
 }
 
+/// Values [16c, 16c + 16) of an F16 row.
+struct f16_row {
+    static __m512 chunk(const std::uint16_t* row, std::uint32_t c) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * c)));
+    }
+};
+
+/// Values [16c, 16c + 16) of a Q8_0 row: half of block c / 2, times its scale (exact).
+struct q8_row {
+    static __m512 chunk(const std::uint16_t* row, std::uint32_t c) {
+        const std::uint16_t* block = row + (c / 2) * q8_block_halves;
+        const __m512 d = _mm512_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(block[0]))));
+        const auto* q = reinterpret_cast<const std::int8_t*>(block + 1) + (c % 2) * 16;
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+        return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(raw)), d);
+    }
+};
+
+template <class Row, std::uint32_t N>
+void scores_tile(const attention_head_args& a, std::uint32_t g0, float* scores) {
+    const std::uint32_t chunks = a.head_dim / 16;
+    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+        const std::uint16_t* k = row_of(a.k_blocks, a, p);
+        __m512 acc[N];
+        for (std::uint32_t j = 0; j < N; ++j)
+            acc[j] = _mm512_setzero_ps();
+        for (std::uint32_t c = 0; c < chunks; ++c) {
+            const __m512 kv = Row::chunk(k, c);
+            for (std::uint32_t j = 0; j < N; ++j)
+                acc[j] = _mm512_fmadd_ps(
+                    kv, _mm512_loadu_ps(a.q16 + std::size_t{g0 + j} * a.head_dim + 16 * c), acc[j]);
+        }
+        for (std::uint32_t j = 0; j < N; ++j)
+            scores[std::size_t{g0 + j} * a.n_ctx + p] = reduce16(acc[j]) * a.scale;
+    }
+}
+
+template <class Row, std::uint32_t N>
+void values_tile(const attention_head_args& a, std::uint32_t g0, const float* probs, float* out) {
+    for (std::uint32_t c0 = 0; c0 < a.head_dim / 16; c0 += 4) {
+        const std::uint32_t n = a.head_dim / 16 - c0 < 4 ? a.head_dim / 16 - c0 : 4;
+        __m512 acc[N][4];
+        for (std::uint32_t j = 0; j < N; ++j)
+            for (std::uint32_t i = 0; i < 4; ++i)
+                acc[j][i] = _mm512_setzero_ps();
+        for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+            const std::uint16_t* v = row_of(a.v_blocks, a, p);
+            __m512 vv[4];
+            for (std::uint32_t i = 0; i < n; ++i)
+                vv[i] = Row::chunk(v, c0 + i);
+            for (std::uint32_t j = 0; j < N; ++j) {
+                const __m512 w = _mm512_set1_ps(probs[std::size_t{g0 + j} * a.n_ctx + p]);
+                for (std::uint32_t i = 0; i < n; ++i)
+                    acc[j][i] = _mm512_fmadd_ps(vv[i], w, acc[j][i]);
+            }
+        }
+        for (std::uint32_t j = 0; j < N; ++j)
+            for (std::uint32_t i = 0; i < n; ++i)
+                _mm512_storeu_ps(out + std::size_t{g0 + j} * a.head_dim + 16 * (c0 + i), acc[j][i]);
+    }
+}
+
+template <class Row>
+void scores_all(const attention_head_args& a, float* scores) {
+    for (std::uint32_t g0 = 0; g0 < a.group; g0 += max_tile) {
+        switch (a.group - g0 < max_tile ? a.group - g0 : max_tile) {
+        case 1:
+            scores_tile<Row, 1>(a, g0, scores);
+            break;
+        case 2:
+            scores_tile<Row, 2>(a, g0, scores);
+            break;
+        case 3:
+            scores_tile<Row, 3>(a, g0, scores);
+            break;
+        default:
+            scores_tile<Row, 4>(a, g0, scores);
+            break;
+        }
+    }
+}
+
+template <class Row>
+void values_all(const attention_head_args& a, const float* probs, float* out) {
+    for (std::uint32_t g0 = 0; g0 < a.group; g0 += max_tile) {
+        switch (a.group - g0 < max_tile ? a.group - g0 : max_tile) {
+        case 1:
+            values_tile<Row, 1>(a, g0, probs, out);
+            break;
+        case 2:
+            values_tile<Row, 2>(a, g0, probs, out);
+            break;
+        case 3:
+            values_tile<Row, 3>(a, g0, probs, out);
+            break;
+        default:
+            values_tile<Row, 4>(a, g0, probs, out);
+            break;
+        }
+    }
+}
+
 } // namespace
 
 void attention_scores_avx512(const attention_head_args& a, float* scores) {
-    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
-        const std::uint16_t* k = row_of(a.k_blocks, a, p);
-        __m512 acc = _mm512_setzero_ps();
-        for (std::uint32_t d = 0; d < a.head_dim; d += 16) {
-            const __m512 kv =
-                _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(k + d)));
-            acc = _mm512_fmadd_ps(kv, _mm512_loadu_ps(a.q16 + d), acc);
-        }
-        scores[p] = reduce16(acc) * a.scale;
-    }
+    scores_all<f16_row>(a, scores);
 }
-
 void attention_values_avx512(const attention_head_args& a, const float* probs, float* out) {
-    for (std::uint32_t d0 = 0; d0 < a.head_dim; d0 += 64) {
-        const std::uint32_t n = a.head_dim - d0 < 64 ? a.head_dim - d0 : 64;
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                         _mm512_setzero_ps()};
-        for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
-            const std::uint16_t* v = row_of(a.v_blocks, a, p) + d0;
-            const __m512 w = _mm512_set1_ps(probs[p]);
-            for (std::uint32_t j = 0; j < n / 16; ++j) {
-                const __m512 vv = _mm512_cvtph_ps(
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + 16 * j)));
-                acc[j] = _mm512_fmadd_ps(vv, w, acc[j]);
-            }
-        }
-        for (std::uint32_t j = 0; j < n / 16; ++j)
-            _mm512_storeu_ps(out + d0 + 16 * j, acc[j]);
-    }
+    values_all<f16_row>(a, probs, out);
 }
-
-} // namespace bitnet::kernels::cpu
-
-namespace bitnet::kernels::cpu {
-namespace {
-
-/// 16 int8 of a Q8_0 block as floats times the block's scale (exact).
-__m512 q8_16(const std::int8_t* q, __m512 d) {
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-    return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(raw)), d);
-}
-
-__m512 q8_scale(const std::uint16_t* block) {
-    return _mm512_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(block[0]))));
-}
-
-const std::int8_t* q8_values(const std::uint16_t* block) {
-    return reinterpret_cast<const std::int8_t*>(block + 1);
-}
-
-} // namespace
-
 void attention_scores_q8_avx512(const attention_head_args& a, float* scores) {
-    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
-        const std::uint16_t* k = row_of(a.k_blocks, a, p);
-        __m512 acc = _mm512_setzero_ps();
-        for (std::uint32_t d = 0; d < a.head_dim; d += q8_block_values, k += q8_block_halves) {
-            const __m512 s = q8_scale(k);
-            acc = _mm512_fmadd_ps(q8_16(q8_values(k), s), _mm512_loadu_ps(a.q16 + d), acc);
-            acc =
-                _mm512_fmadd_ps(q8_16(q8_values(k) + 16, s), _mm512_loadu_ps(a.q16 + d + 16), acc);
-        }
-        scores[p] = reduce16(acc) * a.scale;
-    }
+    scores_all<q8_row>(a, scores);
 }
-
 void attention_values_q8_avx512(const attention_head_args& a, const float* probs, float* out) {
-    for (std::uint32_t d0 = 0; d0 < a.head_dim; d0 += 64) {
-        const std::uint32_t n = a.head_dim - d0 < 64 ? a.head_dim - d0 : 64;
-        __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                         _mm512_setzero_ps()};
-        const std::size_t first_block = d0 / q8_block_values;
-        for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
-            const std::uint16_t* v = row_of(a.v_blocks, a, p) + first_block * q8_block_halves;
-            const __m512 w = _mm512_set1_ps(probs[p]);
-            for (std::uint32_t b = 0; b < n / q8_block_values; ++b, v += q8_block_halves) {
-                const __m512 s = q8_scale(v);
-                acc[2 * b] = _mm512_fmadd_ps(q8_16(q8_values(v), s), w, acc[2 * b]);
-                acc[2 * b + 1] = _mm512_fmadd_ps(q8_16(q8_values(v) + 16, s), w, acc[2 * b + 1]);
-            }
-        }
-        for (std::uint32_t j = 0; j < n / 16; ++j)
-            _mm512_storeu_ps(out + d0 + 16 * j, acc[j]);
-    }
+    values_all<q8_row>(a, probs, out);
 }
 
 } // namespace bitnet::kernels::cpu

@@ -16,9 +16,11 @@ namespace bitnet::kernels::cpu {
 inline constexpr std::size_t q8_block_values = 32;
 inline constexpr std::size_t q8_block_halves = 17;
 
-/// One query head against one KV head of a paged cache.
+/// The `group` query heads that read one KV head of a paged cache (GQA), together: each K and V
+/// row is read once for all of them, and each head's sums keep the order above.
 struct attention_head_args {
-    const float* q16 = nullptr; ///< [head_dim], already rounded to F16
+    const float* q16 = nullptr; ///< [group][head_dim], already rounded to F16
+    std::uint32_t group = 1;
     const std::uint16_t* const* k_blocks = nullptr;
     const std::uint16_t* const* v_blocks = nullptr;
     std::uint32_t block_tokens = 0;
@@ -29,10 +31,10 @@ struct attention_head_args {
     float scale = 0.0f;
 };
 
-/// scores[p] = (K[p] · q16) · scale for p < n_ctx.
+/// scores[g · n_ctx + p] = (K[p] · q16[g]) · scale for g < group, p < n_ctx.
 void attention_scores_avx2(const attention_head_args& a, float* scores);
 void attention_scores_avx512(const attention_head_args& a, float* scores);
-/// out[d] = Σ_p probs[p] · V[p][d], one FMA per p in order, starting from 0.
+/// out[g · head_dim + d] = Σ_p probs[g · n_ctx + p] · V[p][d], one FMA per p in order, from 0.
 void attention_values_avx2(const attention_head_args& a, const float* probs, float* out);
 void attention_values_avx512(const attention_head_args& a, const float* probs, float* out);
 /// The same over Q8_0 rows (head_dim a multiple of 32).
