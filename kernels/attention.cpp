@@ -88,6 +88,12 @@ void store_kv_row(const float* x, std::uint32_t n_heads, std::uint32_t head_dim,
 
 void attention_one_token(const float* q, const attention_shape& shape, const paged_kv& kv,
                          bool round_probs_f16, float* out, attention_scratch& scratch, isa family) {
+    attention_kv_heads(q, shape, kv, round_probs_f16, out, scratch, 0, shape.n_kv_head, family);
+}
+
+void attention_kv_heads(const float* q, const attention_shape& shape, const paged_kv& kv,
+                        bool round_probs_f16, float* out, attention_scratch& scratch,
+                        std::uint32_t kv_begin, std::uint32_t kv_end, isa family) {
     const std::uint32_t hd = shape.head_dim;
     if (hd % 16 != 0 || !isa_supported(family))
         family = isa::scalar;
@@ -116,7 +122,7 @@ void attention_one_token(const float* q, const attention_shape& shape, const pag
     a.head_dim = hd;
     a.scale = shape.scale;
     // The query heads of one KV head together: kv head h reads query heads [h·group, (h+1)·group).
-    for (std::uint32_t kvh = 0; kvh < shape.n_kv_head; ++kvh) {
+    for (std::uint32_t kvh = kv_begin; kvh < kv_end && kvh < shape.n_kv_head; ++kvh) {
         a.kv_offset = kvh * head_halves;
         const float* q_group = q + std::size_t{kvh} * group * hd;
         for (std::size_t i = 0; i < std::size_t{group} * hd; ++i)

@@ -62,4 +62,11 @@ void attention_one_token(const float* q, const attention_shape& shape, const pag
                          bool round_probs_f16, float* out, attention_scratch& scratch,
                          isa family = best_isa());
 
+/// The same for KV heads [kv_begin, kv_end) only: their query heads' rows of `out` are written,
+/// the others untouched. Heads are independent, so a token's heads may be split over threads
+/// (a single decoding sequence would otherwise leave all but one thread idle) with the same bits.
+void attention_kv_heads(const float* q, const attention_shape& shape, const paged_kv& kv,
+                        bool round_probs_f16, float* out, attention_scratch& scratch,
+                        std::uint32_t kv_begin, std::uint32_t kv_end, isa family = best_isa());
+
 } // namespace bitnet::kernels

@@ -74,19 +74,26 @@ void cpu_engine::attention_layer(std::span<const seq_chunk> batch, std::uint32_t
         views.push_back(cache_.layer_view(c.seq, layer));
     const kernels::attention_shape shape{config_.n_head, config_.n_head_kv, config_.head_dim,
                                          1.0f / std::sqrt(static_cast<float>(config_.head_dim))};
-    kernels::parallel_items(slots_.size(), n_threads_, [&](std::size_t t, int thread) {
-        const token_slot& s = slots_[t];
-        const kv_layer_view& view = views[s.chunk];
-        const kernels::paged_kv kv{view.k_blocks.data(), view.v_blocks.data(),
-                                   cache_.block_tokens(), s.pos + 1, cache_.options().q8_0};
-        // bitnet.cpp rounds attention probabilities to F16 only in single-token steps (§3.6);
-        // deciding per chunk (and per position, for positions first decoded one at a time: see
-        // seq_chunk::decoded_from) keeps a sequence's numbers independent of its batch-mates and
-        // of how a recompute is chunked.
-        const bool single = batch[s.chunk].decodes(s.pos);
-        kernels::attention_one_token(q_.data() + t * n_q, shape, kv, single, attn_.data() + t * n_q,
-                                     attn_scratch_[static_cast<std::size_t>(thread)]);
-    });
+    // Work items are (token, KV head) pairs: one decoding sequence still spreads its heads over
+    // every thread. Heads are independent, so the split never changes a bit.
+    const std::uint32_t n_kv_head = config_.n_head_kv;
+    kernels::parallel_items(
+        slots_.size() * n_kv_head, n_threads_, [&](std::size_t item, int thread) {
+            const std::size_t t = item / n_kv_head;
+            const auto kvh = static_cast<std::uint32_t>(item % n_kv_head);
+            const token_slot& s = slots_[t];
+            const kv_layer_view& view = views[s.chunk];
+            const kernels::paged_kv kv{view.k_blocks.data(), view.v_blocks.data(),
+                                       cache_.block_tokens(), s.pos + 1, cache_.options().q8_0};
+            // bitnet.cpp rounds attention probabilities to F16 only in single-token steps (§3.6);
+            // deciding per chunk (and per position, for positions first decoded one at a time: see
+            // seq_chunk::decoded_from) keeps a sequence's numbers independent of its batch-mates
+            // and of how a recompute is chunked.
+            const bool single = batch[s.chunk].decodes(s.pos);
+            kernels::attention_kv_heads(
+                q_.data() + t * n_q, shape, kv, single, attn_.data() + t * n_q,
+                attn_scratch_[static_cast<std::size_t>(thread)], kvh, kvh + 1);
+        });
 }
 
 result<step_output> cpu_engine::step(std::span<const seq_chunk> batch) {
