@@ -27,15 +27,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::shared_ptr<const model::tokenizer> tiny_tokenizer() {
-    auto file = model::gguf_file::open(test::tiny_model_path);
-    REQUIRE(file);
-    auto vocab = model::read_tokenizer_vocab(*file);
-    REQUIRE(vocab);
-    auto tok = model::tokenizer::create(std::move(*vocab));
-    REQUIRE(tok);
-    return std::make_shared<const model::tokenizer>(std::move(*tok));
-}
+using test::tiny_tokenizer;
 
 /// A real executor (the "gguf" engine kind) and a batcher whose policy holds `kv_blocks` blocks
 /// of 4 tokens (the engine's pool is larger: the policy's budget is the pressure).

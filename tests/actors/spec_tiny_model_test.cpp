@@ -21,15 +21,7 @@ using namespace bitnet;
 
 namespace {
 
-std::shared_ptr<const model::tokenizer> tiny_tokenizer() {
-    auto file = model::gguf_file::open(test::tiny_model_path);
-    REQUIRE(file);
-    auto vocab = model::read_tokenizer_vocab(*file);
-    REQUIRE(vocab);
-    auto tok = model::tokenizer::create(std::move(*vocab));
-    REQUIRE(tok);
-    return std::make_shared<const model::tokenizer>(std::move(*tok));
-}
+using test::tiny_tokenizer;
 
 /// A real executor and a batcher that drafts up to `max_draft` tokens per step (0: never).
 struct spec_rig {
@@ -97,8 +89,8 @@ std::vector<msg::generate_request> mixed_requests(std::mt19937_64& rng, std::uin
     std::vector<msg::generate_request> reqs;
     for (std::uint64_t k = 0; k < 6; ++k) {
         const float temperature = k % 3 == 2 ? 0.8f : 0.0f;
-        auto prompt = k % 2 == 0 ? repeating_prompt(4 + k, 4, rng)
-                                 : test::random_tokens(6 + rng() % 9, rng);
+        auto prompt =
+            k % 2 == 0 ? repeating_prompt(4 + k, 4, rng) : test::random_tokens(6 + rng() % 9, rng);
         reqs.push_back(make_req(k + 1, std::move(prompt), n_gen, temperature, 900 + k));
     }
     return reqs;

@@ -6,8 +6,11 @@
 
 #include "actors/batcher_client.hpp"
 #include "messages/orders.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/tokenizer/tokenizer.hpp"
 #include "support/test_data.hpp"
 
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -47,6 +50,17 @@ inline std::vector<msg::token_id> random_tokens(std::size_t n, std::mt19937_64& 
     for (auto& t : p)
         t = static_cast<msg::token_id>(rng() % 7900);
     return p;
+}
+
+/// The tiny file's own tokenizer.
+inline std::shared_ptr<const model::tokenizer> tiny_tokenizer() {
+    auto file = model::gguf_file::open(tiny_model_path);
+    REQUIRE(file);
+    auto vocab = model::read_tokenizer_vocab(*file);
+    REQUIRE(vocab);
+    auto tok = model::tokenizer::create(std::move(*vocab));
+    REQUIRE(tok);
+    return std::make_shared<const model::tokenizer>(std::move(*tok));
 }
 
 /// Token ids of a transcript's generated tokens (not its text-only tail).

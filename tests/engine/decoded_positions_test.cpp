@@ -24,19 +24,6 @@ struct first_run {
     std::vector<float> margins;
 };
 
-float top2_margin(std::span<const float> row) {
-    float a = -INFINITY, b = -INFINITY;
-    for (float v : row) {
-        if (v > a) {
-            b = a;
-            a = v;
-        } else if (v > b) {
-            b = v;
-        }
-    }
-    return a - b;
-}
-
 model::step_output step_one(model::engine& e, const model::seq_chunk& c) {
     auto r = e.step(std::span<const model::seq_chunk>(&c, 1));
     REQUIRE_MESSAGE(r, (r ? std::string() : r.error().to_string()));

@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -46,6 +47,20 @@ inline std::unique_ptr<model::engine> load_engine(const std::string& path, int t
     auto e = model::engine::load(opt);
     REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
     return std::move(*e);
+}
+
+/// Top-1 logit minus top-2: how close a greedy choice was.
+inline float top2_margin(std::span<const float> row) {
+    float a = -INFINITY, b = -INFINITY;
+    for (float v : row) {
+        if (v > a) {
+            b = a;
+            a = v;
+        } else if (v > b) {
+            b = v;
+        }
+    }
+    return a - b;
 }
 
 inline std::int32_t argmax(std::span<const float> row) {

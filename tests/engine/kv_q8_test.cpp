@@ -66,19 +66,6 @@ forced_rows(model::engine& e, const std::vector<std::vector<std::int32_t>>& seqs
     return rows;
 }
 
-float margin(std::span<const float> row) {
-    float a = -INFINITY, b = -INFINITY;
-    for (float v : row) {
-        if (v > a) {
-            b = a;
-            a = v;
-        } else if (v > b) {
-            b = v;
-        }
-    }
-    return a - b;
-}
-
 agreement compare_rows(const std::vector<std::vector<std::vector<float>>>& a,
                        const std::vector<std::vector<std::vector<float>>>& b) {
     agreement g;
@@ -86,7 +73,7 @@ agreement compare_rows(const std::vector<std::vector<std::vector<float>>>& a,
         for (std::size_t i = 0; i < a[s].size(); ++i) {
             for (std::size_t v = 0; v < a[s][i].size(); ++v)
                 g.max_diff = std::max(g.max_diff, double{std::fabs(a[s][i][v] - b[s][i][v])});
-            if (margin(a[s][i]) < 0.1f) {
+            if (top2_margin(a[s][i]) < 0.1f) {
                 ++g.close_calls;
                 continue;
             }
