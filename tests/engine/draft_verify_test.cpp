@@ -57,13 +57,13 @@ TEST_CASE("engine: a draft verification chunk gives each position's decode bits,
     std::mt19937_64 rng(4242);
     constexpr std::size_t n_gen = 24;
     std::size_t checked_rows = 0;
-    for (int trial = 0; trial < 4; ++trial) {
+    for (int trial = 0; trial < 3; ++trial) {
         std::vector<std::int32_t> prompt(2 + rng() % 20);
         for (auto& t : prompt)
             t = static_cast<std::int32_t>(rng() % n_vocab);
         const auto n_prompt = static_cast<std::uint32_t>(prompt.size());
         const auto run = decode(*e, prompt, n_gen);
-        for (std::size_t j : {std::size_t{0}, std::size_t{3}, std::size_t{9}}) {
+        for (std::size_t j : {std::size_t{0}, std::size_t{7}}) {
             for (std::size_t k : {std::size_t{1}, std::size_t{4}, std::size_t{8}}) {
                 // The sequence holds the prompt and generated tokens [0, j); token j is next.
                 for (std::size_t wrong_at : {k, std::size_t{0}, k / 2}) {
