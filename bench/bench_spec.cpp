@@ -43,7 +43,8 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t n_vocab, std::mt19937_64& rng) {
+std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t n_vocab,
+                                        std::mt19937_64& rng) {
     std::vector<std::int32_t> t(n);
     for (auto& x : t)
         x = static_cast<std::int32_t>(rng() % (n_vocab - 300)); // below any control ids
@@ -180,13 +181,12 @@ void compare(const char* name, model::engine& e, const std::vector<std::int32_t>
     const double m_off = median(off), m_on = median(on);
     std::printf("%-6s  %4u tokens  off %7.2f tok/s  on %7.2f tok/s  ratio %.3f  steps %llu  "
                 "drafted %llu  accepted %llu (%.0f%%)\n",
-                name, gen, m_off, m_on, m_on / m_off,
-                static_cast<unsigned long long>(last.steps),
+                name, gen, m_off, m_on, m_on / m_off, static_cast<unsigned long long>(last.steps),
                 static_cast<unsigned long long>(last.drafted),
                 static_cast<unsigned long long>(last.accepted),
-                last.drafted ? 100.0 * static_cast<double>(last.accepted) /
-                                   static_cast<double>(last.drafted)
-                             : 0.0);
+                last.drafted
+                    ? 100.0 * static_cast<double>(last.accepted) / static_cast<double>(last.drafted)
+                    : 0.0);
     std::fflush(stdout);
 }
 
@@ -233,24 +233,26 @@ int main(int argc, char** argv) {
         const auto ask = random_tokens(8, n_vocab, rng);
         prompt.insert(prompt.end(), ask.begin(), ask.end());
         const std::uint32_t n = std::min(gen, doc);
-        compare("copy", e, prompt, n, max_draft,
-                [&](std::span<const float>, std::uint32_t i) { return document[i % doc]; },
-                repeats);
+        compare(
+            "copy", e, prompt, n, max_draft,
+            [&](std::span<const float>, std::uint32_t i) { return document[i % doc]; }, repeats);
     }
     if (only.empty() || only == "miss") {
         const auto prompt = random_tokens(64, n_vocab, rng);
         const std::int32_t a = prompt[3], b = prompt[9];
         std::vector<std::int32_t> fresh = random_tokens(gen, n_vocab, rng);
-        compare("miss", e, prompt, gen, max_draft,
-                [&](std::span<const float>, std::uint32_t i) {
-                    return i % 3 == 0 ? a : i % 3 == 1 ? b : fresh[i];
-                },
-                repeats);
+        compare(
+            "miss", e, prompt, gen, max_draft,
+            [&](std::span<const float>, std::uint32_t i) {
+                return i % 3 == 0 ? a : i % 3 == 1 ? b : fresh[i];
+            },
+            repeats);
     }
     if (only.empty() || only == "greedy") {
         const auto prompt = random_tokens(64, n_vocab, rng);
-        compare("greedy", e, prompt, gen, max_draft,
-                [](std::span<const float> row, std::uint32_t) { return argmax(row); }, repeats);
+        compare(
+            "greedy", e, prompt, gen, max_draft,
+            [](std::span<const float> row, std::uint32_t) { return argmax(row); }, repeats);
     }
     return 0;
 }
