@@ -7,8 +7,6 @@
 namespace bitnet::kernels::cpu {
 namespace {
 
-constexpr std::uint32_t max_tile = 4; ///< query heads per pass over the rows
-
 const std::uint16_t* row_of(const std::uint16_t* const* blocks, const attention_head_args& a,
                             std::uint32_t p) {
     return blocks[p / a.block_tokens] + (p % a.block_tokens) * a.row_stride + a.kv_offset;
@@ -88,42 +86,13 @@ void values_tile(const attention_head_args& a, std::uint32_t g0, const float* pr
 
 template <class Row>
 void scores_all(const attention_head_args& a, float* scores) {
-    for (std::uint32_t g0 = 0; g0 < a.group; g0 += max_tile) {
-        switch (a.group - g0 < max_tile ? a.group - g0 : max_tile) {
-        case 1:
-            scores_tile<Row, 1>(a, g0, scores);
-            break;
-        case 2:
-            scores_tile<Row, 2>(a, g0, scores);
-            break;
-        case 3:
-            scores_tile<Row, 3>(a, g0, scores);
-            break;
-        default:
-            scores_tile<Row, 4>(a, g0, scores);
-            break;
-        }
-    }
+    for_head_tiles(a.group, [&](std::uint32_t g0, auto n) { scores_tile<Row, n>(a, g0, scores); });
 }
 
 template <class Row>
 void values_all(const attention_head_args& a, const float* probs, float* out) {
-    for (std::uint32_t g0 = 0; g0 < a.group; g0 += max_tile) {
-        switch (a.group - g0 < max_tile ? a.group - g0 : max_tile) {
-        case 1:
-            values_tile<Row, 1>(a, g0, probs, out);
-            break;
-        case 2:
-            values_tile<Row, 2>(a, g0, probs, out);
-            break;
-        case 3:
-            values_tile<Row, 3>(a, g0, probs, out);
-            break;
-        default:
-            values_tile<Row, 4>(a, g0, probs, out);
-            break;
-        }
-    }
+    for_head_tiles(a.group,
+                   [&](std::uint32_t g0, auto n) { values_tile<Row, n>(a, g0, probs, out); });
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace bitnet::kernels::cpu {
 
@@ -30,6 +31,28 @@ struct attention_head_args {
     std::uint32_t head_dim = 0; ///< a multiple of 16
     float scale = 0.0f;
 };
+
+/// Calls fn(g0, std::integral_constant<std::uint32_t, N>{}) for the query heads [g0, g0 + N) of a
+/// group, in tiles of up to four (the vector families' accumulators per pass over the rows).
+template <class Fn>
+void for_head_tiles(std::uint32_t group, Fn&& fn) {
+    for (std::uint32_t g0 = 0; g0 < group; g0 += 4) {
+        switch (group - g0 < 4 ? group - g0 : 4) {
+        case 1:
+            fn(g0, std::integral_constant<std::uint32_t, 1>{});
+            break;
+        case 2:
+            fn(g0, std::integral_constant<std::uint32_t, 2>{});
+            break;
+        case 3:
+            fn(g0, std::integral_constant<std::uint32_t, 3>{});
+            break;
+        default:
+            fn(g0, std::integral_constant<std::uint32_t, 4>{});
+            break;
+        }
+    }
+}
 
 /// scores[g · n_ctx + p] = (K[p] · q16[g]) · scale for g < group, p < n_ctx.
 void attention_scores_avx2(const attention_head_args& a, float* scores);
