@@ -18,6 +18,7 @@
 //   bench_engine -m MODEL [--threads 2] [--decode 32] [--batch 8,32,64] [--prefill 512]
 //                [--kv-tokens 4096] [--repeats 5] [--workload 64x16x100 [--workload-only]]
 //                [--json FILE] [--device cpu|cuda:N|sim:N]
+#include "bench_timing.hpp"
 #include "ceilings.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/cuda/ops.hpp"
@@ -45,16 +46,9 @@
 namespace {
 
 using namespace bitnet;
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using bench::clock_type;
+using bench::median;
+using bench::seconds_since;
 
 /// Streaming read bandwidth (GB/s) over a buffer larger than any cache, n_threads readers.
 double read_bandwidth(int n_threads) {

@@ -5,6 +5,7 @@
 // median of --repeats runs, F16 and Q8_0 interleaved. Usage:
 //   bench_kv -m MODEL [--threads 2] [--contexts 128,1024,3072] [--batch 8] [--batch-context 1024]
 //            [--budget-mib 1024] [--seq-tokens 4096] [--steps 16] [--repeats 3]
+#include "bench_timing.hpp"
 #include "model/engine/engine.hpp"
 #include "model/engine/kv_cache.hpp"
 #include "model/engine/model_config.hpp"
@@ -21,18 +22,11 @@
 namespace {
 
 using namespace bitnet;
-using clock_type = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using bench::clock_type;
+using bench::median;
 
 void must(bool ok, const std::string& what) {
-    if (!ok) {
-        std::fprintf(stderr, "bench_kv: %s\n", what.c_str());
-        std::exit(1);
-    }
+    bench::must(ok, "bench_kv", what);
 }
 
 /// Decode tokens/s of `n_seq` sequences that each hold `context` positions (prefilled in chunks

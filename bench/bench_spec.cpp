@@ -16,6 +16,7 @@
 //   bench_spec -m MODEL [--threads 2] [--doc 1000] [--gen 256] [--max-draft 8]
 //              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy]
 #include "actors/sched_policy.hpp"
+#include "bench_timing.hpp"
 #include "model/engine/engine.hpp"
 #include "model/engine/model_config.hpp"
 
@@ -32,16 +33,9 @@
 namespace {
 
 using namespace bitnet;
-using clock_type = std::chrono::steady_clock;
-
-double seconds_since(clock_type::time_point t0) {
-    return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
+using bench::clock_type;
+using bench::median;
+using bench::seconds_since;
 
 std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t n_vocab,
                                         std::mt19937_64& rng) {
@@ -52,10 +46,7 @@ std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t n_vocab,
 }
 
 void must(bool ok, const std::string& what) {
-    if (!ok) {
-        std::fprintf(stderr, "bench_spec: %s\n", what.c_str());
-        std::exit(1);
-    }
+    bench::must(ok, "bench_spec", what);
 }
 
 /// Seconds per step verifying k drafts (k = 0: a plain decode) at context `context`.
