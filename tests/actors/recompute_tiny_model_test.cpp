@@ -72,16 +72,7 @@ transcript run_one(tiny_rig& r, const msg::generate_request& req) {
     return run_together(r, {req}).front();
 }
 
-msg::generate_request make_req(msg::request_id id, std::vector<msg::token_id> prompt,
-                               std::uint32_t max_tokens, float temperature, std::uint64_t seed) {
-    msg::generate_request q;
-    q.id = id;
-    q.prompt = std::move(prompt);
-    q.max_tokens = max_tokens;
-    q.params.temperature = temperature; // api defaults otherwise (top-k 40, top-p 0.95, ...)
-    q.params.seed = seed;
-    return q;
-}
+using test::make_req;
 
 } // namespace
 

@@ -48,16 +48,7 @@ struct spec_rig {
     msg::batcher_stats stats() { return test::batcher_stats_of(sys, batcher); }
 };
 
-msg::generate_request make_req(msg::request_id id, std::vector<msg::token_id> prompt,
-                               std::uint32_t max_tokens, float temperature, std::uint64_t seed) {
-    msg::generate_request q;
-    q.id = id;
-    q.prompt = std::move(prompt);
-    q.max_tokens = max_tokens;
-    q.params.temperature = temperature;
-    q.params.seed = seed;
-    return q;
-}
+using test::make_req;
 
 /// A prompt that repeats a random phrase: drafts are proposed from the first step.
 std::vector<msg::token_id> repeating_prompt(std::size_t phrase, int times, std::mt19937_64& rng) {

@@ -63,6 +63,20 @@ inline std::shared_ptr<const model::tokenizer> tiny_tokenizer() {
     return std::make_shared<const model::tokenizer>(std::move(*tok));
 }
 
+/// A request of `prompt` for `max_tokens` tokens at `temperature` (0: greedy) with `seed`; the
+/// API's defaults otherwise (top-k 40, top-p 0.95, ...).
+inline msg::generate_request make_req(msg::request_id id, std::vector<msg::token_id> prompt,
+                                      std::uint32_t max_tokens, float temperature,
+                                      std::uint64_t seed) {
+    msg::generate_request q;
+    q.id = id;
+    q.prompt = std::move(prompt);
+    q.max_tokens = max_tokens;
+    q.params.temperature = temperature;
+    q.params.seed = seed;
+    return q;
+}
+
 /// Token ids of a transcript's generated tokens (not its text-only tail).
 inline std::vector<msg::token_id> generated_ids(const transcript& t) {
     std::vector<msg::token_id> out;
