@@ -505,6 +505,8 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.prompt_tokens_computed = st.prompt_tokens_computed;
             out.spec_drafted_tokens = ps.spec_drafted;
             out.spec_accepted_tokens = ps.spec_accepted;
+            out.spec_grammar_drafted_tokens = ps.spec_grammar_drafted;
+            out.spec_grammar_accepted_tokens = ps.spec_grammar_accepted;
             return out;
         },
     };

@@ -35,6 +35,12 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
     sr.speculate = pol.spec_max_draft > 0 &&
                    (req.speculative == msg::spec_mode::on ||
                     (req.speculative == msg::spec_mode::server_default && pol.spec_by_default));
+    // Jump-forward drafts need the schema the submit path compiled (a cache hit here).
+    if (sr.speculate && !req.json_schema.empty() && st.tokenizer)
+        if (auto known =
+                model::constrain::schema_cache::shared().lookup(req.json_schema, *st.tokenizer);
+            known && *known)
+            sr.schema = **known;
     live_request lr;
     // A resumed stream's first run sent the echo already.
     lr.echo_sent = req.n_resumed > 0;

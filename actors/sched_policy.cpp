@@ -109,6 +109,8 @@ result<void> policy::add(seq_request req, clock::time_point now) {
     s.n_prompt = n_known - req.n_resumed;
     s.n_generated = req.n_resumed;
     s.spec_k = cfg_.spec_max_draft;
+    if (req.speculate && req.schema && cfg_.spec_max_draft > 0)
+        s.grammar = std::make_shared<grammar_drafter>(req.schema);
     s.timings.queued = now;
     const auto prio = static_cast<std::size_t>(req.prio);
     const auto id = req.id;
@@ -356,6 +358,9 @@ void policy::birth_choices(const step_plan& plan) {
             if (seqs_.count(child))
                 continue;
             sequence k = s;
+            // A choice goes its own way through the schema.
+            if (k.grammar)
+                k.grammar = k.grammar->fresh();
             k.req.id = child;
             k.req.n_choices = 1;
             seqs_.emplace(child, std::move(k));
@@ -391,6 +396,8 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
         if (j > 0) {
             ++s.n_cached;
             ++spec_accepted_;
+            if (cit->source == draft_source::grammar)
+                ++spec_grammar_accepted_;
         }
 
         if (s.req.max_tokens == 0) {
@@ -487,6 +494,8 @@ policy_stats policy::stats() const {
     st.preemptions = preemptions_;
     st.spec_drafted = spec_drafted_;
     st.spec_accepted = spec_accepted_;
+    st.spec_grammar_drafted = spec_grammar_drafted_;
+    st.spec_grammar_accepted = spec_grammar_accepted_;
     for (const auto& [id, s] : seqs_) {
         const std::uint64_t to_prefill = s.tokens.size() - s.n_cached;
         const std::uint64_t to_generate =

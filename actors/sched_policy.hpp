@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -82,6 +83,9 @@ struct seq_request {
     /// Speculative decoding: while decoding, the sequence verifies n-gram drafts (spec_draft.hpp)
     /// in its decode chunk when the step has room (policy_config::spec_max_draft).
     bool speculate = false;
+    /// Structured output: the request's compiled schema (null: none). With `speculate`, the
+    /// bytes it forces are drafted first (jump-forward, grammar_drafter).
+    std::shared_ptr<const model::constrain::compiled_constraint> schema{};
 };
 
 /// n > 1: choice i (1 <= i < max_choices) of request `id` runs as sequence choice_id(id, i);
@@ -111,6 +115,10 @@ struct chunk {
     /// last token (part.all_logits; n_cached counts only the last token until samples confirm
     /// drafts).
     std::uint32_t n_draft = 0;
+    /// Where the drafts came from, and how many of them, from the first, were certain (the only
+    /// token the sequence's schema allows there): those say nothing of how well drafts guess.
+    draft_source source = draft_source::ngram;
+    std::uint32_t n_certain = 0;
 
     /// Whether a sample for sequence `id` answers this chunk (its own, or a fork's).
     [[nodiscard]] bool want_logits_for(request_id id) const noexcept {
@@ -177,9 +185,12 @@ struct policy_stats {
     /// Tokens still to prefill plus tokens still to generate (to max_tokens), over every
     /// unfinished sequence: the load a router compares replicas by.
     std::uint64_t outstanding_tokens = 0;
-    /// Speculative decoding: draft tokens verified, and those accepted.
+    /// Speculative decoding: draft tokens verified, and those accepted, from every source; and
+    /// those of them that came from schemas (jump-forward).
     std::uint64_t spec_drafted = 0;
     std::uint64_t spec_accepted = 0;
+    std::uint64_t spec_grammar_drafted = 0;
+    std::uint64_t spec_grammar_accepted = 0;
 };
 
 class policy {
@@ -257,6 +268,8 @@ private:
         std::uint32_t spec_k = 0;
         std::uint32_t spec_rest = 0;
         std::uint32_t spec_misses = 0; ///< rejected single drafts in a row (the rest doubles)
+        /// Jump-forward drafts from the request's schema (null: no schema, or no speculation).
+        std::shared_ptr<grammar_drafter> grammar;
         state st = state::waiting;
         seq_timings timings;
     };
@@ -279,7 +292,8 @@ private:
     /// n > 1: the choices of the chunks in `plan` that forked (before their samples apply).
     void birth_choices(const step_plan& plan);
     /// Speculative decoding, last in a plan: decode chunks of sequences that speculate grow by
-    /// n-gram drafts within what the step leaves (`budget`, spec_step_tokens, free KV blocks).
+    /// drafts (their schema's forced tokens first, else n-grams) within what the step leaves
+    /// (`budget`, spec_step_tokens, free KV blocks).
     void plan_drafts(step_plan& plan, std::uint32_t budget);
     /// After a step: a draft chunk's unconfirmed drafts give their blocks back, and the
     /// sequence's next draft length follows how many were accepted.
@@ -333,6 +347,8 @@ private:
     std::vector<token_id> draft_scratch_;
     std::uint64_t spec_drafted_ = 0;
     std::uint64_t spec_accepted_ = 0;
+    std::uint64_t spec_grammar_drafted_ = 0;
+    std::uint64_t spec_grammar_accepted_ = 0;
     std::vector<request_id> pending_release_;
     std::uint32_t pending_release_blocks_ = 0; ///< private_blocks of pending_release_
     /// Blocks may be shared between sequences (prefix caching, or n > 1 forks): a released

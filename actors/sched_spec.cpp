@@ -1,5 +1,6 @@
 // Speculative decoding in the batching policy: which decode chunks carry draft tokens, and what
-// a verification leaves behind. The drafts come from the sequence itself (spec_draft.hpp); the
+// a verification leaves behind. The drafts come from the sequence's schema where it forces the
+// next bytes, else from the sequence's own tokens (spec_draft.hpp); the
 // executor verifies them exactly (a draft is accepted only when the sequence's own sampler,
 // drawing from the row computed as that position's decode, picks it), so output never changes,
 // only the number of passes it takes. Drafts only use what a step leaves after every decode,
@@ -33,13 +34,15 @@ void policy::plan_drafts(step_plan& plan, std::uint32_t budget) {
         auto& s = seqs_.at(c.part.seq);
         if (!s.req.speculate || c.part.pos0 < s.n_prompt || c.part.pos0 + 1 != s.tokens.size())
             continue;
-        if (s.spec_rest > 0) {
+        // Resting after misses: guesses wait, but tokens the schema forces are still drafted.
+        const bool resting = s.spec_rest > 0;
+        if (resting)
             --s.spec_rest;
+        if (resting && !s.grammar)
             continue;
-        }
         const std::uint32_t end = c.part.pos0 + 1;
-        std::uint32_t k = std::min({std::max(s.spec_k, 1u), cfg_.spec_max_draft, budget,
-                                    cfg_.spec_step_tokens - plan.n_tokens});
+        std::uint32_t k =
+            std::min({cfg_.spec_max_draft, budget, cfg_.spec_step_tokens - plan.n_tokens});
         // Every sample the chunk can yield must be one the sequence may take: at most
         // max_tokens - n_generated of them, and positions inside the context window.
         const std::uint32_t left =
@@ -53,8 +56,22 @@ void policy::plan_drafts(step_plan& plan, std::uint32_t budget) {
             std::min<std::uint64_t>(k, capacity > end ? capacity - end : 0));
         if (k == 0)
             continue;
+        // Guesses, of either source, follow the sequence's adaptive draft length.
+        const std::uint32_t guesses = resting ? 0 : std::min(k, std::max(s.spec_k, 1u));
         draft_scratch_.clear();
-        drafter_.propose(s.tokens, k, draft_scratch_);
+        std::uint32_t certain = 0;
+        draft_source source = draft_source::ngram;
+        if (s.grammar) {
+            const auto generated = std::span<const token_id>(s.tokens).subspan(s.n_prompt);
+            certain = s.grammar->propose(generated, k, draft_scratch_);
+            draft_scratch_.resize(std::max<std::size_t>(
+                certain, std::min<std::size_t>(draft_scratch_.size(), guesses)));
+            source = draft_source::grammar;
+        }
+        if (draft_scratch_.empty()) {
+            source = draft_source::ngram;
+            drafter_.propose(s.tokens, guesses, draft_scratch_);
+        }
         if (draft_scratch_.empty())
             continue;
         const auto d = static_cast<std::uint32_t>(draft_scratch_.size());
@@ -67,6 +84,8 @@ void policy::plan_drafts(step_plan& plan, std::uint32_t budget) {
         // Each draft position is computed as the decode it would have been.
         c.part.decoded_from = std::min(c.part.decoded_from, c.part.pos0);
         c.n_draft = d;
+        c.source = source;
+        c.n_certain = source == draft_source::grammar ? std::min(certain, d) : 0;
         plan.n_tokens += d;
         budget -= d;
     }
@@ -79,8 +98,11 @@ void policy::settle_drafts(const step_plan& plan,
             continue;
         const auto it = confirmed.find(c.part.seq);
         const std::uint32_t taken = it == confirmed.end() ? 0 : it->second;
-        if (taken > 0)
+        if (taken > 0) {
             spec_drafted_ += c.n_draft;
+            if (c.source == draft_source::grammar)
+                spec_grammar_drafted_ += c.n_draft;
+        }
         auto sit = seqs_.find(c.part.seq);
         if (sit == seqs_.end())
             continue; // ended: all its blocks go with it
@@ -95,13 +117,18 @@ void policy::settle_drafts(const step_plan& plan,
         }
         if (taken == 0)
             continue;
-        const std::uint32_t accepted = std::min(taken - 1, c.n_draft);
+        // The draft length adapts to the guesses only: certain drafts cannot miss.
+        const std::uint32_t accepted_all = std::min(taken - 1, c.n_draft);
+        const std::uint32_t n_guess = c.n_draft - c.n_certain;
+        if (n_guess == 0 || accepted_all < c.n_certain)
+            continue;
+        const std::uint32_t accepted = accepted_all - c.n_certain;
         if (accepted > 0)
             s.spec_misses = 0;
-        if (accepted == c.n_draft) {
+        if (accepted == n_guess) {
             s.spec_k = std::min(cfg_.spec_max_draft, std::max(s.spec_k, 1u) * 2);
         } else if (accepted == 0) {
-            if (c.n_draft <= 1) {
+            if (n_guess <= 1) {
                 s.spec_rest =
                     std::min(spec_rest_max, spec_rest_steps << std::min(s.spec_misses, 4u));
                 ++s.spec_misses;

@@ -1,6 +1,9 @@
 // Prompt-lookup drafts (spec_draft.hpp).
 #include "actors/spec_draft.hpp"
 
+#include "model/constrain/forced_tokens.hpp"
+#include "model/constrain/token_constraint.hpp"
+
 #include <algorithm>
 
 namespace bitnet::sched {
@@ -29,6 +32,25 @@ void ngram_drafter::propose(std::span<const msg::token_id> tokens, std::uint32_t
             return;
         }
     }
+}
+
+grammar_drafter::grammar_drafter(std::shared_ptr<const model::constrain::compiled_constraint> c)
+    : schema_(std::move(c))
+    , state_(std::make_unique<model::constrain::token_constraint>(schema_)) {}
+
+grammar_drafter::~grammar_drafter() = default;
+
+std::shared_ptr<grammar_drafter> grammar_drafter::fresh() const {
+    return std::make_shared<grammar_drafter>(schema_);
+}
+
+std::uint32_t grammar_drafter::propose(std::span<const msg::token_id> generated,
+                                       std::uint32_t max_draft, std::vector<msg::token_id>& out) {
+    for (; fed_ < generated.size() && !broken_; ++fed_)
+        broken_ = !state_->accept(generated[fed_]);
+    if (broken_)
+        return 0;
+    return model::constrain::draft_forced_tokens(*schema_, state_->state(), max_draft, out);
 }
 
 } // namespace bitnet::sched

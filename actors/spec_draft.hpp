@@ -8,8 +8,14 @@
 #include "messages/ids.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
+
+namespace bitnet::model::constrain {
+class compiled_constraint;
+class token_constraint;
+} // namespace bitnet::model::constrain
 
 namespace bitnet::sched {
 
@@ -25,6 +31,36 @@ struct ngram_drafter {
 
     void propose(std::span<const msg::token_id> tokens, std::uint32_t max_draft,
                  std::vector<msg::token_id>& out) const;
+};
+
+/// Where drafts came from (the `source` label of the speculation metrics).
+enum class draft_source : std::uint8_t { ngram, grammar };
+inline constexpr std::size_t n_draft_sources = 2;
+
+/// Jump-forward drafts for a sequence under a schema (model/constrain/forced_tokens.hpp): the
+/// tokens of the bytes the schema forces next. One per sequence: it keeps the sequence's place in
+/// the schema and takes the generated tokens it has not seen at each proposal.
+class grammar_drafter {
+public:
+    explicit grammar_drafter(std::shared_ptr<const model::constrain::compiled_constraint> c);
+    ~grammar_drafter();
+    grammar_drafter(const grammar_drafter&) = delete;
+    grammar_drafter& operator=(const grammar_drafter&) = delete;
+
+    /// Up to `max_draft` tokens to follow `generated` (the sequence's generated tokens so far),
+    /// appended to `out`. Returns how many of them, from the first, are certain (the only token
+    /// the schema allows there). Nothing once a generated token did not fit the schema.
+    std::uint32_t propose(std::span<const msg::token_id> generated, std::uint32_t max_draft,
+                          std::vector<msg::token_id>& out);
+
+    /// A drafter at the schema's start, for a sequence that forks from this one's (n > 1).
+    [[nodiscard]] std::shared_ptr<grammar_drafter> fresh() const;
+
+private:
+    std::shared_ptr<const model::constrain::compiled_constraint> schema_;
+    std::unique_ptr<model::constrain::token_constraint> state_;
+    std::size_t fed_ = 0; ///< generated tokens state_ has taken
+    bool broken_ = false; ///< a generated token did not fit (the executor ends such a sequence)
 };
 
 } // namespace bitnet::sched

@@ -10,13 +10,16 @@
 //       miss    drafts are proposed at every third token and are always wrong (the output
 //               repeats "A B" then a fresh token, so "A B" recurs with another follower);
 //       greedy  the model's own argmax on a random prompt (what random weights do by themselves);
+//       schema  the model's own argmax under a JSON Schema of long fixed keys and enum members:
+//               the bytes the schema forces are drafted (jump-forward), the rest is the model's;
 //   and for each the draft tokens verified and accepted.
 // A teacher-forced step still computes every logits row a real one does; only the choice of
 // token is the teacher's. Each figure is the median of --repeats runs. Usage:
 //   bench_spec -m MODEL [--threads 2] [--doc 1000] [--gen 256] [--max-draft 8]
-//              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy]
+//              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy|schema]
 #include "actors/sched_policy.hpp"
 #include "bench_timing.hpp"
+#include "model/constrain/token_constraint.hpp"
 #include "model/engine/engine.hpp"
 #include "model/engine/model_config.hpp"
 
@@ -26,6 +29,7 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -88,19 +92,24 @@ using picker = std::function<std::int32_t(std::span<const float>, std::uint32_t)
 
 /// One request of `gen` tokens through the policy and the engine, verifying drafts as the
 /// executor does (pick row after row while the pick equals the next draft, drop the rest).
+/// `schema`, when given, is the request's (its forced bytes are drafted).
 gen_result generate(model::engine& e, const std::vector<std::int32_t>& prompt, std::uint32_t gen,
-                    std::uint32_t max_draft, const picker& pick) {
+                    std::uint32_t max_draft, const picker& pick,
+                    std::shared_ptr<const model::constrain::compiled_constraint> schema = {}) {
     sched::policy_config cfg;
     cfg.kv_block_tokens = e.kv_block_tokens();
     cfg.kv_blocks_total = e.kv_blocks_free();
     cfg.n_ctx = e.config().n_ctx_train;
     cfg.spec_max_draft = max_draft;
+    const auto eog = e.vocab().eog_ids();
+    cfg.eog_ids.assign(eog.begin(), eog.end());
     sched::policy pol(cfg);
     sched::seq_request r;
     r.id = 1;
     r.prompt = prompt;
     r.max_tokens = gen;
     r.speculate = max_draft > 0;
+    r.schema = std::move(schema);
     must(static_cast<bool>(pol.add(r, sched::clock::now())), "policy refused the request");
     const auto n_vocab = e.config().n_vocab;
     gen_result res;
@@ -155,18 +164,20 @@ std::int32_t argmax(std::span<const float> row) {
 /// Median tokens/s (decode only: the prompt's prefill is timed apart and taken out) with and
 /// without drafts, and the drafted/accepted counts of the last run with drafts.
 void compare(const char* name, model::engine& e, const std::vector<std::int32_t>& prompt,
-             std::uint32_t gen, std::uint32_t max_draft, const picker& pick, int repeats) {
+             std::uint32_t gen, std::uint32_t max_draft, const picker& pick, int repeats,
+             const std::shared_ptr<const model::constrain::compiled_constraint>& schema = {}) {
     std::vector<double> off, on;
     gen_result last{};
     // The prefill alone (max_tokens 1), to subtract from both.
     std::vector<double> pre;
     for (int r = 0; r < repeats; ++r)
-        pre.push_back(generate(e, prompt, 1, 0, pick).seconds);
+        pre.push_back(generate(e, prompt, 1, 0, pick, schema).seconds);
     const double prefill = median(pre);
     for (int r = 0; r < repeats; ++r) {
-        const auto a = generate(e, prompt, gen, 0, pick);
+        const auto a = generate(e, prompt, gen, 0, pick, schema);
         off.push_back((a.tokens - 1) / std::max(a.seconds - prefill, 1e-9));
-        last = generate(e, prompt, gen, max_draft, pick);
+        last = generate(e, prompt, gen, max_draft, pick, schema);
+        must(last.tokens == a.tokens, "drafts changed the number of tokens");
         on.push_back((last.tokens - 1) / std::max(last.seconds - prefill, 1e-9));
     }
     const double m_off = median(off), m_on = median(on);
@@ -195,7 +206,7 @@ int main(int argc, char** argv) {
     app.add_option("--max-draft", max_draft, "spec_max_draft, and the largest k of the cost table");
     app.add_option("--context", context, "positions in the KV cache for the cost table");
     app.add_option("--repeats", repeats);
-    app.add_option("--only", only, "verify, copy, miss or greedy");
+    app.add_option("--only", only, "verify, copy, miss, greedy or schema");
     CLI11_PARSE(app, argc, argv);
 
     model::engine_options opt;
@@ -244,6 +255,45 @@ int main(int argc, char** argv) {
         compare(
             "greedy", e, prompt, gen, max_draft,
             [](std::span<const float> row, std::uint32_t) { return argmax(row); }, repeats);
+    }
+    if (only.empty() || only == "schema") {
+        // A record of long fixed names and enum members (keys in any order, so after each comma
+        // the model picks a name by its first byte); the values that are free are short.
+        const std::string text =
+            R"({"type":"object","properties":{)"
+            R"("customer_identification_number":{"type":"integer","minimum":0,"maximum":999},)"
+            R"("preferred_method_of_contact":{"enum":["electronic_mail_message",)"
+            R"("telephone_call_in_the_evening"]},)"
+            R"("account_is_currently_active":{"type":"boolean"},)"
+            R"("primary_shipping_address_line":{"type":"string","maxLength":12},)"
+            R"("number_of_previous_orders_placed":{"type":"integer","minimum":0,"maximum":99},)"
+            R"("subscribed_to_the_newsletter":{"type":"boolean"}},)"
+            R"("required":["customer_identification_number","preferred_method_of_contact",)"
+            R"("account_is_currently_active","primary_shipping_address_line",)"
+            R"("number_of_previous_orders_placed","subscribed_to_the_newsletter"],)"
+            R"("additionalProperties":false})";
+        auto compiled = model::constrain::schema_cache::shared().get(text, e.vocab());
+        must(static_cast<bool>(compiled), "the schema did not compile");
+        const auto prompt = random_tokens(64, n_vocab, rng);
+        // The masked argmax, its matcher following the tokens taken (a run starts at i = 0).
+        std::optional<model::constrain::token_constraint> state;
+        std::vector<float> masked;
+        std::string json;
+        const picker masked_argmax = [&](std::span<const float> row, std::uint32_t i) {
+            if (i == 0) {
+                state.emplace(*compiled);
+                json.clear();
+            }
+            auto mask = state->allowed();
+            must(static_cast<bool>(mask), "no mask");
+            must(model::constrain::apply_mask(**mask, row, masked), "no token fits");
+            const auto t = argmax(masked);
+            must(state->accept(t), "the pick does not fit");
+            json += e.vocab().token_to_piece(t, false);
+            return t;
+        };
+        compare("schema", e, prompt, gen, max_draft, masked_argmax, repeats, *compiled);
+        std::printf("  output: %s\n", json.c_str());
     }
     return 0;
 }

@@ -46,7 +46,9 @@ json::object stats_json(const msg::batcher_stats& x) {
             {"prefix_cache_hit_tokens", x.prefix_hit_tokens},
             {"prompt_tokens_computed", x.prompt_tokens_computed},
             {"spec_draft_tokens", x.spec_drafted_tokens},
-            {"spec_accepted_tokens", x.spec_accepted_tokens}};
+            {"spec_accepted_tokens", x.spec_accepted_tokens},
+            {"spec_grammar_draft_tokens", x.spec_grammar_drafted_tokens},
+            {"spec_grammar_accepted_tokens", x.spec_grammar_accepted_tokens}};
 }
 
 // The kernel family of each op and how it was chosen; times in whole nanoseconds (Boost.JSON

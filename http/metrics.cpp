@@ -164,6 +164,7 @@ struct metrics::impl {
             .Help("speculative decoding: draft tokens verified, by source")
             .Register(*reg);
     pm::Counter& spec_drafted_ngram = spec_drafted_family.Add({{"source", "ngram"}});
+    pm::Counter& spec_drafted_grammar = spec_drafted_family.Add({{"source", "grammar"}});
     pm::Family<pm::Counter>& spec_accepted_family =
         pm::BuildCounter()
             .Name("bitnet_spec_accepted_tokens_total")
@@ -171,8 +172,9 @@ struct metrics::impl {
                   "its own), by source")
             .Register(*reg);
     pm::Counter& spec_accepted_ngram = spec_accepted_family.Add({{"source", "ngram"}});
+    pm::Counter& spec_accepted_grammar = spec_accepted_family.Add({{"source", "grammar"}});
     std::mutex prefix_mu;
-    std::map<std::string, std::array<std::uint64_t, 5>> prefix_seen; ///< model+version -> last
+    std::map<std::string, std::array<std::uint64_t, 7>> prefix_seen; ///< model+version -> last
     std::string node; ///< this node's name, the `node` label of the cluster series
     pm::Counter& spans_dropped =
         pm::BuildCounter()
@@ -359,9 +361,15 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
     std::lock_guard lk(impl_->prefix_mu);
     for (const auto& s : stats) {
         auto& seen = impl_->prefix_seen[s.model + '\n' + s.model_version];
-        const std::array<std::uint64_t, 5> now{s.prefix_query_tokens, s.prefix_hit_tokens,
-                                               s.prompt_tokens_computed, s.spec_drafted_tokens,
-                                               s.spec_accepted_tokens};
+        // Drafts by source: the totals less the schema's are the n-grams'.
+        const std::array<std::uint64_t, 7> now{
+            s.prefix_query_tokens,
+            s.prefix_hit_tokens,
+            s.prompt_tokens_computed,
+            s.spec_drafted_tokens - s.spec_grammar_drafted_tokens,
+            s.spec_accepted_tokens - s.spec_grammar_accepted_tokens,
+            s.spec_grammar_drafted_tokens,
+            s.spec_grammar_accepted_tokens};
         // Figures only grow within a version; a smaller one is a restarted batcher: all new.
         auto delta = [&](std::size_t i) {
             return static_cast<double>(now[i] >= seen[i] ? now[i] - seen[i] : now[i]);
@@ -371,6 +379,8 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
         impl_->prompt_computed.Increment(delta(2));
         impl_->spec_drafted_ngram.Increment(delta(3));
         impl_->spec_accepted_ngram.Increment(delta(4));
+        impl_->spec_drafted_grammar.Increment(delta(5));
+        impl_->spec_accepted_grammar.Increment(delta(6));
         seen = now;
     }
     const double q = impl_->prefix_queries.Value();

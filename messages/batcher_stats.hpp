@@ -42,10 +42,13 @@ struct batcher_stats {
     std::uint64_t mask_cache_hits = 0;
     std::uint64_t mask_cache_misses = 0;
     std::uint64_t mask_cache_evictions = 0;
-    /// Speculative decoding since this version started: n-gram draft tokens verified, and those
-    /// accepted (each accepted one is a token produced without a pass of its own).
+    /// Speculative decoding since this version started: draft tokens verified, and those
+    /// accepted (each accepted one is a token produced without a pass of its own), from every
+    /// source; and those of them drafted from schemas (jump-forward; the rest are n-grams).
     std::uint64_t spec_drafted_tokens = 0;
     std::uint64_t spec_accepted_tokens = 0;
+    std::uint64_t spec_grammar_drafted_tokens = 0;
+    std::uint64_t spec_grammar_accepted_tokens = 0;
 };
 
 template <class Inspector>
@@ -56,7 +59,7 @@ typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
              x.prefix_hit_tokens, x.prompt_tokens_computed, x.mask_cache_budget_bytes,
              x.mask_cache_bytes, x.mask_cache_masks, x.mask_cache_schemas, x.mask_cache_hits,
              x.mask_cache_misses, x.mask_cache_evictions, x.spec_drafted_tokens,
-             x.spec_accepted_tokens);
+             x.spec_accepted_tokens, x.spec_grammar_drafted_tokens, x.spec_grammar_accepted_tokens);
 }
 
 } // namespace bitnet::msg

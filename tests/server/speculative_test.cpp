@@ -1,7 +1,8 @@
 // Speculative decoding on the real binary with its default model (trained, so it continues a
 // repeated text the way a real model quotes): the `speculative` field on every inference route
 // (auto, off, anything else a 400 naming it), the same text and tokens with drafts as without
-// (greedy and seeded), and the drafts counted in /v1/stats and /metrics.
+// (greedy and seeded; n-gram drafts, and jump-forward drafts under a schema), and the drafts
+// counted in /v1/stats and /metrics by source.
 #include "server/model_admin.hpp"
 
 #include <chrono>
@@ -95,6 +96,60 @@ TEST_CASE("speculative: the same output with drafts as without, greedy and seede
     CHECK(stat(quiet, "spec_draft_tokens") == 0);
     REQUIRE(quiet.post("/v1/inference", completion("auto", R"(,"temperature":0)")).status == 200);
     CHECK(within_seconds(10, [&] { return stat(quiet, "spec_draft_tokens") > 0; }));
+}
+
+TEST_CASE("speculative: jump-forward drafts under a schema, the same output with them as "
+          "without, counted by source") {
+    test::default_model m;
+    auto& s = m.s;
+    const std::string format =
+        R"("response_format":{"type":"json_schema","json_schema":{"name":"record","schema":)"
+        R"({"type":"object","properties":{"customer_identification_number":{"type":"integer",)"
+        R"("minimum":0,"maximum":999},"preferred_method_of_contact":{"enum":[)"
+        R"("electronic_mail_message","telephone_call_in_the_evening"]}},"required":[)"
+        R"("customer_identification_number","preferred_method_of_contact"],)"
+        R"("additionalProperties":false}}})";
+    auto body = [&](const std::string& mode, const std::string& sampling) {
+        return R"({"model":"fortunes","messages":[{"role":"user","content":"A record."}],)"
+               R"("max_tokens":120,)" +
+               format + sampling + R"(,"speculative":")" + mode + R"("})";
+    };
+    for (const std::string sampling : {R"(,"temperature":0)", R"(,"temperature":0.9,"seed":5)"}) {
+        CAPTURE(sampling);
+        const auto off = s.post("/v1/chat/completions", body("off", sampling));
+        REQUIRE_MESSAGE(off.status == 200, off.body);
+        const auto on = s.post("/v1/chat/completions", body("auto", sampling));
+        REQUIRE_MESSAGE(on.status == 200, on.body);
+        const auto a = test::parse_object(off.body), b = test::parse_object(on.body);
+        CHECK(a.at("choices") == b.at("choices"));
+        CHECK(a.at("usage").at("completion_tokens") == b.at("usage").at("completion_tokens"));
+        MESSAGE("drafts on: " << b.at("choices").as_array()[0].at("message").at("content"));
+    }
+    // Settled figures: /v1/stats's grammar share equals the grammar series, the rest the
+    // n-gram series.
+    std::int64_t gd = -1, ga = -1;
+    CHECK(within_seconds(10, [&] {
+        const auto d = stat(s, "spec_draft_tokens"), a = stat(s, "spec_accepted_tokens");
+        const auto g = stat(s, "spec_grammar_draft_tokens");
+        const auto h = stat(s, "spec_grammar_accepted_tokens");
+        const auto metrics = s.get("/metrics").body;
+        auto has = [&](const char* name, const char* source, std::int64_t v) {
+            return metrics.find(std::string(name) + "{source=\"" + source + "\"} " +
+                                std::to_string(v) + "\n") != std::string::npos;
+        };
+        const bool same = g == gd && h == ga &&
+                          has("bitnet_spec_draft_tokens_total", "grammar", g) &&
+                          has("bitnet_spec_accepted_tokens_total", "grammar", h) &&
+                          has("bitnet_spec_draft_tokens_total", "ngram", d - g) &&
+                          has("bitnet_spec_accepted_tokens_total", "ngram", a - h);
+        gd = g;
+        ga = h;
+        return same;
+    }));
+    MESSAGE("default model: " << ga << " of " << gd << " schema drafts accepted");
+    CHECK(gd > 0);
+    CHECK(ga > 0);
+    CHECK(ga <= gd);
 }
 
 TEST_CASE("speculative: every inference route takes the field, and a bad value is a 400 naming "
