@@ -261,6 +261,8 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
         st.policy->prefix_attached(r.extended[i], r.extended_to[i]);
     st.prompt_tokens_computed += r.prompt_tokens_computed;
     auto out = st.policy->update_from_output(plan, samples, now);
+    for (const auto& d : r.drafts)
+        st.policy->offer_drafts(d.seq, d.tokens);
     if (st.opt.step_observer && !plan.chunks.empty())
         caf::anon_send(st.opt.step_observer, msg::step_atom_v,
                        static_cast<std::uint32_t>(plan.chunks.size()), r.step_us);
@@ -377,6 +379,7 @@ void kick_step(batcher_pointer self) {
         msg::step_chunk sc;
         sc.part = c.part;
         sc.n_draft = c.n_draft;
+        sc.draft_next = c.draft_next;
         if (auto it = st.live.find(c.part.seq); it != st.live.end()) {
             sc.params = it->second.req.params;
             sc.n_sampled = it->second.n_generated;
@@ -507,6 +510,8 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.spec_accepted_tokens = ps.spec_accepted;
             out.spec_grammar_drafted_tokens = ps.spec_grammar_drafted;
             out.spec_grammar_accepted_tokens = ps.spec_grammar_accepted;
+            out.spec_model_drafted_tokens = ps.spec_model_drafted;
+            out.spec_model_accepted_tokens = ps.spec_model_accepted;
             return out;
         },
     };

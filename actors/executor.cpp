@@ -34,6 +34,8 @@ namespace {
 
 using executor_detail::attach_cached;
 using executor_detail::extend_cached;
+using executor_detail::load_draft_model;
+using executor_detail::propose_drafts;
 using executor_detail::publish_prefix;
 
 /// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
@@ -94,6 +96,9 @@ result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
         smp.resume_after(c.n_sampled);
         seq_state s{std::move(smp),     {}, std::nullopt,  0, c.prefix_tokens, c.reuse_blocks,
                     c.reuse_blocks > 0, 0,  c.prefix_scope};
+        // A sequence started again (re-prefilled after a preemption): its draft KV too.
+        if (st.draft)
+            st.draft->release(c.part.seq);
         if (!c.json_schema.empty()) {
             // The batcher compiled it before queueing: this is a cache hit.
             auto compiled = model::constrain::schema_cache::shared().get(
@@ -325,6 +330,8 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
     const auto t0 = std::chrono::steady_clock::now();
     for (auto seq : batch.release) {
         st.engine->release(seq);
+        if (st.draft)
+            st.draft->release(seq);
         st.seqs.erase(seq);
     }
     msg::step_result out;
@@ -363,6 +370,7 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
     }
     for (const auto& c : batch.chunks)
         publish_prefix(st, c.part.seq);
+    propose_drafts(st, batch, out);
     out.kv_blocks_free = st.engine->kv_blocks_free();
     if (st.kernels.empty()) {
         // The families the engine chose per op, once: "avx512_vnni" or "avx512_vnni,scalar".
@@ -473,6 +481,13 @@ executor_fn(executor_pointer self, msg::executor_order order,
     else
         // The behaviour below is never run: the actor ends with the load error as its reason.
         self->quit(msg::to_caf_error(loaded.error()));
+    if (loaded && !init.order.draft_model.empty()) {
+        auto draft = load_draft_model(init.order, *init.engine);
+        if (draft)
+            init.draft = std::move(*draft);
+        else
+            self->quit(msg::to_caf_error(draft.error()));
+    }
     return {
         [self](msg::step_atom, const msg::step_batch& batch) -> caf::result<msg::step_result> {
             // An exception would kill the actor and every sequence with it: turn it into an
@@ -512,6 +527,12 @@ executor_fn(executor_pointer self, msg::executor_order order,
             info.parameters = model::parameter_count(cfg);
             info.weight_bytes = st.engine->weight_bytes();
             info.kv_pool_bytes = st.engine->kv_pool_bytes();
+            if (st.draft) {
+                // What the version holds is both models.
+                info.describe += "; draft model: " + st.draft->describe();
+                info.weight_bytes += st.draft->weight_bytes();
+                info.kv_pool_bytes += st.draft->kv_pool_bytes();
+            }
             info.kernels = st.engine->kernel_choices();
             if (info.eog_ids.empty()) {
                 const auto eog = st.engine->vocab().eog_ids();

@@ -35,6 +35,8 @@ struct seq_state {
     bool attaching = false;
     std::uint32_t attached_to = 0;  ///< KV length after the last attach (may pass the chunk)
     std::uint64_t prefix_scope = 0; ///< the cache scope its blocks are looked up and offered in
+    /// Draft model: positions of this sequence its KV holds (executor_draft.cpp).
+    std::uint32_t draft_kv = 0;
 };
 
 struct executor_state {
@@ -47,6 +49,8 @@ struct executor_state {
     /// Set by the supervisor when this executor is replaced (a stuck step): schema loops stop.
     std::shared_ptr<model::constrain::cancel_token> cancel;
     std::string kernels; ///< the ops' kernel families, joined (step_result::kernels)
+    /// Speculative decoding: the draft model (executor_order::draft_model), null when none.
+    std::unique_ptr<model::engine> draft;
     static inline const char* name = "executor";
 };
 
@@ -61,5 +65,13 @@ void extend_cached(executor_state& st, const msg::step_batch& batch,
                    msg::step_result& out);
 /// Offers the blocks `seq` has filled with prompt positions to the prefix cache.
 void publish_prefix(executor_state& st, std::uint64_t seq);
+
+/// The draft model of `order` (executor_draft.cpp), loaded on the CPU beside `main`: refused
+/// unless its vocabulary is main's, piece for piece.
+[[nodiscard]] result<std::unique_ptr<model::engine>>
+load_draft_model(const msg::executor_order& order, const model::engine& main);
+/// After a step's samples: the draft model's greedy proposals for every chunk of `batch` with
+/// draft_next, into out.drafts.
+void propose_drafts(executor_state& st, const msg::step_batch& batch, msg::step_result& out);
 
 } // namespace bitnet::actors::executor_detail

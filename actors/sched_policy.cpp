@@ -398,6 +398,8 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
             ++spec_accepted_;
             if (cit->source == draft_source::grammar)
                 ++spec_grammar_accepted_;
+            else if (cit->source == draft_source::model)
+                ++spec_model_accepted_;
         }
 
         if (s.req.max_tokens == 0) {
@@ -496,6 +498,8 @@ policy_stats policy::stats() const {
     st.spec_accepted = spec_accepted_;
     st.spec_grammar_drafted = spec_grammar_drafted_;
     st.spec_grammar_accepted = spec_grammar_accepted_;
+    st.spec_model_drafted = spec_model_drafted_;
+    st.spec_model_accepted = spec_model_accepted_;
     for (const auto& [id, s] : seqs_) {
         const std::uint64_t to_prefill = s.tokens.size() - s.n_cached;
         const std::uint64_t to_generate =

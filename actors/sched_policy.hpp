@@ -119,6 +119,9 @@ struct chunk {
     /// token the sequence's schema allows there): those say nothing of how well drafts guess.
     draft_source source = draft_source::ngram;
     std::uint32_t n_certain = 0;
+    /// Draft model: after this chunk's sample, the executor's draft model proposes up to this
+    /// many tokens to follow it (offer_drafts), for the next step.
+    std::uint32_t draft_next = 0;
 
     /// Whether a sample for sequence `id` answers this chunk (its own, or a fork's).
     [[nodiscard]] bool want_logits_for(request_id id) const noexcept {
@@ -191,6 +194,8 @@ struct policy_stats {
     std::uint64_t spec_accepted = 0;
     std::uint64_t spec_grammar_drafted = 0;
     std::uint64_t spec_grammar_accepted = 0;
+    std::uint64_t spec_model_drafted = 0; ///< and those from the draft model
+    std::uint64_t spec_model_accepted = 0;
 };
 
 class policy {
@@ -243,6 +248,11 @@ public:
     /// from there. Call before update_from_output for the step.
     void prefix_attached(request_id id, std::uint32_t n_tokens) noexcept;
 
+    /// Draft model: tokens it proposes to follow sequence `id`'s tokens as they are now (after
+    /// update_from_output for the step that asked, chunk::draft_next). The next plan drafts them
+    /// if nothing has changed meanwhile; anything stale is ignored.
+    void offer_drafts(request_id id, std::span<const token_id> tokens);
+
     /// Sequences that ended outside update_from_output (finish(), deadlines in schedule()).
     [[nodiscard]] std::vector<finished_seq> take_finished();
 
@@ -270,6 +280,9 @@ private:
         std::uint32_t spec_misses = 0; ///< rejected single drafts in a row (the rest doubles)
         /// Jump-forward drafts from the request's schema (null: no schema, or no speculation).
         std::shared_ptr<grammar_drafter> grammar;
+        /// The draft model's proposal, for the sequence's tokens when they were this many.
+        std::vector<token_id> model_drafts;
+        std::size_t model_drafts_at = 0;
         state st = state::waiting;
         seq_timings timings;
     };
@@ -349,6 +362,8 @@ private:
     std::uint64_t spec_accepted_ = 0;
     std::uint64_t spec_grammar_drafted_ = 0;
     std::uint64_t spec_grammar_accepted_ = 0;
+    std::uint64_t spec_model_drafted_ = 0;
+    std::uint64_t spec_model_accepted_ = 0;
     std::vector<request_id> pending_release_;
     std::uint32_t pending_release_blocks_ = 0; ///< private_blocks of pending_release_
     /// Blocks may be shared between sequences (prefix caching, or n > 1 forks): a released

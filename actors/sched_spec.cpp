@@ -1,6 +1,7 @@
 // Speculative decoding in the batching policy: which decode chunks carry draft tokens, and what
 // a verification leaves behind. The drafts come from the sequence's schema where it forces the
-// next bytes, else from the sequence's own tokens (spec_draft.hpp); the
+// next bytes, else from the draft model (when the executor has one), else from the sequence's
+// own tokens (spec_draft.hpp); the
 // executor verifies them exactly (a draft is accepted only when the sequence's own sampler,
 // drawing from the row computed as that position's decode, picks it), so output never changes,
 // only the number of passes it takes. Drafts only use what a step leaves after every decode,
@@ -56,8 +57,12 @@ void policy::plan_drafts(step_plan& plan, std::uint32_t budget) {
             std::min<std::uint64_t>(k, capacity > end ? capacity - end : 0));
         if (k == 0)
             continue;
-        // Guesses, of either source, follow the sequence's adaptive draft length.
+        // Guesses, of any source, follow the sequence's adaptive draft length.
         const std::uint32_t guesses = resting ? 0 : std::min(k, std::max(s.spec_k, 1u));
+        // The draft model proposes for the next step after this one's sample (it sits out
+        // while the sequence rests).
+        if (cfg_.spec_draft_model && !resting)
+            c.draft_next = std::min(cfg_.spec_max_draft, std::max(s.spec_k, 1u));
         draft_scratch_.clear();
         std::uint32_t certain = 0;
         draft_source source = draft_source::ngram;
@@ -67,6 +72,12 @@ void policy::plan_drafts(step_plan& plan, std::uint32_t budget) {
             draft_scratch_.resize(std::max<std::size_t>(
                 certain, std::min<std::size_t>(draft_scratch_.size(), guesses)));
             source = draft_source::grammar;
+        }
+        if (draft_scratch_.empty() && guesses > 0 && !s.model_drafts.empty() &&
+            s.model_drafts_at == s.tokens.size()) {
+            source = draft_source::model;
+            const auto n = std::min<std::size_t>(guesses, s.model_drafts.size());
+            draft_scratch_.assign(s.model_drafts.begin(), s.model_drafts.begin() + n);
         }
         if (draft_scratch_.empty()) {
             source = draft_source::ngram;
@@ -102,6 +113,8 @@ void policy::settle_drafts(const step_plan& plan,
             spec_drafted_ += c.n_draft;
             if (c.source == draft_source::grammar)
                 spec_grammar_drafted_ += c.n_draft;
+            else if (c.source == draft_source::model)
+                spec_model_drafted_ += c.n_draft;
         }
         auto sit = seqs_.find(c.part.seq);
         if (sit == seqs_.end())
@@ -138,6 +151,14 @@ void policy::settle_drafts(const step_plan& plan,
             s.spec_k = accepted + 1;
         }
     }
+}
+
+void policy::offer_drafts(request_id id, std::span<const token_id> tokens) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end() || it->second.st != state::running)
+        return;
+    it->second.model_drafts.assign(tokens.begin(), tokens.end());
+    it->second.model_drafts_at = it->second.tokens.size();
 }
 
 } // namespace bitnet::sched

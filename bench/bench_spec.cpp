@@ -12,11 +12,17 @@
 //       greedy  the model's own argmax on a random prompt (what random weights do by themselves);
 //       schema  the model's own argmax under a JSON Schema of long fixed keys and enum members:
 //               the bytes the schema forces are drafted (jump-forward), the rest is the model's;
-//   and for each the draft tokens verified and accepted.
+//   and for each the draft tokens verified and accepted;
+//   - with --draft-model: the time a draft model takes to propose k tokens for one sequence (a
+//     pass over the confirmed tokens, then one pass per further draft, as the executor does),
+//     over the served model's decode step, and from it and the verification cost the tokens/s
+//     ratio a given acceptance rate would give (random weights accept nothing, so the ratio at
+//     measured acceptance is not a figure here).
 // A teacher-forced step still computes every logits row a real one does; only the choice of
 // token is the teacher's. Each figure is the median of --repeats runs. Usage:
 //   bench_spec -m MODEL [--threads 2] [--doc 1000] [--gen 256] [--max-draft 8]
-//              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy|schema]
+//              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy|schema|draft]
+//              [--draft-model FILE]
 #include "actors/sched_policy.hpp"
 #include "bench_timing.hpp"
 #include "model/constrain/token_constraint.hpp"
@@ -27,6 +33,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <optional>
@@ -161,6 +168,39 @@ std::int32_t argmax(std::span<const float> row) {
     return static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin());
 }
 
+/// Seconds for draft model `d` to propose k tokens for one sequence at context `context` (its
+/// KV holding the sequence's confirmed tokens but the last two: the tokens of one accepted draft
+/// and the new sample), k = 1..max_k; and the same proposal's positions dropped after.
+std::vector<double> draft_cost(model::engine& d, std::uint32_t context, std::uint32_t max_k,
+                               int repeats) {
+    std::mt19937_64 rng(9);
+    const auto n_vocab = d.config().n_vocab;
+    const auto prompt = random_tokens(context - 2, n_vocab, rng);
+    model::seq_chunk pre{1, prompt, 0, false};
+    must(static_cast<bool>(d.step(std::span<const model::seq_chunk>(&pre, 1))), "draft prefill");
+    std::vector<double> out;
+    for (std::uint32_t k = 1; k <= max_k; ++k) {
+        std::vector<double> runs;
+        for (int r = 0; r < repeats * 4; ++r) {
+            const auto t0 = clock_type::now();
+            model::seq_chunk c{1, random_tokens(2, n_vocab, rng), context - 2, true};
+            std::uint32_t pos = context;
+            for (std::uint32_t j = 0; j < k; ++j) {
+                auto so = d.step(std::span<const model::seq_chunk>(&c, 1));
+                must(static_cast<bool>(so), "draft step failed");
+                const auto t = argmax(so->row(so->rows_for_chunk[0], n_vocab));
+                c = model::seq_chunk{1, {t}, pos++, true};
+            }
+            runs.push_back(seconds_since(t0));
+            // Back to the confirmed tokens: the two fed and the k - 1 drafts computed.
+            must(static_cast<bool>(d.truncate(1, k + 1)), "draft truncate failed");
+        }
+        out.push_back(median(runs));
+    }
+    d.release(1);
+    return out;
+}
+
 /// Median tokens/s (decode only: the prompt's prefill is timed apart and taken out) with and
 /// without drafts, and the drafted/accepted counts of the last run with drafts.
 void compare(const char* name, model::engine& e, const std::vector<std::int32_t>& prompt,
@@ -196,7 +236,7 @@ void compare(const char* name, model::engine& e, const std::vector<std::int32_t>
 
 int main(int argc, char** argv) {
     CLI::App app{"speculative decoding: verification cost and tokens/s with and without drafts"};
-    std::string model_path, only;
+    std::string model_path, only, draft_path;
     int threads = 2, repeats = 3;
     std::uint32_t doc = 1000, gen = 256, max_draft = 8, context = 512;
     app.add_option("-m,--model", model_path)->required();
@@ -206,7 +246,8 @@ int main(int argc, char** argv) {
     app.add_option("--max-draft", max_draft, "spec_max_draft, and the largest k of the cost table");
     app.add_option("--context", context, "positions in the KV cache for the cost table");
     app.add_option("--repeats", repeats);
-    app.add_option("--only", only, "verify, copy, miss, greedy or schema");
+    app.add_option("--only", only, "verify, copy, miss, greedy, schema or draft");
+    app.add_option("--draft-model", draft_path, "a draft model (same vocabulary) to time");
     CLI11_PARSE(app, argc, argv);
 
     model::engine_options opt;
@@ -219,12 +260,42 @@ int main(int argc, char** argv) {
     std::printf("model %s: %s\n", model_path.c_str(), e.describe().c_str());
     const auto n_vocab = e.config().n_vocab;
 
-    if (only.empty() || only == "verify") {
-        const auto cost = verify_cost(e, context, max_draft, repeats);
+    std::vector<double> cost;
+    if (only.empty() || only == "verify" || only == "draft") {
+        cost = verify_cost(e, context, max_draft, repeats);
         std::printf("verification cost at context %u (median step ms, ratio to a decode step):\n",
                     context);
         for (std::size_t k = 0; k < cost.size(); ++k)
             std::printf("  k=%zu  %8.2f ms  %.3f\n", k, cost[k] * 1e3, cost[k] / cost[0]);
+        std::fflush(stdout);
+    }
+    if (!draft_path.empty() && (only.empty() || only == "draft")) {
+        model::engine_options dopt = opt;
+        dopt.model_path = draft_path;
+        dopt.kv_budget_bytes = 256ull << 20;
+        auto dl = model::engine::load(dopt);
+        must(static_cast<bool>(dl), dl ? "" : dl.error().to_string());
+        must((*dl)->config().n_vocab == n_vocab, "the draft model's vocabulary differs");
+        std::printf("draft model %s: %s\n", draft_path.c_str(), (*dl)->describe().c_str());
+        const auto dc = draft_cost(**dl, context, max_draft, repeats);
+        // A step with k drafts yields 1 + (accepted drafts) tokens; with each draft accepted at
+        // rate a (independently, in order) that is (1 - a^(k+1)) / (1 - a) on average, and it
+        // costs the draft model's proposal plus the verification step.
+        std::printf("draft proposal of k tokens (median ms, ratio to a decode step), and the "
+                    "tokens/s ratio at acceptance a:\n");
+        std::printf("  k   draft ms  ratio   a=0.5   a=0.7   a=0.8   a=0.9   break-even a\n");
+        for (std::size_t k = 1; k <= dc.size() && k < cost.size(); ++k) {
+            const double step = (cost[k] + dc[k - 1]) / cost[0];
+            auto gain = [&](double a) { return (1 - std::pow(a, k + 1.0)) / (1 - a) / step; };
+            double lo = 0, hi = 0.999;
+            for (int it = 0; it < 60; ++it) {
+                const double mid = (lo + hi) / 2;
+                (gain(mid) < 1 ? lo : hi) = mid;
+            }
+            std::printf("  %zu  %8.2f  %6.3f  %6.3f  %6.3f  %6.3f  %6.3f   %.2f\n", k,
+                        dc[k - 1] * 1e3, dc[k - 1] / cost[0], gain(0.5), gain(0.7), gain(0.8),
+                        gain(0.9), gain(0.999) < 1 ? 1.0 : hi);
+        }
         std::fflush(stdout);
     }
     std::mt19937_64 rng(11);

@@ -32,6 +32,9 @@ std::span<const field> fields() {
          "most draft tokens a sequence verifies per step (0 = no speculative decoding)"},
         {"spec_step_tokens", &server_config::spec_step_tokens, 1, 1u << 20,
          "drafts are added only while a step holds fewer tokens than this"},
+        {"draft_model", &server_config::draft_model, 0, 0,
+         "GGUF of a smaller model with the same vocabulary: its greedy tokens are drafts for the "
+         "models the server starts with (empty = none)"},
         {"max_n", &server_config::max_n, 1, 127,
          "largest n (choices from one prompt, its KV shared) on completions and chat"},
         {"kv_cache_type", &server_config::kv_cache_type, 0, 0,

@@ -57,6 +57,9 @@ struct server_config {
     std::uint32_t spec_max_draft = 8;
     /// Drafts are added only while a step holds fewer tokens than this.
     std::uint32_t spec_step_tokens = 16;
+    /// A smaller GGUF with the same vocabulary whose greedy tokens are drafts for the models the
+    /// server starts with (msg::executor_order::draft_model); empty = none.
+    std::string draft_model;
     /// The largest OpenAI `n` (choices sharing one prompt's KV); above it a request is a 400.
     std::uint32_t max_n = 8;
 

@@ -148,7 +148,7 @@ void session::ticket_reply(const std::string& route, const msg::operation_ticket
     send_json(route, e.status, ticket_error_body(e, id, t.operation_id), id, {}, e.retry_after_s);
 }
 
-/// POST /v1/models/load {"alias","path","version"?,"warmup"?,"device"?}
+/// POST /v1/models/load {"alias","path","version"?,"warmup"?,"device"?,"draft_model"?}
 void session::do_load(const std::string& body) {
     const std::string route = "/v1/models/load";
     auto o = body_object(route, body);
@@ -173,6 +173,14 @@ void session::do_load(const std::string& body) {
                                                        "letters, digits, '.', '_', '-', ':'"),
                               "-");
         order.version = v->get_string();
+    }
+    if (const auto* dm = o->if_contains("draft_model"); dm && !dm->is_null()) {
+        if (!dm->is_string() || dm->get_string().empty())
+            return send_error(route,
+                              invalid_value("draft_model", "draft_model must name a GGUF file "
+                                                           "with the model's vocabulary"),
+                              "-");
+        order.draft_path = dm->get_string();
     }
     const auto warmup = bool_field(route, *o, "warmup", order.warmup);
     if (!warmup)

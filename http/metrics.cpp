@@ -165,6 +165,7 @@ struct metrics::impl {
             .Register(*reg);
     pm::Counter& spec_drafted_ngram = spec_drafted_family.Add({{"source", "ngram"}});
     pm::Counter& spec_drafted_grammar = spec_drafted_family.Add({{"source", "grammar"}});
+    pm::Counter& spec_drafted_model = spec_drafted_family.Add({{"source", "draft_model"}});
     pm::Family<pm::Counter>& spec_accepted_family =
         pm::BuildCounter()
             .Name("bitnet_spec_accepted_tokens_total")
@@ -173,8 +174,9 @@ struct metrics::impl {
             .Register(*reg);
     pm::Counter& spec_accepted_ngram = spec_accepted_family.Add({{"source", "ngram"}});
     pm::Counter& spec_accepted_grammar = spec_accepted_family.Add({{"source", "grammar"}});
+    pm::Counter& spec_accepted_model = spec_accepted_family.Add({{"source", "draft_model"}});
     std::mutex prefix_mu;
-    std::map<std::string, std::array<std::uint64_t, 7>> prefix_seen; ///< model+version -> last
+    std::map<std::string, std::array<std::uint64_t, 9>> prefix_seen; ///< model+version -> last
     std::string node; ///< this node's name, the `node` label of the cluster series
     pm::Counter& spans_dropped =
         pm::BuildCounter()
@@ -361,15 +363,17 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
     std::lock_guard lk(impl_->prefix_mu);
     for (const auto& s : stats) {
         auto& seen = impl_->prefix_seen[s.model + '\n' + s.model_version];
-        // Drafts by source: the totals less the schema's are the n-grams'.
-        const std::array<std::uint64_t, 7> now{
+        // Drafts by source: the totals less the schema's and the draft model's are the n-grams'.
+        const std::array<std::uint64_t, 9> now{
             s.prefix_query_tokens,
             s.prefix_hit_tokens,
             s.prompt_tokens_computed,
-            s.spec_drafted_tokens - s.spec_grammar_drafted_tokens,
-            s.spec_accepted_tokens - s.spec_grammar_accepted_tokens,
+            s.spec_drafted_tokens - s.spec_grammar_drafted_tokens - s.spec_model_drafted_tokens,
+            s.spec_accepted_tokens - s.spec_grammar_accepted_tokens - s.spec_model_accepted_tokens,
             s.spec_grammar_drafted_tokens,
-            s.spec_grammar_accepted_tokens};
+            s.spec_grammar_accepted_tokens,
+            s.spec_model_drafted_tokens,
+            s.spec_model_accepted_tokens};
         // Figures only grow within a version; a smaller one is a restarted batcher: all new.
         auto delta = [&](std::size_t i) {
             return static_cast<double>(now[i] >= seen[i] ? now[i] - seen[i] : now[i]);
@@ -381,6 +385,8 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
         impl_->spec_accepted_ngram.Increment(delta(4));
         impl_->spec_drafted_grammar.Increment(delta(5));
         impl_->spec_accepted_grammar.Increment(delta(6));
+        impl_->spec_drafted_model.Increment(delta(7));
+        impl_->spec_accepted_model.Increment(delta(8));
         seen = now;
     }
     const double q = impl_->prefix_queries.Value();

@@ -47,6 +47,9 @@ struct batch_policy {
     std::uint32_t spec_step_tokens = 16;
     /// Whether a request that does not say (spec_mode::server_default) speculates.
     bool spec_by_default = false;
+    /// The executor has a draft model (executor_order::draft_model): speculating sequences ask
+    /// it for drafts after each of their samples (step_chunk::draft_next).
+    bool spec_draft_model = false;
 };
 
 } // namespace bitnet::msg

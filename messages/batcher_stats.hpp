@@ -49,6 +49,9 @@ struct batcher_stats {
     std::uint64_t spec_accepted_tokens = 0;
     std::uint64_t spec_grammar_drafted_tokens = 0;
     std::uint64_t spec_grammar_accepted_tokens = 0;
+    /// Those of them proposed by the draft model (executor_order::draft_model).
+    std::uint64_t spec_model_drafted_tokens = 0;
+    std::uint64_t spec_model_accepted_tokens = 0;
 };
 
 template <class Inspector>
@@ -59,7 +62,8 @@ typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
              x.prefix_hit_tokens, x.prompt_tokens_computed, x.mask_cache_budget_bytes,
              x.mask_cache_bytes, x.mask_cache_masks, x.mask_cache_schemas, x.mask_cache_hits,
              x.mask_cache_misses, x.mask_cache_evictions, x.spec_drafted_tokens,
-             x.spec_accepted_tokens, x.spec_grammar_drafted_tokens, x.spec_grammar_accepted_tokens);
+             x.spec_accepted_tokens, x.spec_grammar_drafted_tokens, x.spec_grammar_accepted_tokens,
+             x.spec_model_drafted_tokens, x.spec_model_accepted_tokens);
 }
 
 } // namespace bitnet::msg

@@ -38,6 +38,9 @@ struct executor_order {
     /// Why this placement, when the supervisor chose it (e.g. "fallback from cuda:0: ..."):
     /// reported as executor_info::device_reason. Empty: the executor says why itself.
     std::string device_reason;
+    /// Speculative decoding: a smaller GGUF with the same vocabulary whose greedy tokens are
+    /// drafts for this model's sequences (loaded beside it, on the CPU); empty = none.
+    std::string draft_model;
 };
 
 /// Everything a batcher needs besides its executor and, in this process, its tokenizer (a
@@ -61,13 +64,13 @@ typename Inspector::result_type inspect(Inspector& f, batch_policy& x) {
     return f(caf::meta::type_name("batch_policy"), x.max_batch_tokens, x.decoding_batch_tokens,
              x.max_batch_seqs, x.kv_block_tokens, x.kv_blocks_total, x.n_ctx, x.weights, x.eog_ids,
              x.prefix_caching, x.tenant_share_percent, x.spec_max_draft, x.spec_step_tokens,
-             x.spec_by_default);
+             x.spec_by_default, x.spec_draft_model);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, executor_order& x) {
     return f(caf::meta::type_name("executor_order"), x.alias, x.engine_kind, x.engine, x.device,
-             x.eog_ids, x.file_sha256, x.file, x.device_reason);
+             x.eog_ids, x.file_sha256, x.file, x.device_reason, x.draft_model);
 }
 
 template <class Inspector>

@@ -333,13 +333,28 @@ struct step_chunk {
     /// row after row while each sample equals the next draft, keeps the KV of the drafts it
     /// accepted and drops the rest (engine::truncate).
     std::uint32_t n_draft = 0;
+    /// Speculative decoding with a draft model: after this chunk's sample, the draft model
+    /// proposes up to this many tokens to follow it (step_result::drafts). 0 = none.
+    std::uint32_t draft_next = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
     return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token,
              x.json_schema, x.prefix_tokens, x.reuse_blocks, x.prefix_scope, x.fork_to,
-             x.fork_params, x.n_draft);
+             x.fork_params, x.n_draft, x.draft_next);
+}
+
+/// A draft model's proposal for a sequence: tokens to follow its last sample, for the next step
+/// to verify.
+struct draft_proposal {
+    std::uint64_t seq = 0;
+    std::vector<token_id> tokens;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, draft_proposal& x) {
+    return f(caf::meta::type_name("draft_proposal"), x.seq, x.tokens);
 }
 
 /// batcher -> executor: release these sequences' KV, then run one forward pass and sample.
@@ -424,13 +439,15 @@ struct step_result {
     std::vector<std::uint32_t> hit_tokens{};
     /// The kernel families the executor's ops run ("avx512_vnni", "cuda", ...), for traces.
     std::string kernels{};
+    /// Speculative decoding: the draft model's proposals for chunks with draft_next.
+    std::vector<draft_proposal> drafts{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
              x.failed, x.prompt_scores, x.prefix_hit_tokens, x.prompt_tokens_computed, x.extended,
-             x.extended_to, x.hit_seqs, x.hit_tokens, x.kernels);
+             x.extended_to, x.hit_seqs, x.hit_tokens, x.kernels, x.drafts);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.
@@ -466,11 +483,14 @@ struct load_order {
     std::string version;         ///< empty = the first 12 hex digits of the file's SHA-256
     bool warmup = true;          ///< run a short generation and check its logits before the flip
     std::string device = "auto"; ///< auto|cpu|cuda|cuda:N|sim:N (auto: the server's devices)
+    /// Speculative decoding: a draft model's GGUF (same vocabulary); empty = none.
+    std::string draft_path;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, load_order& x) {
-    return f(caf::meta::type_name("load_order"), x.alias, x.path, x.version, x.warmup, x.device);
+    return f(caf::meta::type_name("load_order"), x.alias, x.path, x.version, x.warmup, x.device,
+             x.draft_path);
 }
 
 /// The supervisor's answer to load, rollback and unload: accepted (the new operation's id) or

@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -125,8 +126,12 @@ struct run_result {
 
 /// Runs every request to its end; checks after each step that the policy's KV count matches the
 /// engine's and that token indices arrive in order without gaps.
+/// `draft_model`, when given, stands in for the executor's draft model: after each step, every
+/// chunk that asked (draft_next) is offered that many tokens, each `draft_model` of the one
+/// before, from the sequence's last sample.
 run_result run_all(const policy_config& cfg, const std::vector<seq_request>& reqs, next_fn next,
-                   const std::function<void(const step_plan&)>& on_plan = {}) {
+                   const std::function<void(const step_plan&)>& on_plan = {},
+                   const next_fn& draft_model = {}) {
     policy pol(cfg);
     verifying_engine eng{cfg.kv_block_tokens, cfg.kv_blocks_total, std::move(next), {}};
     for (const auto& r : reqs)
@@ -147,6 +152,18 @@ run_result run_all(const policy_config& cfg, const std::vector<seq_request>& req
         const auto samples = eng.run(plan);
         CHECK(eng.used_after_append == planned_used);
         auto out = pol.update_from_output(plan, samples, t0);
+        for (const auto& c : plan.chunks) {
+            CHECK((c.draft_next == 0 || cfg.spec_draft_model));
+            if (c.draft_next == 0 || !draft_model)
+                continue;
+            auto last = std::find_if(samples.rbegin(), samples.rend(),
+                                     [&](const sample& x) { return x.id == c.part.seq; });
+            REQUIRE(last != samples.rend());
+            std::vector<token_id> d{draft_model(last->token)};
+            while (d.size() < c.draft_next)
+                d.push_back(draft_model(d.back()));
+            pol.offer_drafts(c.part.seq, d);
+        }
         ++res.steps;
         for (const auto& ev : out.tokens) {
             auto& got = res.tokens[ev.id];
@@ -342,4 +359,66 @@ TEST_CASE("speculation: mixed batches under KV pressure (preemption) give every 
         CHECK(together.tokens.at(r.id) == alone.tokens.at(r.id));
     }
     MESSAGE("preemptions in the mixed run: " << together.stats.preemptions);
+}
+
+TEST_CASE("spec policy: a draft model's offers are drafted next step, the output is unchanged, "
+          "and wrong offers back off") {
+    auto cfg = spec_config(8);
+    cfg.spec_draft_model = true;
+    // climb never repeats, so n-grams propose nothing: every draft is the draft model's.
+    const std::vector<seq_request> reqs{spec_req(1, {5, 6, 7}, 60), spec_req(2, {40, 41}, 50)};
+    auto plain_cfg = spec_config(0);
+    const auto plain = run_all(plain_cfg, reqs, climb);
+    // A draft model that is right four times in five.
+    int calls = 0;
+    const next_fn mostly = [&](token_id t) { return ++calls % 5 == 0 ? t + 7 : t + 1; };
+    const auto good = run_all(cfg, reqs, climb, {}, mostly);
+    CHECK(good.tokens == plain.tokens);
+    CHECK(good.reasons == plain.reasons);
+    MESSAGE("draft model right 4 in 5: " << good.steps << " steps (" << plain.steps << " without), "
+                                         << good.stats.spec_model_accepted << " of "
+                                         << good.stats.spec_model_drafted << " accepted");
+    CHECK(good.stats.spec_model_drafted == good.stats.spec_drafted);
+    CHECK(good.stats.spec_model_accepted > 40);
+    CHECK(good.steps * 3 < plain.steps * 2);
+    // Always wrong: the same output, and the sequence drafts less and rests.
+    const next_fn wrong = [](token_id t) { return t + 3; };
+    const auto bad = run_all(cfg, reqs, climb, {}, wrong);
+    CHECK(bad.tokens == plain.tokens);
+    CHECK(bad.stats.spec_model_accepted == 0);
+    MESSAGE("draft model always wrong: " << bad.stats.spec_model_drafted << " drafted in "
+                                         << bad.steps << " steps");
+    CHECK(bad.stats.spec_model_drafted < 60);
+    // Without a draft model configured, no chunk asks for proposals (checked in run_all).
+    CHECK(run_all(spec_config(8), reqs, climb).stats.spec_model_drafted == 0);
+}
+
+TEST_CASE("spec policy: an offer for tokens that have moved on is not drafted") {
+    auto cfg = spec_config(8);
+    cfg.spec_draft_model = true;
+    policy pol(cfg);
+    REQUIRE(pol.add(spec_req(1, {5, 6, 7}, 20), t0));
+    auto plan = pol.schedule(t0); // the prompt
+    REQUIRE(plan.chunks.size() == 1);
+    (void)pol.update_from_output(plan, std::vector<sample>{{1, 8, -0.1f}}, t0);
+    plan = pol.schedule(t0); // decoding 8: asks for proposals
+    REQUIRE(plan.chunks.size() == 1);
+    CHECK(plan.chunks[0].draft_next > 0);
+    CHECK(plan.chunks[0].n_draft == 0);
+    (void)pol.update_from_output(plan, std::vector<sample>{{1, 9, -0.1f}}, t0);
+    // Offered for the tokens as they are now (..., 8, 9): drafted next.
+    pol.offer_drafts(1, std::vector<token_id>{10, 11});
+    plan = pol.schedule(t0);
+    REQUIRE(plan.chunks.size() == 1);
+    CHECK(plan.chunks[0].n_draft == 2);
+    CHECK(plan.chunks[0].source == draft_source::model);
+    CHECK(plan.chunks[0].part.tokens == std::vector<token_id>{9, 10, 11});
+    // The draft before the last is refused: 9, 10 then 12. The stale offer of the step before is
+    // not drafted again, and an offer for an unknown sequence is ignored.
+    (void)pol.update_from_output(plan, std::vector<sample>{{1, 10, -0.1f}, {1, 12, -0.1f}}, t0);
+    pol.offer_drafts(99, std::vector<token_id>{1, 2});
+    plan = pol.schedule(t0);
+    REQUIRE(plan.chunks.size() == 1);
+    CHECK(plan.chunks[0].part.tokens.front() == 12);
+    CHECK(plan.chunks[0].source != draft_source::model);
 }

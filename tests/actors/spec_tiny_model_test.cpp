@@ -34,10 +34,15 @@ struct spec_rig {
     msg::executor_actor exec;
     msg::batcher_actor batcher;
 
-    spec_rig(std::uint32_t max_draft, std::uint32_t kv_blocks) {
-        exec = actors::spawn_executor(sys, test::tiny_executor_order());
+    /// `draft_model`: a draft model's file beside the tiny one (empty: none).
+    spec_rig(std::uint32_t max_draft, std::uint32_t kv_blocks,
+             const std::string& draft_model = {}) {
+        auto eo = test::tiny_executor_order();
+        eo.draft_model = draft_model;
+        exec = actors::spawn_executor(sys, eo);
         auto bo = test::tiny_batcher_order(kv_blocks);
         bo.policy.spec_max_draft = max_draft;
+        bo.policy.spec_draft_model = !draft_model.empty();
         bo.policy.spec_step_tokens = 32;
         bo.policy.spec_by_default = true;
         batcher = actors::spawn_batcher(sys, bo, exec, tiny_tokenizer());
@@ -373,4 +378,93 @@ TEST_CASE("tiny-i2_s speculation: sampled output with drafts follows plain sampl
         // the seeds are fixed, so a pass stays a pass.
         CHECK(stat < chi_square_critical(df, 3.29));
     }
+}
+
+TEST_CASE("tiny-i2_s draft model: greedy and seeded outputs are the same with a draft model's "
+          "drafts, alone, in a mixed batch, under KV pressure and resumed after k tokens") {
+    // The tiny file drafts for itself: its greedy tokens, computed by another engine in other
+    // batches, are mostly what greedy decoding picks (near-ties aside) and often not what a
+    // seeded draw picks, so both verification outcomes happen.
+    spec_rig plain(0, 512);
+    spec_rig drafted(8, 512, test::tiny_model_path);
+    spec_rig tight(8, 40, test::tiny_model_path);
+    std::mt19937_64 rng(31);
+    constexpr std::uint32_t n_gen = 40;
+    auto reqs = mixed_requests(rng, n_gen);
+    std::vector<test::transcript> alone;
+    for (const auto& q : reqs)
+        alone.push_back(plain.run({q}).front());
+    for (std::size_t k = 0; k < reqs.size(); ++k) {
+        CAPTURE(k);
+        check_same(drafted.run({reqs[k]}).front(), alone[k]);
+    }
+    const auto st = drafted.stats();
+    MESSAGE("alone: " << st.spec_model_accepted_tokens << " of " << st.spec_model_drafted_tokens
+                      << " draft-model tokens accepted, " << st.steps << " steps for "
+                      << reqs.size() * n_gen << " tokens");
+    CHECK(st.spec_model_accepted_tokens > 100);
+    CHECK(st.spec_model_accepted_tokens < st.spec_model_drafted_tokens); // seeded draws refuse some
+    CHECK(st.steps * 3 < reqs.size() * n_gen * 2);
+    // Together (half of them not speculating), and in a pool that forces preemptions: the draft
+    // model's KV of a preempted sequence goes with it and is rebuilt.
+    for (std::size_t k = 0; k < reqs.size(); ++k) {
+        reqs[k].id += 100;
+        if (k % 2 == 1)
+            reqs[k].speculative = msg::spec_mode::off;
+    }
+    const auto together = drafted.run(reqs);
+    for (auto& q : reqs)
+        q.speculative = msg::spec_mode::server_default;
+    const auto squeezed = tight.run(reqs);
+    for (std::size_t k = 0; k < reqs.size(); ++k) {
+        CAPTURE(k);
+        check_same(together[k], alone[k]);
+        check_same(squeezed[k], alone[k]);
+    }
+    const auto ts = tight.stats();
+    MESSAGE("under pressure: " << ts.preemptions << " preemptions, "
+                               << ts.spec_model_accepted_tokens << " draft-model tokens accepted");
+    CHECK(ts.preemptions > 0);
+    CHECK(ts.spec_model_accepted_tokens > 0);
+    // Resumed after k tokens (a node died): the rest equals the first run's rest.
+    for (std::size_t r : {std::size_t{0}, std::size_t{2}}) {
+        const auto ids = test::generated_ids(alone[r]);
+        for (std::uint32_t k : {1u, 13u}) {
+            CAPTURE(r);
+            CAPTURE(k);
+            auto q = reqs[r];
+            q.id = 2000 + r * 100 + k;
+            q.prompt.insert(q.prompt.end(), ids.begin(), ids.begin() + k);
+            q.n_resumed = k;
+            const auto resumed = drafted.run({q}).front();
+            REQUIRE(resumed.done);
+            CHECK(test::generated_ids(resumed) ==
+                  std::vector<msg::token_id>(ids.begin() + k, ids.end()));
+        }
+    }
+}
+
+TEST_CASE("draft model: one whose vocabulary differs fails the load, naming draft_model") {
+    test::actor_test_config cfg;
+    caf::actor_system sys{cfg};
+    auto eo = test::tiny_executor_order();
+    // The default model: a vocabulary of 4,096 tokens against the tiny file's 8,192.
+    eo.draft_model = test::data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
+    caf::scoped_actor self{sys};
+    auto exec = actors::spawn_executor(sys, eo);
+    self->monitor(exec);
+    bitnet::error why{errc::timeout, "no down message"};
+    self->receive([&](const caf::down_msg& dm) { why = msg::from_caf_error(dm.reason); },
+                  caf::after(std::chrono::seconds(30)) >> [] { FAIL("no down message"); });
+    CHECK(why.value() == errc::invalid_argument);
+    CHECK(why.param == "draft_model");
+    CHECK(why.message.find("vocabulary") != std::string::npos);
+    // A missing file fails it too, saying which.
+    eo.draft_model = test::data_path("no-such-draft.gguf");
+    auto exec2 = actors::spawn_executor(sys, eo);
+    self->monitor(exec2);
+    self->receive([&](const caf::down_msg& dm) { why = msg::from_caf_error(dm.reason); },
+                  caf::after(std::chrono::seconds(30)) >> [] { FAIL("no down message"); });
+    CHECK(why.param == "draft_model");
+    CHECK(why.message.find("no-such-draft.gguf") != std::string::npos);
 }

@@ -73,8 +73,10 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     b.step = 3;
     b.release = {8};
     b.chunks.push_back({{9, {4, 5}, 2, true, 3}, {}});
+    b.chunks.back().draft_next = 4;
     auto b2 = round_trip(sys, b);
     REQUIRE(b2.chunks.size() == 1);
+    CHECK(b2.chunks[0].draft_next == 4);
     CHECK(b2.chunks[0].part.seq == 9);
     CHECK(b2.chunks[0].part.tokens == std::vector<msg::token_id>{4, 5});
     CHECK(b2.chunks[0].part.pos0 == 2);
@@ -96,6 +98,12 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     CHECK(s2.failed[0].code == static_cast<std::int32_t>(errc::invalid_argument));
     CHECK(s2.failed[0].message == "id 99");
     CHECK(s2.failed[0].param == "prompt");
+    // A draft model's proposals travel with the result.
+    s.drafts.push_back({9, {12, 13, 14}});
+    s2 = round_trip(sys, s);
+    REQUIRE(s2.drafts.size() == 1);
+    CHECK(s2.drafts[0].seq == 9);
+    CHECK(s2.drafts[0].tokens == std::vector<msg::token_id>{12, 13, 14});
 
     msg::batcher_stats st;
     st.waiting = {1, 2, 3};
@@ -108,13 +116,14 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
 TEST_CASE("model lifecycle messages round-trip: load order, ticket, versions and operations") {
     test_config cfg;
     caf::actor_system sys{cfg};
-    msg::load_order o{"tiny", "/models/b.gguf", "v2", false, "cpu"};
+    msg::load_order o{"tiny", "/models/b.gguf", "v2", false, "cpu", "/models/draft.gguf"};
     auto o2 = round_trip(sys, o);
     CHECK(o2.alias == "tiny");
     CHECK(o2.path == "/models/b.gguf");
     CHECK(o2.version == "v2");
     CHECK_FALSE(o2.warmup);
     CHECK(o2.device == "cpu");
+    CHECK(o2.draft_path == "/models/draft.gguf");
 
     msg::operation_ticket t{"conflict", "busy", "op-3", "tiny", "", "warming"};
     auto t2 = round_trip(sys, t);

@@ -180,3 +180,69 @@ TEST_CASE("speculative: every inference route takes the field, and a bad value i
     CHECK(bad.exit_code == 2);
     CHECK_MESSAGE(bad.err.find("speculative") != std::string::npos, bad.err);
 }
+
+TEST_CASE("speculative: a draft model's drafts, the same output as without, counted by source; "
+          "one with another vocabulary fails its load naming draft_model") {
+    // The draft: the tiny shape again with other weights and the same 512-token vocabulary
+    // (--vocab says so explicitly). Random weights rarely agree, so this checks the path and the
+    // exactness, not the acceptance (the tiny-file test and bench/RESULTS.md do).
+    test::scratch_dir dir;
+    const auto draft = dir.file("draft.gguf");
+    const auto made =
+        test::run_tool("bitnet-model", "make --shape tiny --seed 2 --vocab 512 -o " + draft);
+    REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+    test::server_process s({"--draft-model", draft});
+    const auto models = test::parse_object(s.get("/v1/models/tiny").body);
+    MESSAGE(boost::json::serialize(models.at("engine")));
+    CHECK(std::string(models.at("engine").as_string()).find("draft model") != std::string::npos);
+    auto body = [](const std::string& mode, const std::string& sampling) {
+        return R"({"model":"tiny","prompt":"It was the best of times, it was the worst of times",)"
+               R"("max_tokens":40)" +
+               sampling + R"(,"speculative":")" + mode + R"("})";
+    };
+    for (const std::string sampling : {R"(,"temperature":0)", R"(,"temperature":0.9,"seed":3)"}) {
+        CAPTURE(sampling);
+        const auto off = s.post("/v1/inference", body("off", sampling));
+        REQUIRE_MESSAGE(off.status == 200, off.body);
+        const auto on = s.post("/v1/inference", body("auto", sampling));
+        REQUIRE_MESSAGE(on.status == 200, on.body);
+        CHECK(test::parse_object(off.body).at("tokens") ==
+              test::parse_object(on.body).at("tokens"));
+    }
+    std::int64_t md = -1, ma = -1;
+    CHECK(within_seconds(10, [&] {
+        const auto d = stat(s, "spec_model_draft_tokens"),
+                   a = stat(s, "spec_model_accepted_tokens");
+        const auto metrics = s.get("/metrics").body;
+        const bool same =
+            d == md && a == ma &&
+            metrics.find("bitnet_spec_draft_tokens_total{source=\"draft_model\"} " +
+                         std::to_string(d) + "\n") != std::string::npos &&
+            metrics.find("bitnet_spec_accepted_tokens_total{source=\"draft_model\"} " +
+                         std::to_string(a) + "\n") != std::string::npos;
+        md = d;
+        ma = a;
+        return same;
+    }));
+    MESSAGE("random tiny draft model: " << ma << " of " << md << " drafts accepted");
+    CHECK(md > 0);
+    CHECK(ma <= md);
+
+    // A load naming a draft model of another vocabulary fails, and says why; so does a bad field.
+    const auto op = test::load_and_wait(
+        s, "mismatch", s.model_path(),
+        R"(,"draft_model":)" + boost::json::serialize(boost::json::value(fortunes_path)));
+    CHECK(op.at("state").as_string() == "failed");
+    const std::string failure(op.at("failure").as_string());
+    MESSAGE(failure);
+    CHECK(failure.find("vocabulary") != std::string::npos);
+    const auto bad =
+        s.post("/v1/models/load", test::load_body("x", s.model_path(), R"(,"draft_model":7)"));
+    CHECK(bad.status == 400);
+    CHECK(bad.body.find("draft_model") != std::string::npos);
+    // The same load with a matching draft serves, drafting.
+    const auto good = test::load_and_wait(s, "again", s.model_path(),
+                                          R"(,"draft_model":)" +
+                                              boost::json::serialize(boost::json::value(draft)));
+    CHECK(good.at("state").as_string() == "ready");
+}

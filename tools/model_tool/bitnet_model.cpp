@@ -14,11 +14,21 @@ namespace {
 
 int run_make(const std::string& arch, const std::string& shape_name, const std::string& format,
              const std::string& tokenizer_json, std::uint64_t seed, bool nan_norm,
-             const std::string& out) {
+             std::uint32_t vocab, const std::string& out) {
     auto shape = tools::find_shape(shape_name);
     if (!shape) {
         std::cerr << "error: " << shape.error().message << "\n";
         return 2;
+    }
+    // Another vocabulary size for the byte-level tokenizer: a smaller shape with a larger
+    // shape's vocabulary is a draft model for it.
+    if (vocab != 0) {
+        if (!tokenizer_json.empty() || vocab < 512) {
+            std::cerr << "error: --vocab needs the byte-level tokenizer (no --tokenizer) and at "
+                         "least 512 tokens\n";
+            return 2;
+        }
+        shape->n_vocab = vocab;
     }
     tools::synth_options opt;
     opt.arch = arch;
@@ -75,12 +85,17 @@ int main(int argc, char** argv) {
     make->add_option("--tokenizer", tokenizer, "Hugging Face tokenizer.json to embed");
     make->add_option("--seed", seed, "random seed")->capture_default_str();
     make->add_option("-o,--output", out, "output GGUF path")->required();
+    std::uint32_t vocab = 0;
+    make->add_option("--vocab", vocab,
+                     "vocabulary size of the byte-level tokenizer (default: the shape's); the "
+                     "same size makes the same vocabulary, so a small shape can draft for 2b4t");
     bool nan_norm = false;
     make->add_flag("--nan-output-norm", nan_norm,
                    "fill output_norm.weight with NaN: valid structure, never-finite logits "
                    "(for tests of the server's warm-up check)");
     int rc = 0;
-    make->callback([&] { rc = run_make(arch, shape, format, tokenizer, seed, nan_norm, out); });
+    make->callback(
+        [&] { rc = run_make(arch, shape, format, tokenizer, seed, nan_norm, vocab, out); });
 
     auto* import = app.add_subcommand(
         "import", "ternarize trained float weights (tools/train/export.py) into an I2_S GGUF");

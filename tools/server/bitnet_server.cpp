@@ -142,6 +142,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     eo.engine.max_batch_tokens = c.max_batch_tokens;
     eo.engine.q8_logits = c.q8_logits != 0;
     eo.engine.kv_q8_0 = c.kv_cache_type == "q8_0";
+    eo.draft_model = order.draft_path;
     spec.text = std::move(text->text);
     auto& bo = spec.batcher;
     bo.step_observer = step_metrics;
@@ -153,6 +154,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     bo.policy.spec_max_draft = c.spec_max_draft;
     bo.policy.spec_step_tokens = c.spec_step_tokens;
     bo.policy.spec_by_default = c.speculative == "auto";
+    bo.policy.spec_draft_model = !order.draft_path.empty() && c.spec_max_draft > 0;
     bo.policy.weights = {c.priority_weight_high, c.priority_weight_normal, c.priority_weight_low};
     bo.default_timeout_ms = c.default_timeout_ms;
     bo.step_timeout_ms = c.step_timeout_ms;
@@ -188,6 +190,7 @@ actors::supervisor_options supervisor_options_for(const conf::server_config& cfg
         msg::load_order order;
         order.alias = m.alias;
         order.path = m.path;
+        order.draft_path = cfg.draft_model;
         so.initial.push_back(order);
     }
     if (so.initial.empty())
