@@ -47,6 +47,10 @@ result<std::unique_ptr<model::engine>> load_draft_model(const msg::executor_orde
     opt.max_batch_tokens = order.engine.max_batch_tokens;
     opt.kv_budget_bytes =
         std::max(order.engine.kv_budget_bytes / draft_kv_share, draft_kv_min_bytes);
+    // Its logits from a Q8_0 copy of the embedding: half the bytes of the pass that dominates a
+    // small model with a large vocabulary, and drafts need no exact numbers (verification
+    // decides what is kept).
+    opt.q8_logits = true;
     auto loaded = model::engine::load(opt);
     if (!loaded)
         return error{loaded.error().value(),

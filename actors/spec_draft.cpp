@@ -46,11 +46,29 @@ std::shared_ptr<grammar_drafter> grammar_drafter::fresh() const {
 
 std::uint32_t grammar_drafter::propose(std::span<const msg::token_id> generated,
                                        std::uint32_t max_draft, std::vector<msg::token_id>& out) {
-    for (; fed_ < generated.size() && !broken_; ++fed_)
+    namespace mc = model::constrain;
+    if (max_draft == 0)
+        return 0;
+    std::string taken;
+    for (; fed_ < generated.size() && !broken_; ++fed_) {
         broken_ = !state_->accept(generated[fed_]);
+        const auto id = static_cast<std::size_t>(generated[fed_]);
+        if (id < schema_->vocab().pieces.size())
+            taken += schema_->vocab().pieces[id];
+    }
     if (broken_)
         return 0;
-    return model::constrain::draft_forced_tokens(*schema_, state_->state(), max_draft, out);
+    // What the new tokens wrote was forced: the rest of the look ahead still is.
+    if (ahead_.starts_with(taken))
+        ahead_.erase(0, taken.size());
+    else
+        ahead_.clear();
+    const std::size_t want = mc::forced_bytes_per_token * max_draft;
+    if (ahead_.empty() || (capped_ && ahead_.size() < want)) {
+        ahead_ = mc::forced_bytes(schema_->rules(), state_->state(), want);
+        capped_ = ahead_.size() == want;
+    }
+    return mc::draft_forced_tokens(*schema_, ahead_, max_draft, out);
 }
 
 } // namespace bitnet::sched

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace bitnet::model::constrain {
@@ -60,6 +61,11 @@ private:
     std::unique_ptr<model::constrain::token_constraint> state_;
     std::size_t fed_ = 0; ///< generated tokens state_ has taken
     bool broken_ = false; ///< a generated token did not fit (the executor ends such a sequence)
+    /// The forced bytes from state_, left from the last look ahead as tokens took them: a
+    /// forced stretch is scanned once, not once per step. `capped_`: the look ahead stopped at
+    /// its length limit, so more may be forced past it.
+    std::string ahead_;
+    bool capped_ = false;
 };
 
 } // namespace bitnet::sched

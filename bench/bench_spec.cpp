@@ -273,6 +273,7 @@ int main(int argc, char** argv) {
         model::engine_options dopt = opt;
         dopt.model_path = draft_path;
         dopt.kv_budget_bytes = 256ull << 20;
+        dopt.q8_logits = true; // as the executor loads a draft model
         auto dl = model::engine::load(dopt);
         must(static_cast<bool>(dl), dl ? "" : dl.error().to_string());
         must((*dl)->config().n_vocab == n_vocab, "the draft model's vocabulary differs");

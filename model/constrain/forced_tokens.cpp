@@ -5,13 +5,6 @@
 
 namespace bitnet::model::constrain {
 
-namespace {
-
-/// Bytes looked ahead per drafted token: pieces of BPE vocabularies are rarely longer.
-constexpr std::size_t bytes_per_token = 8;
-
-} // namespace
-
 std::string forced_bytes(const grammar& g, const byte_matcher& m, std::size_t max_bytes) {
     std::string out;
     byte_matcher cur = m;
@@ -40,7 +33,12 @@ std::uint32_t draft_forced_tokens(const compiled_constraint& c, const byte_match
                                   std::uint32_t max_tokens, std::vector<std::int32_t>& out) {
     if (max_tokens == 0)
         return 0;
-    const auto bytes = forced_bytes(c.rules(), m, bytes_per_token * max_tokens);
+    return draft_forced_tokens(c, forced_bytes(c.rules(), m, forced_bytes_per_token * max_tokens),
+                               max_tokens, out);
+}
+
+std::uint32_t draft_forced_tokens(const compiled_constraint& c, std::string_view bytes,
+                                  std::uint32_t max_tokens, std::vector<std::int32_t>& out) {
     const auto& vocab = c.vocab();
     std::uint32_t certain = 0;
     bool all_certain = true;

@@ -27,4 +27,12 @@ namespace bitnet::model::constrain {
 std::uint32_t draft_forced_tokens(const compiled_constraint& c, const byte_matcher& m,
                                   std::uint32_t max_tokens, std::vector<std::int32_t>& out);
 
+/// The same split for `bytes` already known to be forced from the current state (a prefix of
+/// forced_bytes' answer, e.g. what is left of an earlier one as tokens take it).
+std::uint32_t draft_forced_tokens(const compiled_constraint& c, std::string_view bytes,
+                                  std::uint32_t max_tokens, std::vector<std::int32_t>& out);
+
+/// Bytes looked ahead per drafted token: pieces of BPE vocabularies are rarely longer.
+inline constexpr std::size_t forced_bytes_per_token = 8;
+
 } // namespace bitnet::model::constrain
