@@ -181,8 +181,8 @@ TEST_CASE("speculative: every inference route takes the field, and a bad value i
     CHECK_MESSAGE(bad.err.find("speculative") != std::string::npos, bad.err);
 }
 
-TEST_CASE("speculative: a draft model's drafts, the same output as without, counted by source; "
-          "one with another vocabulary fails its load naming draft_model") {
+TEST_CASE("speculative: a draft model's drafts, the same output as without, counted by source, "
+          "and one with another vocabulary fails its load naming draft_model") {
     // The draft: the tiny shape again with other weights and the same 512-token vocabulary
     // (--vocab says so explicitly). Random weights rarely agree, so this checks the path and the
     // exactness, not the acceptance (the tiny-file test and bench/RESULTS.md do).
