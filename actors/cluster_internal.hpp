@@ -32,6 +32,9 @@ struct member {
     peer_roles roles = 0;    ///< proven by its certificate (TLS) or declared (insecure)
     msg::node_report last;   ///< its latest report
     clock::time_point last_seen{};
+    /// When its last heartbeat arrived while it was up (cluster_options::on_heartbeat_gap);
+    /// cleared when it goes down, so a gap never spans an outage.
+    clock::time_point last_heartbeat{};
     health state = health::down;
     bool ever_up = false;
     bool dialing = false;

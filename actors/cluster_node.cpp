@@ -154,6 +154,7 @@ void mark_down(pointer self, member& m, const std::string& why) {
         return;
     m.state = health::down;
     m.down_since = clock::now();
+    m.last_heartbeat = {};
     if (m.peer)
         peer_gate::process().drop(m.peer->node());
     spdlog::warn("cluster: node '{}' ({}) is down: {}", m.name, m.address, why);
@@ -223,6 +224,13 @@ bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor
     m.address = r.address;
     m.last = r;
     m.last_seen = clock::now();
+    // Heartbeat gaps, between heartbeats of a member that stayed up (a join starts the count).
+    if (!proven && m.state != health::down) {
+        if (m.last_heartbeat != clock::time_point{} && st.opt.on_heartbeat_gap)
+            st.opt.on_heartbeat_gap(
+                m.name, std::chrono::duration<double>(m.last_seen - m.last_heartbeat).count());
+        m.last_heartbeat = m.last_seen;
+    }
     if (m.peer)
         peer_gate::process().admit(m.peer->node(), m.name, m.roles);
     if (m.state != health::up) {
@@ -301,6 +309,8 @@ void judge(pointer self) {
             m.state = health::suspect;
             spdlog::warn("cluster: node '{}' is suspect (no heartbeat for {} ms)", name,
                          std::chrono::duration_cast<std::chrono::milliseconds>(silent).count());
+            if (st.opt.on_suspect)
+                st.opt.on_suspect(name);
             push_replicas(self);
         }
     }

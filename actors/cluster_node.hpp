@@ -85,6 +85,11 @@ struct cluster_options {
     /// A heartbeat or join crossed the link to `peer` ("in" or "out"), with its size in bytes.
     std::function<void(const std::string& peer, const char* direction, std::uint64_t bytes)>
         on_link;
+    /// The time between two heartbeats of `peer` as this node received them (the interval plus
+    /// whatever delayed either side: a starved sender, a busy receiver, the network).
+    std::function<void(const std::string& peer, double seconds)> on_heartbeat_gap;
+    /// `peer` turned suspect (no heartbeat for half the failure timeout).
+    std::function<void(const std::string& peer)> on_suspect;
 };
 
 [[nodiscard]] msg::cluster_actor spawn_cluster_node(caf::actor_system& sys, cluster_options opt);

@@ -133,6 +133,17 @@ struct metrics::impl {
             .Help("cluster messages over the link to a peer, by direction and kind "
                   "(heartbeat, stream)")
             .Register(*reg);
+    // Heartbeat gaps: the buckets resolve the default interval (250 ms) and twice it finely.
+    pm::Family<pm::Histogram>& heartbeat_gaps =
+        pm::BuildHistogram()
+            .Name("bitnet_cluster_heartbeat_gap_seconds")
+            .Help("time between two heartbeats of a peer as this node received them")
+            .Register(*reg);
+    pm::Family<pm::Counter>& suspects =
+        pm::BuildCounter()
+            .Name("bitnet_cluster_suspect_total")
+            .Help("times a peer turned suspect (no heartbeat for half the failure timeout)")
+            .Register(*reg);
     pm::Family<pm::Counter>& link_bytes = pm::BuildCounter()
                                               .Name("bitnet_cluster_link_bytes_total")
                                               .Help("serialized bytes of those messages")
@@ -432,6 +443,16 @@ void metrics::link(const std::string& peer, const std::string& direction, const 
         {"node", impl_->node}, {"peer", peer}, {"direction", direction}, {"kind", kind}};
     impl_->link_messages.Add(labels).Increment();
     impl_->link_bytes.Add(labels).Increment(static_cast<double>(bytes));
+}
+
+void metrics::heartbeat_gap(const std::string& peer, double seconds) {
+    static const pm::Histogram::BucketBoundaries k_gaps{0.05,  0.1,  0.2, 0.25, 0.3, 0.375, 0.5,
+                                                        0.625, 0.75, 1.0, 1.5,  2.5, 5.0};
+    impl_->heartbeat_gaps.Add({{"node", impl_->node}, {"peer", peer}}, k_gaps).Observe(seconds);
+}
+
+void metrics::suspect(const std::string& peer) {
+    impl_->suspects.Add({{"node", impl_->node}, {"peer", peer}}).Increment();
 }
 
 void metrics::swap(const std::string& result) {

@@ -59,6 +59,11 @@ public:
     /// `direction` in | out.
     void link(const std::string& peer, const std::string& direction, const std::string& kind,
               std::uint64_t bytes);
+    /// bitnet_cluster_heartbeat_gap_seconds{node,peer}: the time between two heartbeats of
+    /// `peer` as this node received them.
+    void heartbeat_gap(const std::string& peer, double seconds);
+    /// bitnet_cluster_suspect_total{node,peer}: `peer` turned suspect.
+    void suspect(const std::string& peer);
     /// bitnet_model_swaps_total{result}: success | failed | rollback.
     void swap(const std::string& result);
     /// bitnet_device_fallbacks_total{alias,from,to,reason}: a model version moved from placement

@@ -138,6 +138,25 @@ TEST_CASE("cluster: a hung replica (SIGSTOP) is found by missed heartbeats and i
     const auto silent_ms = std::stol(log.substr(at + 26));
     CHECK(silent_ms >= 1500);
     CHECK(silent_ms < 3000);
+    // The router's series for `a`: the suspicion counted before the verdict, and the gaps
+    // between the heartbeats `a` sent while it ran.
+    {
+        const auto metrics = c.r->get("/metrics").body;
+        auto value_of = [&](const std::string& family) -> double {
+            for (std::size_t pos = metrics.find(family + "{"); pos != std::string::npos;
+                 pos = metrics.find(family + "{", pos + 1)) {
+                const auto end = metrics.find('\n', pos);
+                const auto line = metrics.substr(pos, end - pos);
+                if (line.find("peer=\"a\"") != std::string::npos &&
+                    line.find("le=") == std::string::npos)
+                    return std::stod(line.substr(line.rfind(' ') + 1));
+            }
+            return -1;
+        };
+        CHECK(value_of("bitnet_cluster_suspect_total") >= 1);
+        CHECK(value_of("bitnet_cluster_heartbeat_gap_seconds_count") >= 1);
+        CHECK(value_of("bitnet_cluster_heartbeat_gap_seconds_sum") > 0);
+    }
     check_same_as_one_node(got, *c.b, body);
     c.a->cont();
     REQUIRE_MESSAGE(eventually([&] { return c.r->sees("a") == "up"; }), c.r->log());

@@ -138,6 +138,10 @@ result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::ser
                                std::uint64_t bytes) {
             metrics->link(peer, direction, "heartbeat", bytes);
         };
+        co.on_heartbeat_gap = [metrics](const std::string& peer, double seconds) {
+            metrics->heartbeat_gap(peer, seconds);
+        };
+        co.on_suspect = [metrics](const std::string& peer) { metrics->suspect(peer); };
     }
     auto cluster = actors::spawn_cluster_node(sys, co);
     std::string address;
