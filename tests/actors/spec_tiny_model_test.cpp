@@ -214,7 +214,7 @@ TEST_CASE("tiny-i2_s speculation: under a JSON Schema and with a stop string, th
 }
 
 TEST_CASE("tiny-i2_s jump-forward: drafts of the bytes a schema forces leave greedy and seeded "
-          "outputs unchanged, alone, in a mixed batch and under KV pressure") {
+          "outputs unchanged, alone, in a mixed batch, under KV pressure and resumed") {
     spec_rig plain(0, 512);
     spec_rig spec(8, 512);
     spec_rig tight(8, 48);
@@ -274,6 +274,25 @@ TEST_CASE("tiny-i2_s jump-forward: drafts of the bytes a schema forces leave gre
                                << ts.spec_grammar_accepted_tokens << " schema drafts accepted");
     CHECK(ts.preemptions > 0);
     CHECK(ts.spec_grammar_accepted_tokens > 0);
+    // Resumed after k tokens (a node died mid-value): the schema state and the drafter start
+    // from the resumed tokens, and the rest equals the first run's rest.
+    for (std::size_t r : {std::size_t{0}, std::size_t{2}}) {
+        const auto ids = test::generated_ids(alone[r]);
+        for (std::uint32_t k : {3u, 17u}) {
+            CAPTURE(r);
+            CAPTURE(k);
+            REQUIRE(ids.size() > k);
+            auto q = reqs[r];
+            q.id = 3000 + r * 100 + k;
+            q.speculative = msg::spec_mode::server_default;
+            q.prompt.insert(q.prompt.end(), ids.begin(), ids.begin() + k);
+            q.n_resumed = k;
+            const auto resumed = spec.run({q}).front();
+            REQUIRE(resumed.done);
+            CHECK(test::generated_ids(resumed) ==
+                  std::vector<msg::token_id>(ids.begin() + k, ids.end()));
+        }
+    }
 }
 
 namespace {
