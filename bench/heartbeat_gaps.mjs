@@ -44,10 +44,13 @@ function startServer(name, args) {
     started.push(s);
     return s;
 }
+const children = []; // the hog: killed on every way out, as the servers are
 function killAll() {
     for (const s of started)
         if (!s.exited) try { s.proc.kill('SIGKILL'); } catch { /* gone */ }
+    for (const c of children) try { c.kill('SIGKILL'); } catch { /* gone */ }
 }
+process.on('uncaughtException', (e) => { console.error(e); killAll(); process.exit(1); });
 process.on('exit', killAll);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killAll(); process.exit(130); });
 
@@ -140,6 +143,7 @@ console.log('|---|---|---|---|---|---|---|---|');
 await phase('quiet', async () => () => {});
 await phase(`${a.streams} streams + hog`, async () => {
     const hog = fork(new URL(import.meta.url).pathname, ['__hog'], { stdio: 'ignore' });
+    children.push(hog);
     let running = true;
     const client = { host: '127.0.0.1', port: port.r, route: '/v1/inference/stream',
                      maxTokens: 128, timeoutMs: 600000 };
