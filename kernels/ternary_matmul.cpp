@@ -206,31 +206,66 @@ void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* 
     ternary_matmul(w, acts, y, ldy, n_threads, w.family);
 }
 
-void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
-                    int n_threads, isa family) {
+namespace {
+
+/// `family`'s rows function, and the rows a thread's range is a multiple of (its tile).
+struct rows_kernel {
+    detail::ternary_rows_fn fn = detail::ternary_rows_scalar;
+    std::size_t grain = 16;
+};
+
+rows_kernel rows_kernel_for(const packed_ternary& w, isa family) {
     if (!ternary_runs_on(w, family))
         throw std::invalid_argument("ternary_matmul: weights packed for " +
                                     std::string(isa_name(w.family)) + " cannot run under " +
                                     std::string(isa_name(family)) + " on this CPU");
-    detail::ternary_rows_fn rows_fn = detail::ternary_rows_scalar;
-    std::size_t grain = 16;
     switch (family) {
     case isa::scalar:
         break;
     case isa::avx2:
-        rows_fn = detail::ternary_rows_avx2;
-        grain = cpu::simd_tile_rows;
-        break;
+        return {detail::ternary_rows_avx2, cpu::simd_tile_rows};
     case isa::avx512_vnni:
-        rows_fn = detail::ternary_rows_avx512;
-        grain = cpu::simd_tile_rows;
-        break;
+        return {detail::ternary_rows_avx512, cpu::simd_tile_rows};
     }
+    return {};
+}
+
+} // namespace
+
+void ternary_matmul_group(std::span<const ternary_product> group, const quantized_acts& acts,
+                          int n_threads, isa family) {
+    if (group.empty())
+        return;
+    rows_kernel k;
+    std::size_t tiles = 0;
+    for (const auto& p : group) {
+        k = rows_kernel_for(*p.w, family);
+        tiles += (p.w->rows + k.grain - 1) / k.grain;
+    }
+    // Whole tiles of each product in turn: a range of tiles may end in one product and go on in
+    // the next, and a thread never shares a tile.
+    parallel_ranges(tiles, 1, resolve_threads(n_threads), [&](std::size_t begin, std::size_t end) {
+        std::size_t first = 0;
+        for (const auto& p : group) {
+            const std::size_t n = (p.w->rows + k.grain - 1) / k.grain;
+            const std::size_t lo = std::max(begin, first), hi = std::min(end, first + n);
+            if (lo < hi)
+                k.fn(*p.w, acts, p.y, p.ldy, static_cast<std::uint32_t>((lo - first) * k.grain),
+                     static_cast<std::uint32_t>(
+                         std::min<std::size_t>(p.w->rows, (hi - first) * k.grain)));
+            first += n;
+        }
+    });
+}
+
+void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
+                    int n_threads, isa family) {
+    const rows_kernel k = rows_kernel_for(w, family);
     // Ranges are whole tiles (the last may be partial), so a thread never shares a tile.
-    parallel_ranges(w.rows, grain, resolve_threads(n_threads),
+    parallel_ranges(w.rows, k.grain, resolve_threads(n_threads),
                     [&](std::size_t begin, std::size_t end) {
-                        rows_fn(w, acts, y, ldy, static_cast<std::uint32_t>(begin),
-                                static_cast<std::uint32_t>(end));
+                        k.fn(w, acts, y, ldy, static_cast<std::uint32_t>(begin),
+                             static_cast<std::uint32_t>(end));
                     });
 }
 

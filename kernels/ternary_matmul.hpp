@@ -79,6 +79,21 @@ void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* 
 void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
                     int n_threads, isa family);
 
+/// One product of a group: its weights, and where its rows go (y[t][m] at y + t·ldy + m).
+struct ternary_product {
+    const packed_ternary* w = nullptr;
+    float* y = nullptr;
+    std::size_t ldy = 0;
+};
+
+/// Every product of `group` over the same activations, in one parallel region: the threads split
+/// the tiles of all of them together, so a layer's Q, K and V (or gate and up) cost one fork and
+/// join instead of three, and the small K and V do not leave a thread idle behind a barrier of
+/// their own. Each y equals ternary_matmul's with `family` bit for bit (rows are independent and
+/// computed by the same code). Every w must run on `family` and have cols == acts.k.
+void ternary_matmul_group(std::span<const ternary_product> group, const quantized_acts& acts,
+                          int n_threads, isa family);
+
 namespace detail {
 /// One family's product over weight rows [row_begin, row_end) (bounds as given by the caller;
 /// families with row tiles handle partial tiles at the end).

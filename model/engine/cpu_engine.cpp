@@ -8,6 +8,7 @@
 #include "model/engine/step_bookkeeping.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <sstream>
 
@@ -64,6 +65,20 @@ void cpu_engine::bitlinear(const projection& p, const kernels::quantized_acts& a
         for (std::size_t t = 0; t < a.n_rows; ++t)
             for (std::uint32_t m = 0; m < p.w.rows; ++m)
                 y[t * ldy + m] *= p.out_multiplier;
+}
+
+void cpu_engine::bitlinears(std::span<const projection_out> outs,
+                            const kernels::quantized_acts& a) {
+    std::array<kernels::ternary_product, 4> group{};
+    for (std::size_t i = 0; i < outs.size(); ++i)
+        group.at(i) = {&outs[i].p->w, outs[i].y, outs[i].ldy};
+    kernels::ternary_matmul_group(std::span(group.data(), outs.size()), a, n_threads_,
+                                  plan_.ternary_for(a.n_rows));
+    for (const auto& o : outs)
+        if (o.p->out_multiplier != 1.0f)
+            for (std::size_t t = 0; t < a.n_rows; ++t)
+                for (std::uint32_t m = 0; m < o.p->w.rows; ++m)
+                    o.y[t * o.ldy + m] *= o.p->out_multiplier;
 }
 
 void cpu_engine::attention_layer(std::span<const seq_chunk> batch, std::uint32_t layer) {
@@ -155,9 +170,9 @@ void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t
     const layer_weights& L = weights_.layers[l];
     kernels::rms_norm(x_.data(), L.attn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
     kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
-    bitlinear(L.wq, acts_, q_.data(), n_q);
-    bitlinear(L.wk, acts_, k_.data(), n_kv);
-    bitlinear(L.wv, acts_, v_.data(), n_kv);
+    const projection_out qkv[] = {
+        {&L.wq, q_.data(), n_q}, {&L.wk, k_.data(), n_kv}, {&L.wv, v_.data(), n_kv}};
+    bitlinears(qkv, acts_);
     for (std::size_t t = 0; t < T; ++t) {
         const token_slot& s = slots_[t];
         const kernels::rope_angles& a = rope_cache_[s.pos];
@@ -191,8 +206,8 @@ void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
     const layer_weights& L = weights_.layers[l];
     kernels::rms_norm(x_.data(), L.ffn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
     kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
-    bitlinear(L.w_gate, acts_, gate_.data(), n_ff);
-    bitlinear(L.w_up, acts_, up_.data(), n_ff);
+    const projection_out gate_up[] = {{&L.w_gate, gate_.data(), n_ff}, {&L.w_up, up_.data(), n_ff}};
+    bitlinears(gate_up, acts_);
     kernels::gated_activation(activation_, gate_.data(), up_.data(), T * n_ff, gate_.data(),
                               n_threads_);
     if (c.has_sub_norms)

@@ -25,6 +25,7 @@
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace bitnet::model {
@@ -63,6 +64,14 @@ private:
     [[nodiscard]] step_output logits_for(std::span<const seq_chunk> batch);
     void bitlinear(const projection& p, const kernels::quantized_acts& a, float* y,
                    std::size_t ldy);
+    /// Projections of one quantized input (Q, K, V; gate, up) in one parallel region
+    /// (kernels::ternary_matmul_group), each then scaled as bitlinear does: the same numbers.
+    struct projection_out {
+        const projection* p;
+        float* y;
+        std::size_t ldy;
+    };
+    void bitlinears(std::span<const projection_out> outs, const kernels::quantized_acts& a);
     void attention_layer(std::span<const seq_chunk> batch, std::uint32_t layer);
     [[nodiscard]] const kernels::rope_angles& angles(std::uint32_t pos);
 

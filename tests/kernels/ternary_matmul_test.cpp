@@ -365,3 +365,59 @@ TEST_CASE("every SIMD family runs weights packed for any SIMD family, equal to s
         }
     }
 }
+
+TEST_CASE("ternary_matmul_group equals separate ternary_matmul calls bit for bit, every family") {
+    // A layer's Q, K, V and its gate and up as groups of ragged row counts over one input, on
+    // 1, 2 and 3 threads (thread ranges then start and end inside different products).
+    struct group_case {
+        std::vector<std::uint32_t> rows;
+        std::uint32_t cols;
+        std::size_t n_tok;
+    };
+    const group_case cases[] = {
+        {{256, 64, 64}, 256, 1}, {{130, 33, 33}, 384, 5},    {{1, 3, 200}, 128, 7},
+        {{512, 512}, 256, 13},   {{65, 127, 64, 1}, 128, 2}, {{2560, 640, 640}, 2560, 1},
+        {{100, 100}, 1024, 97},
+    };
+    std::vector<isa> families{isa::scalar};
+    for (const isa f : test::simd_families)
+        if (test::family_runs_here(f))
+            families.push_back(f);
+    for (const isa family : families) {
+        CAPTURE(isa_name(family));
+        for (const auto& gc : cases) {
+            CAPTURE(gc.rows.size());
+            CAPTURE(gc.cols);
+            CAPTURE(gc.n_tok);
+            const quantized_acts a = random_acts(gc.n_tok, gc.cols, 7 + gc.cols);
+            std::vector<packed_ternary> ws;
+            for (std::size_t i = 0; i < gc.rows.size(); ++i) {
+                const ternary_case c = random_ternary(gc.rows[i], gc.cols,
+                                                      static_cast<std::uint32_t>(31 * i + gc.cols));
+                ws.push_back(pack_ternary(c.i2s.data(), gc.rows[i], gc.cols,
+                                          0.5f + 0.25f * static_cast<float>(i), family));
+                REQUIRE(ws.back().family == family);
+            }
+            for (int threads : {1, 2, 3}) {
+                CAPTURE(threads);
+                // Outputs strided as in the engine: each product's rows in a wider buffer.
+                std::vector<std::vector<float>> got(ws.size());
+                std::vector<ternary_product> group;
+                for (std::size_t i = 0; i < ws.size(); ++i) {
+                    got[i].assign(gc.n_tok * (ws[i].rows + 5),
+                                  std::numeric_limits<float>::quiet_NaN());
+                    group.push_back({&ws[i], got[i].data(), ws[i].rows + 5});
+                }
+                ternary_matmul_group(group, a, threads, family);
+                for (std::size_t i = 0; i < ws.size(); ++i) {
+                    CAPTURE(i);
+                    std::vector<float> want(gc.n_tok * (ws[i].rows + 5),
+                                            std::numeric_limits<float>::quiet_NaN());
+                    ternary_matmul(ws[i], a, want.data(), ws[i].rows + 5, 1, family);
+                    // Equal where written, and the gaps between rows untouched (NaN in both).
+                    CHECK(first_bit_difference(got[i], want) == -1);
+                }
+            }
+        }
+    }
+}
