@@ -3,11 +3,9 @@
 // random paths of allowed tokens its drafts must still fit the schema and spell a prefix of the
 // bytes forced from the sequence's current state.
 #include "actors/spec_draft.hpp"
+#include "constrain/vocab_fixtures.hpp"
 #include "model/constrain/forced_tokens.hpp"
 #include "model/constrain/token_constraint.hpp"
-#include "model/gguf/gguf_reader.hpp"
-#include "model/tokenizer/tokenizer.hpp"
-#include "support/default_model_slice.hpp"
 
 #include <doctest/doctest.h>
 
@@ -16,25 +14,8 @@
 using namespace bitnet;
 using namespace bitnet::model::constrain;
 
-namespace {
-
-const model::tokenizer& default_tokenizer() {
-    static const model::tokenizer t = [] {
-        auto f = model::gguf_file::open(test::default_model_path());
-        REQUIRE(f);
-        auto v = model::read_tokenizer_vocab(*f);
-        REQUIRE(v);
-        auto tok = model::tokenizer::create(*v);
-        REQUIRE(tok);
-        return *tok;
-    }();
-    return t;
-}
-
-} // namespace
-
 TEST_CASE("grammar drafter: drafts fit and spell the forced bytes, step after step") {
-    const auto& tok = default_tokenizer();
+    const auto& tok = test::default_tokenizer();
     auto c = schema_cache::shared().get(
         R"({"type":"object","properties":{"customer_identification_number":{"type":"integer"},)"
         R"("preferred_contact_method":{"enum":["electronic_mail","telephone_call_at_night"]},)"

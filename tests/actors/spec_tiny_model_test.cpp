@@ -96,6 +96,30 @@ std::vector<msg::generate_request> mixed_requests(std::mt19937_64& rng, std::uin
     return reqs;
 }
 
+/// Requests 0 and 2 of `reqs` resumed after each k of `ks` tokens of their `alone` runs (a node
+/// died; the prompt ends with the tokens it had sent): the rest must equal the first run's rest.
+/// Ids from `id_base` on.
+void check_resumed(spec_rig& rig, const std::vector<msg::generate_request>& reqs,
+                   const std::vector<test::transcript>& alone, std::vector<std::uint32_t> ks,
+                   msg::request_id id_base) {
+    for (std::size_t r : {std::size_t{0}, std::size_t{2}}) {
+        const auto ids = test::generated_ids(alone[r]);
+        for (std::uint32_t k : ks) {
+            CAPTURE(r);
+            CAPTURE(k);
+            REQUIRE(ids.size() > k);
+            auto q = reqs[r];
+            q.id = id_base + r * 100 + k;
+            q.prompt.insert(q.prompt.end(), ids.begin(), ids.begin() + k);
+            q.n_resumed = k;
+            const auto resumed = rig.run({q}).front();
+            REQUIRE(resumed.done);
+            CHECK(test::generated_ids(resumed) ==
+                  std::vector<msg::token_id>(ids.begin() + k, ids.end()));
+        }
+    }
+}
+
 } // namespace
 
 TEST_CASE("tiny-i2_s speculation: greedy and seeded outputs are the same with drafts as "
@@ -160,21 +184,7 @@ TEST_CASE("tiny-i2_s speculation: the same outputs under KV pressure (preemption
 
     // Resumed after k tokens (a node died): the rest equals the first run's rest.
     spec_rig roomy(8, 512);
-    for (std::size_t r : {std::size_t{0}, std::size_t{2}}) {
-        const auto ids = test::generated_ids(alone[r]);
-        for (std::uint32_t k : {1u, 7u, 20u}) {
-            CAPTURE(r);
-            CAPTURE(k);
-            auto q = reqs[r];
-            q.id = 1000 + r * 100 + k;
-            q.prompt.insert(q.prompt.end(), ids.begin(), ids.begin() + k);
-            q.n_resumed = k;
-            const auto resumed = roomy.run({q}).front();
-            REQUIRE(resumed.done);
-            CHECK(test::generated_ids(resumed) ==
-                  std::vector<msg::token_id>(ids.begin() + k, ids.end()));
-        }
-    }
+    check_resumed(roomy, reqs, alone, {1, 7, 20}, 1000);
 }
 
 TEST_CASE("tiny-i2_s speculation: under a JSON Schema and with a stop string, the same output "
@@ -276,23 +286,7 @@ TEST_CASE("tiny-i2_s jump-forward: drafts of the bytes a schema forces leave gre
     CHECK(ts.spec_grammar_accepted_tokens > 0);
     // Resumed after k tokens (a node died mid-value): the schema state and the drafter start
     // from the resumed tokens, and the rest equals the first run's rest.
-    for (std::size_t r : {std::size_t{0}, std::size_t{2}}) {
-        const auto ids = test::generated_ids(alone[r]);
-        for (std::uint32_t k : {3u, 17u}) {
-            CAPTURE(r);
-            CAPTURE(k);
-            REQUIRE(ids.size() > k);
-            auto q = reqs[r];
-            q.id = 3000 + r * 100 + k;
-            q.speculative = msg::spec_mode::server_default;
-            q.prompt.insert(q.prompt.end(), ids.begin(), ids.begin() + k);
-            q.n_resumed = k;
-            const auto resumed = spec.run({q}).front();
-            REQUIRE(resumed.done);
-            CHECK(test::generated_ids(resumed) ==
-                  std::vector<msg::token_id>(ids.begin() + k, ids.end()));
-        }
-    }
+    check_resumed(spec, reqs, alone, {3, 17}, 3000);
 }
 
 namespace {
@@ -446,21 +440,7 @@ TEST_CASE("tiny-i2_s draft model: greedy and seeded outputs are the same with a 
     CHECK(ts.preemptions > 0);
     CHECK(ts.spec_model_accepted_tokens > 0);
     // Resumed after k tokens (a node died): the rest equals the first run's rest.
-    for (std::size_t r : {std::size_t{0}, std::size_t{2}}) {
-        const auto ids = test::generated_ids(alone[r]);
-        for (std::uint32_t k : {1u, 13u}) {
-            CAPTURE(r);
-            CAPTURE(k);
-            auto q = reqs[r];
-            q.id = 2000 + r * 100 + k;
-            q.prompt.insert(q.prompt.end(), ids.begin(), ids.begin() + k);
-            q.n_resumed = k;
-            const auto resumed = drafted.run({q}).front();
-            REQUIRE(resumed.done);
-            CHECK(test::generated_ids(resumed) ==
-                  std::vector<msg::token_id>(ids.begin() + k, ids.end()));
-        }
-    }
+    check_resumed(drafted, reqs, alone, {1, 13}, 2000);
 }
 
 TEST_CASE("draft model: one whose vocabulary differs fails the load, naming draft_model") {
