@@ -96,9 +96,6 @@ result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
         smp.resume_after(c.n_sampled);
         seq_state s{std::move(smp),     {}, std::nullopt,  0, c.prefix_tokens, c.reuse_blocks,
                     c.reuse_blocks > 0, 0,  c.prefix_scope};
-        // A sequence started again (re-prefilled after a preemption): its draft KV too.
-        if (st.draft)
-            st.draft->release(c.part.seq);
         if (!c.json_schema.empty()) {
             // The batcher compiled it before queueing: this is a cache hit.
             auto compiled = model::constrain::schema_cache::shared().get(

@@ -395,11 +395,7 @@ step_outcome policy::update_from_output(const step_plan& plan, std::span<const s
             continue;
         if (j > 0) {
             ++s.n_cached;
-            ++spec_accepted_;
-            if (cit->source == draft_source::grammar)
-                ++spec_grammar_accepted_;
-            else if (cit->source == draft_source::model)
-                ++spec_model_accepted_;
+            ++spec_accepted_[static_cast<std::size_t>(cit->source)];
         }
 
         if (s.req.max_tokens == 0) {
@@ -494,12 +490,16 @@ policy_stats policy::stats() const {
     st.kv_blocks_total = cfg_.kv_blocks_total;
     st.kv_blocks_used = cfg_.kv_blocks_total - kv_blocks_free_;
     st.preemptions = preemptions_;
-    st.spec_drafted = spec_drafted_;
-    st.spec_accepted = spec_accepted_;
-    st.spec_grammar_drafted = spec_grammar_drafted_;
-    st.spec_grammar_accepted = spec_grammar_accepted_;
-    st.spec_model_drafted = spec_model_drafted_;
-    st.spec_model_accepted = spec_model_accepted_;
+    for (std::size_t i = 0; i < n_draft_sources; ++i) {
+        st.spec_drafted += spec_drafted_[i];
+        st.spec_accepted += spec_accepted_[i];
+    }
+    constexpr auto from_schema = static_cast<std::size_t>(draft_source::grammar);
+    constexpr auto from_model = static_cast<std::size_t>(draft_source::model);
+    st.spec_grammar_drafted = spec_drafted_[from_schema];
+    st.spec_grammar_accepted = spec_accepted_[from_schema];
+    st.spec_model_drafted = spec_drafted_[from_model];
+    st.spec_model_accepted = spec_accepted_[from_model];
     for (const auto& [id, s] : seqs_) {
         const std::uint64_t to_prefill = s.tokens.size() - s.n_cached;
         const std::uint64_t to_generate =

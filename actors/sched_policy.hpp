@@ -358,12 +358,9 @@ private:
     std::uint64_t preemptions_ = 0;
     ngram_drafter drafter_;
     std::vector<token_id> draft_scratch_;
-    std::uint64_t spec_drafted_ = 0;
-    std::uint64_t spec_accepted_ = 0;
-    std::uint64_t spec_grammar_drafted_ = 0;
-    std::uint64_t spec_grammar_accepted_ = 0;
-    std::uint64_t spec_model_drafted_ = 0;
-    std::uint64_t spec_model_accepted_ = 0;
+    /// Draft tokens verified, and those accepted, by draft_source.
+    std::array<std::uint64_t, n_draft_sources> spec_drafted_{};
+    std::array<std::uint64_t, n_draft_sources> spec_accepted_{};
     std::vector<request_id> pending_release_;
     std::uint32_t pending_release_blocks_ = 0; ///< private_blocks of pending_release_
     /// Blocks may be shared between sequences (prefix caching, or n > 1 forks): a released

@@ -109,13 +109,8 @@ void policy::settle_drafts(const step_plan& plan,
             continue;
         const auto it = confirmed.find(c.part.seq);
         const std::uint32_t taken = it == confirmed.end() ? 0 : it->second;
-        if (taken > 0) {
-            spec_drafted_ += c.n_draft;
-            if (c.source == draft_source::grammar)
-                spec_grammar_drafted_ += c.n_draft;
-            else if (c.source == draft_source::model)
-                spec_model_drafted_ += c.n_draft;
-        }
+        if (taken > 0)
+            spec_drafted_[static_cast<std::size_t>(c.source)] += c.n_draft;
         auto sit = seqs_.find(c.part.seq);
         if (sit == seqs_.end())
             continue; // ended: all its blocks go with it

@@ -7,6 +7,7 @@
 
 #include "messages/ids.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -36,6 +37,7 @@ struct ngram_drafter {
 
 /// Where drafts came from (the `source` label of the speculation metrics).
 enum class draft_source : std::uint8_t { ngram, grammar, model };
+inline constexpr std::size_t n_draft_sources = 3;
 
 /// Jump-forward drafts for a sequence under a schema (model/constrain/forced_tokens.hpp): the
 /// tokens of the bytes the schema forces next. One per sequence: it keeps the sequence's place in
