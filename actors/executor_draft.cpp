@@ -130,7 +130,6 @@ void propose_drafts(executor_state& st, const msg::step_batch& batch, msg::step_
                 d.release(jobs[i].seq);
                 st.seqs.at(jobs[i].seq).draft_kv = 0;
                 jobs[i].drafts.clear();
-                jobs[i].want = 0;
             }
             break;
         }
