@@ -14,6 +14,12 @@ const std::uint16_t* row_of(const std::uint16_t* const* blocks, const attention_
 
 /// Values [8c, 8c + 8) of an F16 row.
 struct f16_row {
+    static std::size_t bytes(std::uint32_t head_dim) { return std::size_t{head_dim} * 2; }
+    /// Where chunks c and c + 1 start (what a pass of values_tile reads of the row).
+    static const std::uint16_t* at(const std::uint16_t* row, std::uint32_t c) {
+        return row + 8 * c;
+    }
+    static constexpr std::size_t pass_bytes = 32;
     static __m256 chunk(const std::uint16_t* row, std::uint32_t c) {
         return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 8 * c)));
     }
@@ -21,6 +27,13 @@ struct f16_row {
 
 /// Values [8c, 8c + 8) of a Q8_0 row: a quarter of block c / 4, times its scale (exact).
 struct q8_row {
+    static std::size_t bytes(std::uint32_t head_dim) {
+        return std::size_t{head_dim} / q8_block_values * q8_block_halves * 2;
+    }
+    static const std::uint16_t* at(const std::uint16_t* row, std::uint32_t c) {
+        return row + (c / 4) * q8_block_halves;
+    }
+    static constexpr std::size_t pass_bytes = q8_block_halves * 2;
     static __m256 chunk(const std::uint16_t* row, std::uint32_t c) {
         const std::uint16_t* block = row + (c / 4) * q8_block_halves;
         const __m256 d = _mm256_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(block[0]))));
@@ -32,7 +45,10 @@ struct q8_row {
 
 template <class Row, std::uint32_t N>
 void scores_tile(const attention_head_args& a, std::uint32_t g0, float* scores) {
+    const std::size_t row_bytes = Row::bytes(a.head_dim);
     for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+        if (p + kv_prefetch_ahead < a.n_ctx)
+            prefetch_bytes(row_of(a.k_blocks, a, p + kv_prefetch_ahead), row_bytes);
         const std::uint16_t* k = row_of(a.k_blocks, a, p);
         __m256 lo[N], hi[N]; // lanes 0..7 and 8..15 of each head
         for (std::uint32_t j = 0; j < N; ++j)
@@ -63,6 +79,9 @@ void values_tile(const attention_head_args& a, std::uint32_t g0, const float* pr
         for (std::uint32_t j = 0; j < N; ++j)
             acc[j][0] = acc[j][1] = _mm256_setzero_ps();
         for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+            if (p + kv_prefetch_ahead < a.n_ctx)
+                prefetch_bytes(Row::at(row_of(a.v_blocks, a, p + kv_prefetch_ahead), c0),
+                               Row::pass_bytes);
             const std::uint16_t* v = row_of(a.v_blocks, a, p);
             const __m256 v0 = Row::chunk(v, c0);
             const __m256 v1 = Row::chunk(v, c0 + 1);

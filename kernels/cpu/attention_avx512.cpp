@@ -22,8 +22,38 @@ float reduce16(__m512 v) {
     return _mm_cvtss_f32(q);
 }
 
+/// reduce16 of sixteen sums at once: lane m of the result is reduce16(v[m]), bit for bit. Each
+/// stage adds the pairs of lanes reduce16 adds (lane i + lane i + w, for w = 8, 4, 2, 1), after
+/// moving the halves of two vectors side by side, so 15 shuffle pairs and one permute do the work
+/// of 16 separate folds (64 shuffles, the port that also converts the K rows from F16).
+__m512 reduce16x16(const __m512 (&v)[16]) {
+    __m512 halves[8]; // lanes 0-7: v[2i]'s i + i+8 sums; lanes 8-15: v[2i+1]'s
+    for (int i = 0; i < 8; ++i)
+        halves[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44),
+                                  _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xee));
+    __m512 quarters[4]; // 128-bit quarter k: v[4i + k]'s i + i+4 sums
+    for (int i = 0; i < 4; ++i)
+        quarters[i] = _mm512_add_ps(_mm512_shuffle_f32x4(halves[2 * i], halves[2 * i + 1], 0x88),
+                                    _mm512_shuffle_f32x4(halves[2 * i], halves[2 * i + 1], 0xdd));
+    __m512 pairs[2]; // quarter k: v[8i + k]'s two i + i+2 sums, then v[8i + 4 + k]'s
+    for (int i = 0; i < 2; ++i)
+        pairs[i] = _mm512_add_ps(_mm512_shuffle_ps(quarters[2 * i], quarters[2 * i + 1], 0x44),
+                                 _mm512_shuffle_ps(quarters[2 * i], quarters[2 * i + 1], 0xee));
+    // Quarter k: the sums of v[k], v[4 + k], v[8 + k], v[12 + k]; lane 4k + m holds v[4m + k]'s.
+    const __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(pairs[0], pairs[1], 0x88),
+                                      _mm512_shuffle_ps(pairs[0], pairs[1], 0xdd));
+    const __m512i natural = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    return _mm512_permutexvar_ps(natural, sums);
+}
+
 /// Values [16c, 16c + 16) of an F16 row.
 struct f16_row {
+    static std::size_t bytes(std::uint32_t head_dim) { return std::size_t{head_dim} * 2; }
+    /// Where chunk c starts (values_tile reads chunks c0..c0+3 of a row in one pass).
+    static const std::uint16_t* at(const std::uint16_t* row, std::uint32_t c) {
+        return row + 16 * c;
+    }
+    static constexpr std::size_t pass_bytes = 128;
     static __m512 chunk(const std::uint16_t* row, std::uint32_t c) {
         return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * c)));
     }
@@ -31,6 +61,13 @@ struct f16_row {
 
 /// Values [16c, 16c + 16) of a Q8_0 row: half of block c / 2, times its scale (exact).
 struct q8_row {
+    static std::size_t bytes(std::uint32_t head_dim) {
+        return std::size_t{head_dim} / q8_block_values * q8_block_halves * 2;
+    }
+    static const std::uint16_t* at(const std::uint16_t* row, std::uint32_t c) {
+        return row + (c / 2) * q8_block_halves;
+    }
+    static constexpr std::size_t pass_bytes = 2 * q8_block_halves * 2;
     static __m512 chunk(const std::uint16_t* row, std::uint32_t c) {
         const std::uint16_t* block = row + (c / 2) * q8_block_halves;
         const __m512 d = _mm512_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(block[0]))));
@@ -40,10 +77,43 @@ struct q8_row {
     }
 };
 
+// N query heads against 16 / N positions at a time, whose N·(16 / N) sums are folded together
+// (reduce16x16); the positions left over one at a time. Every sum keeps its own accumulator and
+// its chunks' order, so the pass's shape never changes a bit.
 template <class Row, std::uint32_t N>
 void scores_tile(const attention_head_args& a, std::uint32_t g0, float* scores) {
+    constexpr std::uint32_t positions = 16 / N;
     const std::uint32_t chunks = a.head_dim / 16;
-    for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+    const __m512 scale = _mm512_set1_ps(a.scale);
+    const std::size_t row_bytes = Row::bytes(a.head_dim);
+    std::uint32_t p0 = 0;
+    for (; p0 + positions <= a.n_ctx; p0 += positions) {
+        const std::uint16_t* k[positions];
+        for (std::uint32_t i = 0; i < positions; ++i) {
+            k[i] = row_of(a.k_blocks, a, p0 + i);
+            if (p0 + i + kv_prefetch_ahead < a.n_ctx)
+                prefetch_bytes(row_of(a.k_blocks, a, p0 + i + kv_prefetch_ahead), row_bytes);
+        }
+        __m512 acc[16]; // acc[j · positions + i]: head g0 + j at position p0 + i; the rest zero
+        for (auto& v : acc)
+            v = _mm512_setzero_ps();
+        for (std::uint32_t c = 0; c < chunks; ++c) {
+            __m512 qv[N];
+            for (std::uint32_t j = 0; j < N; ++j)
+                qv[j] = _mm512_loadu_ps(a.q16 + std::size_t{g0 + j} * a.head_dim + 16 * c);
+            for (std::uint32_t i = 0; i < positions; ++i) {
+                const __m512 kv = Row::chunk(k[i], c);
+                for (std::uint32_t j = 0; j < N; ++j)
+                    acc[j * positions + i] = _mm512_fmadd_ps(kv, qv[j], acc[j * positions + i]);
+            }
+        }
+        alignas(64) float s[16];
+        _mm512_store_ps(s, _mm512_mul_ps(reduce16x16(acc), scale));
+        for (std::uint32_t j = 0; j < N; ++j)
+            for (std::uint32_t i = 0; i < positions; ++i)
+                scores[std::size_t{g0 + j} * a.n_ctx + p0 + i] = s[j * positions + i];
+    }
+    for (std::uint32_t p = p0; p < a.n_ctx; ++p) {
         const std::uint16_t* k = row_of(a.k_blocks, a, p);
         __m512 acc[N];
         for (std::uint32_t j = 0; j < N; ++j)
@@ -68,6 +138,9 @@ void values_tile(const attention_head_args& a, std::uint32_t g0, const float* pr
             for (std::uint32_t i = 0; i < 4; ++i)
                 acc[j][i] = _mm512_setzero_ps();
         for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
+            if (p + kv_prefetch_ahead < a.n_ctx)
+                prefetch_bytes(Row::at(row_of(a.v_blocks, a, p + kv_prefetch_ahead), c0),
+                               Row::pass_bytes);
             const std::uint16_t* v = row_of(a.v_blocks, a, p);
             __m512 vv[4];
             for (std::uint32_t i = 0; i < n; ++i)

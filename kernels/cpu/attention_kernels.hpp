@@ -32,6 +32,20 @@ struct attention_head_args {
     float scale = 0.0f;
 };
 
+/// How many positions ahead the vector families fetch KV rows. A KV head's row is a few hundred
+/// bytes, rows of consecutive positions are a whole KV row apart (1,280 bytes on the 2B shape)
+/// and each 16 positions start a new block elsewhere, so the hardware prefetchers, which stop at
+/// page boundaries, leave most rows of a long context to be read at memory latency.
+inline constexpr std::uint32_t kv_prefetch_ahead = 8;
+
+/// Asks for the `bytes` from `p` into L1 (a hint: no fault, no effect on any result).
+inline void prefetch_bytes(const void* p, std::size_t bytes) {
+    const auto* c = static_cast<const char*>(p);
+    for (std::size_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch(c + off, 0, 3);
+    __builtin_prefetch(c + bytes - 1, 0, 3); // the last line, where p is not line-aligned
+}
+
 /// Calls fn(g0, std::integral_constant<std::uint32_t, N>{}) for the query heads [g0, g0 + N) of a
 /// group, in tiles of up to four (the vector families' accumulators per pass over the rows).
 template <class Fn>
