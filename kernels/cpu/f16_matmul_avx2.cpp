@@ -68,16 +68,20 @@ void block(const f16_args& a, std::size_t m0, std::size_t t0) {
                 finish(acc[0][r][t], acc[1][r][t], w[r], x[t], n16, a.cols);
 }
 
+// Tokens in groups of TMax; with TMax = 3, four left become two groups of two rather than three
+// and one (a one-token group converts the rows again for a quarter of the FMA chains).
 template <std::size_t R, std::size_t TMax>
 void rows_all_tokens(const f16_args& a, std::size_t m0) {
     std::size_t t0 = 0;
-    for (; t0 + TMax <= a.n_tok; t0 += TMax)
+    while (a.n_tok - t0 >= TMax) {
+        if (TMax == 3 && a.n_tok - t0 == 4)
+            break;
         block<R, TMax>(a, m0, t0);
+        t0 += TMax;
+    }
     if constexpr (TMax > 2) {
-        if (a.n_tok - t0 == 2) {
+        for (; a.n_tok - t0 >= 2; t0 += 2)
             block<R, 2>(a, m0, t0);
-            return;
-        }
     }
     if (a.n_tok - t0 == 1)
         block<R, 1>(a, m0, t0);

@@ -9,7 +9,7 @@
 namespace bitnet::kernels::cpu {
 namespace {
 
-// Rows [m0, m0 + R) against tokens [t0, t0 + T). R × T ≤ 16 accumulators.
+// Rows [m0, m0 + R) against tokens [t0, t0 + T). R × T ≤ 20 accumulators.
 template <std::size_t R, std::size_t T>
 void block(const f16_args& a, std::size_t m0, std::size_t t0) {
     __m512 acc[R][T];
@@ -54,11 +54,21 @@ void block(const f16_args& a, std::size_t m0, std::size_t t0) {
 
 constexpr std::size_t max_tokens = 4;
 
+// Tokens in groups of four; five left become one group of five (R = 4: 20 accumulators, the
+// converted rows and x in 25 of the 32 registers) rather than four and one. A verification step
+// (a token and four drafts) is five rows, and a one-token group after a group of four would
+// convert the rows again and run four FMA chains, too few to cover the FMA latency.
 template <std::size_t R>
 void rows_all_tokens(const f16_args& a, std::size_t m0) {
     std::size_t t0 = 0;
-    for (; t0 + max_tokens <= a.n_tok; t0 += max_tokens)
+    while (a.n_tok - t0 >= max_tokens) {
+        if (a.n_tok - t0 == max_tokens + 1) {
+            block<R, max_tokens + 1>(a, m0, t0);
+            return;
+        }
         block<R, max_tokens>(a, m0, t0);
+        t0 += max_tokens;
+    }
     switch (a.n_tok - t0) {
     case 3:
         block<R, 3>(a, m0, t0);
@@ -77,8 +87,8 @@ void rows_all_tokens(const f16_args& a, std::size_t m0) {
 } // namespace
 
 void f16_rows_avx512(const f16_args& a) {
-    // Four rows at a time: four independent FMA chains per token cover the FMA latency in decode,
-    // and 4 rows × 4 tokens is 16 accumulators, half the register file.
+    // Four rows at a time: four independent FMA chains per token cover the FMA latency, and
+    // 4 rows × 4 tokens is 16 accumulators, half the register file (one token: eight rows).
     constexpr std::size_t rows_per_block = 4;
     std::size_t m = a.row_begin;
     if (a.n_tok == 1)
