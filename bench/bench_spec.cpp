@@ -1,7 +1,9 @@
 // Speculative decoding figures for bench/RESULTS.md (issue 28):
 //   - verification cost: the time of a step that verifies k draft tokens (the sequence's last
 //     token plus k drafts, every position computed as a decode, every logits row returned, the
-//     drafts then dropped) over a plain one-token decode step, k = 1..8, at a given context;
+//     drafts then dropped) over a plain one-token decode step, k = 1..8, at a given context,
+//     beside its compute floor: the ratio if each extra row cost only its multiply-accumulates
+//     at this machine's int8 and fp32 FMA peaks measured in the same run (ceilings.hpp);
 //   - single-stream tokens/s with and without drafts through the real batching policy
 //     (sched::policy: its n-gram drafter, its draft-length backoff) and the real engine, for:
 //       copy    the prompt holds a document and the output quotes it (teacher-forced: each
@@ -22,9 +24,10 @@
 // token is the teacher's. Each figure is the median of --repeats runs. Usage:
 //   bench_spec -m MODEL [--threads 2] [--doc 1000] [--gen 256] [--max-draft 8]
 //              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy|schema|draft]
-//              [--draft-model FILE]
+//              [--draft-model FILE] [--q8-logits]
 #include "actors/sched_policy.hpp"
 #include "bench_timing.hpp"
+#include "ceilings.hpp"
 #include "model/constrain/token_constraint.hpp"
 #include "model/engine/engine.hpp"
 #include "model/engine/model_config.hpp"
@@ -84,6 +87,25 @@ std::vector<double> verify_cost(model::engine& e, std::uint32_t context, std::ui
     }
     e.release(1);
     return out;
+}
+
+/// The least time one more verified row can add to a step: its ternary multiply-accumulates at the
+/// int8 peak, its logits row at the fp32 FMA peak (at the int8 peak with Q8_0 logits), and its
+/// attention over `context` positions (q·k and p·v, one FMA per head dimension each) at the FMA
+/// peak; norms, activations, quantization and memory traffic are left out, so no kernel reaches
+/// it. On a bandwidth-bound decode step this is what the verification ratio cannot go below.
+double extra_row_floor_seconds(const model::model_config& c, std::uint32_t context, bool q8_logits,
+                               int threads) {
+    const auto int8 = bench::int8_mac_peak(threads);
+    const auto fp32 = bench::fp32_fma_peak(threads);
+    const double logits = static_cast<double>(c.n_vocab) * c.n_embd;
+    const double ternary = static_cast<double>(model::parameter_count(c)) - logits;
+    const double attention = 2.0 * c.n_layer * c.n_embd * context;
+    std::printf("ceilings: %s %.1f GMAC/s, %s %.1f GFLOP/s (%d threads)\n",
+                int8.instruction.c_str(), int8.per_s / 1e9, fp32.instruction.c_str(),
+                fp32.per_s / 1e9, threads);
+    return ternary / int8.per_s + (q8_logits ? logits / int8.per_s : 2 * logits / fp32.per_s) +
+           2 * attention / fp32.per_s;
 }
 
 struct gen_result {
@@ -248,11 +270,14 @@ int main(int argc, char** argv) {
     app.add_option("--repeats", repeats);
     app.add_option("--only", only, "verify, copy, miss, greedy, schema or draft");
     app.add_option("--draft-model", draft_path, "a draft model (same vocabulary) to time");
+    bool q8_logits = false;
+    app.add_flag("--q8-logits", q8_logits, "the served model's opt-in Q8_0 block logits");
     CLI11_PARSE(app, argc, argv);
 
     model::engine_options opt;
     opt.model_path = model_path;
     opt.n_threads = threads;
+    opt.q8_logits = q8_logits;
     opt.kv_budget_bytes = 1ull << 30;
     auto loaded = model::engine::load(opt);
     must(static_cast<bool>(loaded), loaded ? "" : loaded.error().to_string());
@@ -263,10 +288,13 @@ int main(int argc, char** argv) {
     std::vector<double> cost;
     if (only.empty() || only == "verify" || only == "draft") {
         cost = verify_cost(e, context, max_draft, repeats);
-        std::printf("verification cost at context %u (median step ms, ratio to a decode step):\n",
-                    context);
+        const double row_s = extra_row_floor_seconds(e.config(), context, q8_logits, threads);
+        std::printf("verification cost at context %u (median step ms, ratio to a decode step, "
+                    "and the ratio's compute floor: %.2f ms an extra row at the peaks):\n",
+                    context, row_s * 1e3);
         for (std::size_t k = 0; k < cost.size(); ++k)
-            std::printf("  k=%zu  %8.2f ms  %.3f\n", k, cost[k] * 1e3, cost[k] / cost[0]);
+            std::printf("  k=%zu  %8.2f ms  %.3f  floor %.3f\n", k, cost[k] * 1e3,
+                        cost[k] / cost[0], 1 + static_cast<double>(k) * row_s / cost[0]);
         std::fflush(stdout);
     }
     if (!draft_path.empty() && (only.empty() || only == "draft")) {
