@@ -19,12 +19,12 @@
 //        [--pairs 3] [--failover-tokens 64] [--base-port 28480] [--json FILE] [--keep-logs DIR]
 //
 // Prints markdown tables. Every server it starts is killed on exit (and on SIGINT/SIGTERM).
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { get, sleep, startServer as startServerIn, stopServer, waitFor } from './server_procs.mjs';
 import { promptFor, streamOne } from './sse_stream.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -58,7 +58,6 @@ function parseArgs(argv) {
 const a = parseArgs(process.argv);
 const logDir = a.keepLogs || fs.mkdtempSync(path.join(os.tmpdir(), 'cluster-bench-'));
 fs.mkdirSync(logDir, { recursive: true });
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const median = (xs) => {
     const s = [...xs].sort((x, y) => x - y);
     return s.length === 0 ? NaN : (s[(s.length - 1) >> 1] + s[s.length >> 1]) / 2;
@@ -66,30 +65,7 @@ const median = (xs) => {
 
 // ---- processes ----------------------------------------------------------------------------
 
-const started = [];
-function startServer(name, args) {
-    const log = path.join(logDir, `${name}.log`);
-    const fd = fs.openSync(log, 'w');
-    const proc = spawn(a.server, args, { stdio: ['ignore', fd, fd] });
-    fs.closeSync(fd);
-    const s = { name, proc, pid: proc.pid, log, exited: false };
-    proc.on('exit', () => { s.exited = true; });
-    started.push(s);
-    return s;
-}
-function killAll() {
-    for (const s of started)
-        if (!s.exited) try { process.kill(s.pid, 'SIGKILL'); } catch { /* gone */ }
-}
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killAll(); process.exit(130); });
-
-async function stopServer(s) {
-    if (s.exited) return;
-    s.proc.kill('SIGTERM');
-    for (let i = 0; i < 100 && !s.exited; ++i) await sleep(100);
-    if (!s.exited) s.proc.kill('SIGKILL');
-}
+const startServer = (name, args) => startServerIn(a.server, logDir, name, args);
 
 /// utime + stime of a process, in seconds.
 function cpuSeconds(pid) {
@@ -100,30 +76,6 @@ function cpuSeconds(pid) {
 const clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim());
 
 // ---- HTTP ---------------------------------------------------------------------------------
-
-function get(port, p) {
-    return new Promise((resolve) => {
-        const req = http.get({ host: '127.0.0.1', port, path: p, agent: false }, (res) => {
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (c) => { body += c; });
-            res.on('end', () => resolve({ status: res.statusCode, body }));
-        });
-        req.setTimeout(5000, () => req.destroy(new Error('timeout')));
-        req.on('error', () => resolve({ status: 0, body: '' }));
-    });
-}
-
-async function waitFor(what, test, timeoutMs = 600000) {
-    const t0 = Date.now();
-    while (Date.now() - t0 < timeoutMs) {
-        if (await test()) return;
-        for (const s of started)
-            if (s.exited && !s.killedOnPurpose) throw new Error(`${s.name} exited (log: ${s.log})`);
-        await sleep(250);
-    }
-    throw new Error(`timed out waiting for ${what}`);
-}
 
 /// The router sees both replicas up, each with a model.
 async function clusterReady(port) {

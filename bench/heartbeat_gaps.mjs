@@ -14,11 +14,12 @@
 //   node bench/heartbeat_gaps.mjs --server build/release/tools/bitnet-server --model M.gguf
 //        [--vocab 128256] [--streams 32] [--seconds 60] [--heartbeat-ms 250] [--base-port 28600]
 //        [--spin N]   (compute_spin_count of both nodes; default: the server's)
-import { fork, spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import { adoptChild, get, killAll, sleep, startServer as startServerIn, waitFor }
+    from './server_procs.mjs';
 import { promptFor, streamOne } from './sse_stream.mjs';
 
 if (process.argv[2] === '__hog') { for (;;); } // the CPU-bound child
@@ -32,48 +33,8 @@ for (let i = 2; i < process.argv.length; i += 2) {
 }
 if (!a.server || !a.model) { console.error('--server and --model are required'); process.exit(2); }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), 'heartbeat-gaps-'));
-const started = [];
-function startServer(name, args) {
-    const fd = fs.openSync(path.join(logDir, `${name}.log`), 'w');
-    const proc = spawn(a.server, args, { stdio: ['ignore', fd, fd] });
-    fs.closeSync(fd);
-    const s = { name, proc, exited: false };
-    proc.on('exit', () => { s.exited = true; });
-    started.push(s);
-    return s;
-}
-const children = []; // the hog: killed on every way out, as the servers are
-function killAll() {
-    for (const s of started)
-        if (!s.exited) try { s.proc.kill('SIGKILL'); } catch { /* gone */ }
-    for (const c of children) try { c.kill('SIGKILL'); } catch { /* gone */ }
-}
-process.on('uncaughtException', (e) => { console.error(e); killAll(); process.exit(1); });
-process.on('exit', killAll);
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => { killAll(); process.exit(130); });
-
-function get(port, p) {
-    return new Promise((resolve) => {
-        const req = http.get({ host: '127.0.0.1', port, path: p, agent: false }, (res) => {
-            let body = '';
-            res.setEncoding('utf8');
-            res.on('data', (c) => { body += c; });
-            res.on('end', () => resolve({ status: res.statusCode, body }));
-        });
-        req.setTimeout(10000, () => req.destroy(new Error('timeout')));
-        req.on('error', () => resolve({ status: 0, body: '' }));
-    });
-}
-async function waitFor(what, test, timeoutMs = 600000) {
-    const t0 = Date.now();
-    while (Date.now() - t0 < timeoutMs) {
-        if (await test()) return;
-        await sleep(200);
-    }
-    throw new Error(`timed out waiting for ${what}; logs in ${logDir}`);
-}
+const startServer = (name, args) => startServerIn(a.server, logDir, name, args);
 
 /// The gap histogram and suspect count of `peer` as node `port` reports them.
 async function series(port, peer) {
@@ -142,8 +103,7 @@ console.log('| phase | direction | gaps | mean ms | within 2x | p99 bucket | lar
 console.log('|---|---|---|---|---|---|---|---|');
 await phase('quiet', async () => () => {});
 await phase(`${a.streams} streams + hog`, async () => {
-    const hog = fork(new URL(import.meta.url).pathname, ['__hog'], { stdio: 'ignore' });
-    children.push(hog);
+    const hog = adoptChild(fork(new URL(import.meta.url).pathname, ['__hog'], { stdio: 'ignore' }));
     let running = true;
     const client = { host: '127.0.0.1', port: port.r, route: '/v1/inference/stream',
                      maxTokens: 128, timeoutMs: 600000 };
