@@ -117,6 +117,7 @@ void attention_kv_heads(const float* q, const attention_shape& shape, const page
     a.v_blocks = kv.v_blocks;
     a.block_tokens = kv.block_tokens;
     const std::size_t head_halves = kv_head_halves(hd, kv.q8_0);
+    a.head_halves = head_halves;
     a.row_stride = shape.n_kv_head * head_halves;
     a.n_ctx = kv.n_ctx;
     a.head_dim = hd;

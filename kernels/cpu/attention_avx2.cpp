@@ -14,7 +14,6 @@ const std::uint16_t* row_of(const std::uint16_t* const* blocks, const attention_
 
 /// Values [8c, 8c + 8) of an F16 row.
 struct f16_row {
-    static std::size_t bytes(std::uint32_t head_dim) { return std::size_t{head_dim} * 2; }
     /// Where chunks c and c + 1 start (what a pass of values_tile reads of the row).
     static const std::uint16_t* at(const std::uint16_t* row, std::uint32_t c) {
         return row + 8 * c;
@@ -27,9 +26,6 @@ struct f16_row {
 
 /// Values [8c, 8c + 8) of a Q8_0 row: a quarter of block c / 4, times its scale (exact).
 struct q8_row {
-    static std::size_t bytes(std::uint32_t head_dim) {
-        return std::size_t{head_dim} / q8_block_values * q8_block_halves * 2;
-    }
     static const std::uint16_t* at(const std::uint16_t* row, std::uint32_t c) {
         return row + (c / 4) * q8_block_halves;
     }
@@ -45,7 +41,7 @@ struct q8_row {
 
 template <class Row, std::uint32_t N>
 void scores_tile(const attention_head_args& a, std::uint32_t g0, float* scores) {
-    const std::size_t row_bytes = Row::bytes(a.head_dim);
+    const std::size_t row_bytes = a.head_halves * 2;
     for (std::uint32_t p = 0; p < a.n_ctx; ++p) {
         if (p + kv_prefetch_ahead < a.n_ctx)
             prefetch_bytes(row_of(a.k_blocks, a, p + kv_prefetch_ahead), row_bytes);

@@ -48,7 +48,6 @@ __m512 reduce16x16(const __m512 (&v)[16]) {
 
 /// Values [16c, 16c + 16) of an F16 row.
 struct f16_row {
-    static std::size_t bytes(std::uint32_t head_dim) { return std::size_t{head_dim} * 2; }
     /// Where chunk c starts (values_tile reads chunks c0..c0+3 of a row in one pass).
     static const std::uint16_t* at(const std::uint16_t* row, std::uint32_t c) {
         return row + 16 * c;
@@ -61,9 +60,6 @@ struct f16_row {
 
 /// Values [16c, 16c + 16) of a Q8_0 row: half of block c / 2, times its scale (exact).
 struct q8_row {
-    static std::size_t bytes(std::uint32_t head_dim) {
-        return std::size_t{head_dim} / q8_block_values * q8_block_halves * 2;
-    }
     static const std::uint16_t* at(const std::uint16_t* row, std::uint32_t c) {
         return row + (c / 2) * q8_block_halves;
     }
@@ -85,7 +81,7 @@ void scores_tile(const attention_head_args& a, std::uint32_t g0, float* scores) 
     constexpr std::uint32_t positions = 16 / N;
     const std::uint32_t chunks = a.head_dim / 16;
     const __m512 scale = _mm512_set1_ps(a.scale);
-    const std::size_t row_bytes = Row::bytes(a.head_dim);
+    const std::size_t row_bytes = a.head_halves * 2;
     std::uint32_t p0 = 0;
     for (; p0 + positions <= a.n_ctx; p0 += positions) {
         const std::uint16_t* k[positions];

@@ -25,8 +25,9 @@ struct attention_head_args {
     const std::uint16_t* const* k_blocks = nullptr;
     const std::uint16_t* const* v_blocks = nullptr;
     std::uint32_t block_tokens = 0;
-    std::size_t row_stride = 0; ///< halves between consecutive positions (a whole KV row)
-    std::size_t kv_offset = 0;  ///< halves from a row's start to this KV head
+    std::size_t row_stride = 0;  ///< halves between consecutive positions (a whole KV row)
+    std::size_t kv_offset = 0;   ///< halves from a row's start to this KV head
+    std::size_t head_halves = 0; ///< halves of this KV head in a row (kv_head_halves)
     std::uint32_t n_ctx = 0;
     std::uint32_t head_dim = 0; ///< a multiple of 16
     float scale = 0.0f;
