@@ -96,7 +96,7 @@ TEST_CASE("a prompt id outside the vocabulary is a 400 and 8 streams beside it c
     auto prompt_of = [](int i) { return std::vector<int>{1 + i, 20 + 3 * i, 100 + 7 * i}; };
     std::vector<std::vector<std::int64_t>> alone(n);
     for (int i = 0; i < n; ++i) {
-        auto r = s.post("/v1/inference", ids_request(prompt_of(i), max_tokens));
+        auto r = s.post_long("/v1/inference", ids_request(prompt_of(i), max_tokens));
         REQUIRE_MESSAGE(r.status == 200, r.body);
         const auto o = test::parse_object(r.body); // a named object: the loop reads into it
         for (const auto& v : o.at("tokens").as_array())
@@ -107,7 +107,7 @@ TEST_CASE("a prompt id outside the vocabulary is a 400 and 8 streams beside it c
     std::vector<std::thread> clients;
     for (int i = 0; i < n; ++i)
         clients.emplace_back([&, i] {
-            streams[i] = s.post("/v1/inference/stream", ids_request(prompt_of(i), max_tokens));
+            streams[i] = s.post_long("/v1/inference/stream", ids_request(prompt_of(i), max_tokens));
         });
     // The bad requests arrive while all 8 are decoding, so a step could have held them all.
     for (int i = 0; i < 2000 && running(s) != n; ++i)

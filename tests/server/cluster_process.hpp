@@ -226,7 +226,8 @@ struct stream_transcript {
 /// POST /v1/completions with "stream": true and reads every event to the end.
 inline stream_transcript stream_completion(std::uint16_t port, const std::string& body) {
     stream_transcript t;
-    const auto r = http_request(port, boost::beast::http::verb::post, "/v1/completions", body);
+    const auto r = http_request(port, boost::beast::http::verb::post, "/v1/completions", body, {},
+                                {}, long_exchange);
     t.status = r.status;
     t.raw = r.body;
     std::size_t at = 0;

@@ -4,6 +4,8 @@
 // still serves one after a replica is killed.
 #include "cluster_process.hpp"
 
+#include <boost/asio/ip/tcp.hpp>
+
 #include <cctype>
 #include <cstring>
 #include <map>

@@ -6,6 +6,7 @@
 #include "server/model_admin.hpp"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 

@@ -41,7 +41,7 @@ const boost::json::object& model_stats(const boost::json::object& stats) {
     return stats.at("models").as_array().at(0).as_object();
 }
 
-std::int64_t stat(const test::server_process& s, const char* field) {
+std::int64_t stat_of(const test::server_process& s, const char* field) {
     const auto o = test::parse_object(s.get("/v1/stats").body);
     return model_stats(o).at(field).as_int64();
 }
@@ -84,7 +84,7 @@ TEST_CASE("prefix cache: outputs equal an uncached server's, greedy and seeded, 
     CHECK(rate > 0.5);
     CHECK(rate < 1.0);
     // The cache saved prefill work: fewer prompt positions computed than the plain server.
-    CHECK(stat(cached, "prompt_tokens_computed") < stat(plain, "prompt_tokens_computed"));
+    CHECK(stat_of(cached, "prompt_tokens_computed") < stat_of(plain, "prompt_tokens_computed"));
     const auto off = test::parse_object(plain.get("/v1/stats").body);
     CHECK(off.at("prefix_cache").as_object().at("hit_tokens").as_int64() == 0);
     CHECK(model_stats(off).at("prefix_cache_query_tokens").as_int64() == 0);
@@ -116,8 +116,8 @@ TEST_CASE("prefix cache: preemption under a small KV pool recomputes to the same
         for (std::size_t i = 0; i < bodies.size(); ++i)
             CHECK(got[i].get() == tokens_of(plain, bodies[i]));
     }
-    CHECK(stat(cached, "preemptions") > 0);
-    CHECK(stat(cached, "prefix_cache_hit_tokens") > 0);
+    CHECK(stat_of(cached, "preemptions") > 0);
+    CHECK(stat_of(cached, "prefix_cache_hit_tokens") > 0);
 }
 
 TEST_CASE("prefix cache: after a hot-swap to another model file the new version computes the "

@@ -19,7 +19,7 @@ std::string greedy_ids(const std::vector<int>& prompt, int max_tokens) {
            std::to_string(max_tokens) + R"(,"temperature":0})";
 }
 
-std::int64_t stat(const test::server_process& s, const char* key) {
+std::int64_t stat_of(const test::server_process& s, const char* key) {
     auto m = test::parse_object(s.get("/v1/stats").body).at("models").as_array();
     return m.empty() ? -1 : m[0].as_object().at(key).as_int64();
 }
@@ -32,7 +32,7 @@ TEST_CASE("past the drain deadline streams end with an error event and finish_re
     test::server_process s({"--max-seqs", "1", "--drain-timeout-ms", "100"});
     test::http_reply running, queued, plain;
     std::thread a([&] { running = s.post("/v1/inference/stream", greedy_ids({1, 2, 3}, 2000)); });
-    for (int i = 0; i < 400 && stat(s, "running") != 1; ++i)
+    for (int i = 0; i < 400 && stat_of(s, "running") != 1; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     std::thread b([&] { queued = s.post("/v1/inference/stream", greedy_ids({4, 5}, 8)); });
     std::thread c([&] { plain = s.post("/v1/inference", greedy_ids({6}, 8)); });
@@ -91,9 +91,9 @@ TEST_CASE("past the drain deadline an n > 1 chat stream ends every choice with a
                        "max_tokens":2000,"temperature":0.8,"seed":5,"stream":true,
                        "stream_options":{"include_usage":true}})");
     });
-    for (int i = 0; i < 400 && stat(s, "running") != 3; ++i)
+    for (int i = 0; i < 400 && stat_of(s, "running") != 3; ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    REQUIRE(stat(s, "running") == 3);
+    REQUIRE(stat_of(s, "running") == 3);
     CHECK(s.signal_and_wait(SIGTERM) == 0);
     a.join();
     CHECK(r.status == 200);

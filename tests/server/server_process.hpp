@@ -6,9 +6,7 @@
 #include "support/run_process.hpp"
 #include "support/test_data.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/verb.hpp>
 #include <boost/json.hpp>
 #include <doctest/doctest.h>
 
@@ -42,59 +40,18 @@ struct http_reply {
 
 using header_list = std::vector<std::pair<std::string, std::string>>;
 
+/// How long one exchange of http_request may take, whole: a server that never answers fails the
+/// test after this. Streams of hundreds of tokens under the sanitizers on a busy 2-core machine
+/// take longer than a minute; they pass `long_exchange`.
+inline constexpr std::chrono::seconds plain_exchange{60};
+inline constexpr std::chrono::seconds long_exchange{300};
+
 /// One request on a fresh connection (the server's keep-alive is exercised elsewhere). `api_key`
 /// goes in `Authorization: Bearer` when not empty.
-inline http_reply http_request(std::uint16_t port, boost::beast::http::verb verb,
-                               const std::string& target, const std::string& body = {},
-                               const std::string& api_key = {},
-                               const header_list& extra_headers = {}) {
-    namespace beast = boost::beast;
-    namespace bhttp = beast::http;
-    namespace net = boost::asio;
-    net::io_context ioc;
-    beast::tcp_stream stream(ioc);
-    stream.expires_after(std::chrono::seconds(60));
-    http_reply out;
-    beast::error_code ec;
-    stream.connect(net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), port), ec);
-    if (ec)
-        return out;
-    bhttp::request<bhttp::string_body> req{verb, target, 11};
-    req.set(bhttp::field::host, "127.0.0.1");
-    if (!api_key.empty())
-        req.set(bhttp::field::authorization, "Bearer " + api_key);
-    for (const auto& [name, value] : extra_headers)
-        req.set(name, value);
-    if (!body.empty()) {
-        req.set(bhttp::field::content_type, "application/json");
-        req.body() = body;
-        req.prepare_payload();
-    }
-    // Asynchronous write and read: tcp_stream's deadline (expires_after) bounds only those, so a
-    // server that never answers fails the test instead of hanging it.
-    beast::flat_buffer buf;
-    bhttp::response<bhttp::string_body> res;
-    bhttp::async_write(stream, req, [&](beast::error_code wec, std::size_t) {
-        if (wec) {
-            ec = wec;
-            return;
-        }
-        bhttp::async_read(stream, buf, res, [&](beast::error_code rec, std::size_t) { ec = rec; });
-    });
-    ioc.run();
-    out.complete = !ec;
-    out.status = res.result_int();
-    out.body = res.body();
-    out.content_type = std::string(res[bhttp::field::content_type]);
-    out.retry_after = std::string(res[bhttp::field::retry_after]);
-    for (const auto& f : res) {
-        std::string name(f.name_string());
-        for (auto& ch : name)
-            ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        out.headers[name] = std::string(f.value());
-    }
-    return out;
-}
+http_reply http_request(std::uint16_t port, boost::beast::http::verb verb,
+                        const std::string& target, const std::string& body = {},
+                        const std::string& api_key = {}, const header_list& extra_headers = {},
+                        std::chrono::seconds deadline = plain_exchange);
 
 /// How a test starts its server beyond the flags.
 struct launch_options {
@@ -119,52 +76,9 @@ inline std::string server_binary() {
 /// bitnet-server on 127.0.0.1 with an ephemeral port and a tiny synthetic model.
 class server_process {
 public:
+    /// Makes the model, starts the server and returns once /health/ready answers 200 (bounded).
     explicit server_process(const std::vector<std::string>& extra_args = {},
-                            launch_options launch = {}) {
-        model_ = dir_.file("tiny.gguf");
-        auto made = run_tool("bitnet-model", "make --shape tiny --seed 1 -o " + model_);
-        REQUIRE_MESSAGE(made.exit_code == 0, made.err);
-        log_ = dir_.file("server.log");
-        std::vector<std::string> args{server_binary(), "--model", model_,         "--port", "0",
-                                      "--threads",     "1",       "--io-threads", "1"};
-        if (launch.admin_open) {
-            args.emplace_back("--admin-open");
-            args.emplace_back("1");
-        }
-        args.insert(args.end(), extra_args.begin(), extra_args.end());
-        pid_ = ::fork();
-        REQUIRE(pid_ >= 0);
-        if (pid_ == 0) {
-            const auto fd = ::open(log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-            ::dup2(fd, 1);
-            ::dup2(fd, 2);
-            if (launch.max_fds > 0) {
-                const rlimit lim{launch.max_fds, launch.max_fds};
-                ::setrlimit(RLIMIT_NOFILE, &lim);
-            }
-            std::vector<char*> argv;
-            for (auto& a : args)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execv(argv[0], argv.data());
-            ::_exit(127);
-        }
-        // The contract's ready line: "listening on HOST:PORT".
-        for (int i = 0; i < 600 && port_ == 0 && alive(); ++i) {
-            const auto text = log();
-            if (auto at = text.find("listening on 127.0.0.1:"); at != std::string::npos)
-                port_ = static_cast<std::uint16_t>(std::stoi(text.substr(at + 23)));
-            else
-                std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        }
-        REQUIRE_MESSAGE(port_ != 0, log());
-        const auto ready = [&] {
-            return launch.ready_status ? launch.ready_status(port_) : get("/health/ready").status;
-        };
-        for (int i = 0; i < 600 && ready() != 200; ++i)
-            std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        REQUIRE_MESSAGE(ready() == 200, log());
-    }
+                            launch_options launch = {});
     ~server_process() {
         if (pid_ > 0 && !reaped_) {
             ::kill(pid_, SIGKILL);
@@ -189,6 +103,12 @@ public:
     http_reply post(const std::string& target, const std::string& body,
                     const std::string& api_key = {}) const {
         return http_request(port_, boost::beast::http::verb::post, target, body, api_key);
+    }
+    /// A POST whose answer is a long generation (thousands of tokens, or a stream of hundreds):
+    /// bounded by `long_exchange` rather than a minute.
+    http_reply post_long(const std::string& target, const std::string& body) const {
+        return http_request(port_, boost::beast::http::verb::post, target, body, {}, {},
+                            long_exchange);
     }
     http_reply del(const std::string& target) const {
         return http_request(port_, boost::beast::http::verb::delete_, target);

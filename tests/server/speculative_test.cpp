@@ -17,7 +17,7 @@ namespace {
 const std::string fortunes_path = test::data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
 
 /// A /v1/stats figure summed over the server's models.
-std::int64_t stat(const test::server_process& s, const char* field) {
+std::int64_t stat_of(const test::server_process& s, const char* field) {
     const auto o = test::parse_object(s.get("/v1/stats").body);
     std::int64_t sum = 0;
     for (const auto& m : o.at("models").as_array())
@@ -53,7 +53,7 @@ TEST_CASE("speculative: the same output with drafts as without, greedy and seede
           "drafts are counted") {
     test::default_model m;
     auto& s = m.s;
-    CHECK(stat(s, "spec_draft_tokens") == 0);
+    CHECK(stat_of(s, "spec_draft_tokens") == 0);
     for (const std::string sampling : {R"(,"temperature":0)", R"(,"temperature":0.9,"seed":11)"}) {
         CAPTURE(sampling);
         const auto off = s.post("/v1/inference", completion("off", sampling));
@@ -73,7 +73,7 @@ TEST_CASE("speculative: the same output with drafts as without, greedy and seede
     std::int64_t drafted = -1, accepted = -1;
     std::string metrics;
     CHECK(within_seconds(10, [&] {
-        const auto d = stat(s, "spec_draft_tokens"), a = stat(s, "spec_accepted_tokens");
+        const auto d = stat_of(s, "spec_draft_tokens"), a = stat_of(s, "spec_accepted_tokens");
         metrics = s.get("/metrics").body;
         const bool same = d == drafted && a == accepted &&
                           metrics.find("bitnet_spec_draft_tokens_total{source=\"ngram\"} " +
@@ -93,9 +93,9 @@ TEST_CASE("speculative: the same output with drafts as without, greedy and seede
     test::server_process quiet({"--speculative", "off"});
     REQUIRE(test::load_and_wait(quiet, "fortunes", fortunes_path).at("state") == "ready");
     REQUIRE(quiet.post("/v1/inference", completion("", R"(,"temperature":0)")).status == 200);
-    CHECK(stat(quiet, "spec_draft_tokens") == 0);
+    CHECK(stat_of(quiet, "spec_draft_tokens") == 0);
     REQUIRE(quiet.post("/v1/inference", completion("auto", R"(,"temperature":0)")).status == 200);
-    CHECK(within_seconds(10, [&] { return stat(quiet, "spec_draft_tokens") > 0; }));
+    CHECK(within_seconds(10, [&] { return stat_of(quiet, "spec_draft_tokens") > 0; }));
 }
 
 TEST_CASE("speculative: jump-forward drafts under a schema, the same output with them as "
@@ -129,9 +129,9 @@ TEST_CASE("speculative: jump-forward drafts under a schema, the same output with
     // n-gram series.
     std::int64_t gd = -1, ga = -1;
     CHECK(within_seconds(10, [&] {
-        const auto d = stat(s, "spec_draft_tokens"), a = stat(s, "spec_accepted_tokens");
-        const auto g = stat(s, "spec_grammar_draft_tokens");
-        const auto h = stat(s, "spec_grammar_accepted_tokens");
+        const auto d = stat_of(s, "spec_draft_tokens"), a = stat_of(s, "spec_accepted_tokens");
+        const auto g = stat_of(s, "spec_grammar_draft_tokens");
+        const auto h = stat_of(s, "spec_grammar_accepted_tokens");
         const auto metrics = s.get("/metrics").body;
         auto has = [&](const char* name, const char* source, std::int64_t v) {
             return metrics.find(std::string(name) + "{source=\"" + source + "\"} " +
@@ -211,8 +211,8 @@ TEST_CASE("speculative: a draft model's drafts, the same output as without, coun
     }
     std::int64_t md = -1, ma = -1;
     CHECK(within_seconds(10, [&] {
-        const auto d = stat(s, "spec_model_draft_tokens"),
-                   a = stat(s, "spec_model_accepted_tokens");
+        const auto d = stat_of(s, "spec_model_draft_tokens"),
+                   a = stat_of(s, "spec_model_accepted_tokens");
         const auto metrics = s.get("/metrics").body;
         const bool same =
             d == md && a == ma &&

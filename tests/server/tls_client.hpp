@@ -7,7 +7,10 @@
 
 #include "server_process.hpp"
 
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
 #include <memory>

@@ -7,6 +7,9 @@
 #include "cluster_process.hpp"
 #include "otlp_collector.hpp"
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+
 #include <array>
 #include <set>
 #include <thread>
