@@ -4,16 +4,19 @@
 # every shared library they load, other than glibc's own, must resolve and belong (dpkg -S) to a
 # package that runtime-deps.sh installs. Packages on the list that no binary needs are reported.
 #
-#   deploy/ci/check-docker-steps.sh [--build-dir DIR] [--keep]
+#   deploy/ci/check-docker-steps.sh [--build-dir DIR] [--reuse-build DIR] [--keep]
+# (--reuse-build: see deploy/docker/build.sh)
 # Exit 0 when the lists agree, 1 with one line per problem otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 build_dir=build/docker
 keep=0
+reuse=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --build-dir) build_dir="$2"; shift 2 ;;
+        --reuse-build) reuse=(--reuse-build "$2"); shift 2 ;;
         --keep) keep=1; shift ;;
         *) echo "check-docker-steps: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -22,7 +25,7 @@ done
 prefix=$(mktemp -d "${TMPDIR:-/tmp}/bitnet-docker-prefix.XXXXXX")
 [ "$keep" -eq 1 ] || trap 'rm -rf "$prefix"' EXIT
 
-bash deploy/docker/build.sh --prefix "$prefix" --build-dir "$build_dir" --cuda OFF
+bash deploy/docker/build.sh --prefix "$prefix" --build-dir "$build_dir" --cuda OFF "${reuse[@]}"
 mapfile -t runtime_pkgs < <(bash deploy/docker/runtime-deps.sh --list)
 
 # Packages glibc's own libraries come from: in every Debian image, never listed.

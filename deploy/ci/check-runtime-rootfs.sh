@@ -5,9 +5,10 @@
 # bitnet = 10001, directories), the builder's prefix copied in, then every installed binary must
 # load all its libraries (ldd inside the root, no "not found") and run as that user.
 #
-#   deploy/ci/check-runtime-rootfs.sh [--rootfs DIR] [--prefix DIR]
+#   deploy/ci/check-runtime-rootfs.sh [--rootfs DIR] [--prefix DIR] [--reuse-build DIR]
 #     --rootfs DIR   reuse/create the root filesystem there (default: a temporary one, removed)
 #     --prefix DIR   an existing build.sh prefix (default: run deploy/docker/build.sh into a temp one)
+#     --reuse-build DIR  passed to deploy/docker/build.sh when it runs (an existing build tree)
 # Needs root, debootstrap (apt-get install debootstrap) and Debian's package mirror; about 1 min.
 # Where one of them is missing (an unprivileged or offline CI runner) it says SKIP and exits 0:
 # check-docker-steps.sh still checks the runtime package list there.
@@ -15,10 +16,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 rootfs="" prefix=""
+reuse=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --rootfs) rootfs="$2"; shift 2 ;;
         --prefix) prefix="$2"; shift 2 ;;
+        --reuse-build) reuse=(--reuse-build "$2"); shift 2 ;;
         *) echo "check-runtime-rootfs: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -31,7 +34,7 @@ trap 'rm -rf "$tmp"' EXIT
 [ -n "$rootfs" ] || rootfs="$tmp/rootfs"
 if [ -z "$prefix" ]; then
     prefix="$tmp/prefix"
-    bash deploy/docker/build.sh --prefix "$prefix" --cuda OFF
+    bash deploy/docker/build.sh --prefix "$prefix" --cuda OFF "${reuse[@]}"
 fi
 
 if [ ! -x "$rootfs/usr/bin/apt-get" ]; then

@@ -4,6 +4,11 @@
 # executables, install them into a prefix.
 #
 #   deploy/docker/build.sh [--prefix DIR] [--build-dir DIR] [--cuda AUTO|ON|OFF] [--jobs N]
+#                          [--reuse-build DIR]
+#
+# --reuse-build DIR skips the configure step and builds (usually: finds built) the executables in
+# an existing tree of another preset: CI passes its dev tree, whose executables load the same
+# libraries, instead of compiling the whole project a third time for the library check.
 #
 # Installs into PREFIX:
 #   bin/bitnet-server (when the target exists), bin/bitnet-cli, bin/bitnet-model  (stripped)
@@ -17,12 +22,14 @@ prefix=/opt/bitnet-serve
 build_dir=build/docker
 cuda="${BITNET_CUDA:-OFF}"
 jobs="$(nproc)"
+reuse=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --prefix) prefix="$2"; shift 2 ;;
         --build-dir) build_dir="$2"; shift 2 ;;
         --cuda) cuda="$2"; shift 2 ;;
         --jobs) jobs="$2"; shift 2 ;;
+        --reuse-build) reuse="$2"; shift 2 ;;
         *) echo "build.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -30,7 +37,12 @@ case "$cuda" in AUTO|ON|OFF) ;; *) echo "build.sh: --cuda must be AUTO, ON or OF
 
 # The release preset (-O3 -DNDEBUG, Ninja, ccache), in a tree of its own so a developer's
 # build/release keeps its options; no benchmarks in an image.
-cmake --preset release -B "$build_dir" -DBITNET_BUILD_BENCH=OFF -DBITNET_CUDA="$cuda" >/dev/null
+if [ -n "$reuse" ]; then
+    [ -f "$reuse/build.ninja" ] || { echo "build.sh: $reuse is not a configured build tree" >&2; exit 2; }
+    build_dir="$reuse"
+else
+    cmake --preset release -B "$build_dir" -DBITNET_BUILD_BENCH=OFF -DBITNET_CUDA="$cuda" >/dev/null
+fi
 
 wanted=(bitnet-server bitnet-cli bitnet-model)
 available=$(ninja -C "$build_dir" -t targets all | sed -n 's/^\(bitnet-[a-z]*\): .*/\1/p' | sort -u)
