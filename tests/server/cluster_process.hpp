@@ -35,12 +35,7 @@ inline pid_t spawn_logged(std::vector<std::string> args, const std::string& log,
         ::dup2(fd, 2);
         if (!workdir.empty() && ::chdir(workdir.c_str()) != 0)
             ::_exit(126);
-        std::vector<char*> argv;
-        for (auto& a : args)
-            argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
+        exec_or_exit(args);
     }
     return pid;
 }

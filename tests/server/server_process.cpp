@@ -84,12 +84,7 @@ server_process::server_process(const std::vector<std::string>& extra_args, launc
             const rlimit lim{launch.max_fds, launch.max_fds};
             ::setrlimit(RLIMIT_NOFILE, &lim);
         }
-        std::vector<char*> argv;
-        for (auto& a : args)
-            argv.push_back(a.data());
-        argv.push_back(nullptr);
-        ::execv(argv[0], argv.data());
-        ::_exit(127);
+        exec_or_exit(args);
     }
     // The contract's ready line: "listening on HOST:PORT".
     for (int i = 0; i < 600 && port_ == 0 && alive(); ++i) {

@@ -65,6 +65,16 @@ struct launch_options {
     std::function<unsigned(std::uint16_t port)> ready_status{};
 };
 
+/// In a forked child: becomes `args` (the program's path first) or exits with 127.
+[[noreturn]] inline void exec_or_exit(std::vector<std::string>& args) {
+    std::vector<char*> argv;
+    for (auto& a : args)
+        argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+}
+
 /// The bitnet-server executable under test: the build's, or BITNET_TEST_SERVER when set (to run
 /// a test against another build, e.g. to see a regression test fail on the old code).
 inline std::string server_binary() {
