@@ -75,12 +75,7 @@ public:
             const auto fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
             ::dup2(fd, 1);
             ::dup2(fd, 2);
-            std::vector<char*> argv;
-            for (auto& a : argv_s)
-                argv.push_back(a.data());
-            argv.push_back(nullptr);
-            ::execvp("node", argv.data());
-            ::_exit(127);
+            exec_or_exit(argv_s);
         }
         for (int i = 0; i < 600 && port_ == 0; ++i) {
             std::error_code ec;

@@ -65,13 +65,14 @@ struct launch_options {
     std::function<unsigned(std::uint16_t port)> ready_status{};
 };
 
-/// In a forked child: becomes `args` (the program's path first) or exits with 127.
+/// In a forked child: becomes `args` (the program first: a path, or a name looked up in PATH) or
+/// exits with 127.
 [[noreturn]] inline void exec_or_exit(std::vector<std::string>& args) {
     std::vector<char*> argv;
     for (auto& a : args)
         argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
 }
 
