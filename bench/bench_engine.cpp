@@ -32,6 +32,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -56,7 +57,7 @@ double read_bandwidth(int n_threads) {
     std::vector<std::uint64_t> buf(n, 1);
     std::vector<double> runs;
     for (int r = 0; r < 5; ++r) {
-        std::uint64_t total = 0;
+        std::atomic<std::uint64_t> total{0};
         const auto t0 = clock_type::now();
         kernels::parallel_ranges(n, 4096, n_threads, [&](std::size_t b, std::size_t e) {
             std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -66,8 +67,7 @@ double read_bandwidth(int n_threads) {
                 s2 += buf[i + 2];
                 s3 += buf[i + 3];
             }
-#pragma omp atomic
-            total += s0 + s1 + s2 + s3;
+            total.fetch_add(s0 + s1 + s2 + s3, std::memory_order_relaxed);
         });
         runs.push_back(static_cast<double>(n * sizeof(std::uint64_t)) / seconds_since(t0) / 1e9);
         if (total != n)

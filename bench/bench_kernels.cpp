@@ -14,6 +14,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -352,7 +353,7 @@ void bm_read_bandwidth(benchmark::State& state) {
     }();
     const std::size_t n_words = n_bytes / 8;
     for (auto _ : state) {
-        std::uint64_t total = 0;
+        std::atomic<std::uint64_t> total{0};
         parallel_ranges(n_words, 4096, n_threads, [&](std::size_t begin, std::size_t end) {
             // Four independent sums so the adds never limit the loads.
             std::uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -362,10 +363,10 @@ void bm_read_bandwidth(benchmark::State& state) {
                 s2 += buf[i + 2];
                 s3 += buf[i + 3];
             }
-#pragma omp atomic
-            total += s0 + s1 + s2 + s3;
+            total.fetch_add(s0 + s1 + s2 + s3, std::memory_order_relaxed);
         });
-        benchmark::DoNotOptimize(total);
+        const std::uint64_t sum = total.load();
+        benchmark::DoNotOptimize(sum);
     }
     state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
                             static_cast<std::int64_t>(n_bytes));

@@ -175,7 +175,7 @@ void ternary_rows_scalar(const packed_ternary& w, const quantized_acts& acts, fl
 namespace {
 
 // The arguments of one SIMD call, with this thread's scratch for an unpacked tile. The scratch
-// lives as long as the thread (an OpenMP worker or the caller), grown to the widest k seen.
+// lives as long as the thread (a compute pool worker or the caller), grown to the widest k seen.
 cpu::ternary_args simd_args(const packed_ternary& w, const quantized_acts& acts, float* y,
                             std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
     thread_local aligned_buffer scratch;
