@@ -14,7 +14,6 @@ set -euo pipefail
 
 packages=(
     libstdc++6 libgcc-s1             # C++ runtime
-    libgomp1                         # OpenMP compute thread pool
     libcaf-core0.17 libcaf-io0.17 libcaf-openssl0.17   # CAF 0.17.6 actors
     libboost-json1.81.0 libboost-container1.81.0       # Boost.JSON (and its allocator library)
     libspdlog1.10 libfmt9            # logging

@@ -23,6 +23,7 @@
 #include "http/otlp_exporter.hpp"
 #include "http/server.hpp"
 #include "http/tls_context.hpp"
+#include "kernels/compute_pool.hpp"
 #include "kernels/cpu_features.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/mask_cache.hpp"
@@ -317,9 +318,7 @@ int main(int argc, char** argv) {
             std::printf("%s\n", conf::to_json(*cfg).c_str());
             return 0;
         }
-    // The compute pool's wait is the server's, whatever the environment says: OpenMP reads it
-    // when it loads, so this may execute the server again, once, before anything starts.
-    server::exec_with_compute_wait(argv, cfg->compute_spin_count);
+    kernels::set_idle_spin(cfg->compute_spin_count);
     std::string threads_why;
     cfg->n_threads =
         static_cast<std::uint32_t>(server::compute_threads(cfg->n_threads, &threads_why));
