@@ -135,12 +135,12 @@ std::vector<std::string> split_list(std::string_view s) {
 /// "alias=path" or a bare path (alias = file name without directory and extension).
 model_entry parse_model(std::string_view s) {
     if (auto eq = s.find('='); eq != std::string_view::npos)
-        return {std::string(s.substr(0, eq)), std::string(s.substr(eq + 1))};
+        return {std::string(s.substr(0, eq)), std::string(s.substr(eq + 1)), std::nullopt};
     auto name =
         s.substr(s.find_last_of('/') == std::string_view::npos ? 0 : s.find_last_of('/') + 1);
     if (auto dot = name.rfind('.'); dot != std::string_view::npos && dot > 0)
         name = name.substr(0, dot);
-    return {std::string(name), std::string(s)};
+    return {std::string(name), std::string(s), std::nullopt};
 }
 
 /// Sets one key from text (environment variable or flag).
@@ -253,7 +253,23 @@ result<void> set_from_json(server_config& cfg, const field& f, std::string_view 
                 return bad(f.key, origin,
                            "each entry needs string \"alias\" and \"path\", got " +
                                json::serialize(e));
-            models.push_back({std::string(alias->get_string()), std::string(path->get_string())});
+            for (const auto& kv : *o)
+                if (kv.key() != "alias" && kv.key() != "path" && kv.key() != "draft_model")
+                    return bad(f.key, origin,
+                               "an entry's keys are \"alias\", \"path\" and \"draft_model\", "
+                               "not \"" +
+                                   std::string(kv.key()) + "\"");
+            model_entry entry{std::string(alias->get_string()), std::string(path->get_string()),
+                              std::nullopt};
+            if (const auto* d = o->if_contains("draft_model")) {
+                if (!d->is_string())
+                    return bad(f.key, origin,
+                               "an entry's \"draft_model\" is a path, or \"\" for none; got " +
+                                   json::serialize(*d));
+                BITNET_TRY(check_text(f.key, origin, d->get_string()));
+                entry.draft_model = std::string(d->get_string());
+            }
+            models.push_back(std::move(entry));
         }
         cfg.models = std::move(models);
     }
@@ -526,8 +542,12 @@ std::string to_json(const server_config& cfg) {
             o[key] = std::move(a);
         } else {
             json::array a;
-            for (const auto& e : cfg.models)
-                a.push_back({{"alias", e.alias}, {"path", e.path}});
+            for (const auto& e : cfg.models) {
+                json::object entry{{"alias", e.alias}, {"path", e.path}};
+                if (e.draft_model)
+                    entry["draft_model"] = *e.draft_model;
+                a.push_back(std::move(entry));
+            }
             o[key] = std::move(a);
         }
     }

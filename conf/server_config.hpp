@@ -18,6 +18,12 @@ namespace bitnet::conf {
 struct model_entry {
     std::string alias;
     std::string path;
+    /// Its own draft model (server_config::draft_model): unset = the server's, "" = none.
+    std::optional<std::string> draft_model;
+    /// The draft model this entry starts with, given the server-wide one.
+    [[nodiscard]] const std::string& draft_or(const std::string& server_wide) const noexcept {
+        return draft_model ? *draft_model : server_wide;
+    }
     friend bool operator==(const model_entry&, const model_entry&) = default;
 };
 
@@ -58,7 +64,8 @@ struct server_config {
     /// Drafts are added only while a step holds fewer tokens than this.
     std::uint32_t spec_step_tokens = 16;
     /// A smaller GGUF with the same vocabulary whose greedy tokens are drafts for the models the
-    /// server starts with (msg::executor_order::draft_model); empty = none.
+    /// server starts with (msg::executor_order::draft_model); empty = none. An entry of `models`
+    /// may name its own (model_entry::draft_model).
     std::string draft_model;
     /// The largest OpenAI `n` (choices sharing one prompt's KV); above it a request is a 400.
     std::uint32_t max_n = 8;

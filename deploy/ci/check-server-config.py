@@ -142,6 +142,9 @@ def main():
             for m in eff["models"]:
                 if not m["path"].startswith("/models/"):
                     problems.append(f"{label}: model {m['path']} is not under the /models mount")
+                draft = m.get("draft_model", eff.get("draft_model", ""))
+                if draft and not draft.startswith("/models/"):
+                    problems.append(f"{label}: draft model {draft} is not under the /models mount")
             if eff["cluster_listen"]:
                 cport = next((p["containerPort"] for p in c["ports"] if p["name"] == "cluster"), None)
                 if eff["cluster_listen"] != f"0.0.0.0:{cport}":

@@ -93,6 +93,35 @@ TEST_CASE("precedence: file < environment < flags, key by key") {
     CHECK(r->default_entry()->path == "b.gguf");
 }
 
+TEST_CASE("a models entry may name its own draft model, or none, over the server-wide one") {
+    bitnet::test::scratch_dir dir;
+    auto file = write_json(dir, R"({"draft_model": "/m/wide.gguf", "models": [
+        {"alias": "own", "path": "/m/a.gguf", "draft_model": "/m/own-draft.gguf"},
+        {"alias": "none", "path": "/m/b.gguf", "draft_model": ""},
+        {"alias": "wide", "path": "/m/c.gguf"}]})");
+    auto r = load_config({.file = file});
+    REQUIRE(r.has_value());
+    REQUIRE(r->models.size() == 3);
+    CHECK(r->models[0].draft_or(r->draft_model) == "/m/own-draft.gguf");
+    CHECK(r->models[1].draft_or(r->draft_model).empty());
+    CHECK(r->models[2].draft_or(r->draft_model) == "/m/wide.gguf");
+    // The effective configuration prints them, and loads back to the same entries.
+    const auto text = bitnet::conf::to_json(*r);
+    CHECK(text.find(R"("draft_model":"/m/own-draft.gguf")") != std::string::npos);
+    auto back = load_config({.file = write_json(dir, text)});
+    REQUIRE(back.has_value());
+    CHECK(back->models == r->models);
+    // A draft that is not a string, or an entry key nobody reads, is refused by name.
+    const auto wrong =
+        error_of({.file = write_json(
+                      dir, R"({"models": [{"alias": "a", "path": "a.gguf", "draft_model": 3}]})")});
+    CHECK(wrong.find("draft_model") != std::string::npos);
+    const auto typo = error_of(
+        {.file = write_json(
+             dir, R"({"models": [{"alias": "a", "path": "a.gguf", "draft": "d.gguf"}]})")});
+    CHECK_MESSAGE(typo.find("\"draft\"") != std::string::npos, typo);
+}
+
 TEST_CASE("--model and BITNET_MODEL replace the model list and set the default") {
     bitnet::test::scratch_dir dir;
     auto file = write_json(dir, R"({"models": [{"alias": "a", "path": "a.gguf"}],

@@ -67,8 +67,12 @@ server_process::server_process(const std::vector<std::string>& extra_args, launc
     auto made = run_tool("bitnet-model", "make --shape tiny --seed 1 -o " + model_);
     REQUIRE_MESSAGE(made.exit_code == 0, made.err);
     log_ = dir_.file("server.log");
-    std::vector<std::string> args{server_binary(), "--model", model_,         "--port", "0",
-                                  "--threads",     "1",       "--io-threads", "1"};
+    std::vector<std::string> args{server_binary(), "--port", "0", "--threads", "1",
+                                  "--io-threads",  "1"};
+    if (launch.model_flag) {
+        args.emplace_back("--model");
+        args.emplace_back(model_);
+    }
     if (launch.admin_open) {
         args.emplace_back("--admin-open");
         args.emplace_back("1");

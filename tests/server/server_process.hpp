@@ -58,6 +58,9 @@ struct launch_options {
     /// Model management without a key (`--admin-open 1`): the lifecycle tests are not about
     /// roles; the roles test turns this off.
     bool admin_open = true;
+    /// Start on the tiny model (`--model`); false leaves the models to the test's own flags or
+    /// config file (a `--model` flag would replace a file's list).
+    bool model_flag = true;
     /// RLIMIT_NOFILE of the server process; 0 = inherited.
     unsigned max_fds = 0;
     /// The status of GET /health/ready on `port`, for a server that does not speak plain HTTP

@@ -246,3 +246,47 @@ TEST_CASE("speculative: a draft model's drafts, the same output as without, coun
                                               boost::json::serialize(boost::json::value(draft)));
     CHECK(good.at("state").as_string() == "ready");
 }
+
+TEST_CASE("speculative: a models entry names its own draft model or none, over the server-wide "
+          "draft_model") {
+    test::scratch_dir dir;
+    const auto main_model = dir.file("main.gguf"), draft = dir.file("draft.gguf");
+    for (const auto& [path, seed] : {std::pair{main_model, 1}, std::pair{draft, 2}}) {
+        const auto made =
+            test::run_tool("bitnet-model", "make --shape tiny --seed " + std::to_string(seed) +
+                                               " --vocab 512 -o " + path);
+        REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+    }
+    // Server-wide: the draft. "plain" opts out; "drafted" takes the server's.
+    const auto config = dir.file("server.json");
+    const auto q = [](const std::string& x) {
+        return boost::json::serialize(boost::json::value(x));
+    };
+    const std::string text =
+        R"({"draft_model":)" + q(draft) + R"(,"models":[)" + R"({"alias":"plain","path":)" +
+        q(main_model) + R"(,"draft_model":""},{"alias":"drafted","path":)" + q(main_model) + "}]}";
+    test::write_file(config, {text.begin(), text.end()});
+    test::server_process s({"--config", config}, {.model_flag = false});
+    auto engine_of = [&](const std::string& alias) {
+        return std::string(
+            test::parse_object(s.get("/v1/models/" + alias).body).at("engine").as_string());
+    };
+    CHECK(engine_of("drafted").find("draft model") != std::string::npos);
+    CHECK(engine_of("plain").find("draft model") == std::string::npos);
+    auto model_drafts = [&](const std::string& alias) {
+        const auto o = test::parse_object(s.get("/v1/stats").body);
+        for (const auto& m : o.at("models").as_array())
+            if (m.as_object().at("model").as_string() == alias)
+                return m.as_object().at("spec_model_draft_tokens").as_int64();
+        return std::int64_t{-1};
+    };
+    for (const std::string alias : {"plain", "drafted"}) {
+        const auto r =
+            s.post("/v1/inference", R"({"model":")" + alias +
+                                        R"(","prompt":"It was the best of times","max_tokens":24,)"
+                                        R"("temperature":0,"speculative":"auto"})");
+        REQUIRE_MESSAGE(r.status == 200, r.body);
+    }
+    CHECK(within_seconds(10, [&] { return model_drafts("drafted") > 0; }));
+    CHECK(model_drafts("plain") == 0);
+}

@@ -191,7 +191,7 @@ actors::supervisor_options supervisor_options_for(const conf::server_config& cfg
         msg::load_order order;
         order.alias = m.alias;
         order.path = m.path;
-        order.draft_path = cfg.draft_model;
+        order.draft_path = m.draft_or(cfg.draft_model);
         so.initial.push_back(order);
     }
     if (so.initial.empty())
