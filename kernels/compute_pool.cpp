@@ -230,11 +230,15 @@ std::uint32_t idle_spin() noexcept {
 }
 
 int affinity_cpus() noexcept {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (::sched_getaffinity(0, sizeof(set), &set) != 0)
-        return std::max(1u, std::thread::hardware_concurrency());
-    return std::max(1, CPU_COUNT(&set));
+    // Read once, as libgomp reads its count when it loads: kernels ask on every call.
+    static const int cpus = [] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        if (::sched_getaffinity(0, sizeof(set), &set) != 0)
+            return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        return std::max(1, CPU_COUNT(&set));
+    }();
+    return cpus;
 }
 
 } // namespace bitnet::kernels

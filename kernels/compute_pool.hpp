@@ -36,7 +36,7 @@ void run_chunks(std::size_t n_chunks, int n_threads, chunk_fn fn, void* ctx);
 void set_idle_spin(std::uint32_t iterations) noexcept;
 [[nodiscard]] std::uint32_t idle_spin() noexcept;
 
-/// CPUs in this process's affinity mask (at least 1).
+/// CPUs in this process's affinity mask when first asked (at least 1).
 [[nodiscard]] int affinity_cpus() noexcept;
 
 } // namespace bitnet::kernels
