@@ -38,14 +38,20 @@ struct alignas(64) job {
 };
 
 /// The call's claim word: threads allowed (8 bits), chunks (28), next unclaimed chunk (28). A
-/// claim is one compare-exchange that checks all three, so a worker can never take a chunk of a
-/// call it may not join, or one past the end; and since a new call is published only after the
-/// previous one's chunks are all claimed (next == n), a stale expectation cannot match it.
+/// claim is one compare-exchange on the whole word, so a worker never takes a chunk of a call it
+/// may not join, or one past the end; and a claim that succeeds takes a chunk of the call
+/// published now, whichever call its expectation was read in (the word alone says what is left).
 constexpr unsigned field_bits = 28;
 constexpr std::uint64_t field_mask = (std::uint64_t{1} << field_bits) - 1;
 
 constexpr std::uint64_t pack(std::uint64_t threads, std::uint64_t n, std::uint64_t next) {
     return threads << (2 * field_bits) | n << field_bits | next;
+}
+
+/// Whether thread `self` may take chunk `next` of the call the word describes.
+constexpr bool open_to(std::uint64_t word, int self) {
+    const auto threads = static_cast<int>(word >> (2 * field_bits));
+    return self < threads && (word & field_mask) < ((word >> field_bits) & field_mask);
 }
 
 /// The thread a worker is (1..), 0 on any other thread; and whether it is inside a chunk.
@@ -126,25 +132,19 @@ private:
     bool claim(int self, std::size_t& chunk) noexcept {
         auto s = state_.load(std::memory_order_relaxed);
         for (;;) {
-            const auto threads = static_cast<int>(s >> (2 * field_bits));
-            const std::uint64_t n = (s >> field_bits) & field_mask, next = s & field_mask;
-            if (self >= threads || next >= n)
+            if (!open_to(s, self))
                 return false;
             // Acquire: the claim word's release sequence starts at the caller's store, which
             // came after it set job_.
             if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acquire,
                                              std::memory_order_relaxed)) {
-                chunk = static_cast<std::size_t>(next);
+                chunk = static_cast<std::size_t>(s & field_mask);
                 return true;
             }
         }
     }
 
-    [[nodiscard]] bool claimable(int self) const noexcept {
-        const auto s = state_.load();
-        return self < static_cast<int>(s >> (2 * field_bits)) &&
-               (s & field_mask) < ((s >> field_bits) & field_mask);
-    }
+    [[nodiscard]] bool claimable(int self) const noexcept { return open_to(state_.load(), self); }
 
     void grow(int wanted) {
         while (static_cast<int>(workers_.size()) < wanted) {
