@@ -109,7 +109,7 @@ std::uint64_t migrated(const cluster_node& n) {
 TEST_CASE("cluster: a replica killed under 32 greedy streams: every stream completes through the "
           "router byte-identical to one node's output") {
     three_nodes c;
-    auto body = [](int i) { return stream_body(i, 400); };
+    auto body = [](int i) { return stream_body(i, 200); };
     auto got = streams_with_fault(c, 32, body, [&] { c.a->kill_now(); });
     CHECK(eventually([&] { return c.r->sees("a") == "down"; }));
     check_same_as_one_node(got, *c.b, body);
@@ -121,7 +121,7 @@ TEST_CASE("cluster: a replica killed under 32 greedy streams: every stream compl
 TEST_CASE("cluster: a replica killed under 32 seeded streams at temperature 0.8: the resumed "
           "sampler gives one node's text") {
     three_nodes c;
-    auto body = [](int i) { return stream_body(i, 400, 0.8, 1000 + i); };
+    auto body = [](int i) { return stream_body(i, 200, 0.8, 1000 + i); };
     auto got = streams_with_fault(c, 32, body, [&] { c.b->kill_now(); });
     check_same_as_one_node(got, *c.a, body);
     CHECK(migrated(*c.r) > 0);
@@ -130,7 +130,7 @@ TEST_CASE("cluster: a replica killed under 32 seeded streams at temperature 0.8:
 TEST_CASE("cluster: a hung replica (SIGSTOP) is found by missed heartbeats and its streams "
           "continue elsewhere and after SIGCONT it rejoins and serves again") {
     three_nodes c({"--cluster-failure-timeout-ms", "1500", "--cluster-heartbeat-ms", "100"});
-    auto body = [](int i) { return stream_body(i, 400); };
+    auto body = [](int i) { return stream_body(i, 200); };
     auto got = streams_with_fault(c, 16, body, [&] { c.a->stop(); });
     // The router could only learn of the hang from the silence (the link stays open).
     CHECK(c.r->sees("a") == "down");

@@ -122,7 +122,7 @@ TEST_CASE("cluster tracing: a stream moved off a SIGKILLed replica shows the mov
     REQUIRE(eventually([&] { return running_on(a) == 0 && running_on(b) == 0; }));
     std::vector<stream_transcript> out;
     std::thread clients(
-        [&] { out = run_streams(c.r->port(), 16, [](int i) { return stream_body(i, 600); }); });
+        [&] { out = run_streams(c.r->port(), 16, [](int i) { return stream_body(i, 250); }); });
     const bool both_busy = eventually([&] { return running_on(a) > 0 && running_on(b) > 0; });
     if (both_busy)
         a.kill_now();
