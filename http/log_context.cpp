@@ -20,7 +20,7 @@ thread_local const log_fields* current = nullptr;
 std::atomic<bool> json_on{false};
 
 /// A JSON string literal of `s` (escaped as JSON requires, invalid UTF-8 replaced).
-std::string quoted(std::string_view s) {
+std::string json_literal(std::string_view s) {
     return boost::json::serialize(boost::json::string(s));
 }
 
@@ -77,13 +77,13 @@ const log_fields* current_log_fields() noexcept {
 std::string json_log_line(const std::string& time, const std::string& level,
                           const std::string& message, const std::string& node,
                           const log_fields* f) {
-    std::string out = "{\"time\":" + quoted(time) + ",\"level\":" + quoted(level) +
-                      ",\"message\":" + quoted(message);
+    std::string out = "{\"time\":" + json_literal(time) + ",\"level\":" + json_literal(level) +
+                      ",\"message\":" + json_literal(message);
     if (!node.empty())
-        out += ",\"node\":" + quoted(node);
+        out += ",\"node\":" + json_literal(node);
     auto field = [&](const char* name, const std::string& v) {
         if (!v.empty())
-            out += std::string(",\"") + name + "\":" + quoted(v);
+            out += std::string(",\"") + name + "\":" + json_literal(v);
     };
     if (f) {
         field("request_id", f->request_id);
