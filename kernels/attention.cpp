@@ -2,6 +2,8 @@
 
 #include "kernels/cpu/attention_kernels.hpp"
 #include "kernels/f16.hpp"
+#include "kernels/f16_round.hpp"
+#include "kernels/softmax.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -126,27 +128,9 @@ void attention_kv_heads(const float* q, const attention_shape& shape, const page
     for (std::uint32_t kvh = kv_begin; kvh < kv_end && kvh < shape.n_kv_head; ++kvh) {
         a.kv_offset = kvh * head_halves;
         const float* q_group = q + std::size_t{kvh} * group * hd;
-        for (std::size_t i = 0; i < std::size_t{group} * hd; ++i)
-            scratch.q16[i] = f16_to_f32(f32_to_f16(q_group[i]));
+        round_to_f16(q_group, scratch.q16.data(), std::size_t{group} * hd, family);
         scores_fn(a, s);
-        for (std::uint32_t g = 0; g < group; ++g) {
-            float* sg = s + std::size_t{g} * kv.n_ctx;
-            float max_s = -INFINITY;
-            for (std::uint32_t p = 0; p < kv.n_ctx; ++p)
-                max_s = std::max(max_s, sg[p]);
-            // ggml_soft_max: expf in float, the sum in double, one multiply by 1/sum.
-            double sum = 0.0;
-            for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
-                sg[p] = std::exp(sg[p] - max_s);
-                sum += sg[p];
-            }
-            const auto inv = static_cast<float>(1.0 / sum);
-            for (std::uint32_t p = 0; p < kv.n_ctx; ++p) {
-                sg[p] *= inv;
-                if (round_probs_f16)
-                    sg[p] = f16_to_f32(f32_to_f16(sg[p]));
-            }
-        }
+        softmax_rows(s, group, kv.n_ctx, round_probs_f16, family);
         values_fn(a, s, out + std::size_t{kvh} * group * hd);
     }
 }

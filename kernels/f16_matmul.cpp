@@ -2,6 +2,7 @@
 
 #include "kernels/cpu/isa_kernels.hpp"
 #include "kernels/f16.hpp"
+#include "kernels/f16_round.hpp"
 #include "kernels/parallel.hpp"
 
 #include <cmath>
@@ -40,8 +41,7 @@ void f16_matmul(const std::uint16_t* w, std::size_t rows, std::size_t cols, cons
     // as floats: n_tok · cols · 4 bytes, small next to the weight.
     std::vector<float> xh(n_tok * cols);
     for (std::size_t t = 0; t < n_tok; ++t)
-        for (std::size_t k = 0; k < cols; ++k)
-            xh[t * cols + k] = f16_to_f32(f32_to_f16(x[t * ldx + k]));
+        round_to_f16(x + t * ldx, xh.data() + t * cols, cols, family);
     void (*rows_fn)(const cpu::f16_args&) = f16_rows_scalar;
     if (family == isa::avx2)
         rows_fn = cpu::f16_rows_avx2;
