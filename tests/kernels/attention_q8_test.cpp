@@ -95,7 +95,8 @@ TEST_CASE("attention over Q8_0 KV: every family equals the scalar twin bit for b
         {4, 2, 64, 16}, {8, 8, 32, 7}, {20, 5, 128, 16}, {2, 1, 96, 5}, {6, 2, 64, 4}};
     std::uint32_t seed = 100;
     for (const shape_case& sc : shapes) {
-        for (std::uint32_t n_ctx : {1u, 2u, 4u, 5u, 9u, 15u, 16u, 17u, 33u, 70u}) {
+        for (std::uint32_t n_ctx :
+             {1u, 2u, 4u, 5u, 9u, 15u, 16u, 17u, 33u, 70u, 128u, 137u, 300u}) {
             for (bool round_probs : {false, true}) {
                 CAPTURE(sc.head_dim);
                 CAPTURE(sc.n_kv_head);
