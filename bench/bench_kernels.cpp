@@ -11,6 +11,7 @@
 #include "kernels/parallel.hpp"
 #include "kernels/q8_matmul.hpp"
 #include "kernels/ternary_matmul.hpp"
+#include "kernels_attention.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -458,6 +459,7 @@ void register_all() {
             ->ArgName("M")
             ->Unit(benchmark::kMicrosecond);
     }
+    bitnet::bench::register_attention(families);
 }
 
 } // namespace
