@@ -4,9 +4,9 @@
 // computes on a CPU without FMA) is run too, to show how rarely the two variants part and on which
 // inputs; tests/kernels/softmax_test.cpp keeps such inputs, so a port that loses a fusion fails
 // there without an exhaustive run. Not a benchmark: a fidelity record for bench/RESULTS.md.
+#include "kernels/cpu/expf_glibc_data.hpp"
 #include "kernels/softmax.hpp"
 
-#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -17,16 +17,7 @@
 
 namespace {
 
-constexpr std::array<std::uint64_t, 32> exp2_table = {
-    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
-    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
-    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
-    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
-    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
-    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
-    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
-    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
-};
+namespace g = bitnet::kernels::cpu::glibc_expf;
 
 double from_bits(std::uint64_t b) {
     return std::bit_cast<double>(b);
@@ -36,15 +27,15 @@ double from_bits(std::uint64_t b) {
 /// |x| < 88 only.
 float expf_unfused(float x) {
     const double xd = x;
-    const double z = from_bits(0x40471547652b82fe) * xd;
-    double kd = z + from_bits(0x4338000000000000);
+    const double z = from_bits(g::inv_ln2_n) * xd;
+    double kd = z + from_bits(g::shift);
     const std::uint64_t ki = std::bit_cast<std::uint64_t>(kd);
-    kd -= from_bits(0x4338000000000000);
+    kd -= from_bits(g::shift);
     const double r = z - kd;
-    const double s = std::bit_cast<double>(exp2_table[ki % 32] + (ki << 47));
-    const double p = from_bits(0x3ebc6af84b912394) * r + from_bits(0x3f2ebfce50fac4f3);
+    const double s = std::bit_cast<double>(g::exp2_table[ki % 32] + (ki << 47));
+    const double p = from_bits(g::c0) * r + from_bits(g::c1);
     const double r2 = r * r;
-    double y = from_bits(0x3f962e42ff0c52d6) * r + 1.0;
+    double y = from_bits(g::c2) * r + 1.0;
     y = p * r2 + y;
     return static_cast<float>(y * s);
 }

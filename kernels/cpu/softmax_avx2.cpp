@@ -10,9 +10,10 @@
 //   y = fma(fma(C0, r, C1), r·r, fma(C2, r, 1)) · s;  return (float)y
 // and outside it: NaN → x + x, x > 0x1.62e42ep6 → inf, x < −0x1.9fe368p6 (−inf too) → 0,
 // x < −0x1.9d1d9ep6 → 0x1p-149 (its may-underflow path returns 0x1.4p-75f squared).
-// The constants and the table are glibc's __exp2f_data (e_exp2f_data.c). Each lane below runs
+// The constants and the table are glibc's (kernels/cpu/expf_glibc_data.hpp). Each lane below runs
 // those operations on doubles in the same order, so the rounding of each step, and the result,
 // are libm's; kernels/softmax.cpp still compares the two once per process.
+#include "kernels/cpu/expf_glibc_data.hpp"
 #include "kernels/cpu/softmax_kernels.hpp"
 #include "kernels/cpu/x86_intrinsics.hpp"
 
@@ -22,17 +23,7 @@
 namespace bitnet::kernels::cpu {
 namespace {
 
-// T[i] = bits(2^(i/32)) − (i << 47): adding ki << 47 puts kd's integer part into the exponent.
-alignas(64) constexpr std::uint64_t exp2_table[32] = {
-    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
-    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
-    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
-    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
-    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
-    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
-    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
-    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
-};
+namespace g = glibc_expf;
 
 inline __m256d from_bits(std::uint64_t b) {
     return _mm256_castsi256_pd(_mm256_set1_epi64x(static_cast<long long>(b)));
@@ -44,11 +35,11 @@ inline __m128 from_bits_ps(std::uint32_t b) {
 
 // The main path of glibc's expf for four inputs already in double.
 inline __m256d exp_main4(__m256d xd) {
-    const __m256d inv_ln2_n = from_bits(0x40471547652b82fe); // 0x1.71547652b82fep+5
-    const __m256d shift = from_bits(0x4338000000000000);     // 0x1.8p52
-    const __m256d c0 = from_bits(0x3ebc6af84b912394);
-    const __m256d c1 = from_bits(0x3f2ebfce50fac4f3);
-    const __m256d c2 = from_bits(0x3f962e42ff0c52d6);
+    const __m256d inv_ln2_n = from_bits(g::inv_ln2_n);
+    const __m256d shift = from_bits(g::shift);
+    const __m256d c0 = from_bits(g::c0);
+    const __m256d c1 = from_bits(g::c1);
+    const __m256d c2 = from_bits(g::c2);
     const __m256d one = _mm256_set1_pd(1.0);
     const __m256d kd_shifted = _mm256_fmadd_pd(inv_ln2_n, xd, shift);
     const __m256i ki = _mm256_castpd_si256(kd_shifted);
@@ -56,7 +47,7 @@ inline __m256d exp_main4(__m256d xd) {
     const __m256d r = _mm256_fmsub_pd(inv_ln2_n, xd, kd);
     const __m256i index = _mm256_and_si256(ki, _mm256_set1_epi64x(31));
     const __m256i t = _mm256_add_epi64(
-        _mm256_i64gather_epi64(reinterpret_cast<const long long*>(exp2_table), index, 8),
+        _mm256_i64gather_epi64(reinterpret_cast<const long long*>(g::exp2_table), index, 8),
         _mm256_slli_epi64(ki, 47));
     const __m256d z = _mm256_fmadd_pd(c0, r, c1);
     const __m256d r2 = _mm256_mul_pd(r, r);
@@ -68,11 +59,11 @@ inline __m256d exp_main4(__m256d xd) {
 // glibc's expf of four floats, special ranges included.
 inline __m128 exp4(__m128 x) {
     __m128 y = _mm256_cvtpd_ps(exp_main4(_mm256_cvtps_pd(x)));
-    const __m128 tiny = _mm_cmp_ps(x, from_bits_ps(0xc2ce8ecf), _CMP_LT_OQ);
+    const __m128 tiny = _mm_cmp_ps(x, from_bits_ps(g::subnormal_below), _CMP_LT_OQ);
     y = _mm_blendv_ps(y, from_bits_ps(0x00000001), tiny);
-    const __m128 under = _mm_cmp_ps(x, from_bits_ps(0xc2cff1b4), _CMP_LT_OQ);
+    const __m128 under = _mm_cmp_ps(x, from_bits_ps(g::underflow_below), _CMP_LT_OQ);
     y = _mm_blendv_ps(y, _mm_setzero_ps(), under);
-    const __m128 over = _mm_cmp_ps(x, from_bits_ps(0x42b17217), _CMP_GT_OQ);
+    const __m128 over = _mm_cmp_ps(x, from_bits_ps(g::overflow_above), _CMP_GT_OQ);
     y = _mm_blendv_ps(y, from_bits_ps(0x7f800000), over);
     const __m128 nan = _mm_cmp_ps(x, x, _CMP_UNORD_Q);
     return _mm_blendv_ps(y, _mm_add_ps(x, x), nan);

@@ -22,27 +22,20 @@ long first_rounding_difference(const std::vector<float>& x) {
     return first_bit_difference(want, y);
 }
 
-std::vector<float> patterns(std::uint64_t from, std::uint64_t to, std::uint64_t stride) {
-    std::vector<float> x;
-    for (std::uint64_t b = from; b <= to; b += stride)
-        x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(b)));
-    return x;
-}
-
 } // namespace
 
 TEST_CASE("kernels: F16C rounding to F16 equals the scalar conversion") {
     if (!family_runs_here(kernels::isa::avx2))
         return;
-    CHECK(first_rounding_difference(patterns(0, 0xffffffffu, 4093)) == -1);
+    CHECK(first_rounding_difference(float_patterns(0, 0xffffffffu, 4093)) == -1);
     // F16's smallest subnormal is 2^-24 (float exponent 103), its largest finite 65504: every
     // 61st float from 2^-26 to 2^-13 and from 2^15 to 2^17, both signs (ties included: the
     // stride is odd, so it meets every residue of the rounding's 13 dropped bits).
     for (const std::uint32_t sign : {0u, 0x80000000u}) {
-        CHECK(first_rounding_difference(patterns(sign | 0x32800000u, sign | 0x39000000u, 61)) ==
-              -1);
-        CHECK(first_rounding_difference(patterns(sign | 0x47000000u, sign | 0x48000000u, 61)) ==
-              -1);
+        CHECK(first_rounding_difference(
+                  float_patterns(sign | 0x32800000u, sign | 0x39000000u, 61)) == -1);
+        CHECK(first_rounding_difference(
+                  float_patterns(sign | 0x47000000u, sign | 0x48000000u, 61)) == -1);
     }
     for (std::size_t n = 1; n <= 17; ++n) {
         CAPTURE(n);

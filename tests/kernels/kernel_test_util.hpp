@@ -37,6 +37,19 @@ inline long first_bit_difference(const std::vector<float>& a, const std::vector<
     return -1;
 }
 
+/// The floats whose bit patterns are from, from + stride, ... up to `to` (inclusive).
+inline std::vector<float> float_patterns(std::uint64_t from, std::uint64_t to,
+                                         std::uint64_t stride) {
+    std::vector<float> x;
+    for (std::uint64_t b = from; b <= to; b += stride) {
+        const auto bits = static_cast<std::uint32_t>(b);
+        float f = 0.0f;
+        std::memcpy(&f, &bits, sizeof f);
+        x.push_back(f);
+    }
+    return x;
+}
+
 inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float lo, float hi) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(lo, hi);

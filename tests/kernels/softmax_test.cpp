@@ -24,13 +24,6 @@ long first_expf_difference(const std::vector<float>& x) {
     return -1;
 }
 
-std::vector<float> stride_through(std::uint64_t from, std::uint64_t to, std::uint64_t stride) {
-    std::vector<float> x;
-    for (std::uint64_t b = from; b <= to; b += stride)
-        x.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(b)));
-    return x;
-}
-
 } // namespace
 
 TEST_CASE("kernels: the vector expf equals libm's expf bit for bit") {
@@ -42,13 +35,13 @@ TEST_CASE("kernels: the vector expf equals libm's expf bit for bit") {
     };
     const range ranges[] = {
         {"every 9973rd bit pattern (NaNs, infinities, subnormals)",
-         stride_through(0, 0xffffffffu, 9973)},
-        {"[-1, -0], every 1021st float", stride_through(0x80000000u, 0xbf800000u, 1021)},
-        {"[-104, -1], every 211th float", stride_through(0xbf800000u, 0xc2d00000u, 211)},
+         float_patterns(0, 0xffffffffu, 9973)},
+        {"[-1, -0], every 1021st float", float_patterns(0x80000000u, 0xbf800000u, 1021)},
+        {"[-104, -1], every 211th float", float_patterns(0xbf800000u, 0xc2d00000u, 211)},
         {"[-0x1.a0p6, -0x1.9cp6], where results are subnormal or flushed, every float",
-         stride_through(0xc2ce0000u, 0xc2d00000u, 1)},
-        {"[88, 89], every float (the overflow edge)", stride_through(0x42b00000u, 0x42b20000u, 1)},
-        {"[0, 1], every 1021st float", stride_through(0, 0x3f800000u, 1021)},
+         float_patterns(0xc2ce0000u, 0xc2d00000u, 1)},
+        {"[88, 89], every float (the overflow edge)", float_patterns(0x42b00000u, 0x42b20000u, 1)},
+        {"[0, 1], every 1021st float", float_patterns(0, 0x3f800000u, 1021)},
     };
     for (const range& r : ranges) {
         CAPTURE(r.what);
