@@ -27,6 +27,7 @@
 namespace {
 
 using namespace bitnet::kernels;
+using bitnet::bench::random_floats;
 
 struct matrix_shape {
     const char* name;
@@ -57,15 +58,6 @@ std::vector<std::uint8_t> random_i2s(std::size_t n_bytes, std::uint32_t seed) {
         v = static_cast<std::uint8_t>(byte);
     }
     return b;
-}
-
-std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
-    std::mt19937 rng(seed);
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    std::vector<float> v(n);
-    for (auto& x : v)
-        x = dist(rng);
-    return v;
 }
 
 void bm_ternary(benchmark::State& state, isa family, matrix_shape s) {
@@ -463,6 +455,15 @@ void register_all() {
 }
 
 } // namespace
+
+std::vector<float> bitnet::bench::random_floats(std::size_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto& x : v)
+        x = dist(rng);
+    return v;
+}
 
 int main(int argc, char** argv) {
     register_all();

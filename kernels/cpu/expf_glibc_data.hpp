@@ -27,7 +27,9 @@ inline constexpr std::uint64_t c0 = 0x3ebc6af84b912394;
 inline constexpr std::uint64_t c1 = 0x3f2ebfce50fac4f3;
 inline constexpr std::uint64_t c2 = 0x3f962e42ff0c52d6;
 
-/// Float bit patterns of the special ranges' bounds.
+/// Float bit patterns of the special ranges' bounds. |x| ≥ 88 takes glibc's special-case branch,
+/// which falls back to the main path between the bounds below.
+inline constexpr std::uint32_t special_from = 0x42b00000;    ///< 88.0f
 inline constexpr std::uint32_t overflow_above = 0x42b17217;  ///< 0x1.62e42ep6: x > it → inf
 inline constexpr std::uint32_t underflow_below = 0xc2cff1b4; ///< −0x1.9fe368p6: x < it → 0
 inline constexpr std::uint32_t subnormal_below = 0xc2ce8ecf; ///< −0x1.9d1d9ep6: x < it → 0x1p-149
