@@ -23,6 +23,8 @@ constexpr std::size_t regs_per_tile = tile / 8; // 8 rows of int32 lanes per ymm
 // mask and two broadcasts: 13 of the 16 ymm registers. A third token would spill.
 constexpr std::size_t max_tokens = 2;
 constexpr std::size_t steps_per_widen = 32; // 32 × 512 < 2^15, see above
+// Steps of an unpacked pass that the token groups share from L1: 64 steps are 8 KiB of codes.
+constexpr std::size_t steps_per_l1_block = 4 * steps_per_widen;
 
 inline __m256i broadcast4(const std::int8_t* p) {
     std::int32_t v = 0;
@@ -110,44 +112,96 @@ void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t 
             store_rows(acc32[i][t], a, t0 + t, row0 + static_cast<std::uint32_t>(8 * (r0 + i)));
 }
 
+// One step of unpacked_tokens<2>: 4 code registers × 2 tokens into the int16 sums. Written as
+// assembly because GCC 12 allocates the intrinsics' version with a register copy (and at times a
+// stack store) per accumulator per step, which makes the loop bound by instruction dispatch
+// (about 40 instructions a step where 22 do the work) instead of by vpmaddubsw.
+inline void two_token_step(const std::uint8_t* step_codes, const std::int8_t* q0,
+                           const std::int8_t* q1, __m256i (&acc)[4][2]) {
+    __m256i x0, x1, w, p;
+    const auto* c = reinterpret_cast<const __m256i*>(step_codes);
+    asm("vpbroadcastd %[q0], %[x0]\n\t"
+        "vpbroadcastd %[q1], %[x1]\n\t"
+        "vmovdqa %[c0], %[w]\n\t"
+        "vpmaddubsw %[x0], %[w], %[p]\n\t"
+        "vpaddw %[p], %[a00], %[a00]\n\t"
+        "vpmaddubsw %[x1], %[w], %[p]\n\t"
+        "vpaddw %[p], %[a01], %[a01]\n\t"
+        "vmovdqa %[c1], %[w]\n\t"
+        "vpmaddubsw %[x0], %[w], %[p]\n\t"
+        "vpaddw %[p], %[a10], %[a10]\n\t"
+        "vpmaddubsw %[x1], %[w], %[p]\n\t"
+        "vpaddw %[p], %[a11], %[a11]\n\t"
+        "vmovdqa %[c2], %[w]\n\t"
+        "vpmaddubsw %[x0], %[w], %[p]\n\t"
+        "vpaddw %[p], %[a20], %[a20]\n\t"
+        "vpmaddubsw %[x1], %[w], %[p]\n\t"
+        "vpaddw %[p], %[a21], %[a21]\n\t"
+        "vmovdqa %[c3], %[w]\n\t"
+        "vpmaddubsw %[x0], %[w], %[p]\n\t"
+        "vpaddw %[p], %[a30], %[a30]\n\t"
+        "vpmaddubsw %[x1], %[w], %[p]\n\t"
+        "vpaddw %[p], %[a31], %[a31]"
+        : [a00] "+x"(acc[0][0]), [a01] "+x"(acc[0][1]), [a10] "+x"(acc[1][0]),
+          [a11] "+x"(acc[1][1]), [a20] "+x"(acc[2][0]), [a21] "+x"(acc[2][1]),
+          [a30] "+x"(acc[3][0]), [a31] "+x"(acc[3][1]), [x0] "=&x"(x0), [x1] "=&x"(x1),
+          [w] "=&x"(w), [p] "=&x"(p)
+        : [q0] "m"(*reinterpret_cast<const std::int32_t*>(q0)),
+          [q1] "m"(*reinterpret_cast<const std::int32_t*>(q1)), [c0] "m"(c[0]), [c1] "m"(c[1]),
+          [c2] "m"(c[2]), [c3] "m"(c[3]));
+}
+
 // The same product from a tile unpacked beforehand (unpack_tile), one pass of 4 registers (32
-// rows): no shifts or masks in the inner loop, which matters once many token groups share the
-// tile.
+// rows) over steps [s_begin, s_end): no shifts or masks in the inner loop, which matters once many
+// token groups share the tile. The int32 sums of the steps before s_begin are in `partial` (T
+// tokens × 32 rows) and those up to s_end go back there, unless this is the last block of steps:
+// then the rows are stored. Integer sums, so the blocking changes no bit.
 template <std::size_t T>
 void unpacked_tokens(const std::uint8_t* codes, const ternary_args& a, std::size_t t0,
-                     std::uint32_t row0) {
+                     std::uint32_t row0, std::size_t s_begin, std::size_t s_end,
+                     std::int32_t* partial) {
     const __m256i ones = _mm256_set1_epi16(1);
     const std::size_t steps = a.k / 4;
     const std::int8_t* q[T];
     for (std::size_t t = 0; t < T; ++t)
         q[t] = a.q + (t0 + t) * a.k;
-    __m256i acc32[4][T];
-    for (auto& row : acc32)
-        for (auto& v : row)
-            v = _mm256_setzero_si256();
-    for (std::size_t s0 = 0; s0 < steps; s0 += steps_per_widen) {
+    auto sums = [&](std::size_t t, std::size_t v) {
+        return reinterpret_cast<__m256i*>(partial + 32 * t + 8 * v);
+    };
+    for (std::size_t s0 = s_begin; s0 < s_end; s0 += steps_per_widen) {
         __m256i acc16[4][T];
         for (auto& row : acc16)
             for (auto& v : row)
                 v = _mm256_setzero_si256();
         for (std::size_t s = s0; s < s0 + steps_per_widen; ++s) {
-            __m256i x[T];
-            for (std::size_t t = 0; t < T; ++t)
-                x[t] = broadcast4(q[t] + 4 * s);
-            for (int v = 0; v < 4; ++v) {
-                const __m256i w =
-                    _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + s * 128 + 32 * v));
+            if constexpr (T == 2) {
+                two_token_step(codes + s * 128, q[0] + 4 * s, q[1] + 4 * s, acc16);
+            } else {
+                __m256i x[T];
                 for (std::size_t t = 0; t < T; ++t)
-                    acc16[v][t] = _mm256_add_epi16(acc16[v][t], _mm256_maddubs_epi16(w, x[t]));
+                    x[t] = broadcast4(q[t] + 4 * s);
+                for (int v = 0; v < 4; ++v) {
+                    const __m256i w = _mm256_load_si256(
+                        reinterpret_cast<const __m256i*>(codes + s * 128 + 32 * v));
+                    for (std::size_t t = 0; t < T; ++t)
+                        acc16[v][t] = _mm256_add_epi16(acc16[v][t], _mm256_maddubs_epi16(w, x[t]));
+                }
             }
         }
-        for (int v = 0; v < 4; ++v)
-            for (std::size_t t = 0; t < T; ++t)
-                acc32[v][t] = _mm256_add_epi32(acc32[v][t], _mm256_madd_epi16(acc16[v][t], ones));
+        // The int32 sums live in `partial` (L1), so the step loop holds only the int16 ones.
+        for (std::size_t v = 0; v < 4; ++v)
+            for (std::size_t t = 0; t < T; ++t) {
+                const __m256i wide = _mm256_madd_epi16(acc16[v][t], ones);
+                _mm256_store_si256(sums(t, v),
+                                   s0 == 0 ? wide
+                                           : _mm256_add_epi32(_mm256_load_si256(sums(t, v)), wide));
+            }
     }
+    if (s_end < steps)
+        return;
     for (std::size_t t = 0; t < T; ++t)
         for (std::uint32_t v = 0; v < 4; ++v)
-            store_rows(acc32[v][t], a, t0 + t, row0 + 8 * v);
+            store_rows(_mm256_load_si256(sums(t, v)), a, t0 + t, row0 + 8 * v);
 }
 
 // One code per byte, as two passes of 32 rows: pass p holds, for each step, registers 4p..4p+3
@@ -170,6 +224,8 @@ void ternary_rows_avx2(const ternary_args& a) {
     const std::size_t pass_bytes = static_cast<std::size_t>(a.k) * 32;
     // Token blocks keep their activations (96 · k bytes) in L2 beside the unpacked tile.
     constexpr std::size_t token_block = 48 * max_tokens;
+    // The int32 sums of a token block's 32 rows between blocks of steps (12 KiB).
+    alignas(32) std::int32_t partial[token_block * 32];
     for (std::size_t b0 = 0; b0 < a.n_tok; b0 += token_block) {
         const std::size_t b1 = b0 + token_block < a.n_tok ? b0 + token_block : a.n_tok;
         // With more than one token group the tile is unpacked once into the caller's scratch and
@@ -179,13 +235,23 @@ void ternary_rows_avx2(const ternary_args& a) {
             const std::uint8_t* w_tile = a.w + static_cast<std::size_t>(row0 / tile) * tile_bytes;
             if (unpack_first) {
                 unpack_tile(w_tile, a.k, a.scratch);
+                // The steps go in blocks whose codes (128 bytes a step) stay in L1 while every
+                // token pair of the block reads them; a pass over all k from L2 for each pair
+                // would need about as many bytes a cycle as L2 delivers.
+                const std::size_t steps = a.k / 4;
                 for (std::uint32_t p = 0; p < 2 && row0 + 32 * p < a.row_end; ++p) {
                     const std::uint8_t* codes = a.scratch + p * pass_bytes;
-                    std::size_t t0 = b0;
-                    for (; t0 + max_tokens <= b1; t0 += max_tokens)
-                        unpacked_tokens<max_tokens>(codes, a, t0, row0 + 32 * p);
-                    if (t0 < b1)
-                        unpacked_tokens<1>(codes, a, t0, row0 + 32 * p);
+                    for (std::size_t s0 = 0; s0 < steps; s0 += steps_per_l1_block) {
+                        const std::size_t s1 =
+                            s0 + steps_per_l1_block < steps ? s0 + steps_per_l1_block : steps;
+                        std::size_t t0 = b0;
+                        for (; t0 + max_tokens <= b1; t0 += max_tokens)
+                            unpacked_tokens<max_tokens>(codes, a, t0, row0 + 32 * p, s0, s1,
+                                                        partial + 32 * (t0 - b0));
+                        if (t0 < b1)
+                            unpacked_tokens<1>(codes, a, t0, row0 + 32 * p, s0, s1,
+                                               partial + 32 * (t0 - b0));
+                    }
                 }
                 continue;
             }

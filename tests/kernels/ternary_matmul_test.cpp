@@ -83,11 +83,13 @@ struct shape {
 
 // Rows on and off the 32/64-row tiles, K from one block to the 2B-4T width, token counts around
 // the register tiles (2 for AVX2, 6 for AVX-512) and across the 96-token blocks of the batched
-// path (which unpacks a tile once when a block has more than one register tile of tokens).
+// path (which unpacks a tile once when a block has more than one register tile of tokens). That
+// path goes through K in blocks of 512 columns, carrying int32 sums between them: K of 640 and
+// 6,912 end in a shorter block, with an odd token count so the one-token tail crosses it too.
 constexpr shape shapes[] = {
-    {1, 128, 1},    {3, 128, 2},     {31, 256, 3},   {32, 128, 5},    {33, 384, 17},
-    {64, 256, 6},   {65, 128, 7},    {100, 512, 64}, {127, 128, 129}, {130, 2560, 1},
-    {64, 2560, 13}, {200, 1024, 12}, {17, 6912, 2},  {33, 128, 200},  {70, 256, 97},
+    {1, 128, 1},   {3, 128, 2},    {31, 256, 3},    {32, 128, 5},   {33, 384, 17},  {64, 256, 6},
+    {65, 128, 7},  {100, 512, 64}, {127, 128, 129}, {130, 2560, 1}, {64, 2560, 13}, {200, 1024, 12},
+    {17, 6912, 2}, {33, 128, 200}, {70, 256, 97},   {96, 640, 99},  {40, 6912, 5},
 };
 
 } // namespace
