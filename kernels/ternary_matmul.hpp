@@ -39,9 +39,10 @@ struct quantized_acts {
 
 /// quantize_row_i8_s for each row of x ([n_rows] rows of k floats, row stride ldx): max in double
 /// with a 1e-5 floor, scale as float, codes rounded half to even and clamped to [-128, 127].
-/// Every family gives the same bytes; a family the CPU lacks is lowered (best_isa_up_to).
+/// Every family gives the same bytes; a family the CPU lacks is lowered (best_isa_up_to). With
+/// n_threads > 1 a prefill's rows are split over the compute threads, each row's bytes unchanged.
 void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std::size_t ldx,
-                          quantized_acts& out, isa family = best_isa());
+                          quantized_acts& out, isa family = best_isa(), int n_threads = 1);
 
 /// A ternary weight matrix [rows][cols] in a kernel family's layout.
 struct packed_ternary {

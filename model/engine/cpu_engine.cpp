@@ -161,6 +161,27 @@ std::size_t cpu_engine::prepare_step(std::span<const seq_chunk> batch) {
     return T;
 }
 
+namespace {
+
+// Below this many tokens a step's per-token work runs on the calling thread: waking the others
+// costs more than a decode step's few rows.
+constexpr std::size_t parallel_tokens_from = 8;
+
+} // namespace
+
+template <class Fn>
+void cpu_engine::per_token_rows(std::size_t T, Fn&& fn) {
+    kernels::parallel_ranges(T, 1, T < parallel_tokens_from ? 1 : n_threads_, fn);
+}
+
+void cpu_engine::add_to_residual(std::size_t T) {
+    const std::size_t n = config_.n_embd;
+    per_token_rows(T, [&](std::size_t t0, std::size_t t1) {
+        for (std::size_t i = t0 * n; i < t1 * n; ++i)
+            x_[i] += cur_[i];
+    });
+}
+
 // Norm, Q/K/V projections, RoPE, KV append, attention, (sub-norm), output projection, residual.
 void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t l, std::size_t T) {
     const model_config& c = config_;
@@ -168,34 +189,39 @@ void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t
     const std::size_t n_q = c.n_embd_q();
     const std::size_t n_kv = c.n_embd_kv();
     const layer_weights& L = weights_.layers[l];
-    kernels::rms_norm(x_.data(), L.attn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
-    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
+    kernels::rms_norm(x_.data(), L.attn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data(),
+                      n_threads_);
+    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_, kernels::best_isa(),
+                                  n_threads_);
     const projection_out qkv[] = {
         {&L.wq, q_.data(), n_q}, {&L.wk, k_.data(), n_kv}, {&L.wv, v_.data(), n_kv}};
     bitlinears(qkv, acts_);
-    for (std::size_t t = 0; t < T; ++t) {
-        const token_slot& s = slots_[t];
-        const kernels::rope_angles& a = rope_cache_[s.pos];
-        kernels::rope_apply(q_.data() + t * n_q, c.n_head, c.head_dim, rope_style_, a);
-        kernels::rope_apply(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, rope_style_, a);
-        const seq_id seq = batch[s.chunk].seq;
-        const bool q8 = cache_.options().q8_0;
-        kernels::store_kv_row(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, q8,
-                              cache_.k_row(seq, l, s.pos));
-        kernels::store_kv_row(v_.data() + t * n_kv, c.n_head_kv, c.head_dim, q8,
-                              cache_.v_row(seq, l, s.pos));
-    }
+    // Each token's rows are its own (RoPE in place, its KV slots written), so a prefill's tokens
+    // split over the threads; the cache's lookups only read its tables.
+    per_token_rows(T, [&](std::size_t t0, std::size_t t1) {
+        for (std::size_t t = t0; t < t1; ++t) {
+            const token_slot& s = slots_[t];
+            const kernels::rope_angles& a = rope_cache_[s.pos];
+            kernels::rope_apply(q_.data() + t * n_q, c.n_head, c.head_dim, rope_style_, a);
+            kernels::rope_apply(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, rope_style_, a);
+            const seq_id seq = batch[s.chunk].seq;
+            const bool q8 = cache_.options().q8_0;
+            kernels::store_kv_row(k_.data() + t * n_kv, c.n_head_kv, c.head_dim, q8,
+                                  cache_.k_row(seq, l, s.pos));
+            kernels::store_kv_row(v_.data() + t * n_kv, c.n_head_kv, c.head_dim, q8,
+                                  cache_.v_row(seq, l, s.pos));
+        }
+    });
     attention_layer(batch, l);
     const float* o_in = attn_.data();
     if (c.has_sub_norms) {
-        kernels::rms_norm(attn_.data(), L.attn_sub_norm.data(), T, n_q, n_q, c.rms_eps,
-                          cur_.data());
+        kernels::rms_norm(attn_.data(), L.attn_sub_norm.data(), T, n_q, n_q, c.rms_eps, cur_.data(),
+                          n_threads_);
         o_in = cur_.data();
     }
-    kernels::quantize_activations(o_in, T, n_q, n_q, acts_);
+    kernels::quantize_activations(o_in, T, n_q, n_q, acts_, kernels::best_isa(), n_threads_);
     bitlinear(L.wo, acts_, cur_.data(), n_embd); // its input now lives in acts_
-    for (std::size_t i = 0; i < T * n_embd; ++i)
-        x_[i] += cur_[i];
+    add_to_residual(T);
 }
 
 // Feed-forward block: gate and up share one quantized input (LLM_FFN_PAR).
@@ -204,19 +230,21 @@ void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
     const std::size_t n_embd = c.n_embd;
     const std::size_t n_ff = c.n_ff;
     const layer_weights& L = weights_.layers[l];
-    kernels::rms_norm(x_.data(), L.ffn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data());
-    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_);
+    kernels::rms_norm(x_.data(), L.ffn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data(),
+                      n_threads_);
+    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_, kernels::best_isa(),
+                                  n_threads_);
     const projection_out gate_up[] = {{&L.w_gate, gate_.data(), n_ff}, {&L.w_up, up_.data(), n_ff}};
     bitlinears(gate_up, acts_);
     kernels::gated_activation(activation_, gate_.data(), up_.data(), T * n_ff, gate_.data(),
                               n_threads_);
     if (c.has_sub_norms)
         kernels::rms_norm(gate_.data(), L.ffn_sub_norm.data(), T, n_ff, n_ff, c.rms_eps,
-                          gate_.data());
-    kernels::quantize_activations(gate_.data(), T, n_ff, n_ff, acts_);
+                          gate_.data(), n_threads_);
+    kernels::quantize_activations(gate_.data(), T, n_ff, n_ff, acts_, kernels::best_isa(),
+                                  n_threads_);
     bitlinear(L.w_down, acts_, cur_.data(), n_embd);
-    for (std::size_t i = 0; i < T * n_embd; ++i)
-        x_[i] += cur_[i];
+    add_to_residual(T);
 }
 
 // Logits for the last token of every chunk that wants them, and for every token of a chunk

@@ -61,6 +61,12 @@ private:
     std::size_t prepare_step(std::span<const seq_chunk> batch);
     void attention_block(std::span<const seq_chunk> batch, std::uint32_t layer, std::size_t T);
     void ffn_block(std::uint32_t layer, std::size_t T);
+    /// fn(t0, t1) over ranges of the step's T tokens, on the compute threads when a prefill's
+    /// token count makes it worth waking them (each token's rows are independent).
+    template <class Fn>
+    void per_token_rows(std::size_t T, Fn&& fn);
+    /// x_ += cur_ over the step's T rows.
+    void add_to_residual(std::size_t T);
     [[nodiscard]] step_output logits_for(std::span<const seq_chunk> batch);
     void bitlinear(const projection& p, const kernels::quantized_acts& a, float* y,
                    std::size_t ldy);

@@ -169,7 +169,13 @@ TEST_CASE("engine: the thread count does not change the logits") {
     const std::string path = make_model(dir, "bitnet-b1.58", 4);
     auto one = load_engine(path, 1);
     auto two = load_engine(path, 2);
-    std::vector<model::seq_chunk> batch{{1, {5, 6, 7, 8, 9}, 0, true}, {2, {10}, 0, true}};
+    // A 150-token prompt makes the step large enough that the norms, the quantization, RoPE with
+    // the KV writes and the residual adds split their tokens over the threads too.
+    std::vector<std::int32_t> prompt(150);
+    for (std::size_t i = 0; i < prompt.size(); ++i)
+        prompt[i] = static_cast<std::int32_t>(3 + i * 7 % 250);
+    std::vector<model::seq_chunk> batch{
+        {1, {5, 6, 7, 8, 9}, 0, true}, {2, {10}, 0, true}, {3, prompt, 0, true}};
     auto a = one->step(batch);
     auto b = two->step(batch);
     REQUIRE(a);
