@@ -47,16 +47,26 @@ void block(const f16_args& a, std::size_t m0, std::size_t t0) {
         x[t] = a.x + (t0 + t) * a.cols;
     const std::size_t n16 = a.cols / lanes * lanes;
     for (std::size_t k = 0; k < n16; k += lanes) {
-        // Decode streams the rows from memory: fetch 1 KiB ahead in each of them.
-        if constexpr (T == 1)
+        // Decode streams the rows from memory: fetch 1 KiB ahead in each of them. A batch reads
+        // its rows from memory in its first token group only, the others find them in L1/L2:
+        // that group fetches the next block's rows as it goes (a 2-token verification step runs
+        // 1.4 times as fast with it).
+        if constexpr (T == 1) {
             for (std::size_t r = 0; r < R; ++r)
                 _mm_prefetch(reinterpret_cast<const char*>(w[r] + k + 512), _MM_HINT_T0);
+        } else if (t0 == 0 && m0 + 2 * R <= a.row_end) {
+            for (std::size_t r = 0; r < R; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + R * a.cols + k), _MM_HINT_T0);
+        }
         for (std::size_t h = 0; h < 2; ++h) {
             __m256 wv[R];
             for (std::size_t r = 0; r < R; ++r)
                 wv[r] = load8_f16(w[r] + k + 8 * h);
             for (std::size_t t = 0; t < T; ++t) {
-                const __m256 xv = _mm256_loadu_ps(x[t] + k + 8 * h);
+                // In a register for all R rows: GCC would otherwise fold it into each FMA as a
+                // memory operand, R loads where one does, and the loads limit this loop.
+                __m256 xv = _mm256_loadu_ps(x[t] + k + 8 * h);
+                asm("" : "+x"(xv));
                 for (std::size_t r = 0; r < R; ++r)
                     acc[h][r][t] = _mm256_fmadd_ps(wv[r], xv, acc[h][r][t]);
             }
