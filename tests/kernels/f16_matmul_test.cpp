@@ -41,9 +41,10 @@ struct shape {
     std::size_t n_tok;
 };
 
-// Columns on and off multiples of 16 and 8, rows around the 8-, 4- and 2-row blocks, token counts
-// around the token groups (4 for AVX-512, 3 for AVX2; a tail of five in one AVX-512 group, of four
-// in two AVX2 groups of two), and batches of 12 to 33 tokens.
+// Columns on and off multiples of 16 and 8, rows around the 8-, 4-, 3- and 2-row blocks, token
+// counts around the token groups (4 for AVX-512; for AVX2 3 with 3 or 5 tokens, else 2 against 3
+// rows; a tail of five in one AVX-512 group, of four in two AVX2 groups of two), and batches of
+// 12 to 33 tokens.
 constexpr shape shapes[] = {
     {1, 16, 1},
     {3, 7, 2},
@@ -64,6 +65,8 @@ constexpr shape shapes[] = {
     {4, 2560, 17},
     {12, 2576, 13},
     {5, 48, 6},
+    {11, 512, 9},
+    {2, 64, 7},
     // One token (decode) around the 8-row decode blocks of AVX-512.
     {8, 100, 1},
     {13, 2576, 1},
