@@ -22,6 +22,10 @@ namespace bitnet::kernels {
 /// few enough that claiming (one atomic each) stays invisible beside the chunk's work.
 inline constexpr std::size_t range_chunks_per_thread = 4;
 
+/// Row-wise work (norms, activation quantization) below this many values runs on the calling
+/// thread: waking the others costs more than a decode step's rows.
+inline constexpr std::size_t row_parallel_from = std::size_t{1} << 15;
+
 /// Calls fn(begin, end) on disjoint ranges covering [0, n), each a multiple of `grain` except the
 /// last, on up to n_threads threads. Runs inline when one thread suffices.
 template <class Fn>

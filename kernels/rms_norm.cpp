@@ -41,14 +41,11 @@ void rows(const float* x, const float* g, std::size_t r0, std::size_t r1, std::s
     }
 }
 
-// Below this many values one thread is faster than waking the others (a decode step's rows).
-constexpr std::size_t parallel_from = 1u << 15;
-
 } // namespace
 
 void rms_norm(const float* x, const float* g, std::size_t n_rows, std::size_t n, std::size_t ld,
               float eps, float* y, int n_threads) {
-    const int threads = n_rows * n < parallel_from ? 1 : n_threads;
+    const int threads = n_rows * n < row_parallel_from ? 1 : n_threads;
     parallel_ranges(n_rows, 1, threads,
                     [&](std::size_t r0, std::size_t r1) { rows(x, g, r0, r1, n, ld, eps, y); });
 }

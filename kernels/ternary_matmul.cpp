@@ -81,9 +81,6 @@ void pack_tiled(const std::uint8_t* i2s, std::uint32_t rows, std::uint32_t cols,
     });
 }
 
-// Below this many activations one thread is faster than waking the others (a decode step's row).
-constexpr std::size_t quantize_parallel_from = 1u << 15;
-
 } // namespace
 
 std::uint32_t ternary_tile_rows(isa family) noexcept {
@@ -107,7 +104,7 @@ void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std
                           quantized_acts& out, isa family, int n_threads) {
     out.resize(n_rows, k);
     family = best_isa_up_to(family);
-    const int threads = n_rows * k < quantize_parallel_from ? 1 : n_threads;
+    const int threads = n_rows * k < row_parallel_from ? 1 : n_threads;
     parallel_ranges(n_rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
         for (std::size_t t = r0; t < r1; ++t) {
             const cpu::quantize_args a{x + t * ldx, k, out.q.data() + t * k, &out.scale[t],

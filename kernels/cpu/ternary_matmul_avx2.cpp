@@ -23,7 +23,7 @@ constexpr std::size_t regs_per_tile = tile / 8; // 8 rows of int32 lanes per ymm
 // mask and two broadcasts: 13 of the 16 ymm registers. A third token would spill.
 constexpr std::size_t max_tokens = 2;
 constexpr std::size_t steps_per_widen = 32; // 32 × 512 < 2^15, see above
-// Steps of an unpacked pass that the token groups share from L1: 64 steps are 8 KiB of codes.
+// Steps of an unpacked pass that the token groups share from L1: 128 steps are 16 KiB of codes.
 constexpr std::size_t steps_per_l1_block = 4 * steps_per_widen;
 
 inline __m256i broadcast4(const std::int8_t* p) {
