@@ -7,9 +7,26 @@
 
 #include <map>
 #include <mutex>
+#include <new>
 
 namespace bitnet::actors {
 namespace {
+
+/// load_engine_on, with the host's refusal to allocate (std::bad_alloc: the repacked weights, or a
+/// KV pool of kv_budget_bytes) as an error in words. Left to fly, it ended the executor as a crash:
+/// the supervisor restarted the load three times, then reported "internal: system_error".
+result<std::unique_ptr<model::engine>> load_catching_bad_alloc(const msg::executor_order& order,
+                                                               const model::placement& where) {
+    try {
+        return model::load_engine_on(order.engine, where);
+    } catch (const std::bad_alloc&) {
+        return error{errc::unsupported,
+                     "out of memory on " + where.name() +
+                         ": allocating the engine (its weights and a KV pool of " +
+                         std::to_string(order.engine.kv_budget_bytes) +
+                         " bytes, kv_budget_bytes) failed"};
+    }
+}
 
 /// The engine the order's file holds, on the order's placement (the executor resolved "auto"
 /// before), refused unless the path still names the file the supervisor hashed and verified (its
@@ -21,7 +38,7 @@ result<std::unique_ptr<model::engine>> load_gguf(const msg::executor_order& orde
         return where.error();
     spdlog::info("model '{}': loading {} on {}", order.alias, order.engine.model_path,
                  where->name());
-    auto e = model::load_engine_on(order.engine, *where);
+    auto e = load_catching_bad_alloc(order, *where);
     if (!e) {
         spdlog::error("model '{}': load on {} failed: {}", order.alias, where->name(),
                       e.error().to_string());

@@ -9,6 +9,8 @@
 #include "server/model_admin.hpp"
 #include "server/server_process.hpp"
 
+#include <fstream>
+
 using namespace bitnet;
 
 namespace {
@@ -131,4 +133,58 @@ TEST_CASE("the load API takes a placement per version and refuses a name that is
     CHECK(m.at("device_fallbacks").as_int64() == 1);
     CHECK(fallbacks_in(s.get("/metrics").body, "tiny", "cuda:63", "cpu") == 1.0);
     CHECK(s.post("/v1/completions", test::greedy("tiny", "Hello", 4)).status == 200);
+}
+
+namespace {
+
+/// Whether this kernel refuses one allocation of `bytes` outright: its overcommit heuristic (0)
+/// or strict accounting (2) with less memory and swap than that. Mode 1 promises any size and
+/// the KV pool's first writes would then meet the OOM killer, so the test below does not run.
+bool kernel_refuses(std::uint64_t bytes) {
+    std::ifstream mode("/proc/sys/vm/overcommit_memory");
+    int m = -1;
+    if (!(mode >> m) || m == 1)
+        return false;
+    std::ifstream info("/proc/meminfo");
+    std::uint64_t total_kib = 0;
+    for (std::string key; info >> key;) {
+        std::uint64_t kib = 0;
+        info >> kib;
+        if (key == "MemTotal:" || key == "SwapTotal:")
+            total_kib += kib;
+        info.ignore(64, '\n');
+    }
+    return total_kib > 0 && total_kib * 1024 < bytes;
+}
+
+} // namespace
+
+TEST_CASE("a KV pool the host cannot allocate fails the load in words, and the server answers") {
+#if defined(__SANITIZE_ADDRESS__)
+    MESSAGE("AddressSanitizer's allocator ends a process whose new fails: not checked here");
+    return;
+#endif
+    const std::string one_tib = "1099511627776"; // the largest kv_budget_bytes the config takes
+    if (!kernel_refuses(std::stoull(one_tib))) {
+        MESSAGE(
+            "this kernel would promise 1 TiB (overcommit mode 1, or that much memory): skipped");
+        return;
+    }
+    test::launch_options lo;
+    // Ready here means the load has failed: the version never serves.
+    lo.ready_status = [](std::uint16_t port) -> unsigned {
+        const auto r = test::http_request(port, boost::beast::http::verb::get, "/health");
+        return r.body.find(R"("state":"failed")") != std::string::npos ? 200 : 0;
+    };
+    test::server_process s({"--devices", "cpu", "--kv-budget-bytes", one_tib}, lo);
+    const auto hm = health_model(s, "tiny");
+    CHECK(hm.at("state").as_string() == "failed");
+    const std::string failure(hm.at("failure").as_string());
+    CHECK(failure.find("out of memory on cpu") != std::string::npos);
+    CHECK(failure.find("KV pool of " + one_tib + " bytes, kv_budget_bytes") != std::string::npos);
+    // It had ended the executor as a crash: restarted, then "internal: system_error".
+    CHECK(failure.find("internal") == std::string::npos);
+    CHECK(s.log().find("unhandled exception") == std::string::npos);
+    CHECK(s.get("/health/ready").status == 503);
+    CHECK(s.alive());
 }
