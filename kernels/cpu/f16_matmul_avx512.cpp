@@ -24,10 +24,17 @@ void block(const f16_args& a, std::size_t m0, std::size_t t0) {
         x[t] = a.x + (t0 + t) * a.cols;
     const std::size_t n16 = a.cols / 16 * 16;
     for (std::size_t k = 0; k < n16; k += 16) {
-        // Decode streams the rows from memory: fetch 1 KiB ahead in each of them.
-        if constexpr (T == 1)
+        // Decode streams the rows from memory: fetch 1 KiB ahead in each of them. A batch reads
+        // its rows from memory in its first token group only, the others find them in L1/L2:
+        // that group fetches the next block's rows as it goes, as the AVX2 family does (8 tokens
+        // ran 1.12-1.23 times as fast with it on 1 Xeon thread, 1.26-1.37 on 2).
+        if constexpr (T == 1) {
             for (std::size_t r = 0; r < R; ++r)
                 _mm_prefetch(reinterpret_cast<const char*>(w[r] + k + 512), _MM_HINT_T0);
+        } else if (t0 == 0 && m0 + 2 * R <= a.row_end) {
+            for (std::size_t r = 0; r < R; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(w[r] + R * a.cols + k), _MM_HINT_T0);
+        }
         __m512 wv[R];
         for (std::size_t r = 0; r < R; ++r)
             wv[r] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r] + k)));
