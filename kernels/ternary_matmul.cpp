@@ -100,27 +100,34 @@ bool ternary_runs_on(const packed_ternary& w, isa family) noexcept {
     return same_layout && isa_supported(family);
 }
 
+void quantize_activation_rows(const float* x, std::size_t r0, std::size_t r1, std::size_t ldx,
+                              quantized_acts& out, isa family) {
+    const std::size_t k = out.k;
+    family = best_isa_up_to(family);
+    for (std::size_t t = r0; t < r1; ++t) {
+        const cpu::quantize_args a{x + t * ldx, k, out.q.data() + t * k, &out.scale[t],
+                                   &out.sum[t]};
+        switch (family) {
+        case isa::scalar:
+            quantize_row_scalar(a.x, k, a.q, *a.scale, *a.sum);
+            break;
+        case isa::avx2:
+            cpu::quantize_row_avx2(a);
+            break;
+        case isa::avx512_vnni:
+            cpu::quantize_row_avx512(a);
+            break;
+        }
+    }
+}
+
 void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std::size_t ldx,
                           quantized_acts& out, isa family, int n_threads) {
     out.resize(n_rows, k);
     family = best_isa_up_to(family);
     const int threads = n_rows * k < row_parallel_from ? 1 : n_threads;
     parallel_ranges(n_rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
-        for (std::size_t t = r0; t < r1; ++t) {
-            const cpu::quantize_args a{x + t * ldx, k, out.q.data() + t * k, &out.scale[t],
-                                       &out.sum[t]};
-            switch (family) {
-            case isa::scalar:
-                quantize_row_scalar(a.x, k, a.q, *a.scale, *a.sum);
-                break;
-            case isa::avx2:
-                cpu::quantize_row_avx2(a);
-                break;
-            case isa::avx512_vnni:
-                cpu::quantize_row_avx512(a);
-                break;
-            }
-        }
+        quantize_activation_rows(x, r0, r1, ldx, out, family);
     });
 }
 

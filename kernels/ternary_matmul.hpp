@@ -44,6 +44,12 @@ struct quantized_acts {
 void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std::size_t ldx,
                           quantized_acts& out, isa family = best_isa(), int n_threads = 1);
 
+/// quantize_activations for rows [r0, r1) of x only, into the same rows of `out`, which the caller
+/// has sized (out.resize(n_rows, k)): for a caller that already splits a step's rows over the
+/// threads and quantizes each chunk's rows after its own per-row work, in one parallel region.
+void quantize_activation_rows(const float* x, std::size_t r0, std::size_t r1, std::size_t ldx,
+                              quantized_acts& out, isa family = best_isa());
+
 /// A ternary weight matrix [rows][cols] in a kernel family's layout.
 struct packed_ternary {
     std::uint32_t rows = 0;

@@ -121,10 +121,13 @@ result<step_output> cpu_engine::step(std::span<const seq_chunk> batch) {
 
 step_output cpu_engine::forward(std::span<const seq_chunk> batch) {
     const std::size_t T = prepare_step(batch);
+    residual_pending_ = false;
     for (std::uint32_t l = 0; l < config_.n_layer; ++l) {
         attention_block(batch, l, T);
         ffn_block(l, T);
     }
+    add_to_residual(T); // the last feed-forward block's
+    residual_pending_ = false;
     return logits_for(batch);
 }
 
@@ -182,17 +185,42 @@ void cpu_engine::add_to_residual(std::size_t T) {
     });
 }
 
-// Norm, Q/K/V projections, RoPE, KV append, attention, (sub-norm), output projection, residual.
+void cpu_engine::add_pending_residual(std::size_t t0, std::size_t t1) {
+    if (!residual_pending_)
+        return;
+    const std::size_t n = config_.n_embd;
+    for (std::size_t i = t0 * n; i < t1 * n; ++i)
+        x_[i] += cur_[i];
+}
+
+template <class Prologue>
+void cpu_engine::rows_to_acts(std::size_t T, std::size_t n, const float* in, const float* norm,
+                              float* out, Prologue&& prologue) {
+    acts_.resize(T, n);
+    const kernels::isa family = kernels::best_isa();
+    const int threads = T * n < kernels::row_parallel_from ? 1 : n_threads_;
+    kernels::parallel_ranges(T, 1, threads, [&](std::size_t t0, std::size_t t1) {
+        prologue(t0, t1);
+        const float* q_in = in;
+        if (norm != nullptr) {
+            kernels::rms_norm(in + t0 * n, norm, t1 - t0, n, n, config_.rms_eps, out + t0 * n);
+            q_in = out;
+        }
+        kernels::quantize_activation_rows(q_in, t0, t1, n, acts_, family);
+    });
+}
+
+// (The previous block's residual add,) norm, Q/K/V projections, RoPE, KV append, attention,
+// (sub-norm), output projection; its residual add is left pending for the feed-forward block.
 void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t l, std::size_t T) {
     const model_config& c = config_;
     const std::size_t n_embd = c.n_embd;
     const std::size_t n_q = c.n_embd_q();
     const std::size_t n_kv = c.n_embd_kv();
     const layer_weights& L = weights_.layers[l];
-    kernels::rms_norm(x_.data(), L.attn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data(),
-                      n_threads_);
-    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_, kernels::best_isa(),
-                                  n_threads_);
+    rows_to_acts(T, n_embd, x_.data(), L.attn_norm.data(), cur_.data(),
+                 [&](std::size_t t0, std::size_t t1) { add_pending_residual(t0, t1); });
+    residual_pending_ = false;
     const projection_out qkv[] = {
         {&L.wq, q_.data(), n_q}, {&L.wk, k_.data(), n_kv}, {&L.wv, v_.data(), n_kv}};
     bitlinears(qkv, acts_);
@@ -213,15 +241,10 @@ void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t
         }
     });
     attention_layer(batch, l);
-    const float* o_in = attn_.data();
-    if (c.has_sub_norms) {
-        kernels::rms_norm(attn_.data(), L.attn_sub_norm.data(), T, n_q, n_q, c.rms_eps, cur_.data(),
-                          n_threads_);
-        o_in = cur_.data();
-    }
-    kernels::quantize_activations(o_in, T, n_q, n_q, acts_, kernels::best_isa(), n_threads_);
+    rows_to_acts(T, n_q, attn_.data(), c.has_sub_norms ? L.attn_sub_norm.data() : nullptr,
+                 cur_.data(), [](std::size_t, std::size_t) {});
     bitlinear(L.wo, acts_, cur_.data(), n_embd); // its input now lives in acts_
-    add_to_residual(T);
+    residual_pending_ = true;
 }
 
 // Feed-forward block: gate and up share one quantized input (LLM_FFN_PAR).
@@ -230,21 +253,20 @@ void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
     const std::size_t n_embd = c.n_embd;
     const std::size_t n_ff = c.n_ff;
     const layer_weights& L = weights_.layers[l];
-    kernels::rms_norm(x_.data(), L.ffn_norm.data(), T, n_embd, n_embd, c.rms_eps, cur_.data(),
-                      n_threads_);
-    kernels::quantize_activations(cur_.data(), T, n_embd, n_embd, acts_, kernels::best_isa(),
-                                  n_threads_);
+    rows_to_acts(T, n_embd, x_.data(), L.ffn_norm.data(), cur_.data(),
+                 [&](std::size_t t0, std::size_t t1) { add_pending_residual(t0, t1); });
+    residual_pending_ = false;
     const projection_out gate_up[] = {{&L.w_gate, gate_.data(), n_ff}, {&L.w_up, up_.data(), n_ff}};
     bitlinears(gate_up, acts_);
-    kernels::gated_activation(activation_, gate_.data(), up_.data(), T * n_ff, gate_.data(),
-                              n_threads_);
-    if (c.has_sub_norms)
-        kernels::rms_norm(gate_.data(), L.ffn_sub_norm.data(), T, n_ff, n_ff, c.rms_eps,
-                          gate_.data(), n_threads_);
-    kernels::quantize_activations(gate_.data(), T, n_ff, n_ff, acts_, kernels::best_isa(),
-                                  n_threads_);
+    // The activation in place, then the sub-norm in place: each row's own.
+    rows_to_acts(T, n_ff, gate_.data(), c.has_sub_norms ? L.ffn_sub_norm.data() : nullptr,
+                 gate_.data(), [&](std::size_t t0, std::size_t t1) {
+                     kernels::gated_activation(activation_, gate_.data() + t0 * n_ff,
+                                               up_.data() + t0 * n_ff, (t1 - t0) * n_ff,
+                                               gate_.data() + t0 * n_ff);
+                 });
     bitlinear(L.w_down, acts_, cur_.data(), n_embd);
-    add_to_residual(T);
+    residual_pending_ = true;
 }
 
 // Logits for the last token of every chunk that wants them, and for every token of a chunk
