@@ -10,6 +10,9 @@
 //   4. final norm and F16 logits only for the chunks that asked (every token's, for a chunk
 //      with all_logits).
 // Every matrix product sees all T tokens at once, so each weight tile is unpacked once per step.
+// The per-row work between two products (residual add, norm, quantization; activation, sub-norm,
+// quantization) is one parallel region over the tokens (rows_to_acts), so a layer of a batched
+// step wakes the compute threads 10 times rather than once per kernel.
 #pragma once
 
 #include "kernels/activation.hpp"
