@@ -40,6 +40,9 @@ std::span<const field> fields() {
         {"kv_cache_type", &server_config::kv_cache_type, 0, 0,
          "f16|q8_0: the KV cache's element type (q8_0: 0.53x the bytes per token, measured "
          "loss; CPU engine only)"},
+        {"tl_kernel_config", &server_config::tl_kernel_config, 0, 0,
+         "bitnet.cpp's kernel_config.ini: the TL1/TL2 layouts of shapes its built-in table does "
+         "not list (empty = the table alone)"},
         {"q8_logits", &server_config::q8_logits, 0, 1,
          "1 = logits from a Q8_0 copy of the embedding (0.53x the bytes, measured loss)"},
         {"max_waiting_requests", &server_config::max_waiting_requests, 1, 1u << 24,

@@ -48,6 +48,9 @@ struct server_config {
     std::uint32_t q8_logits = 0; ///< 1 = Q8_0 block logits (engine_options::q8_logits)
     /// f16 or q8_0: the KV cache's element type (engine_options::kv_q8_0).
     std::string kv_cache_type = "f16";
+    /// bitnet.cpp's kernel_config.ini, giving the TL1/TL2 layouts of shapes the built-in table
+    /// does not list (engine_options::tl_kernel_config); empty = the table alone.
+    std::string tl_kernel_config;
     /// Tokens in a step that carries decodes (decodes + prefill chunks); msg::batch_policy.
     std::uint32_t decoding_batch_tokens = 128;
     std::uint32_t max_batch_seqs = 32;

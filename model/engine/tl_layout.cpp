@@ -373,7 +373,8 @@ result<ternary_matrix> decode_tl(const gguf_tensor& t, const tl_param_table& par
                          ", " + std::to_string(m) + "]) with no " + std::string(tl_format_name(f)) +
                          " kernel parameters (BM, BK, bm); its byte layout depends on them and "
                          "the GGUF does not store them. Supply the kernel_config.ini that "
-                         "bitnet.cpp's code generator wrote for this model");
+                         "bitnet.cpp's code generator wrote for this model (the server's "
+                         "tl_kernel_config, the CLI's --tl-kernel-config)");
     BITNET_TRY(validate_tl_params(f, m, k, *p));
 
     // Where the scale sits and how many bytes the layout reads (spec §2.6).
