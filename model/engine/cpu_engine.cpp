@@ -121,13 +121,11 @@ result<step_output> cpu_engine::step(std::span<const seq_chunk> batch) {
 
 step_output cpu_engine::forward(std::span<const seq_chunk> batch) {
     const std::size_t T = prepare_step(batch);
-    residual_pending_ = false;
     for (std::uint32_t l = 0; l < config_.n_layer; ++l) {
         attention_block(batch, l, T);
         ffn_block(l, T);
     }
-    add_to_residual(T); // the last feed-forward block's
-    residual_pending_ = false;
+    add_to_residual(T); // the last feed-forward block's output
     return logits_for(batch);
 }
 
@@ -178,16 +176,10 @@ void cpu_engine::per_token_rows(std::size_t T, Fn&& fn) {
 }
 
 void cpu_engine::add_to_residual(std::size_t T) {
-    const std::size_t n = config_.n_embd;
-    per_token_rows(T, [&](std::size_t t0, std::size_t t1) {
-        for (std::size_t i = t0 * n; i < t1 * n; ++i)
-            x_[i] += cur_[i];
-    });
+    per_token_rows(T, [&](std::size_t t0, std::size_t t1) { add_residual_rows(t0, t1); });
 }
 
-void cpu_engine::add_pending_residual(std::size_t t0, std::size_t t1) {
-    if (!residual_pending_)
-        return;
+void cpu_engine::add_residual_rows(std::size_t t0, std::size_t t1) {
     const std::size_t n = config_.n_embd;
     for (std::size_t i = t0 * n; i < t1 * n; ++i)
         x_[i] += cur_[i];
@@ -210,8 +202,9 @@ void cpu_engine::rows_to_acts(std::size_t T, std::size_t n, const float* in, con
     });
 }
 
-// (The previous block's residual add,) norm, Q/K/V projections, RoPE, KV append, attention,
-// (sub-norm), output projection; its residual add is left pending for the feed-forward block.
+// (The previous layer's residual add,) norm, Q/K/V projections, RoPE, KV append, attention,
+// (sub-norm), output projection; its output stays in cur_ for the feed-forward block's first
+// region to add.
 void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t l, std::size_t T) {
     const model_config& c = config_;
     const std::size_t n_embd = c.n_embd;
@@ -219,8 +212,10 @@ void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t
     const std::size_t n_kv = c.n_embd_kv();
     const layer_weights& L = weights_.layers[l];
     rows_to_acts(T, n_embd, x_.data(), L.attn_norm.data(), cur_.data(),
-                 [&](std::size_t t0, std::size_t t1) { add_pending_residual(t0, t1); });
-    residual_pending_ = false;
+                 [&](std::size_t t0, std::size_t t1) {
+                     if (l > 0)
+                         add_residual_rows(t0, t1);
+                 });
     const projection_out qkv[] = {
         {&L.wq, q_.data(), n_q}, {&L.wk, k_.data(), n_kv}, {&L.wv, v_.data(), n_kv}};
     bitlinears(qkv, acts_);
@@ -244,18 +239,17 @@ void cpu_engine::attention_block(std::span<const seq_chunk> batch, std::uint32_t
     rows_to_acts(T, n_q, attn_.data(), c.has_sub_norms ? L.attn_sub_norm.data() : nullptr,
                  cur_.data(), [](std::size_t, std::size_t) {});
     bitlinear(L.wo, acts_, cur_.data(), n_embd); // its input now lives in acts_
-    residual_pending_ = true;
 }
 
-// Feed-forward block: gate and up share one quantized input (LLM_FFN_PAR).
+// Feed-forward block (the attention block's residual add first): gate and up share one quantized
+// input (LLM_FFN_PAR).
 void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
     const model_config& c = config_;
     const std::size_t n_embd = c.n_embd;
     const std::size_t n_ff = c.n_ff;
     const layer_weights& L = weights_.layers[l];
     rows_to_acts(T, n_embd, x_.data(), L.ffn_norm.data(), cur_.data(),
-                 [&](std::size_t t0, std::size_t t1) { add_pending_residual(t0, t1); });
-    residual_pending_ = false;
+                 [&](std::size_t t0, std::size_t t1) { add_residual_rows(t0, t1); });
     const projection_out gate_up[] = {{&L.w_gate, gate_.data(), n_ff}, {&L.w_up, up_.data(), n_ff}};
     bitlinears(gate_up, acts_);
     // The activation in place, then the sub-norm in place: each row's own.
@@ -265,8 +259,7 @@ void cpu_engine::ffn_block(std::uint32_t l, std::size_t T) {
                                                up_.data() + t0 * n_ff, (t1 - t0) * n_ff,
                                                gate_.data() + t0 * n_ff);
                  });
-    bitlinear(L.w_down, acts_, cur_.data(), n_embd);
-    residual_pending_ = true;
+    bitlinear(L.w_down, acts_, cur_.data(), n_embd); // added by the next layer, or forward()
 }
 
 // Logits for the last token of every chunk that wants them, and for every token of a chunk

@@ -78,9 +78,9 @@ private:
     template <class Prologue>
     void rows_to_acts(std::size_t T, std::size_t n, const float* in, const float* norm, float* out,
                       Prologue&& prologue);
-    /// The pending residual add (x_ += cur_) of rows [t0, t1): a block's output projection leaves
-    /// it for the next block's first region, or for forward() after the last layer.
-    void add_pending_residual(std::size_t t0, std::size_t t1);
+    /// x_ += cur_ over rows [t0, t1): a block's output projection leaves its output in cur_ for
+    /// the next block's first region to add, or for forward() after the last layer.
+    void add_residual_rows(std::size_t t0, std::size_t t1);
     [[nodiscard]] step_output logits_for(std::span<const seq_chunk> batch);
     void bitlinear(const projection& p, const kernels::quantized_acts& a, float* y,
                    std::size_t ldy);
@@ -106,15 +106,14 @@ private:
 
     // Per-step work buffers, grown to the largest step seen (T rows each).
     std::vector<token_slot> slots_;
-    std::vector<float> x_;          ///< residual stream [T][n_embd]
-    bool residual_pending_ = false; ///< cur_ [T][n_embd] is still to be added into x_
-    std::vector<float> cur_;        ///< normed input [T][max(n_embd, n_ff)]
-    std::vector<float> q_;          ///< [T][n_embd_q]
-    std::vector<float> k_;          ///< [T][n_embd_kv]
-    std::vector<float> v_;          ///< [T][n_embd_kv]
-    std::vector<float> attn_;       ///< [T][n_embd_q]
-    std::vector<float> gate_;       ///< [T][n_ff]
-    std::vector<float> up_;         ///< [T][n_ff]
+    std::vector<float> x_;    ///< residual stream [T][n_embd]
+    std::vector<float> cur_;  ///< normed input [T][max(n_embd, n_ff)]
+    std::vector<float> q_;    ///< [T][n_embd_q]
+    std::vector<float> k_;    ///< [T][n_embd_kv]
+    std::vector<float> v_;    ///< [T][n_embd_kv]
+    std::vector<float> attn_; ///< [T][n_embd_q]
+    std::vector<float> gate_; ///< [T][n_ff]
+    std::vector<float> up_;   ///< [T][n_ff]
     kernels::quantized_acts acts_;
     kernels::q8_0_acts logits_acts_; ///< the logits rows in Q8_0 blocks (Q8_0 logits only)
     std::vector<kernels::attention_scratch> attn_scratch_; ///< one per thread
