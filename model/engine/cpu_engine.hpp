@@ -70,11 +70,11 @@ private:
     void per_token_rows(std::size_t T, Fn&& fn);
     /// x_ += cur_ over the step's T rows.
     void add_to_residual(std::size_t T);
-    /// One parallel region over the step's T rows of width n: prologue(t0, t1) (the pending
-    /// residual add, or the gated activation), then the RMS norm of `in` with `norm` into `out`
-    /// (skipped when norm is null: `in` is quantized as it is), then the int8 quantization into
-    /// acts_. Each is per row, so the rows' bytes are those of the separate kernels; a 32-token
-    /// step has 7 regions a layer fewer than with each kernel splitting the rows itself.
+    /// One parallel region over the step's T rows of width n: prologue(t0, t1) (the previous
+    /// block's residual add, or the gated activation), then the RMS norm of `in` with `norm` into
+    /// `out` (skipped when norm is null: `in` is quantized as it is), then the int8 quantization
+    /// into acts_. Each is per row, so the rows' bytes are those of the separate kernels; a
+    /// 32-token step has 7 regions a layer fewer than with each kernel splitting the rows itself.
     template <class Prologue>
     void rows_to_acts(std::size_t T, std::size_t n, const float* in, const float* norm, float* out,
                       Prologue&& prologue);
