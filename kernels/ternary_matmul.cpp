@@ -124,7 +124,6 @@ void quantize_activation_rows(const float* x, std::size_t r0, std::size_t r1, st
 void quantize_activations(const float* x, std::size_t n_rows, std::size_t k, std::size_t ldx,
                           quantized_acts& out, isa family, int n_threads) {
     out.resize(n_rows, k);
-    family = best_isa_up_to(family);
     const int threads = n_rows * k < row_parallel_from ? 1 : n_threads;
     parallel_ranges(n_rows, 1, threads, [&](std::size_t r0, std::size_t r1) {
         quantize_activation_rows(x, r0, r1, ldx, out, family);

@@ -170,13 +170,8 @@ TEST_CASE("a KV pool the host cannot allocate fails the load in words, and the s
             "this kernel would promise 1 TiB (overcommit mode 1, or that much memory): skipped");
         return;
     }
-    test::launch_options lo;
-    // Ready here means the load has failed: the version never serves.
-    lo.ready_status = [](std::uint16_t port) -> unsigned {
-        const auto r = test::http_request(port, boost::beast::http::verb::get, "/health");
-        return r.body.find(R"("state":"failed")") != std::string::npos ? 200 : 0;
-    };
-    test::server_process s({"--devices", "cpu", "--kv-budget-bytes", one_tib}, lo);
+    test::server_process s({"--devices", "cpu", "--kv-budget-bytes", one_tib},
+                           test::ready_once_load_failed());
     const auto hm = health_model(s, "tiny");
     CHECK(hm.at("state").as_string() == "failed");
     const std::string failure(hm.at("failure").as_string());

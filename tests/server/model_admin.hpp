@@ -63,6 +63,16 @@ inline std::string greedy(const std::string& alias, const std::string& prompt, i
            std::to_string(n) + R"(,"temperature":0})";
 }
 
+/// launch_options whose "ready" is a start-up load that failed: for a server whose model never
+/// serves, so that the test reads why.
+inline launch_options ready_once_load_failed(launch_options lo = {}) {
+    lo.ready_status = [](std::uint16_t port) -> unsigned {
+        const auto r = http_request(port, boost::beast::http::verb::get, "/health");
+        return r.body.find(R"("state":"failed")") != std::string::npos ? 200 : 0;
+    };
+    return lo;
+}
+
 /// The greedy tokens and the version they came from.
 inline std::pair<std::string, std::string>
 generate(const server_process& s, const std::string& alias, const std::string& prompt) {

@@ -18,12 +18,7 @@ test::server_process tl_server(const std::string& format, bool with_ini) {
     }
     test::launch_options lo;
     lo.model_flag = false;
-    if (!with_ini) // ready, for this test, once the load has failed
-        lo.ready_status = [](std::uint16_t port) -> unsigned {
-            const auto r = test::http_request(port, boost::beast::http::verb::get, "/health");
-            return r.body.find(R"("state":"failed")") != std::string::npos ? 200 : 0;
-        };
-    return test::server_process(args, lo);
+    return test::server_process(args, with_ini ? lo : test::ready_once_load_failed(lo));
 }
 
 } // namespace
