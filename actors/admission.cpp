@@ -274,6 +274,8 @@ result<msg::text_actor> text_side(admission_pointer self, const std::string& ali
         // Served only by other nodes: their text side (the same file tokenizes the same).
         if (auto* r = best_remote(self->state, alias); r && r->view.text)
             return caf::actor_cast<msg::text_actor>(r->view.text);
+        if (auto u = self->state.unserved.find(alias); u != self->state.unserved.end())
+            return unserved_error(alias, u->second);
         return error{errc::not_found, "no model '" + alias + "'"};
     }
     if (!it->second.text)
@@ -316,6 +318,8 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
                                  "no replica of model '" + alias +
                                      "' is up in the cluster: the nodes that served it are down",
                                  5);
+    if (auto u = st.unserved.find(alias); it == st.models.end() && u != st.unserved.end())
+        return msg::to_caf_error(unserved_error(alias, u->second));
     if (it == st.models.end() && text)
         return msg::to_caf_error({errc::not_found, "no model '" + alias + "'",
                                   req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
@@ -342,6 +346,8 @@ caf::result<bool> route(admission_pointer self, const std::string& alias,
     std::uint64_t replaced = 0;
     if (auto it = st.models.find(alias); it != st.models.end())
         replaced = it->second.route;
+    // Served again (a version that works), or unloaded: either way no longer failed.
+    st.unserved.erase(alias);
     if (!batcher) {
         // The alias is being unloaded: new requests for it are refused from now on.
         st.models.erase(alias);
@@ -417,6 +423,11 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
         [self](msg::route_atom, const std::string& alias, msg::batcher_actor batcher,
                msg::text_actor text, const msg::executor_info& info) -> caf::result<bool> {
             return route(self, alias, std::move(batcher), std::move(text), info);
+        },
+        [self](msg::fail_atom, const std::string& alias, const std::string& why) {
+            // Nothing serves the alias any more: a route to a version that failed is gone too.
+            self->state.models.erase(alias);
+            self->state.unserved[alias] = why;
         },
         [self](msg::tokenize_atom, const std::string& alias, std::string& text, bool add_bos,
                bool parse_special) -> caf::result<std::vector<msg::token_id>> {

@@ -73,6 +73,10 @@ struct admission_state {
     std::uint64_t next_encode = 1;
     key_quota quota{{}};
     std::map<std::string, model_queue> models;
+    /// Aliases the supervisor holds but nothing serves (the last version's load failed, or it ran
+    /// out of restarts), with why: a request for one is told so (503), not "no model". An alias
+    /// per operator's load, so bounded by what operators load; a route for it clears it.
+    std::map<std::string, std::string> unserved;
     std::uint64_t next_route = 1;
     /// Requests being tokenized, by the route they were routed to.
     std::map<std::uint64_t, std::uint32_t> tokenizing;

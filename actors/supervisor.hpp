@@ -80,7 +80,9 @@ struct supervisor_options {
     std::vector<model_spec> models;
     /// Versions loaded at start-up through make_spec, as POST /v1/models/load does.
     std::vector<msg::load_order> initial;
-    msg::admission_actor admission; ///< receives route(alias, batcher) at every flip
+    /// Receives route(alias, batcher) at every flip, and fail(alias, why) when nothing serves an
+    /// alias any more.
+    msg::admission_actor admission;
     std::uint32_t max_restarts = 3; ///< per start-up version; past it the version stays failed
     /// Builds the spec of a version for a load order. Runs on a loader thread (it may read files),
     /// so it must be thread-safe. Null: load orders are refused.

@@ -43,6 +43,8 @@ const char* errc_name(errc e) noexcept {
         return "replica_lost";
     case errc::forbidden:
         return "forbidden";
+    case errc::unavailable:
+        return "unavailable";
     }
     return "unknown";
 }
@@ -64,6 +66,11 @@ std::string error::to_string() const {
     return std::string(code.category() == bitnet_category() ? errc_name(value())
                                                             : code.message().c_str()) +
            ": " + message;
+}
+
+error unserved_error(const std::string& alias, const std::string& why) {
+    return {errc::unavailable, "model '" + alias + "'" + std::string(unserved_phrase) + ": " + why,
+            "model"};
 }
 
 void throw_exception_from_error(const error& e, const boost::source_location&) {

@@ -6,6 +6,7 @@
 
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <utility>
 
@@ -31,6 +32,7 @@ enum class errc {
     quota_exceeded = 15,   ///< admission refused: the API key's request quota is used up
     replica_lost = 16,     ///< every replica of the model that ran the request is gone (cluster)
     forbidden = 17,        ///< a cluster peer asked for what its role does not allow
+    unavailable = 18,      ///< the model exists but nothing serves it (its load failed)
 };
 
 const std::error_category& bitnet_category() noexcept;
@@ -67,6 +69,12 @@ using result = boost::system::result<T, error>;
 
 /// The name of an errc value, e.g. "bad_format".
 const char* errc_name(errc e) noexcept;
+
+/// An `unavailable` error's message: "model 'alias' failed and serves nothing: why". Whatever
+/// follows the phrase is the operator's detail (a load failure names paths), which HTTP shows only
+/// to the admin key (http/errors.hpp, without_operator_detail).
+[[nodiscard]] error unserved_error(const std::string& alias, const std::string& why);
+inline constexpr std::string_view unserved_phrase = " failed and serves nothing";
 
 } // namespace bitnet
 

@@ -70,6 +70,18 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                "no replica of this model is up in the cluster; retry after the Retry-After delay",
                retry_after_s == 0 ? 5 : retry_after_s};
         break;
+    case errc::unavailable:
+        // The model is listed, but its load failed (or it ran out of restarts): retrying does not
+        // help until an operator loads a version that works.
+        out = {503,
+               "server_error",
+               "model_unavailable",
+               out.message,
+               "model",
+               "GET /v1/models/{alias} shows why (with the admin key); an operator loads a version "
+               "that works, rolls back, or unloads it",
+               0};
+        break;
     case errc::forbidden:
         // A peer's placed request that the replica's node does not take from it: the node the
         // client reached lacks the router role there (README, "Scaling out").
@@ -110,6 +122,14 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
         break;
     }
     return out;
+}
+
+bitnet::error without_operator_detail(bitnet::error e) {
+    if (e.value() != errc::unavailable)
+        return e;
+    if (const auto at = e.message.find(unserved_phrase); at != std::string::npos)
+        e.message = e.message.substr(0, at + unserved_phrase.size()) + " (the admin key sees why)";
+    return e;
 }
 
 api_error invalid_value(std::string param, std::string message) {

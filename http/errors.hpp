@@ -25,6 +25,11 @@ struct api_error {
 [[nodiscard]] api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s = 0,
                                      std::string param = {});
 
+/// `e` as a client without the admin key may read it: an `unavailable` error loses the operator's
+/// detail after common/error.hpp's unserved_phrase (a load failure names paths, as /v1/models
+/// hides them); any other error is unchanged.
+[[nodiscard]] bitnet::error without_operator_detail(bitnet::error e);
+
 /// A 400 for a field: the common validation failure.
 [[nodiscard]] api_error invalid_value(std::string param, std::string message);
 

@@ -421,7 +421,8 @@ void session::stream_done_events(const msg::completion& c) {
 void session::on_fail(caf::error e) {
     if (!call_ || call_->ended)
         return;
-    const auto err = msg::from_caf_error(e);
+    const auto err =
+        sees_all() ? msg::from_caf_error(e) : without_operator_detail(msg::from_caf_error(e));
     auto api = to_api_error(err, msg::retry_after_of(e));
     if (err.value() == errc::queue_full)
         srv_.m.rejected(api.code);

@@ -33,7 +33,10 @@ void session::ask_text(const std::string& route, const char* field, std::functio
     auto on_error = [ex, self, route, field](caf::error e) {
         net::post(ex, [self, route, field, e = std::move(e)] {
             self->safely("text", [&] {
-                self->send_error(route, to_api_error(msg::from_caf_error(e), 0, field), "-");
+                auto err = msg::from_caf_error(e);
+                if (!self->sees_all())
+                    err = without_operator_detail(std::move(err));
+                self->send_error(route, to_api_error(err, 0, field), "-");
             });
         });
     };

@@ -64,24 +64,27 @@ using text_actor = caf::typed_actor<
 /// continues on: the same version, on a node that is up (replica_lost when none). `submit` errors:
 /// invalid_argument (a prompt or stop token id outside the vocabulary), prompt_too_long (no room
 /// left in the context or the KV pool), queue_full (cap hit or draining; the message says which),
-/// not_found (unknown model), timeout (deadline passed while queued). `ready` answers readiness
-/// and, when not ready, why. `route(alias, batcher, text, info)` is sent by the supervisor when a
-/// model becomes ready or is swapped (a null batcher removes the alias); `text` is the same
-/// version's text actor and `info` its executor_info, whose vocabulary, context and KV pool
-/// admission checks every request against (a bad id or an over-long prompt is a 400 at the door,
-/// never a failed step or a 503 to retry). A text or chat prompt is tokenized by the text actor of
-/// the version the request was routed to on arrival, and runs on that version's batcher even if the
-/// alias flips meanwhile. Admission answers a route once the new route is in place and no request
-/// routed to the old one is still being tokenized, so every request it handed to the old version is
-/// already in that batcher's mailbox by then (the old version's drain starts from that answer).
-/// `tokenize` and `detokenize` (alias first) go to the serving version's text actor (not_found for
-/// an unknown alias). `tick` is admission's own timer (queue-depth polling for caps and
-/// Retry-After).
+/// not_found (unknown model), unavailable (the model's last version failed), timeout (deadline
+/// passed while queued). `ready` answers readiness and, when not ready, why. `route(alias, batcher,
+/// text, info)` is sent by the supervisor when a model becomes ready or is swapped (a null batcher
+/// removes the alias); `text` is the same version's text actor and `info` its executor_info, whose
+/// vocabulary, context and KV pool admission checks every request against (a bad id or an over-long
+/// prompt is a 400 at the door, never a failed step or a 503 to retry). A text or chat prompt is
+/// tokenized by the text actor of the version the request was routed to on arrival, and runs on
+/// that version's batcher even if the alias flips meanwhile. Admission answers a route once the new
+/// route is in place and no request routed to the old one is still being tokenized, so every
+/// request it handed to the old version is already in that batcher's mailbox by then (the old
+/// version's drain starts from that answer). `fail(alias, why)`, also from the supervisor: the
+/// alias's last version failed (its load, or its restarts ran out) and nothing serves it; requests
+/// for it are refused with `unavailable` and why until a route for it comes. `tokenize` and
+/// `detokenize` (alias first) go to the serving version's text actor (not_found for an unknown
+/// alias). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
 using admission_actor = caf::typed_actor<
     caf::replies_to<submit_atom, generate_request, sink_actor>::with<request_id>,
     caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
     caf::replies_to<ready_atom>::with<bool, std::string>,
     caf::replies_to<route_atom, std::string, batcher_actor, text_actor, executor_info>::with<bool>,
+    caf::reacts_to<fail_atom, std::string, std::string>,
     caf::replies_to<tokenize_atom, std::string, std::string, bool,
                     bool>::with<std::vector<token_id>>,
     caf::replies_to<encode_atom, std::string, text_prompt>::with<std::vector<token_id>>,

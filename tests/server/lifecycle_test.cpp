@@ -463,8 +463,10 @@ TEST_CASE("two aliases served at once, the memory budget refuses a third, unload
     CHECK(third.at("failure").as_string().find("memory budget exceeded") != std::string::npos);
     CHECK(generate(s, "tiny", "Hello") == on_tiny);
     CHECK(generate(s, "second", "Hello") == on_second);
-    auto unknown = s.post("/v1/inference", greedy("third", "Hello", 2));
-    CHECK(unknown.status == 404);
+    // Listed, failed: a 503 that says why (a budget an operator can make room in), not a 404.
+    auto failed = s.post("/v1/inference", greedy("third", "Hello", 2));
+    CHECK(failed.status == 503);
+    CHECK(failed.body.find("memory budget exceeded") != std::string::npos);
 
     // DELETE drains and unloads; then the third fits.
     auto del = s.del("/v1/models/second");
