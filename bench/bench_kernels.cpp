@@ -422,9 +422,10 @@ void register_all() {
                 ->UseRealTime()
                 ->Unit(benchmark::kMicrosecond);
         // Batched: the two large shapes; scalar only at M = 8 (it would take seconds per call).
-        const std::vector<std::int64_t> batch = f == isa::scalar
-                                                    ? std::vector<std::int64_t>{8}
-                                                    : std::vector<std::int64_t>{8, 32, 64, 512};
+        // M = 2..5 are the steps that verify 1..4 speculative drafts.
+        const std::vector<std::int64_t> batch =
+            f == isa::scalar ? std::vector<std::int64_t>{8}
+                             : std::vector<std::int64_t>{2, 3, 4, 5, 8, 32, 64, 512};
         for (const matrix_shape& s : {shapes[0], shapes[2]})
             benchmark::RegisterBenchmark(("ternary/" + fam + "/" + s.name).c_str(), bm_ternary, f,
                                          s)
@@ -435,7 +436,8 @@ void register_all() {
         // The logits product in F16 and in Q8_0 blocks, side by side. The scalar twins (libm's
         // fma per element or per block) only at M = 1: M = 8 would take seconds per call.
         const std::vector<std::int64_t> logits_m =
-            f == isa::scalar ? std::vector<std::int64_t>{1} : std::vector<std::int64_t>{1, 8, 32};
+            f == isa::scalar ? std::vector<std::int64_t>{1}
+                             : std::vector<std::int64_t>{1, 2, 3, 4, 5, 8, 32};
         using logits_fn = void (*)(benchmark::State&, isa);
         for (const auto& [name, fn] :
              {std::pair<const char*, logits_fn>{"f16_logits/", bm_f16_logits},

@@ -22,6 +22,13 @@ constexpr std::size_t regs_per_tile = tile / 8; // 8 rows of int32 lanes per ymm
 // 4 row registers × 2 tokens of int16 accumulators, the packed chunk, one unpacked register, the
 // mask and two broadcasts: 13 of the 16 ymm registers. A third token would spill.
 constexpr std::size_t max_tokens = 2;
+// Up to this many tokens (a step verifying 4 speculative drafts) the token groups unpack each
+// chunk in registers as they read it; more share a tile unpacked once into scratch. Unpacking
+// first costs a pass over the tile, and a lone third or fifth token then runs the load-bound
+// unpacked loop: measured in one process, alternating call by call (2,560 × 2,560, 6,912 × 2,560
+// and 2,560 × 6,912, 1 and 2 threads, Zen 3), unpacking in registers ran 1.12–1.37 times as fast
+// at 3 tokens, 1.00–1.19 at 4, 1.02–1.10 at 5, 0.94–1.06 at 6 and 7, and 0.89–0.98 at 8.
+constexpr std::size_t unpack_in_registers_up_to = 5;
 constexpr std::size_t steps_per_widen = 32; // 32 × 512 < 2^15, see above
 // Steps of an unpacked pass that the token groups share from L1: 128 steps are 16 KiB of codes.
 constexpr std::size_t steps_per_l1_block = 4 * steps_per_widen;
@@ -228,9 +235,10 @@ void ternary_rows_avx2(const ternary_args& a) {
     alignas(32) std::int32_t partial[token_block * 32];
     for (std::size_t b0 = 0; b0 < a.n_tok; b0 += token_block) {
         const std::size_t b1 = b0 + token_block < a.n_tok ? b0 + token_block : a.n_tok;
-        // With more than one token group the tile is unpacked once into the caller's scratch and
-        // every group reads plain codes; with one group the unpack is folded into the product.
-        const bool unpack_first = b1 - b0 > max_tokens && a.scratch != nullptr;
+        // With more than unpack_in_registers_up_to tokens the tile is unpacked once into the
+        // caller's scratch and every group reads plain codes; with fewer the unpack is folded
+        // into each group's product.
+        const bool unpack_first = b1 - b0 > unpack_in_registers_up_to && a.scratch != nullptr;
         for (std::uint32_t row0 = a.row_begin; row0 < a.row_end; row0 += tile) {
             const std::uint8_t* w_tile = a.w + static_cast<std::size_t>(row0 / tile) * tile_bytes;
             if (unpack_first) {

@@ -83,7 +83,7 @@ struct shape {
 
 // Rows on and off the 32/64-row tiles, K from one block to the 2B-4T width, token counts around
 // the register tiles (2 for AVX2, 6 for AVX-512) and across the 96-token blocks of the batched
-// path (which unpacks a tile once when a block has more than one register tile of tokens). That
+// path (whose AVX2 family unpacks a tile once when a block has more than 5 tokens). That
 // path goes through K in blocks of 512 columns, carrying int32 sums between them: K of 640 and
 // 6,912 end in a shorter block, with an odd token count so the one-token tail crosses it too.
 constexpr shape shapes[] = {
