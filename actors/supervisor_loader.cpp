@@ -235,7 +235,7 @@ void fail_version(supervisor_pointer self, version_rec& v, std::string why) {
     auto& a = st.table.alias(v.alias);
     if (a.active == v.serial)
         a.active = 0; // a serving version out of restarts: nothing serves the alias
-    if (a.active == 0 && st.opt.admission)
+    if (a.active == 0 && !a.unloading && st.opt.admission)
         // Requests for the alias are told why, not "no model" (nor sent to a dead batcher).
         self->send(st.opt.admission, msg::fail_atom_v, v.alias, v.failure);
     v.restarting = false;

@@ -155,3 +155,64 @@ TEST_CASE("a model that cannot load ends failed, with the reason, after bounded 
                  });
     self->send_exit(sup, caf::exit_reason::user_shutdown);
 }
+
+TEST_CASE(
+    "a serving model out of restarts: admission refuses it with the reason, not a dead route") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    auto probe = std::make_shared<test::fake_engine_probe>();
+    actors::admission_options ao;
+    ao.default_model = "tiny";
+    auto adm = actors::spawn_admission(sys, ao);
+    actors::supervisor_options so;
+    so.admission = adm;
+    so.max_restarts = 1;
+    actors::model_spec spec;
+    spec.alias = "tiny";
+    // Serves once; every later load (the restart after the crash) fails.
+    auto attempts = std::make_shared<std::atomic<int>>(0);
+    spec.executor = test::fake_order([probe, attempts]() -> result<std::unique_ptr<model::engine>> {
+        if (++*attempts == 1)
+            return std::make_unique<test::fake_engine>(32, 0ms, probe);
+        return error{errc::io_error, "tiny.gguf: no such file"};
+    });
+    so.models.push_back(spec);
+    auto sup = actors::spawn_supervisor(sys, so);
+    caf::scoped_actor self{sys};
+    // Both actors end however the test does (a failed REQUIRE included): the system's destructor
+    // would otherwise wait for them.
+    struct stop_both {
+        caf::scoped_actor& self;
+        caf::actor a, b;
+        ~stop_both() {
+            self->send_exit(a, caf::exit_reason::user_shutdown);
+            self->send_exit(b, caf::exit_reason::user_shutdown);
+        }
+    } stop{self, caf::actor_cast<caf::actor>(sup), caf::actor_cast<caf::actor>(adm)};
+    auto first = wait_route(self, sup, "tiny");
+    REQUIRE(first.index() == 0);
+    self->send_exit(std::get<0>(first), caf::make_error(caf::sec::runtime_error, "boom"));
+
+    // Until the restart has failed, a request may still meet the dying route; then every one is
+    // refused at the door with why.
+    bitnet::error last{errc::timeout, "never refused as unavailable"};
+    for (int i = 0; i < 400 && last.value() != errc::unavailable; ++i) {
+        msg::generate_request req;
+        req.id = static_cast<msg::request_id>(100 + i);
+        req.prompt = {1, 2};
+        req.max_tokens = 1;
+        self->request(adm, 5s, msg::submit_atom_v, req, caf::actor_cast<msg::sink_actor>(self))
+            .receive([](msg::request_id) {}, [&](caf::error& e) { last = msg::from_caf_error(e); });
+        if (last.value() != errc::unavailable)
+            std::this_thread::sleep_for(5ms);
+    }
+    CHECK(*attempts == 2);
+    REQUIRE(last.value() == errc::unavailable);
+    CHECK(last.message.find("model 'tiny' failed and serves nothing") != std::string::npos);
+    CHECK(last.message.find("no such file") != std::string::npos);
+    CHECK(last.param == "model");
+    // Readiness says the default model is not ready rather than routing to nothing.
+    self->request(adm, 5s, msg::ready_atom_v)
+        .receive([](bool ready, const std::string&) { CHECK_FALSE(ready); },
+                 [](caf::error& e) { FAIL(caf::to_string(e)); });
+}
