@@ -9,7 +9,6 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include <chrono>
 #include <vector>
 
 namespace bitnet::actors {
@@ -94,11 +93,7 @@ msg::operation_ticket unload(supervisor_pointer self, const std::string& alias) 
         end_op(self, op, "unloaded");
         auto t = table.ticket(op);
         table.forget_alias(alias);
-        // Admission forgets why it failed: the alias is unknown from now on.
-        if (auto adm = self->state.opt.admission)
-            self->request(adm, std::chrono::seconds(30), msg::route_atom_v, alias,
-                          msg::batcher_actor{}, msg::text_actor{}, msg::executor_info{})
-                .then([](bool) {}, [](const caf::error&) {});
+        forget_in_admission(self, alias);
         return t;
     }
     if (a == nullptr || !table.has_resident(*a))

@@ -81,6 +81,9 @@ void fail_on_device(supervisor_pointer self, version_rec& v, const std::string& 
 void flip(supervisor_pointer self, std::uint64_t serial);
 /// Back to the alias's resident previous version, as operation `op`.
 void flip_back(supervisor_pointer self, const std::string& alias, std::uint64_t op);
+/// Tells admission that `alias` is unknown from now on (the table forgot it): the failure it may
+/// hold for the alias goes too.
+void forget_in_admission(supervisor_pointer self, const std::string& alias);
 /// Removes `alias` from admission, then drains what serves it and unloads the rest.
 void unroute_and_unload(supervisor_pointer self, const std::string& alias);
 /// The periodic check of draining versions (tick).

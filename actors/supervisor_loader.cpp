@@ -337,6 +337,8 @@ void start_version(supervisor_pointer self, std::uint64_t serial) {
 std::uint64_t new_version(supervisor_pointer self, const msg::load_order& order, std::uint64_t op,
                           const model_spec* prebuilt, std::string expect_sha) {
     const auto serial = self->state.table.add_version(order, op);
+    for (const auto& gone : self->state.table.take_forgotten())
+        forget_in_admission(self, gone);
     auto& v = *find_version(self, serial);
     v.expect_sha = std::move(expect_sha);
     if (prebuilt) {

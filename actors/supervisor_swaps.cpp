@@ -222,6 +222,10 @@ void on_child_down(supervisor_pointer self, version_rec& v, const std::string& w
     spawn_pair(self, v);
 }
 
+void forget_in_admission(supervisor_pointer self, const std::string& alias) {
+    unroute_then(self, alias, [] {});
+}
+
 void unroute_and_unload(supervisor_pointer self, const std::string& alias) {
     unroute_then(self, alias, [self, alias] {
         auto& al = self->state.table.alias(alias);

@@ -185,8 +185,10 @@ void version_table::forget_old_unserved(const std::string& keep) {
     if (unserved.size() < k_unserved_kept)
         return;
     std::sort(unserved.begin(), unserved.end());
-    for (std::size_t i = 0; i + k_unserved_kept <= unserved.size(); ++i)
+    for (std::size_t i = 0; i + k_unserved_kept <= unserved.size(); ++i) {
         forget_alias(unserved[i].second);
+        forgotten_.push_back(unserved[i].second);
+    }
 }
 
 msg::version_status version_table::version_view(const version_rec& v) {

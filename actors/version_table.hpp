@@ -17,6 +17,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace bitnet::actors {
 
@@ -145,6 +147,11 @@ public:
     [[nodiscard]] bool only_failed(const alias_rec& a) const;
     /// Removes `alias` with its versions and operations.
     void forget_alias(const std::string& alias);
+    /// The aliases add_version forgot since the last call (the supervisor tells admission, which
+    /// may still hold why they failed).
+    [[nodiscard]] std::vector<std::string> take_forgotten() {
+        return std::exchange(forgotten_, {});
+    }
 
     [[nodiscard]] msg::model_status alias_view(const std::string& alias, const alias_rec& a) const;
     [[nodiscard]] static msg::version_status version_view(const version_rec& v);
@@ -160,6 +167,7 @@ private:
     std::map<std::string, alias_rec> aliases_;
     std::map<std::uint64_t, version_rec> versions_;
     std::map<std::uint64_t, op_rec> ops_;
+    std::vector<std::string> forgotten_;
     std::uint64_t next_serial_ = 1;
     std::uint64_t next_op_ = 1;
 };

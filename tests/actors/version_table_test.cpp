@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 namespace {
@@ -107,6 +108,13 @@ TEST_CASE("version table: aliases that only ever failed are bounded, the oldest 
     CHECK(n <= version_table::k_unserved_kept);
     CHECK(t.find_alias("bad-39") != nullptr);
     CHECK(t.find_alias("bad-0") == nullptr);
+    // Each forgotten alias is handed over once (the supervisor tells admission).
+    const auto gone = t.take_forgotten();
+    CHECK(gone.size() == 40 - n);
+    for (const auto& alias : gone)
+        CHECK(t.find_alias(alias) == nullptr);
+    CHECK(std::find(gone.begin(), gone.end(), "bad-0") != gone.end());
+    CHECK(t.take_forgotten().empty());
 
     // An alias that served once is never forgotten that way.
     auto kept = add(t, "good", vstate::ready);

@@ -166,6 +166,12 @@ TEST_CASE("failed loads stay bounded: per alias, across aliases, and in /health"
     CHECK(contains(names, "tiny"));
     CHECK(contains(names, "junk-49"));
     CHECK(!contains(names, "junk-10"));
+    // Admission forgets them with the listings: a forgotten alias is unknown again (404), a kept
+    // one is still a model that failed (503).
+    CHECK(s.post("/v1/completions", R"({"model":"junk-10","prompt":"Hi","max_tokens":1})").status ==
+          404);
+    CHECK(s.post("/v1/completions", R"({"model":"junk-49","prompt":"Hi","max_tokens":1})").status ==
+          503);
     // Twenty more leave /health (unauthenticated) where it was: the same bounded set, renamed.
     const auto health_40 = s.get("/health").body.size();
     fail_aliases(50, 70);
