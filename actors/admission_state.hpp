@@ -74,8 +74,9 @@ struct admission_state {
     key_quota quota{{}};
     std::map<std::string, model_queue> models;
     /// Aliases the supervisor holds but nothing serves (the last version's load failed, or it ran
-    /// out of restarts), with why: a request for one is told so (503), not "no model". An alias
-    /// per operator's load, so bounded by what operators load; a route for it clears it.
+    /// out of restarts), with why: a request for one is told so (503), not "no model". A route
+    /// for the alias clears it; bounded as the supervisor's listings are (version_table.hpp,
+    /// k_unserved_kept): what the table forgets, the supervisor has admission forget.
     std::map<std::string, std::string> unserved;
     std::uint64_t next_route = 1;
     /// Requests being tokenized, by the route they were routed to.
