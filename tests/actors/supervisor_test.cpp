@@ -57,15 +57,20 @@ wait_route(caf::scoped_actor& self, const msg::supervisor_actor& sup, const std:
     return out;
 }
 
+/// An admission whose default model is "tiny", for a supervisor to route to.
+msg::admission_actor admission_for_tiny(caf::actor_system& sys) {
+    actors::admission_options ao;
+    ao.default_model = "tiny";
+    return actors::spawn_admission(sys, ao);
+}
+
 } // namespace
 
 TEST_CASE("supervisor loads models, pushes routes, restarts a crashed child") {
     test_config cfg;
     caf::actor_system sys{cfg};
     auto probe = std::make_shared<test::fake_engine_probe>();
-    actors::admission_options ao;
-    ao.default_model = "tiny";
-    auto adm = actors::spawn_admission(sys, ao);
+    auto adm = admission_for_tiny(sys);
     actors::supervisor_options so;
     so.admission = adm;
     actors::model_spec spec;
@@ -161,9 +166,7 @@ TEST_CASE(
     test_config cfg;
     caf::actor_system sys{cfg};
     auto probe = std::make_shared<test::fake_engine_probe>();
-    actors::admission_options ao;
-    ao.default_model = "tiny";
-    auto adm = actors::spawn_admission(sys, ao);
+    auto adm = admission_for_tiny(sys);
     actors::supervisor_options so;
     so.admission = adm;
     so.max_restarts = 1;
