@@ -318,8 +318,9 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
                                  "no replica of model '" + alias +
                                      "' is up in the cluster: the nodes that served it are down",
                                  5);
-    if (auto u = st.unserved.find(alias); it == st.models.end() && u != st.unserved.end())
-        return msg::to_caf_error(unserved_error(alias, u->second));
+    if (it == st.models.end())
+        if (auto u = st.unserved.find(alias); u != st.unserved.end())
+            return msg::to_caf_error(unserved_error(alias, u->second));
     if (it == st.models.end() && text)
         return msg::to_caf_error({errc::not_found, "no model '" + alias + "'",
                                   req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
