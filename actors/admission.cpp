@@ -114,6 +114,10 @@ namespace {
 
 using namespace admission_detail;
 
+/// The Retry-After of a request for a model that is loading: loads take seconds (the 2B shape
+/// maps and checks in a few), so a client's first retry is likely to find it served.
+constexpr std::uint32_t k_loading_retry_after_s = 2;
+
 void poll(admission_pointer self) {
     for (auto& [alias, q] : self->state.models) {
         self->request(q.batcher, std::chrono::seconds(1), msg::stats_atom_v)
@@ -267,19 +271,32 @@ caf::result<msg::request_id> submit_text(admission_pointer self, const std::stri
     return rp;
 }
 
+/// Why this node refuses `alias` although the supervisor holds it: its new version is still
+/// loading (503 with a Retry-After), or its last version failed and nothing serves it (503 with
+/// the failure). None for an alias the supervisor does not hold.
+std::optional<caf::error> not_served_yet(const admission_state& st, const std::string& alias) {
+    if (st.loading.count(alias) > 0)
+        return msg::to_caf_error(errc::unavailable,
+                                 "model '" + alias + "' is loading; retry in a moment",
+                                 k_loading_retry_after_s);
+    if (auto u = st.unserved.find(alias); u != st.unserved.end())
+        return msg::to_caf_error(unserved_error(alias, u->second));
+    return std::nullopt;
+}
+
 /// The text actor of the version `alias` serves, for /v1/tokenize and /v1/detokenize.
-result<msg::text_actor> text_side(admission_pointer self, const std::string& alias) {
+caf::expected<msg::text_actor> text_side(admission_pointer self, const std::string& alias) {
     auto it = self->state.models.find(alias);
     if (it == self->state.models.end()) {
         // Served only by other nodes: their text side (the same file tokenizes the same).
         if (auto* r = best_remote(self->state, alias); r && r->view.text)
             return caf::actor_cast<msg::text_actor>(r->view.text);
-        if (auto u = self->state.unserved.find(alias); u != self->state.unserved.end())
-            return unserved_error(alias, u->second);
-        return error{errc::not_found, "no model '" + alias + "'"};
+        if (auto why = not_served_yet(self->state, alias))
+            return std::move(*why);
+        return msg::to_caf_error(errc::not_found, "no model '" + alias + "'");
     }
     if (!it->second.text)
-        return error{errc::invalid_argument, "this server has no tokenizer loaded"};
+        return msg::to_caf_error(errc::invalid_argument, "this server has no tokenizer loaded");
     return it->second.text;
 }
 
@@ -319,8 +336,8 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
                                      "' is up in the cluster: the nodes that served it are down",
                                  5);
     if (it == st.models.end())
-        if (auto u = st.unserved.find(alias); u != st.unserved.end())
-            return msg::to_caf_error(unserved_error(alias, u->second));
+        if (auto why = not_served_yet(st, alias))
+            return std::move(*why);
     if (it == st.models.end() && text)
         return msg::to_caf_error({errc::not_found, "no model '" + alias + "'",
                                   req.text.form == msg::prompt_form::chat ? "messages" : "prompt"});
@@ -347,8 +364,9 @@ caf::result<bool> route(admission_pointer self, const std::string& alias,
     std::uint64_t replaced = 0;
     if (auto it = st.models.find(alias); it != st.models.end())
         replaced = it->second.route;
-    // Served again (a version that works), or unloaded: either way no longer failed.
+    // Served again (a version that works), or unloaded: either way no longer failed or loading.
     st.unserved.erase(alias);
+    st.loading.erase(alias);
     if (!batcher) {
         // The alias is being unloaded: new requests for it are refused from now on.
         st.models.erase(alias);
@@ -428,13 +446,19 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
         [self](msg::fail_atom, const std::string& alias, const std::string& why) {
             // Nothing serves the alias any more: a route to a version that failed is gone too.
             self->state.models.erase(alias);
+            self->state.loading.erase(alias);
             self->state.unserved[alias] = why;
+        },
+        [self](msg::load_atom, const std::string& alias) {
+            // A new version of an alias nothing serves is loading: its requests come back later.
+            self->state.unserved.erase(alias);
+            self->state.loading.insert(alias);
         },
         [self](msg::tokenize_atom, const std::string& alias, std::string& text, bool add_bos,
                bool parse_special) -> caf::result<std::vector<msg::token_id>> {
             auto t = text_side(self, alias);
             if (!t)
-                return msg::to_caf_error(t.error());
+                return t.error();
             return self->delegate(*t, msg::tokenize_atom_v, std::move(text), add_bos,
                                   parse_special);
         },
@@ -444,14 +468,14 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             // without running it (/v1/messages/count_tokens).
             auto t = text_side(self, alias);
             if (!t)
-                return msg::to_caf_error(t.error());
+                return t.error();
             return self->delegate(*t, msg::encode_atom_v, std::move(p));
         },
         [self](msg::detokenize_atom, const std::string& alias,
                std::vector<msg::token_id>& ids) -> caf::result<std::string> {
             auto t = text_side(self, alias);
             if (!t)
-                return msg::to_caf_error(t.error());
+                return t.error();
             return self->delegate(*t, msg::detokenize_atom_v, std::move(ids));
         },
         [self](msg::tick_atom) {

@@ -78,6 +78,11 @@ struct admission_state {
     /// for the alias clears it; bounded as the supervisor's listings are (version_table.hpp,
     /// k_unserved_kept): what the table forgets, the supervisor has admission forget.
     std::map<std::string, std::string> unserved;
+    /// Aliases whose new version is loading while nothing serves them (a first load, or a load
+    /// after a failure): a request for one is told to come back (503 with a Retry-After), not
+    /// "no model" nor the last failure. A route or a failure for the alias ends it; the
+    /// supervisor runs one operation per alias, so there are never more than it holds.
+    std::set<std::string> loading;
     std::uint64_t next_route = 1;
     /// Requests being tokenized, by the route they were routed to.
     std::map<std::uint64_t, std::uint32_t> tokenizing;

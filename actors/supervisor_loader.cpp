@@ -336,9 +336,14 @@ void start_version(supervisor_pointer self, std::uint64_t serial) {
 
 std::uint64_t new_version(supervisor_pointer self, const msg::load_order& order, std::uint64_t op,
                           const model_spec* prebuilt, std::string expect_sha) {
-    const auto serial = self->state.table.add_version(order, op);
-    for (const auto& gone : self->state.table.take_forgotten())
+    auto& st = self->state;
+    const auto serial = st.table.add_version(order, op);
+    for (const auto& gone : st.table.take_forgotten())
         forget_in_admission(self, gone);
+    if (st.table.alias(order.alias).active == 0 && st.opt.admission)
+        // Nothing serves the alias while this version loads: its requests are told to come back
+        // (not "no model", nor an earlier version's failure) until the route or the failure.
+        self->send(st.opt.admission, msg::load_atom_v, order.alias);
     auto& v = *find_version(self, serial);
     v.expect_sha = std::move(expect_sha);
     if (prebuilt) {

@@ -71,6 +71,18 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                retry_after_s == 0 ? 5 : retry_after_s};
         break;
     case errc::unavailable:
+        if (retry_after_s > 0) {
+            // Its new version is loading and nothing serves it yet: a retry soon will likely find
+            // it served.
+            out = {503,
+                   "overloaded",
+                   "model_loading",
+                   out.message,
+                   "model",
+                   "the model is loading: retry after the Retry-After delay",
+                   retry_after_s};
+            break;
+        }
         // The model is listed, but its load failed (or it ran out of restarts): retrying does not
         // help until an operator loads a version that works.
         out = {503,

@@ -36,7 +36,7 @@ void session::ask_text(const std::string& route, const char* field, std::functio
                 auto err = msg::from_caf_error(e);
                 if (!self->sees_all())
                     err = without_operator_detail(std::move(err));
-                self->send_error(route, to_api_error(err, 0, field), "-");
+                self->send_error(route, to_api_error(err, msg::retry_after_of(e), field), "-");
             });
         });
     };

@@ -64,7 +64,8 @@ using text_actor = caf::typed_actor<
 /// continues on: the same version, on a node that is up (replica_lost when none). `submit` errors:
 /// invalid_argument (a prompt or stop token id outside the vocabulary), prompt_too_long (no room
 /// left in the context or the KV pool), queue_full (cap hit or draining; the message says which),
-/// not_found (unknown model), unavailable (the model's last version failed), timeout (deadline
+/// not_found (unknown model), unavailable (the model's last version failed, or its first is still
+/// loading: then with a Retry-After), timeout (deadline
 /// passed while queued). `ready` answers readiness and, when not ready, why. `route(alias, batcher,
 /// text, info)` is sent by the supervisor when a model becomes ready or is swapped (a null batcher
 /// removes the alias); `text` is the same version's text actor and `info` its executor_info, whose
@@ -76,7 +77,9 @@ using text_actor = caf::typed_actor<
 /// request it handed to the old version is already in that batcher's mailbox by then (the old
 /// version's drain starts from that answer). `fail(alias, why)`, also from the supervisor: the
 /// alias's last version failed (its load, or its restarts ran out) and nothing serves it; requests
-/// for it are refused with `unavailable` and why until a route for it comes. `tokenize` and
+/// for it are refused with `unavailable` and why until a route for it comes. `load(alias)`, from
+/// the supervisor too: a new version of an alias that nothing serves is loading; requests for it
+/// are refused with `unavailable` and a Retry-After until its route or its failure. `tokenize` and
 /// `detokenize` (alias first) go to the serving version's text actor (not_found for an unknown
 /// alias). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
 using admission_actor = caf::typed_actor<
@@ -84,7 +87,7 @@ using admission_actor = caf::typed_actor<
     caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
     caf::replies_to<ready_atom>::with<bool, std::string>,
     caf::replies_to<route_atom, std::string, batcher_actor, text_actor, executor_info>::with<bool>,
-    caf::reacts_to<fail_atom, std::string, std::string>,
+    caf::reacts_to<fail_atom, std::string, std::string>, caf::reacts_to<load_atom, std::string>,
     caf::replies_to<tokenize_atom, std::string, std::string, bool,
                     bool>::with<std::vector<token_id>>,
     caf::replies_to<encode_atom, std::string, text_prompt>::with<std::vector<token_id>>,

@@ -1,10 +1,12 @@
-// The supervisor: start-up load, route push to admission, restart of a crashed child, and a
-// model that cannot load reported as failed with the reason.
+// The supervisor: start-up load, route push to admission, restart of a crashed child, a model
+// that cannot load reported as failed with the reason, and what admission answers for an alias
+// whose version is loading.
 #include "actors/supervisor.hpp"
 
 #include "actors/admission.hpp"
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"
+#include "support/test_data.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
@@ -12,6 +14,8 @@
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 using namespace bitnet;
@@ -218,4 +222,150 @@ TEST_CASE(
     self->request(adm, 5s, msg::ready_atom_v)
         .receive([](bool ready, const std::string&) { CHECK_FALSE(ready); },
                  [](caf::error& e) { FAIL(caf::to_string(e)); });
+}
+
+namespace {
+
+/// Holds each run-time load in its loader thread until the test lets it go (bounded: a test that
+/// fails early never leaves the thread waiting past the system's end), then answers a fake engine
+/// or, when `fail` is set, a load failure.
+struct load_gate {
+    std::mutex m;
+    std::condition_variable cv;
+    int passes = 0;
+    bool fail = false;
+
+    void let_one_through(bool failing) {
+        {
+            std::lock_guard lk(m);
+            fail = failing;
+            ++passes;
+        }
+        cv.notify_all();
+    }
+};
+
+/// What admission answers a one-token request for `alias`: the id it was queued under, or the
+/// refusal with its Retry-After seconds.
+struct door_answer {
+    bool queued = false;
+    bitnet::error refusal;
+    std::uint32_t retry_after_s = 0;
+};
+
+door_answer ask_door(caf::scoped_actor& self, const msg::admission_actor& adm,
+                     const std::string& alias, msg::request_id id) {
+    msg::generate_request req;
+    req.id = id;
+    req.model = alias;
+    req.prompt = {1, 2};
+    req.max_tokens = 1;
+    door_answer out;
+    self->request(adm, 5s, msg::submit_atom_v, req, caf::actor_cast<msg::sink_actor>(self))
+        .receive([&](msg::request_id) { out.queued = true; },
+                 [&](caf::error& e) {
+                     out.refusal = msg::from_caf_error(e);
+                     out.retry_after_s = msg::retry_after_of(e);
+                 });
+    return out;
+}
+
+/// Asks until `done` holds for the answer (bounded); returns the last answer.
+template <class Pred>
+door_answer ask_door_until(caf::scoped_actor& self, const msg::admission_actor& adm,
+                           const std::string& alias, msg::request_id& next_id, Pred done) {
+    door_answer a;
+    for (int i = 0; i < 400; ++i) {
+        a = ask_door(self, adm, alias, next_id++);
+        if (done(a))
+            break;
+        std::this_thread::sleep_for(5ms);
+    }
+    return a;
+}
+
+} // namespace
+
+TEST_CASE("a model that is loading is refused with a Retry-After, and a failed one loading again "
+          "reads loading, not its old failure") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    auto probe = std::make_shared<test::fake_engine_probe>();
+    auto adm = admission_for_tiny(sys);
+    auto gate = std::make_shared<load_gate>();
+    const auto engine = test::fake_order([probe]() -> result<std::unique_ptr<model::engine>> {
+        return std::make_unique<test::fake_engine>(32, 0ms, probe);
+    });
+    actors::supervisor_options so;
+    so.admission = adm;
+    so.max_restarts = 0;
+    so.make_spec = [gate, engine](const msg::load_order& o) -> result<actors::model_spec> {
+        std::unique_lock lk(gate->m);
+        if (!gate->cv.wait_for(lk, 30s, [&] { return gate->passes > 0; }))
+            return error{errc::timeout, "the test never let this load through"};
+        --gate->passes;
+        if (gate->fail)
+            return error{errc::bad_format, o.path + ": bad magic"};
+        actors::model_spec s;
+        s.alias = o.alias;
+        s.executor = engine;
+        return s;
+    };
+    auto sup = actors::spawn_supervisor(sys, so);
+    caf::scoped_actor self{sys};
+    struct stop_both {
+        caf::scoped_actor& self;
+        caf::actor a, b;
+        std::shared_ptr<load_gate> gate;
+        ~stop_both() {
+            gate->let_one_through(true); // a load still held ends (failed) with the test
+            self->send_exit(a, caf::exit_reason::user_shutdown);
+            self->send_exit(b, caf::exit_reason::user_shutdown);
+        }
+    } stop{self, caf::actor_cast<caf::actor>(sup), caf::actor_cast<caf::actor>(adm), gate};
+    auto load = [&](const std::string& alias) {
+        msg::load_order o;
+        o.alias = alias;
+        o.path = test::data_path("bitnetcpp/tiny-i2_s.gguf");
+        self->request(sup, 5s, msg::load_atom_v, o)
+            .receive(
+                [](const msg::operation_ticket& t) {
+                    REQUIRE_MESSAGE(t.refusal.empty(), t.message);
+                },
+                [](caf::error& e) { FAIL(caf::to_string(e)); });
+    };
+    msg::request_id next_id = 1;
+    const auto loading = [](const door_answer& a) { return a.retry_after_s > 0; };
+
+    // A first load, held: the door says "loading, come back", not "no model".
+    load("late");
+    auto a = ask_door_until(self, adm, "late", next_id, loading);
+    REQUIRE_FALSE(a.queued);
+    CHECK(a.refusal.value() == errc::unavailable);
+    CHECK(a.retry_after_s == 2);
+    CHECK(a.refusal.message == "model 'late' is loading; retry in a moment");
+    // Let it through: the alias serves.
+    gate->let_one_through(false);
+    a = ask_door_until(self, adm, "late", next_id, [](const door_answer& x) { return x.queued; });
+    CHECK_MESSAGE(a.queued, a.refusal.message);
+
+    // A load that fails: why, and no Retry-After (retrying does not help).
+    load("flaky");
+    gate->let_one_through(true);
+    const auto failed = [](const door_answer& x) {
+        return x.refusal.value() == errc::unavailable && x.retry_after_s == 0;
+    };
+    a = ask_door_until(self, adm, "flaky", next_id, failed);
+    REQUIRE(failed(a));
+    CHECK(a.refusal.message.find("failed and serves nothing") != std::string::npos);
+    CHECK(a.refusal.message.find("bad magic") != std::string::npos);
+    // Loading it again: "loading", not the old failure; then it serves.
+    load("flaky");
+    a = ask_door_until(self, adm, "flaky", next_id, loading);
+    CHECK(a.retry_after_s == 2);
+    CHECK(a.refusal.message.find("is loading") != std::string::npos);
+    CHECK(a.refusal.message.find("bad magic") == std::string::npos);
+    gate->let_one_through(false);
+    a = ask_door_until(self, adm, "flaky", next_id, [](const door_answer& x) { return x.queued; });
+    CHECK_MESSAGE(a.queued, a.refusal.message);
 }

@@ -1,7 +1,11 @@
 // A model whose last version failed (its load, or its restarts) is listed but serves nothing:
 // requests for it are told that, with why for the operator, on every route family; a version that
-// works serves it again, and an unload makes it unknown. Waits are bounded polls for a state.
+// works serves it again, and an unload makes it unknown. One whose new version is loading while
+// nothing serves it tells clients to come back. Waits are bounded polls for a state.
 #include "server/model_admin.hpp"
+
+#include <csignal>
+#include <filesystem>
 
 using namespace bitnet;
 using test::load_and_wait;
@@ -107,4 +111,53 @@ TEST_CASE("a failed model's reason is the admin key's: a user key reads that it 
                                 R"({"model":"ghost","text":"Hello"})", user);
     const auto te = refused(t, 503);
     CHECK(std::string(te.at("message").as_string()).find("missing.gguf") == std::string::npos);
+}
+
+TEST_CASE("a model whose version is loading answers 503 model_loading with a Retry-After") {
+    test::scratch_dir dir;
+    // Shut down while a load still hashes: the drain timeout bounds the exit.
+    test::server_process s({"--drain-timeout-ms", "1000"});
+    // A real GGUF header, then a sparse terabyte: its hash keeps the load running for hours.
+    const auto huge = dir.file("huge.gguf");
+    test::write_file(huge, test::read_file(s.model_path()));
+    std::filesystem::resize_file(huge, std::uintmax_t{1} << 40);
+    auto loading = [&](const std::string& alias) {
+        auto r = s.post("/v1/models/load", test::load_body(alias, huge));
+        REQUIRE_MESSAGE(r.status == 202, r.body);
+        REQUIRE(test::model(s, alias).at("state").as_string() == "loading");
+    };
+
+    // A first version loading: come back later, on every route family (not 404, no model).
+    loading("late");
+    for (const auto& [route, body] : std::vector<std::pair<std::string, std::string>>{
+             {"/v1/completions", completion("late")},
+             {"/v1/inference", R"({"model":"late","prompt":[1,2,3],"max_tokens":2})"},
+             {"/v1/tokenize", R"({"model":"late","text":"Hello"})"}}) {
+        CAPTURE(route);
+        const auto r = s.post(route, body);
+        const auto e = refused(r, 503);
+        CHECK(e.at("code").as_string() == "model_loading");
+        CHECK(e.at("param").as_string() == "model");
+        CHECK(e.at("message").as_string() == "model 'late' is loading; retry in a moment");
+        CHECK(r.retry_after == "2");
+    }
+    auto m = s.post("/v1/messages", R"({"model":"late","max_tokens":2,"messages":[{"role":"user",)"
+                                    R"("content":"Hi"}]})");
+    CHECK_MESSAGE(m.status == 503, m.body);
+    CHECK(test::parse_object(m.body).at("error").at("type").as_string() == "overloaded_error");
+    CHECK(m.retry_after == "2");
+
+    // A model whose last version failed, loading again: "loading", no longer the old failure.
+    REQUIRE(load_and_wait(s, "ghost", dir.file("missing.gguf")).at("state").as_string() ==
+            "failed");
+    CHECK(refused(s.post("/v1/completions", completion("ghost")), 503).at("code").as_string() ==
+          "model_unavailable");
+    loading("ghost");
+    const auto again = s.post("/v1/completions", completion("ghost"));
+    CHECK(refused(again, 503).at("code").as_string() == "model_loading");
+    CHECK(again.retry_after == "2");
+    CHECK(again.body.find("missing.gguf") == std::string::npos);
+    // The model that serves is untouched.
+    CHECK(s.post("/v1/completions", completion("tiny")).status == 200);
+    CHECK(s.signal_and_wait(SIGTERM) == 0);
 }
