@@ -6,6 +6,8 @@
 //             replaces drains its running requests (draining) and then stays resident as the
 //             rollback target (standby) while the memory budget allows, or is unloaded.
 //   failure:  at any step the alias keeps its current version; the operation ends failed.
+//   Admission hears of an alias that nothing serves: load(alias) while its new version loads
+//   (requests are told to come back), fail(alias, why) when that version failed (told why).
 //   probation: a crash of the new version within `probation` of its flip flips back to the
 //             previous version (auto_rollback).
 //   rollback: back to the previous version (resident: a flip; unloaded: a load of its remembered
