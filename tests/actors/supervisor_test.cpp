@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -67,6 +68,20 @@ msg::admission_actor admission_for_tiny(caf::actor_system& sys) {
     ao.default_model = "tiny";
     return actors::spawn_admission(sys, ao);
 }
+
+/// Ends the supervisor and admission however a test ends (a failed REQUIRE included): the
+/// system's destructor would otherwise wait for them. `first` runs before (a held load let go).
+struct stop_both {
+    caf::scoped_actor& self;
+    caf::actor a, b;
+    std::function<void()> first = {};
+    ~stop_both() {
+        if (first)
+            first();
+        self->send_exit(a, caf::exit_reason::user_shutdown);
+        self->send_exit(b, caf::exit_reason::user_shutdown);
+    }
+};
 
 } // namespace
 
@@ -186,16 +201,7 @@ TEST_CASE(
     so.models.push_back(spec);
     auto sup = actors::spawn_supervisor(sys, so);
     caf::scoped_actor self{sys};
-    // Both actors end however the test does (a failed REQUIRE included): the system's destructor
-    // would otherwise wait for them.
-    struct stop_both {
-        caf::scoped_actor& self;
-        caf::actor a, b;
-        ~stop_both() {
-            self->send_exit(a, caf::exit_reason::user_shutdown);
-            self->send_exit(b, caf::exit_reason::user_shutdown);
-        }
-    } stop{self, caf::actor_cast<caf::actor>(sup), caf::actor_cast<caf::actor>(adm)};
+    stop_both stop{self, caf::actor_cast<caf::actor>(sup), caf::actor_cast<caf::actor>(adm)};
     auto first = wait_route(self, sup, "tiny");
     REQUIRE(first.index() == 0);
     self->send_exit(std::get<0>(first), caf::make_error(caf::sec::runtime_error, "boom"));
@@ -313,16 +319,9 @@ TEST_CASE("a model that is loading is refused with a Retry-After, and a failed o
     };
     auto sup = actors::spawn_supervisor(sys, so);
     caf::scoped_actor self{sys};
-    struct stop_both {
-        caf::scoped_actor& self;
-        caf::actor a, b;
-        std::shared_ptr<load_gate> gate;
-        ~stop_both() {
-            gate->let_one_through(true); // a load still held ends (failed) with the test
-            self->send_exit(a, caf::exit_reason::user_shutdown);
-            self->send_exit(b, caf::exit_reason::user_shutdown);
-        }
-    } stop{self, caf::actor_cast<caf::actor>(sup), caf::actor_cast<caf::actor>(adm), gate};
+    // A load still held ends (failed) with the test.
+    stop_both stop{self, caf::actor_cast<caf::actor>(sup), caf::actor_cast<caf::actor>(adm),
+                   [gate] { gate->let_one_through(true); }};
     auto load = [&](const std::string& alias) {
         msg::load_order o;
         o.alias = alias;
