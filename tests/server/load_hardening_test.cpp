@@ -133,10 +133,7 @@ TEST_CASE("paths that are not regular files fail at once with the reason, the al
 TEST_CASE("SIGTERM while a long load hashes: the server exits within the drain timeout") {
     test::scratch_dir dir;
     test::server_process s({"--drain-timeout-ms", "1000"});
-    // A real GGUF header, then a sparse terabyte: hashing it would take hours.
-    const auto huge = dir.file("huge.gguf");
-    test::write_file(huge, test::read_file(s.model_path()));
-    std::filesystem::resize_file(huge, std::uintmax_t{1} << 40);
+    const auto huge = test::endless_load_file(dir, s);
     auto r = s.post("/v1/models/load", load_body("huge", huge));
     REQUIRE_MESSAGE(r.status == 202, r.body);
     CHECK(model(s, "huge").at("state").as_string() == "loading");

@@ -4,6 +4,8 @@
 
 #include "server/server_process.hpp"
 
+#include <cstdint>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -49,6 +51,15 @@ inline boost::json::object load_and_wait(const server_process& s, const std::str
     const auto t = parse_object(r.body);
     CHECK(t.at("alias").as_string() == alias);
     return wait_op(s, alias, std::string(t.at("operation_id").as_string()));
+}
+
+/// A file whose load stays in its hashing stage for hours: the server's own model's GGUF header,
+/// then a sparse terabyte (no disk used). Its path, under `dir`.
+inline std::string endless_load_file(const scratch_dir& dir, const server_process& s) {
+    const auto huge = dir.file("huge.gguf");
+    write_file(huge, read_file(s.model_path()));
+    std::filesystem::resize_file(huge, std::uintmax_t{1} << 40);
+    return huge;
 }
 
 inline boost::json::object model(const server_process& s, const std::string& alias) {

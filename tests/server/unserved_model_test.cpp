@@ -5,7 +5,6 @@
 #include "server/model_admin.hpp"
 
 #include <csignal>
-#include <filesystem>
 
 using namespace bitnet;
 using test::load_and_wait;
@@ -117,10 +116,7 @@ TEST_CASE("a model whose version is loading answers 503 model_loading with a Ret
     test::scratch_dir dir;
     // Shut down while a load still hashes: the drain timeout bounds the exit.
     test::server_process s({"--drain-timeout-ms", "1000"});
-    // A real GGUF header, then a sparse terabyte: its hash keeps the load running for hours.
-    const auto huge = dir.file("huge.gguf");
-    test::write_file(huge, test::read_file(s.model_path()));
-    std::filesystem::resize_file(huge, std::uintmax_t{1} << 40);
+    const auto huge = test::endless_load_file(dir, s);
     auto loading = [&](const std::string& alias) {
         auto r = s.post("/v1/models/load", test::load_body(alias, huge));
         REQUIRE_MESSAGE(r.status == 202, r.body);
