@@ -450,7 +450,10 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             self->state.unserved[alias] = why;
         },
         [self](msg::load_atom, const std::string& alias) {
-            // A new version of an alias nothing serves is loading: its requests come back later.
+            // A new version of an alias nothing serves is loading, or the serving one restarts in
+            // place after a crash (its route, to the pair that died, goes): its requests come
+            // back later.
+            self->state.models.erase(alias);
             self->state.unserved.erase(alias);
             self->state.loading.insert(alias);
         },

@@ -219,6 +219,10 @@ void on_child_down(supervisor_pointer self, version_rec& v, const std::string& w
     v.restarting = true;
     v.has_info = false;
     self->state.table.set_state(v, vstate::loading);
+    if (a.active == v.serial && st.opt.admission)
+        // Its route points at the pair that died: until the new pair routes, requests for the
+        // alias are told to come back (503 model_loading), not sent to a dead batcher.
+        self->send(st.opt.admission, msg::load_atom_v, v.alias);
     spawn_pair(self, v);
 }
 

@@ -114,6 +114,19 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                "retry after the Retry-After delay",
                retry_after_s == 0 ? 1 : retry_after_s};
         break;
+    case errc::cancelled:
+        // The actor that was to answer stopped first (messages/errors.cpp: a receiver that is
+        // gone): a crashed pair restarting, a version unloaded, a node lost. Supervised parts come
+        // back, so a retry will likely be served; it is never the client's fault nor a 500.
+        out = {503,
+               "overloaded",
+               "worker_stopped",
+               "the part of the server that was to serve this request stopped before it answered "
+               "(a restart, an unload or a lost node); retry in a moment",
+               out.param,
+               "retry after the Retry-After delay",
+               retry_after_s == 0 ? 1 : retry_after_s};
+        break;
     case errc::timeout:
         out = {504,
                "timeout",

@@ -78,8 +78,9 @@ using text_actor = caf::typed_actor<
 /// version's drain starts from that answer). `fail(alias, why)`, also from the supervisor: the
 /// alias's last version failed (its load, or its restarts ran out) and nothing serves it; requests
 /// for it are refused with `unavailable` and why until a route for it comes. `load(alias)`, from
-/// the supervisor too: a new version of an alias that nothing serves is loading; requests for it
-/// are refused with `unavailable` and a Retry-After until its route or its failure. `tokenize` and
+/// the supervisor too: a new version of an alias that nothing serves is loading, or the serving
+/// version's pair crashed and restarts in place (its route goes); requests for it are refused with
+/// `unavailable` and a Retry-After until its route or its failure. `tokenize` and
 /// `detokenize` (alias first) go to the serving version's text actor (not_found for an unknown
 /// alias). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
 using admission_actor = caf::typed_actor<

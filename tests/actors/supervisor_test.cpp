@@ -1,6 +1,6 @@
 // The supervisor: start-up load, route push to admission, restart of a crashed child, a model
 // that cannot load reported as failed with the reason, and what admission answers for an alias
-// whose version is loading.
+// whose version is loading or restarting after a crash.
 #include "actors/supervisor.hpp"
 
 #include "actors/admission.hpp"
@@ -14,6 +14,7 @@
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -206,21 +207,27 @@ TEST_CASE(
     REQUIRE(first.index() == 0);
     self->send_exit(std::get<0>(first), caf::make_error(caf::sec::runtime_error, "boom"));
 
-    // Until the restart has failed, a request may still meet the dying route; then every one is
-    // refused at the door with why.
-    bitnet::error last{errc::timeout, "never refused as unavailable"};
-    for (int i = 0; i < 400 && last.value() != errc::unavailable; ++i) {
+    // While the restart loads, requests are told it is loading (with a Retry-After); once it has
+    // failed, every one is refused at the door with why (no Retry-After).
+    bitnet::error last{errc::timeout, "never refused as failed"};
+    std::uint32_t retry_after_s = 1;
+    for (int i = 0; i < 400 && (last.value() != errc::unavailable || retry_after_s > 0); ++i) {
         msg::generate_request req;
         req.id = static_cast<msg::request_id>(100 + i);
         req.prompt = {1, 2};
         req.max_tokens = 1;
         self->request(adm, 5s, msg::submit_atom_v, req, caf::actor_cast<msg::sink_actor>(self))
-            .receive([](msg::request_id) {}, [&](caf::error& e) { last = msg::from_caf_error(e); });
-        if (last.value() != errc::unavailable)
+            .receive([](msg::request_id) {},
+                     [&](caf::error& e) {
+                         last = msg::from_caf_error(e);
+                         retry_after_s = msg::retry_after_of(e);
+                     });
+        if (last.value() != errc::unavailable || retry_after_s > 0)
             std::this_thread::sleep_for(5ms);
     }
     CHECK(*attempts == 2);
     REQUIRE(last.value() == errc::unavailable);
+    CHECK(retry_after_s == 0);
     CHECK(last.message.find("model 'tiny' failed and serves nothing") != std::string::npos);
     CHECK(last.message.find("no such file") != std::string::npos);
     CHECK(last.param == "model");
@@ -367,4 +374,64 @@ TEST_CASE("a model that is loading is refused with a Retry-After, and a failed o
     gate->let_one_through(false);
     a = ask_door_until(self, adm, "flaky", next_id, [](const door_answer& x) { return x.queued; });
     CHECK_MESSAGE(a.queued, a.refusal.message);
+}
+
+TEST_CASE("a serving model whose batcher crashed reads loading until its restart serves, not a "
+          "dead route") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    auto probe = std::make_shared<test::fake_engine_probe>();
+    auto adm = admission_for_tiny(sys);
+    auto gate = std::make_shared<load_gate>();
+    auto attempts = std::make_shared<std::atomic<int>>(0);
+    actors::supervisor_options so;
+    so.admission = adm;
+    so.max_restarts = 2;
+    actors::model_spec spec;
+    spec.alias = "tiny";
+    // The first engine loads at once; the restart's is held until the test lets it through.
+    spec.executor =
+        test::fake_order([probe, gate, attempts]() -> result<std::unique_ptr<model::engine>> {
+            if (++*attempts > 1) {
+                std::unique_lock lk(gate->m);
+                if (!gate->cv.wait_for(lk, 30s, [&] { return gate->passes > 0; }))
+                    return error{errc::timeout, "the test never let the restart through"};
+                --gate->passes;
+            }
+            return std::make_unique<test::fake_engine>(32, 0ms, probe);
+        });
+    so.models.push_back(spec);
+    auto sup = actors::spawn_supervisor(sys, so);
+    caf::scoped_actor self{sys};
+    stop_both stop{self, caf::actor_cast<caf::actor>(sup), caf::actor_cast<caf::actor>(adm),
+                   [gate] { gate->let_one_through(false); }};
+    auto first = wait_route(self, sup, "tiny");
+    REQUIRE(first.index() == 0);
+    msg::request_id next_id = 1;
+    REQUIRE(ask_door(self, adm, "tiny", next_id++).queued);
+
+    self->send_exit(std::get<0>(first), caf::make_error(caf::sec::runtime_error, "boom"));
+    // Until the supervisor has seen the crash a request may meet the dead batcher; from then
+    // until the restart routes, every one reads "loading". (Sent on to the dead route instead,
+    // they were refused as queue_full once admission counted 256 of them waiting there.)
+    const auto loading = [](const door_answer& a) {
+        return a.refusal.value() == errc::unavailable && a.retry_after_s > 0;
+    };
+    auto a = ask_door_until(self, adm, "tiny", next_id, loading);
+    REQUIRE_MESSAGE(loading(a), a.refusal.message);
+    CHECK_MESSAGE(a.refusal.value() == errc::unavailable, a.refusal.message);
+    CHECK(a.retry_after_s == 2);
+    CHECK(a.refusal.message == "model 'tiny' is loading; retry in a moment");
+    for (int i = 0; i < 5; ++i) {
+        a = ask_door(self, adm, "tiny", next_id++);
+        CHECK_MESSAGE(loading(a), a.refusal.message);
+        std::this_thread::sleep_for(5ms);
+    }
+    CHECK(*attempts == 2);
+    gate->let_one_through(false);
+    a = ask_door_until(self, adm, "tiny", next_id, [](const door_answer& x) { return x.queued; });
+    CHECK_MESSAGE(a.queued, a.refusal.message);
+    auto second = wait_route(self, sup, "tiny", std::get<0>(first));
+    REQUIRE(second.index() == 0);
+    CHECK(std::get<0>(second) != std::get<0>(first));
 }

@@ -126,6 +126,14 @@ TEST_CASE("errc maps to the status table with the contract's body") {
     CHECK(quota.type == "rate_limit_error");
     CHECK(quota.code == "rate_limit_exceeded");
     CHECK(quota.retry_after_s == 30);
+    // A receiver that stopped before it answered (messages/errors.cpp: cancelled) is the
+    // server's transient state, never the client's fault: 503 with a Retry-After, not a 500.
+    auto gone = to_api_error({errc::cancelled, "the receiving actor is gone"});
+    CHECK(gone.status == 503);
+    CHECK(gone.type == "overloaded");
+    CHECK(gone.code == "worker_stopped");
+    CHECK(gone.retry_after_s == 1);
+    CHECK(gone.message.find("stopped before it answered") != std::string::npos);
     CHECK(to_api_error({errc::timeout, "late"}).status == 504);
     CHECK(to_api_error({errc::internal, "bug"}).status == 500);
 
