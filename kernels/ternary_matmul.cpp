@@ -159,12 +159,12 @@ packed_ternary pack_ternary(const std::uint8_t* i2s_codes, std::uint32_t rows, s
 namespace detail {
 
 void ternary_rows_scalar(const packed_ternary& w, const quantized_acts& acts, float* y,
-                         std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
+                         std::size_t ldy, const rows_part& part) {
     const std::size_t k = w.cols;
     const std::size_t row_bytes = k / 4;
-    for (std::uint32_t m = row_begin; m < row_end; ++m) {
+    for (std::uint32_t m = part.row_begin; m < part.row_end; ++m) {
         const std::uint8_t* row = w.data.data() + m * row_bytes;
-        for (std::size_t t = 0; t < acts.n_rows; ++t) {
+        for (std::size_t t = part.tok_begin; t < part.tok_end; ++t) {
             const std::int8_t* q = acts.q.data() + t * k;
             std::int32_t dot = 0;
             for (std::size_t b = 0; b < k / 128; ++b) {
@@ -185,27 +185,60 @@ namespace {
 
 // The arguments of one SIMD call, with this thread's scratch for an unpacked tile. The scratch
 // lives as long as the thread (a compute pool worker or the caller), grown to the widest k seen.
+// A part's tokens are a window on the activations and on y.
 cpu::ternary_args simd_args(const packed_ternary& w, const quantized_acts& acts, float* y,
-                            std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
+                            std::size_t ldy, const rows_part& part) {
     thread_local aligned_buffer scratch;
     const std::size_t need = cpu::ternary_scratch_bytes(w.cols);
     if (scratch.size() < need)
         scratch = aligned_buffer(need);
-    return {w.data.data(),     w.rows,          w.cols,        w.scale, acts.q.data(),
-            acts.scale.data(), acts.sum.data(), acts.n_rows,   y,       ldy,
-            row_begin,         row_end,         scratch.data()};
+    const std::size_t t0 = part.tok_begin;
+    return {w.data.data(),
+            w.rows,
+            w.cols,
+            w.scale,
+            acts.q.data() + t0 * acts.k,
+            acts.scale.data() + t0,
+            acts.sum.data() + t0,
+            part.tok_end - t0,
+            y + t0 * ldy,
+            ldy,
+            part.row_begin,
+            part.row_end,
+            scratch.data()};
 }
 
 } // namespace
 
 void ternary_rows_avx2(const packed_ternary& w, const quantized_acts& acts, float* y,
-                       std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
-    cpu::ternary_rows_avx2(simd_args(w, acts, y, ldy, row_begin, row_end));
+                       std::size_t ldy, const rows_part& part) {
+    cpu::ternary_rows_avx2(simd_args(w, acts, y, ldy, part));
 }
 
 void ternary_rows_avx512(const packed_ternary& w, const quantized_acts& acts, float* y,
-                         std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end) {
-    cpu::ternary_rows_avx512(simd_args(w, acts, y, ldy, row_begin, row_end));
+                         std::size_t ldy, const rows_part& part) {
+    cpu::ternary_rows_avx512(simd_args(w, acts, y, ldy, part));
+}
+
+std::size_t token_groups(std::size_t tiles, std::size_t tokens, int threads,
+                         std::size_t min_tokens) noexcept {
+    const auto t = static_cast<std::size_t>(std::max(threads, 1));
+    if (t <= 1 || tiles == 0)
+        return 1;
+    // The busiest thread's units over the mean (parallel_ranges ends the threads within a unit of
+    // each other): 40 tiles are 3 for some of 16 threads and 2 for others (1.2); 80 halves, 5
+    // each (1.0).
+    const auto loss = [&](std::size_t g) {
+        const std::size_t units = tiles * g;
+        return static_cast<double>((units + t - 1) / t * t) / static_cast<double>(units);
+    };
+    const std::size_t cap =
+        std::min(tokens / std::max<std::size_t>(min_tokens, 1), max_token_groups);
+    std::size_t best = 1;
+    for (std::size_t g = 2; g <= cap && loss(best) > 1.0 + split_loss_tolerated; ++g)
+        if (loss(g) < loss(best) - 1e-9)
+            best = g;
+    return best;
 }
 
 } // namespace detail
@@ -217,10 +250,12 @@ void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* 
 
 namespace {
 
-/// `family`'s rows function, and the rows a thread's range is a multiple of (its tile).
+/// `family`'s rows function, the rows a thread's range is a multiple of (its tile), and the
+/// fewest tokens worth a part of their own.
 struct rows_kernel {
     detail::ternary_rows_fn fn = detail::ternary_rows_scalar;
     std::size_t grain = 16;
+    std::size_t min_split_tokens = detail::min_split_tokens;
 };
 
 rows_kernel rows_kernel_for(const packed_ternary& w, isa family) {
@@ -232,11 +267,38 @@ rows_kernel rows_kernel_for(const packed_ternary& w, isa family) {
     case isa::scalar:
         break;
     case isa::avx2:
-        return {detail::ternary_rows_avx2, cpu::simd_tile_rows};
+        return {detail::ternary_rows_avx2, cpu::simd_tile_rows, detail::min_split_tokens_unpacked};
     case isa::avx512_vnni:
-        return {detail::ternary_rows_avx512, cpu::simd_tile_rows};
+        return {detail::ternary_rows_avx512, cpu::simd_tile_rows, detail::min_split_tokens};
     }
     return {};
+}
+
+/// Calls fn(tile_begin, tile_end, tok_begin, tok_end) on parts covering `tiles` tiles × `tokens`
+/// tokens once each, on up to `threads` threads. The units handed out (parallel_ranges) are tiles,
+/// or (tile, token group) pairs where tiles alone share out unevenly (detail::token_groups): a
+/// 2,560-row projection has 40 tiles, 3 for half of 16 threads and 2 for the others, while 80
+/// halves are 5 for each. Units are tile-major, so a range is the end of one tile's groups, whole
+/// tiles over every token, and the start of another's: only the tiles at a range's ends are read
+/// once per part. Every element is computed by the same code either way.
+template <class Fn>
+void split_tiles(const rows_kernel& k, std::size_t tiles, std::size_t tokens, int threads,
+                 Fn&& fn) {
+    const std::size_t g = detail::token_groups(tiles, tokens, threads, k.min_split_tokens);
+    const auto tok = [&](std::size_t j) { return tokens * j / g; };
+    parallel_ranges(tiles * g, 1, threads, [&](std::size_t u0, std::size_t u1) {
+        if (u0 % g != 0) {
+            const std::size_t tile = u0 / g, stop = std::min(u1, (tile + 1) * g);
+            fn(tile, tile + 1, tok(u0 - tile * g), tok(stop - tile * g));
+            u0 = stop;
+        }
+        if (u0 >= u1)
+            return;
+        if (u1 / g > u0 / g)
+            fn(u0 / g, u1 / g, std::size_t{0}, tokens);
+        if (u1 % g != 0)
+            fn(u1 / g, u1 / g + 1, std::size_t{0}, tok(u1 % g));
+    });
 }
 
 } // namespace
@@ -252,30 +314,38 @@ void ternary_matmul_group(std::span<const ternary_product> group, const quantize
         tiles += (p.w->rows + k.grain - 1) / k.grain;
     }
     // Whole tiles of each product in turn: a range of tiles may end in one product and go on in
-    // the next, and a thread never shares a tile.
-    parallel_ranges(tiles, 1, resolve_threads(n_threads), [&](std::size_t begin, std::size_t end) {
-        std::size_t first = 0;
-        for (const auto& p : group) {
-            const std::size_t n = (p.w->rows + k.grain - 1) / k.grain;
-            const std::size_t lo = std::max(begin, first), hi = std::min(end, first + n);
-            if (lo < hi)
-                k.fn(*p.w, acts, p.y, p.ldy, static_cast<std::uint32_t>((lo - first) * k.grain),
-                     static_cast<std::uint32_t>(
-                         std::min<std::size_t>(p.w->rows, (hi - first) * k.grain)));
-            first += n;
-        }
-    });
+    // the next, and a thread never shares a tile's rows for the same tokens.
+    split_tiles(k, tiles, acts.n_rows, resolve_threads(n_threads),
+                [&](std::size_t begin, std::size_t end, std::size_t t0, std::size_t t1) {
+                    std::size_t first = 0;
+                    for (const auto& p : group) {
+                        const std::size_t n = (p.w->rows + k.grain - 1) / k.grain;
+                        const std::size_t lo = std::max(begin, first),
+                                          hi = std::min(end, first + n);
+                        if (lo < hi)
+                            k.fn(*p.w, acts, p.y, p.ldy,
+                                 {static_cast<std::uint32_t>((lo - first) * k.grain),
+                                  static_cast<std::uint32_t>(
+                                      std::min<std::size_t>(p.w->rows, (hi - first) * k.grain)),
+                                  t0, t1});
+                        first += n;
+                    }
+                });
 }
 
 void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
                     int n_threads, isa family) {
     const rows_kernel k = rows_kernel_for(w, family);
-    // Ranges are whole tiles (the last may be partial), so a thread never shares a tile.
-    parallel_ranges(w.rows, k.grain, resolve_threads(n_threads),
-                    [&](std::size_t begin, std::size_t end) {
-                        k.fn(w, acts, y, ldy, static_cast<std::uint32_t>(begin),
-                             static_cast<std::uint32_t>(end));
-                    });
+    // Parts are whole tiles (the last may be partial), so a thread never shares a tile's rows for
+    // the same tokens.
+    const std::size_t tiles = (w.rows + k.grain - 1) / k.grain;
+    split_tiles(k, tiles, acts.n_rows, resolve_threads(n_threads),
+                [&](std::size_t begin, std::size_t end, std::size_t t0, std::size_t t1) {
+                    k.fn(w, acts, y, ldy,
+                         {static_cast<std::uint32_t>(begin * k.grain),
+                          static_cast<std::uint32_t>(std::min<std::size_t>(w.rows, end * k.grain)),
+                          t0, t1});
+                });
 }
 
 } // namespace bitnet::kernels

@@ -75,7 +75,8 @@ struct packed_ternary {
 [[nodiscard]] bool ternary_runs_on(const packed_ternary& w, isa family) noexcept;
 
 /// y[t][m] for t < acts.n_rows and m < w.rows; row t of y starts at y + t·ldy. acts.k must equal
-/// w.cols. Rows of w are split over n_threads threads (0 = one per core) in whole tiles. Runs the
+/// w.cols. Rows of w are split over n_threads threads (0 = one per core) in whole tiles, and the
+/// tokens too when the tiles are too few for the threads (detail::token_groups). Runs the
 /// family w was packed for, which the CPU must support (pack_ternary guarantees it on this CPU).
 /// Every family's y equals the scalar family's bit for bit.
 void ternary_matmul(const packed_ternary& w, const quantized_acts& acts, float* y, std::size_t ldy,
@@ -102,17 +103,37 @@ void ternary_matmul_group(std::span<const ternary_product> group, const quantize
                           int n_threads, isa family);
 
 namespace detail {
-/// One family's product over weight rows [row_begin, row_end) (bounds as given by the caller;
-/// families with row tiles handle partial tiles at the end).
+/// Which part of a product one call computes: weight rows [row_begin, row_end) (bounds as given
+/// by the caller; families with row tiles handle partial tiles at the end) for activation rows
+/// (tokens) [tok_begin, tok_end).
+struct rows_part {
+    std::uint32_t row_begin = 0, row_end = 0;
+    std::size_t tok_begin = 0, tok_end = 0;
+};
+/// One family's product over a part.
 using ternary_rows_fn = void (*)(const packed_ternary& w, const quantized_acts& acts, float* y,
-                                 std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
+                                 std::size_t ldy, const rows_part& part);
 void ternary_rows_scalar(const packed_ternary& w, const quantized_acts& acts, float* y,
-                         std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
-/// row_begin must be a multiple of the family's tile.
+                         std::size_t ldy, const rows_part& part);
+/// part.row_begin must be a multiple of the family's tile.
 void ternary_rows_avx2(const packed_ternary& w, const quantized_acts& acts, float* y,
-                       std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
+                       std::size_t ldy, const rows_part& part);
 void ternary_rows_avx512(const packed_ternary& w, const quantized_acts& acts, float* y,
-                         std::size_t ldy, std::uint32_t row_begin, std::uint32_t row_end);
+                         std::size_t ldy, const rows_part& part);
+
+/// Token groups each weight tile of a product is cut into when `threads` share its `tiles` over
+/// `tokens` activation rows: 1 while the tiles share out evenly (within split_loss_tolerated of
+/// the mean), else the fewest groups (up to max_token_groups, none under `min_tokens` tokens)
+/// whose (tile, group) units share out best.
+[[nodiscard]] std::size_t token_groups(std::size_t tiles, std::size_t tokens, int threads,
+                                       std::size_t min_tokens) noexcept;
+inline constexpr double split_loss_tolerated = 0.02;
+inline constexpr std::size_t max_token_groups = 8;
+/// The fewest tokens in a group: a part reads its tile again, which costs little beside 16
+/// tokens' work; the AVX2 family also unpacks the tile for every part of more than 5 tokens, and
+/// gained from a split only from groups of 64 (bench/RESULTS.md, issue 28 part 12).
+inline constexpr std::size_t min_split_tokens = 16;
+inline constexpr std::size_t min_split_tokens_unpacked = 64;
 } // namespace detail
 
 } // namespace bitnet::kernels

@@ -423,3 +423,57 @@ TEST_CASE("ternary_matmul_group equals separate ternary_matmul calls bit for bit
         }
     }
 }
+
+TEST_CASE("a product with too few tiles for its threads is split over tokens too, bit for bit") {
+    // When tokens are split (detail::token_groups): the 2B shape's 2,560-row projections have 40
+    // tiles, too few for 16 threads, and are cut into token groups; on 2 threads they are not.
+    CHECK(detail::token_groups(40, 512, 16, 16) == 2); // 5 halves a thread, not 2.5 tiles
+    CHECK(detail::token_groups(40, 32, 16, 16) == 2);
+    CHECK(detail::token_groups(40, 31, 16, 16) == 1);   // groups of at least 16 tokens
+    CHECK(detail::token_groups(40, 512, 2, 16) == 1);   // 20 tiles a thread already
+    CHECK(detail::token_groups(216, 512, 16, 16) == 2); // gate and up: 27 halves, not 13.5 tiles
+    CHECK(detail::token_groups(60, 512, 16, 16) == 4);  // Q, K, V: 15 quarters, not 7.5 halves
+    CHECK(detail::token_groups(60, 32, 16, 16) == 1);   // halves share out no better
+    CHECK(detail::token_groups(3, 100, 2, 16) == 2);
+    CHECK(detail::token_groups(3, 100, 1, 16) == 1);
+    CHECK(detail::token_groups(40, 100, 16, 64) == 1); // the AVX2 family's groups: 64 or more
+    CHECK(detail::token_groups(40, 512, 16, 64) == 2);
+    // Ragged rows and token counts that do not divide into the groups, on thread counts that
+    // split (every part written once: y starts as NaN), in every family.
+    const shape split_shapes[] = {
+        {64, 256, 32},   {65, 128, 47},   {200, 384, 100}, {130, 640, 33},
+        {320, 256, 96},  {31, 1024, 77},  {1, 128, 64},    {64, 256, 128},
+        {130, 384, 131}, {200, 256, 300}, {320, 640, 200},
+    };
+    std::vector<isa> families{isa::scalar};
+    for (const isa f : test::simd_families)
+        if (test::family_runs_here(f))
+            families.push_back(f);
+    for (const isa family : families) {
+        CAPTURE(isa_name(family));
+        for (const shape& s : split_shapes) {
+            CAPTURE(s.rows);
+            CAPTURE(s.cols);
+            CAPTURE(s.n_tok);
+            const ternary_case c = random_ternary(s.rows, s.cols, s.rows * 5 + s.cols);
+            const quantized_acts a = random_acts(s.n_tok, s.cols, 3 + s.rows);
+            const packed_ternary ref =
+                pack_ternary(c.i2s.data(), s.rows, s.cols, 0.031f, isa::scalar);
+            const packed_ternary w = pack_ternary(c.i2s.data(), s.rows, s.cols, 0.031f, family);
+            const std::vector<float> expect = run(ref, a, 1);
+            // The scalar family's parts are 16 rows, and the AVX2 family's token groups at least
+            // 64 tokens (kernels/ternary_matmul.cpp, rows_kernel).
+            const std::size_t grain = family == isa::scalar ? 16 : ternary_tile_rows(family);
+            const std::size_t tiles = (s.rows + grain - 1) / grain;
+            const std::size_t min_tokens = family == isa::avx2 ? 64 : 16;
+            bool split_seen = false;
+            for (int threads : {2, 3, 7, 16}) {
+                CAPTURE(threads);
+                split_seen |= detail::token_groups(tiles, s.n_tok, threads, min_tokens) > 1;
+                CHECK(first_bit_difference(run(w, a, threads), expect) == -1);
+            }
+            if (s.n_tok >= 2 * min_tokens)
+                CHECK(split_seen);
+        }
+    }
+}
