@@ -47,9 +47,11 @@ msg::sink_actor::behavior_type sink_fn(msg::sink_actor::pointer self, msg::admis
                 finish();
             });
     self->set_down_handler([t, finish](caf::down_msg& dm) {
-        t->on_fail(msg::to_caf_error(errc::internal, "the model's batcher stopped (" +
-                                                         caf::to_string(dm.reason) +
-                                                         "); the request was lost"));
+        // A crashed pair restarts, an unloaded version's successor serves: the client may retry
+        // (503 worker_stopped with a Retry-After), as for a request that met the stopped batcher.
+        t->on_fail(msg::to_caf_error(errc::cancelled, "the model's batcher stopped (" +
+                                                          caf::to_string(dm.reason) +
+                                                          ") before the request finished"));
         finish();
     });
     // Killed by the session (client gone, drain cut): still demonitor on the way out.

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <thread>
 
 using namespace bitnet;
 using test::generate;
@@ -334,6 +335,64 @@ TEST_CASE("each failure class leaves the serving version in place, with the reas
     CHECK(generate(s, "tiny", "Hello") == before);
     CHECK(swaps(s, "rollback") == 1);
     CHECK(swaps(s, "success") == 1);
+}
+
+TEST_CASE("a crash under a stream ends it with a 503 worker_stopped event, and requests while the "
+          "model restarts read model_loading or are served, never a 500") {
+    test::server_process s({"--test-hooks", "1"});
+    if (!server_has_test_hooks(s)) {
+        MESSAGE("bitnet-server has no test hooks (not a Debug build): crash under a stream not "
+                "checked");
+        return;
+    }
+    const auto running = [&] {
+        const auto m = s.get("/metrics").body;
+        for (std::size_t at = 0;
+             (at = m.find("\nbitnet_requests_running", at)) != std::string::npos; ++at)
+            if (std::stod(m.substr(m.find(' ', at) + 1)) > 0)
+                return true;
+        return false;
+    };
+    // Asks until the model serves (bounded): until then every answer is "come back" with a
+    // Retry-After (its version restarting, or the request met the stopped pair), never a 500.
+    const auto wait_served = [&] {
+        const std::string one = R"({"model":"tiny","prompt":"Hello","max_tokens":2,)"
+                                R"("temperature":0})";
+        for (int i = 0; i < 3000; ++i) {
+            const auto r = s.post("/v1/completions", one);
+            if (r.status == 200)
+                return true;
+            CHECK_MESSAGE(r.status == 503, r.body);
+            const std::string code(test::parse_object(r.body).at("error").at("code").as_string());
+            CHECK_MESSAGE((code == "model_loading" || code == "worker_stopped"), r.body);
+            CHECK_FALSE(r.retry_after.empty());
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+        return false;
+    };
+    // A long greedy stream, crashed once it runs (an attempt whose stream ended first, at its
+    // end-of-text, is tried again with another prompt once the model serves again).
+    stream_record rec;
+    for (int attempt = 0; attempt < 3 && !rec.error_event; ++attempt) {
+        REQUIRE(wait_served());
+        const std::string body = R"({"model":"tiny","prompt":[)" + std::to_string(1 + attempt) +
+                                 R"(,2,3],"max_tokens":1500,"temperature":0})";
+        std::thread client([&] { rec = stream_once(s.port(), body); });
+        bool crashed = false;
+        for (int i = 0; i < 2000 && !crashed; ++i) {
+            if (running())
+                crashed = s.post("/v1/models/tiny/crash", "").status == 202;
+            else
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        client.join();
+    }
+    REQUIRE_MESSAGE(rec.error_event, s.log());
+    CHECK(rec.status == 200);
+    CHECK_MESSAGE(rec.error.find("\"worker_stopped\"") != std::string::npos, rec.error);
+    CHECK_FALSE(rec.done);
+    CHECK(wait_served());
+    CHECK(model(s, "tiny").at("restarts").to_number<std::int64_t>() >= 1);
 }
 
 TEST_CASE("rollback returns to the previous version's exact greedy outputs, conflicts get 409") {
