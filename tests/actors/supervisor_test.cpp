@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 using namespace bitnet;
@@ -256,6 +257,16 @@ struct load_gate {
         }
         cv.notify_all();
     }
+
+    /// In the held thread: waits (bounded) for a pass and takes it; whether that load is to fail,
+    /// or none when the test never let it through.
+    std::optional<bool> wait_pass() {
+        std::unique_lock lk(m);
+        if (!cv.wait_for(lk, 30s, [&] { return passes > 0; }))
+            return std::nullopt;
+        --passes;
+        return fail;
+    }
 };
 
 /// What admission answers a one-token request for `alias`: the id it was queued under, or the
@@ -313,11 +324,10 @@ TEST_CASE("a model that is loading is refused with a Retry-After, and a failed o
     so.admission = adm;
     so.max_restarts = 0;
     so.make_spec = [gate, engine](const msg::load_order& o) -> result<actors::model_spec> {
-        std::unique_lock lk(gate->m);
-        if (!gate->cv.wait_for(lk, 30s, [&] { return gate->passes > 0; }))
+        const auto failing = gate->wait_pass();
+        if (!failing)
             return error{errc::timeout, "the test never let this load through"};
-        --gate->passes;
-        if (gate->fail)
+        if (*failing)
             return error{errc::bad_format, o.path + ": bad magic"};
         actors::model_spec s;
         s.alias = o.alias;
@@ -392,12 +402,8 @@ TEST_CASE("a serving model whose batcher crashed reads loading until its restart
     // The first engine loads at once; the restart's is held until the test lets it through.
     spec.executor =
         test::fake_order([probe, gate, attempts]() -> result<std::unique_ptr<model::engine>> {
-            if (++*attempts > 1) {
-                std::unique_lock lk(gate->m);
-                if (!gate->cv.wait_for(lk, 30s, [&] { return gate->passes > 0; }))
-                    return error{errc::timeout, "the test never let the restart through"};
-                --gate->passes;
-            }
+            if (++*attempts > 1 && !gate->wait_pass())
+                return error{errc::timeout, "the test never let the restart through"};
             return std::make_unique<test::fake_engine>(32, 0ms, probe);
         });
     so.models.push_back(spec);

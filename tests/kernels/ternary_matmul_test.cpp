@@ -92,6 +92,15 @@ constexpr shape shapes[] = {
     {17, 6912, 2}, {33, 128, 200}, {70, 256, 97},   {96, 640, 99},  {40, 6912, 5},
 };
 
+/// The scalar family and every SIMD family this CPU runs.
+std::vector<isa> families_here() {
+    std::vector<isa> out{isa::scalar};
+    for (const isa f : test::simd_families)
+        if (test::family_runs_here(f))
+            out.push_back(f);
+    return out;
+}
+
 } // namespace
 
 TEST_CASE("scalar ternary_matmul equals the naive integer product of the ternary values") {
@@ -381,10 +390,7 @@ TEST_CASE("ternary_matmul_group equals separate ternary_matmul calls bit for bit
         {{512, 512}, 256, 13},   {{65, 127, 64, 1}, 128, 2}, {{2560, 640, 640}, 2560, 1},
         {{100, 100}, 1024, 97},
     };
-    std::vector<isa> families{isa::scalar};
-    for (const isa f : test::simd_families)
-        if (test::family_runs_here(f))
-            families.push_back(f);
+    const std::vector<isa> families = families_here();
     for (const isa family : families) {
         CAPTURE(isa_name(family));
         for (const auto& gc : cases) {
@@ -445,10 +451,7 @@ TEST_CASE("a product with too few tiles for its threads is split over tokens too
         {320, 256, 96},  {31, 1024, 77},  {1, 128, 64},    {64, 256, 128},
         {130, 384, 131}, {200, 256, 300}, {320, 640, 200},
     };
-    std::vector<isa> families{isa::scalar};
-    for (const isa f : test::simd_families)
-        if (test::family_runs_here(f))
-            families.push_back(f);
+    const std::vector<isa> families = families_here();
     for (const isa family : families) {
         CAPTURE(isa_name(family));
         for (const shape& s : split_shapes) {
