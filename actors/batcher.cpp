@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace bitnet::actors {
 
@@ -447,6 +448,29 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
     init.opt = std::move(order);
     init.tokenizer = std::move(tokenizer);
     init.executor = std::move(executor);
+    self->set_exit_handler([self](caf::exit_msg& em) {
+        // Stopped with its version (a crash's restart, an unload, a rollback; the supervisor's
+        // reason is `cancelled`): every request it still holds, running or waiting, is told, so
+        // a retry can go where the model serves now; a relay on another node does not watch this
+        // batcher and would otherwise wait for ever. At the node's shutdown (user_shutdown) the
+        // requests other nodes placed here move on when their relays see the node go, so nothing
+        // is said. A normal exit reason is ignored, as CAF's default handler does.
+        if (!em.reason || em.reason == caf::exit_reason::normal)
+            return;
+        if (msg::from_caf_error(em.reason).value() != errc::cancelled) {
+            self->quit(std::move(em.reason));
+            return;
+        }
+        auto& st = self->state;
+        const auto why = "the model's batcher stopped (" + caf::to_string(em.reason) +
+                         ") before this request finished";
+        std::unordered_set<msg::request_id> told;
+        for (const auto& [seq, lr] : st.live)
+            if (told.insert(lr.req.id).second)
+                emit_fail(self, lr, lr.req.id, msg::to_caf_error(errc::cancelled, why));
+        flush(self);
+        self->quit(std::move(em.reason));
+    });
     self->set_down_handler([self](caf::down_msg& dm) {
         // A sink died (the HTTP session is gone): cancel its request wherever it is.
         auto& st = self->state;

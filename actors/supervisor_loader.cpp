@@ -171,7 +171,13 @@ void end_op(supervisor_pointer self, std::uint64_t op, const std::string& state,
 void stop_pair(supervisor_pointer self, version_rec& v) {
     if (v.batcher) {
         self->demonitor(v.batcher.address());
-        self->send_exit(v.batcher, caf::exit_reason::user_shutdown);
+        // At shutdown the node goes away as a whole, and requests other nodes placed here move on
+        // when their relays see it go; any other stop (a crash's restart, an unload, a rollback's
+        // loser) tells the batcher's requests so they can be retried (actors/batcher.cpp).
+        if (self->state.stopping)
+            self->send_exit(v.batcher, caf::exit_reason::user_shutdown);
+        else
+            self->send_exit(v.batcher, msg::to_caf_error(errc::cancelled, "its version stopped"));
         v.batcher = nullptr;
     }
     if (v.text) {

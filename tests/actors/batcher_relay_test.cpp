@@ -12,6 +12,7 @@
 #include <set>
 
 using namespace bitnet;
+using namespace std::chrono_literals;
 
 TEST_CASE("a relayed request's events reach its relay batched per step and never its sink") {
     test::rig r;
@@ -115,4 +116,70 @@ TEST_CASE("a relayed echo request's prompt echo travels in its relay's batch, be
     CHECK(events[0].token == -1);
     CHECK(events[0].echo.tokens == std::vector<msg::token_id>{3, 4, 9});
     CHECK(events[0].echo.logprobs.size() == 2);
+}
+
+TEST_CASE("a batcher stopped with its version tells each request, running or waiting, to its relay "
+          "or its sink, and at the node's shutdown says nothing") {
+    // One sequence a step, slow steps: one request runs while the others wait.
+    test::rig r(200ms, 1);
+    caf::scoped_actor relay{r.sys};
+    caf::scoped_actor sink{r.sys};
+    caf::scoped_actor direct{r.sys};
+    for (msg::request_id id : {21, 22, 23}) {
+        auto req = test::make_req(id, {1, static_cast<msg::token_id>(id % 7 + 2)}, 40);
+        req.relay = caf::actor_cast<caf::actor>(relay);
+        sink->request(r.batcher, 5s, msg::submit_atom_v, req,
+                      caf::actor_cast<msg::sink_actor>(sink))
+            .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    }
+    direct
+        ->request(r.batcher, 5s, msg::submit_atom_v, test::make_req(29, {5, 6}, 40),
+                  caf::actor_cast<msg::sink_actor>(direct))
+        .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    // The relay's own actors do not watch the batcher (a relay on another node does not): the
+    // stop (with the supervisor's reason for a version that stops) is all they hear of it.
+    sink->send_exit(r.batcher, msg::to_caf_error(errc::cancelled, "its version stopped"));
+
+    std::set<msg::request_id> failed;
+    bool idle = false;
+    while (failed.size() < 3 && !idle)
+        relay->receive(
+            [&](msg::stream_atom, msg::stream_batch& b) {
+                for (auto& f : b.failed) {
+                    CHECK(msg::from_caf_error(f.error).value() == errc::cancelled);
+                    failed.insert(f.id);
+                }
+            },
+            caf::after(5s) >> [&] { idle = true; });
+    CHECK(failed == std::set<msg::request_id>{21, 22, 23});
+    bool direct_failed = false;
+    idle = false;
+    while (!direct_failed && !idle)
+        direct->receive([](msg::token_atom, const msg::token_event&) {},
+                        [&](msg::fail_atom, msg::request_id id, const caf::error& e) {
+                            CHECK(id == 29);
+                            CHECK(msg::from_caf_error(e).value() == errc::cancelled);
+                            direct_failed = true;
+                        },
+                        caf::after(5s) >> [&] { idle = true; });
+    CHECK(direct_failed);
+
+    // At the node's shutdown the relays see the node go and move their requests on: the batcher
+    // says nothing to them.
+    test::rig quiet(200ms, 1);
+    caf::scoped_actor relay2{quiet.sys};
+    caf::scoped_actor sink2{quiet.sys};
+    auto req = test::make_req(31, {1, 2}, 40);
+    req.relay = caf::actor_cast<caf::actor>(relay2);
+    sink2
+        ->request(quiet.batcher, 5s, msg::submit_atom_v, req,
+                  caf::actor_cast<msg::sink_actor>(sink2))
+        .receive([](msg::request_id) {}, [](const caf::error& e) { FAIL(caf::to_string(e)); });
+    sink2->send_exit(quiet.batcher, caf::exit_reason::user_shutdown);
+    bool told = false;
+    for (bool quiet_now = false; !quiet_now;)
+        relay2->receive(
+            [&](msg::stream_atom, msg::stream_batch& b) { told = told || !b.failed.empty(); },
+            caf::after(1s) >> [&] { quiet_now = true; });
+    CHECK_FALSE(told);
 }
