@@ -101,15 +101,10 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
     } else if (f.reason == sched::finish_reason::error) {
         trace_finished(st, lr, f,
                        lr.failure ? lr.failure->message : "the model step failed for this request");
-        // A sequence whose executor went away is the client's to retry (503 worker_stopped, the
-        // pair restarts); any other failed step is the server's fault (500).
-        emit_fail(
-            self, lr, rid,
-            lr.failure ? msg::to_caf_error(*lr.failure)
-            : st.executor_lost
-                ? msg::to_caf_error(errc::cancelled, "the model's executor stopped before this "
-                                                     "request finished")
-                : msg::to_caf_error(errc::internal, "the model step failed for this request"));
+        emit_fail(self, lr, rid,
+                  lr.failure ? msg::to_caf_error(*lr.failure)
+                             : msg::to_caf_error(errc::internal,
+                                                 "the model step failed for this request"));
         return fail_request(self, rid);
     } else {
         if (auto tail = lr.flush(); !tail.empty()) {
@@ -417,10 +412,21 @@ void kick_step(batcher_pointer self) {
                 self->state.in_flight = false;
                 if (err == caf::sec::request_timeout)
                     on_stall(self, plan);
-                self->state.policy->step_failed(plan, clock::now());
-                self->state.executor_lost = err == caf::sec::request_receiver_down;
-                report_all(self, self->state.policy->take_finished());
-                self->state.executor_lost = false;
+                auto& s = self->state;
+                s.policy->step_failed(plan, clock::now());
+                const auto finished = s.policy->take_finished();
+                if (err == caf::sec::request_receiver_down)
+                    // The executor is gone (crashed, or stopped with its version): its sequences
+                    // failed with it, not by anything of their own, and are the client's to retry
+                    // (503 worker_stopped) where the model serves now; any other failed step is
+                    // the server's fault (500).
+                    for (const auto& f : finished)
+                        if (auto it = s.live.find(f.id); f.reason == sched::finish_reason::error &&
+                                                         it != s.live.end() && !it->second.failure)
+                            it->second.failure = bitnet::error{
+                                errc::cancelled,
+                                "the model's executor stopped before this request finished"};
+                report_all(self, finished);
                 kick(self);
             });
 }

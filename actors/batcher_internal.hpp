@@ -89,9 +89,6 @@ struct batcher_state {
     /// Request id -> its choices not reported yet (the sink's entry goes with the last).
     std::unordered_map<msg::request_id, std::uint32_t> open_choices;
     bool in_flight = false;
-    /// While a failed step's sequences are reported: the executor was gone (crashed, or stopped
-    /// with its version), so they failed with it rather than by anything of their own.
-    bool executor_lost = false;
     /// A step ran past step_timeout_ms: the executor is stuck, the supervisor replaces this pair,
     /// and no further step goes to it.
     bool stalled = false;
