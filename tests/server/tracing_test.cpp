@@ -41,6 +41,16 @@ std::vector<collected_span> wait_for(const otlp_collector& c, const std::string&
     return got;
 }
 
+/// The spans of `trace` once one of each name in `names` arrived (bounded wait): spans of one
+/// request end at different times and may reach the collector in different exports.
+std::vector<collected_span> wait_for_all(const otlp_collector& c, const std::string& trace,
+                                         const std::vector<std::string>& names) {
+    std::vector<collected_span> got;
+    for (const auto& name : names)
+        got = wait_for(c, trace, name);
+    return got;
+}
+
 std::string dump(const std::vector<collected_span>& spans) {
     std::string out;
     for (const auto& s : spans)
@@ -68,7 +78,8 @@ TEST_CASE("tracing: a streamed completion with a traceparent yields one span tre
     REQUIRE(tr.rfind(std::string("00-") + caller_trace + "-", 0) == 0);
     const auto server_span_id = tr.substr(36, 16);
 
-    const auto spans = wait_for(col, caller_trace, "bitnet.decode");
+    const auto spans = wait_for_all(col, caller_trace,
+                                    {"bitnet.decode", "bitnet.generate", "POST /v1/completions"});
     INFO(dump(spans));
     const auto* http = find_span(spans, "POST /v1/completions");
     const auto* adm = find_span(spans, "bitnet.admission");
@@ -314,7 +325,8 @@ TEST_CASE("tracing: a refused request's admission span says why, a schema compil
             R"("json_schema","json_schema":{"name":"x","schema":{"type":"object","properties":)"
             R"({"tracing_key_7":{"type":"integer"}},"required":["tracing_key_7"]}}}})";
         REQUIRE(traced_post(t, body).status == 200);
-        const auto spans = wait_for(col, t, "bitnet.schema_compile");
+        const auto spans = wait_for_all(
+            col, t, {"bitnet.schema_compile", "bitnet.generate", "POST /v1/completions"});
         INFO(dump(spans));
         const auto* sc = find_span(spans, "bitnet.schema_compile");
         REQUIRE(sc);
