@@ -504,13 +504,15 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             auto& st = self->state;
             st.remote.clear();
             for (auto& v : views)
-                if (v.node != st.opt.node_name && v.batcher) {
+                if (v.node != st.opt.node_name && v.batcher && !is_gone(st, v.batcher)) {
                     st.seen_remote.insert(v.alias);
                     st.remote[v.alias].push_back({std::move(v), 0, 0});
                 }
         },
-        [self](msg::place_atom, const std::string& alias, const std::string& version)
-            -> caf::result<msg::replica_view> { return place(self, alias, version); },
+        [self](msg::place_atom, const std::string& alias, const std::string& version,
+               const caf::actor& gone) -> caf::result<msg::replica_view> {
+            return place(self, alias, version, gone);
+        },
         [self](msg::down_atom, const std::string& node) {
             for (auto& [alias, rs] : self->state.remote)
                 std::erase_if(rs, [&](const remote_replica& r) { return r.view.node == node; });

@@ -164,14 +164,28 @@ void restart_encodes(admission_pointer self, const std::string& node) {
     }
 }
 
-/// A stream's new replica after its node was lost: the same version, the best ranked (device
-/// class, then load), here or on a node that is up.
+bool is_gone(const admission_state& st, const caf::actor& batcher) {
+    return batcher && std::find(st.gone_batchers.begin(), st.gone_batchers.end(),
+                                batcher.address()) != st.gone_batchers.end();
+}
+
+/// A stream's new replica after its replica was lost: the same version, the best ranked (device
+/// class, then load), here or on a node that is up, never the batcher `gone` (it stopped under
+/// the stream; the heartbeat that drops it may not have come yet).
 caf::result<msg::replica_view> place(admission_pointer self, const std::string& alias,
-                                     const std::string& version) {
+                                     const std::string& version, const caf::actor& gone) {
     auto& st = self->state;
+    if (gone && !is_gone(st, gone)) {
+        st.gone_batchers.push_back(gone.address());
+        if (st.gone_batchers.size() > k_gone_kept)
+            st.gone_batchers.pop_front();
+        for (auto& [a, rs] : st.remote)
+            std::erase_if(rs, [&](const remote_replica& x) { return x.view.batcher == gone; });
+    }
     auto* r = best_remote(st, alias, version);
     auto it = st.models.find(alias);
-    const bool local_fits = it != st.models.end() && it->second.last.model_version == version;
+    const bool local_fits = it != st.models.end() && it->second.last.model_version == version &&
+                            caf::actor_cast<caf::actor>(it->second.batcher) != gone;
     if (local_fits && (!r || !ranks_before(rank_of(*r), rank_of(it->second)))) {
         it->second.work_since += 1; // the next request sees it as busier
         return local_view(st, alias, it->second);

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -61,6 +62,11 @@ struct admission_state {
     /// Every alias another node ever served: one with no replica left is a 503 to retry
     /// (replica_lost), not an unknown model.
     std::set<std::string> seen_remote;
+    /// Other nodes' batchers known to have stopped (a relayed stream's replica restarted its model
+    /// or unloaded it): a heartbeat sent before its node dropped the route may still list one,
+    /// and it must not be chosen again. The newest `k_gone_kept` only: a node stops listing a
+    /// stopped batcher at its next heartbeat, and an actor's address is never reused.
+    std::deque<caf::actor_addr> gone_batchers;
     /// Requests being tokenized by another node's text actor, by a serial of their own: when
     /// that node is lost first, the request starts over here (routed to a replica that is up).
     struct remote_encode {
@@ -124,8 +130,14 @@ using admission_pointer = msg::admission_actor::stateful_pointer<admission_state
                                                          msg::sink_actor sink);
 /// `node` is lost: the requests its text actor was tokenizing start over, routed again.
 void restart_encodes(admission_pointer self, const std::string& node);
-/// A stream's new replica after its node was lost: the same version, the least loaded.
+/// How many stopped batchers admission_state::gone_batchers remembers.
+inline constexpr std::size_t k_gone_kept = 256;
+/// Whether `batcher` is one of another node's batchers known to have stopped.
+[[nodiscard]] bool is_gone(const admission_state& st, const caf::actor& batcher);
+/// A stream's new replica after its replica was lost (its node, or the batcher `gone` that
+/// stopped under it): the same version, the least loaded, never `gone`.
 [[nodiscard]] caf::result<msg::replica_view> place(admission_pointer self, const std::string& alias,
-                                                   const std::string& version);
+                                                   const std::string& version,
+                                                   const caf::actor& gone);
 
 } // namespace bitnet::actors::admission_detail

@@ -86,7 +86,16 @@ msg::generate_request placed_request(relay_pointer self, const relayed& r) {
     return req;
 }
 
-void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& why);
+/// Why a stream moves: its words for the log and the span, the placement it leaves when that
+/// batcher is known to have stopped (never chosen again), and the error the client gets when no
+/// replica is left (replica_lost when none is given).
+struct move_cause {
+    std::string why;
+    caf::actor gone;
+    std::optional<caf::error> if_none;
+};
+
+void move_elsewhere(relay_pointer self, msg::request_id id, move_cause cause);
 
 /// Sends the request to its replica. A replica that is gone before it answers (its version was
 /// drained, its node lost) is no answer: the request is placed again.
@@ -109,9 +118,15 @@ void submit_to(relay_pointer self, msg::request_id id) {
                     caf::actor_cast<caf::actor>(batcher) != it->second.where.batcher)
                     return; // moved meanwhile: this answer is stale
                 const auto err = msg::from_caf_error(e);
+                // cancelled: the batcher is gone (its model restarted, its version stopped, its
+                // node lost); timeout: it did not answer.
                 if (err.value() == errc::cancelled || err.value() == errc::timeout)
                     return move_elsewhere(self, id,
-                                          "its replica did not take it (" + err.message + ")");
+                                          {"its replica did not take it (" + err.message + ")",
+                                           err.value() == errc::cancelled
+                                               ? caf::actor_cast<caf::actor>(batcher)
+                                               : caf::actor{},
+                                           std::nullopt});
                 fail(self, id, std::move(e)); // the replica refused it: the client's answer
             });
 }
@@ -120,8 +135,9 @@ void submit_to(relay_pointer self, msg::request_id id) {
 /// once and is chosen again only until the cluster actor reports the loss (a few moves).
 constexpr std::uint32_t max_moves = 32;
 
-/// The stream goes on on another replica of the same version (or ends with replica_lost).
-void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& why) {
+/// The stream goes on on another replica of the same version (or ends with replica_lost, or the
+/// cause's own error).
+void move_elsewhere(relay_pointer self, msg::request_id id, move_cause cause) {
     auto& st = self->state;
     auto it = st.live.find(id);
     if (it == st.live.end())
@@ -140,6 +156,7 @@ void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& w
         return forget(self, id);
     }
     const auto old = r.where;
+    const auto& why = cause.why;
     if (r.moves >= max_moves) {
         spdlog::warn("request req-{}: {}; moved {} times already: ended", id, why, r.moves);
         return fail(self, id,
@@ -154,7 +171,7 @@ void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& w
     r.moving = true;
     // The version that started the stream continues it: only it computes the same tokens.
     self->request(st.opt.admission, std::chrono::seconds(10), msg::place_atom_v, old.alias,
-                  old.version)
+                  old.version, cause.gone)
         .then(
             [self, id, old, why](msg::replica_view& to) {
                 auto jt = self->state.live.find(id);
@@ -183,9 +200,11 @@ void move_elsewhere(relay_pointer self, msg::request_id id, const std::string& w
                     self->state.opt.on_migrated();
                 submit_to(self, id);
             },
-            [self, id, old, why](caf::error& e) {
+            [self, id, old, why, if_none = std::move(cause.if_none)](caf::error& e) {
                 spdlog::warn("request req-{}: {}; no replica of '{}' version {} is left: {}", id,
                              why, old.alias, old.version, caf::to_string(e));
+                if (if_none)
+                    return fail(self, id, *if_none);
                 fail(self, id,
                      msg::to_caf_error(errc::replica_lost,
                                        "the node running this request was lost and no replica "
@@ -231,7 +250,17 @@ void on_batch(relay_pointer self, msg::stream_batch& b) {
         }
     }
     for (auto& f : b.failed) {
-        if (current(f.id))
+        if (!current(f.id))
+            continue;
+        // Its replica's batcher or executor stopped under it (a crash and its restart, the
+        // version unloaded or rolled back there): the same version may run elsewhere, and the
+        // stream goes on there; when none is left the client gets this error (503
+        // worker_stopped). Any other failure is the request's own.
+        if (auto err = msg::from_caf_error(f.error); err.value() == errc::cancelled)
+            move_elsewhere(
+                self, f.id,
+                {"its replica stopped it (" + err.message + ")", sender, std::move(f.error)});
+        else
             fail(self, f.id, std::move(f.error));
     }
     if (st.opt.on_batch && !peer.empty())
@@ -285,7 +314,7 @@ msg::relay_actor::behavior_type relay_fn(relay_pointer self, relay_options opt) 
                 if (r.where.node == node)
                     lost.push_back(id);
             for (auto id : lost)
-                move_elsewhere(self, id, "node '" + node + "' was lost");
+                move_elsewhere(self, id, {"node '" + node + "' was lost", {}, std::nullopt});
         },
         [self](msg::cancel_atom, msg::request_id id) {
             auto it = self->state.live.find(id);

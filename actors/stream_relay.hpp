@@ -9,7 +9,11 @@
 //     plus the delivered tokens (computed as they were first computed, msg::generate_request::
 //     n_resumed) and resumes the sampler where it stopped. The client sees one stream: the same
 //     request id, no token twice (events from the lost placement are dropped), none lost;
-//   - when no replica of that version is left, the stream ends with replica_lost (HTTP 503).
+//   - the same when the replica's model stops under the stream while its node lives (a crash and
+//     its restart in place, an unload or rollback there: the batcher fails its requests with
+//     `cancelled`): admission is told never to choose that batcher again;
+//   - when no replica of that version is left, the stream ends with replica_lost (HTTP 503), or
+//     with the stopped replica's worker_stopped (503).
 // Requests placed on this node's own replica never pass here: they cannot outlive their node.
 #pragma once
 

@@ -60,8 +60,10 @@ using text_actor = caf::typed_actor<
 /// replica of its alias with the least outstanding work, here or on another node; a request
 /// placed on another node runs through this node's stream relay. `replicas` answers this node's
 /// own replicas with their load (for the heartbeat); `down(node)` drops a lost node's replicas
-/// and has the relay move its streams; `place(alias, version)` picks the replica a lost stream
-/// continues on: the same version, on a node that is up (replica_lost when none). `submit` errors:
+/// and has the relay move its streams; `place(alias, version, gone)` picks the replica a lost
+/// stream continues on: the same version, on a node that is up (replica_lost when none), never
+/// the batcher `gone` (null, or one that stopped under the stream: a crash's restart, an unload),
+/// which is dropped from the view and from later heartbeats' views. `submit` errors:
 /// invalid_argument (a prompt or stop token id outside the vocabulary), prompt_too_long (no room
 /// left in the context or the KV pool), queue_full (cap hit or draining; the message says which),
 /// not_found (unknown model), unavailable (the model's last version failed, or its first is still
@@ -96,7 +98,7 @@ using admission_actor = caf::typed_actor<
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>,
     caf::replies_to<replicas_atom>::with<std::vector<replica_view>>,
     caf::reacts_to<cluster_atom, std::vector<replica_view>>, caf::reacts_to<down_atom, std::string>,
-    caf::replies_to<place_atom, std::string, std::string>::with<replica_view>>;
+    caf::replies_to<place_atom, std::string, std::string, caf::actor>::with<replica_view>>;
 
 /// Owns model versions and their batcher/executor pairs (ARCHITECTURE.md §2, hot-swap): answers
 /// routing lookups, lists every alias (versions, operations) for /v1/models and /health, and runs

@@ -1,8 +1,10 @@
 // Admission's choice between replicas of one alias on other nodes' devices (place_atom, the
 // choice a moved stream and a new request make): the fastest device class first, the least
-// outstanding work second (actors/device_placements.hpp has the rule as a plain function).
+// outstanding work second (actors/device_placements.hpp has the rule as a plain function); a
+// batcher that stopped under a stream is never chosen again.
 #include "actors/actor_test_config.hpp"
 #include "actors/admission.hpp"
+#include "messages/errors.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
@@ -30,11 +32,18 @@ msg::replica_view replica(const std::string& node, const std::string& device,
     return v;
 }
 
-std::string placed_on(caf::scoped_actor& self, const msg::admission_actor& adm) {
+/// The node admission places a stream of "m" version "v" on, leaving out the batcher `gone`;
+/// "none" when it answers that no replica is up.
+std::string placed_on(caf::scoped_actor& self, const msg::admission_actor& adm,
+                      const caf::actor& gone = {}) {
     std::string node;
-    self->request(adm, 5s, msg::place_atom_v, std::string("m"), std::string("v"))
+    self->request(adm, 5s, msg::place_atom_v, std::string("m"), std::string("v"), gone)
         .receive([&](const msg::replica_view& v) { node = v.node; },
-                 [](caf::error& e) { FAIL(caf::to_string(e)); });
+                 [&](caf::error& e) {
+                     REQUIRE_MESSAGE(msg::from_caf_error(e).value() == errc::replica_lost,
+                                     caf::to_string(e));
+                     node = "none";
+                 });
     return node;
 }
 
@@ -69,4 +78,41 @@ TEST_CASE("admission places on the GPU replica before a less loaded CPU one, the
 
     self->send_exit(adm, caf::exit_reason::user_shutdown);
     self->send_exit(stand_in, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("admission never places a moved stream on the batcher that stopped under it again, "
+          "nor takes that batcher back from a later heartbeat") {
+    test::actor_test_config cfg;
+    caf::actor_system sys{cfg};
+    actors::admission_options ao;
+    ao.node_name = "router";
+    auto adm = actors::spawn_admission(sys, ao);
+    auto idle = [](caf::event_based_actor*, int) -> caf::behavior { return {}; };
+    auto batcher_a = sys.spawn(idle, 0);
+    auto batcher_b = sys.spawn(idle, 0);
+    auto restarted_a = sys.spawn(idle, 0); // node a's pair after its model restarted
+    caf::scoped_actor self{sys};
+    // Node a ranks first (less work) until its batcher is known to have stopped.
+    const std::vector<msg::replica_view> before{replica("a", "cpu", 0, batcher_a),
+                                                replica("b", "cpu", 900, batcher_b)};
+    self->send(adm, msg::cluster_atom_v, before);
+    REQUIRE(placed_on(self, adm) == "a");
+    CHECK(placed_on(self, adm, batcher_a) == "b");
+    CHECK(placed_on(self, adm) == "b"); // dropped from the view, not only from that one answer
+    // A heartbeat sent before node a dropped the stopped route still lists it: left out.
+    self->send(adm, msg::cluster_atom_v, before);
+    CHECK(placed_on(self, adm) == "b");
+    // Node a's restarted pair is a new batcher: it serves again, and ranks first.
+    self->send(adm, msg::cluster_atom_v,
+               std::vector<msg::replica_view>{replica("a", "cpu", 0, restarted_a),
+                                              replica("b", "cpu", 900, batcher_b)});
+    CHECK(placed_on(self, adm) == "a");
+    // The last replica stopping leaves none: replica_lost, not the stopped batcher.
+    self->send(adm, msg::cluster_atom_v,
+               std::vector<msg::replica_view>{replica("b", "cpu", 0, batcher_b)});
+    CHECK(placed_on(self, adm, batcher_b) == "none");
+
+    for (const auto& a : {batcher_a, batcher_b, restarted_a})
+        self->send_exit(a, caf::exit_reason::user_shutdown);
+    self->send_exit(adm, caf::exit_reason::user_shutdown);
 }

@@ -3,8 +3,10 @@
 // tiny file (greedy margins down to 0.003, so a stream resumed in any way but exactly diverges).
 // A replica killed (SIGKILL) or hung (SIGSTOP) in the middle of 32 streams: every stream completes
 // through the router, one id each, byte-identical to what a single node produces. A node that
-// comes back (SIGCONT, or a restart under its name) is up again and takes work. With no replica
-// left, streams end with replica_lost and new requests get 503 + Retry-After.
+// comes back (SIGCONT, or a restart under its name) is up again and takes work. A replica whose
+// model crashes (the test hook) and restarts in place: its streams continue on the other one, as
+// for a lost node. With no replica left, streams end with replica_lost and new requests get 503 +
+// Retry-After.
 #include "cluster_process.hpp"
 
 namespace bitnet::test {
@@ -167,6 +169,29 @@ TEST_CASE("cluster: a hung replica (SIGSTOP) is found by missed heartbeats and i
     // Its moved sequences were cancelled there, not left running.
     CHECK(eventually([&] { return running_on(*c.a) == 0; }));
     // It takes work again: streams through the router reach it.
+    CHECK_MESSAGE(serves_again(*c.r, *c.a), (c.r->log() + "\n--- node a:\n" + c.a->log()));
+}
+
+TEST_CASE("cluster: a replica's model crashing under 16 greedy streams moves them to the other "
+          "replica byte-identical, and its restarted model serves again") {
+    three_nodes c({"--test-hooks", "1"});
+    if (c.a->log().find("this build has no test hooks") != std::string::npos) {
+        MESSAGE("bitnet-server has no test hooks (not a Debug build): a model crash not checked");
+        return;
+    }
+    auto body = [](int i) { return stream_body(i, 200); };
+    int crash_status = 0;
+    auto got = streams_with_fault(
+        c, 16, body, [&] { crash_status = c.a->post("/v1/models/tiny/crash", "").status; });
+    REQUIRE(crash_status == 202);
+    // The node stayed up: only its model's pair stopped (and restarted in place).
+    CHECK(c.r->sees("a") == "up");
+    check_same_as_one_node(got, *c.b, body);
+    const auto log = c.r->log();
+    CHECK_MESSAGE(log.find("its replica stopped it") != std::string::npos, log);
+    CHECK(log.find("the stream continues on node 'b'") != std::string::npos);
+    CHECK(migrated(*c.r) > 0);
+    // The stopped batcher is left out of the router's view; node a's new one is not.
     CHECK_MESSAGE(serves_again(*c.r, *c.a), (c.r->log() + "\n--- node a:\n" + c.a->log()));
 }
 
