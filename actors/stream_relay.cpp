@@ -27,6 +27,8 @@ struct relayed {
     msg::replica_view where; ///< the replica it runs on now
     std::optional<caf::typed_response_promise<msg::request_id>> answer; ///< until submitted
     std::uint32_t moves = 0;
+    /// Times a replica's model stopped under this stream (moved for it, see max_stopped_moves).
+    std::uint32_t stopped_under = 0;
     /// A placement for a move is asked for: another loss report (the node's down, a refused
     /// submit) waits for it instead of placing the request twice, which the new replica would
     /// refuse as "already queued or running".
@@ -134,6 +136,10 @@ void submit_to(relay_pointer self, msg::request_id id) {
 /// Moves before a request gives up: a replica chosen just before its loss is known fails at
 /// once and is chosen again only until the cluster actor reports the loss (a few moves).
 constexpr std::uint32_t max_moves = 32;
+/// Moves after a replica's model stopped under the stream. One: a crash is a bug, and it may be
+/// this request's own; moved without bound, a request that crashes its executor would crash
+/// the model on every replica in turn and use up their restarts. A second stop ends it.
+constexpr std::uint32_t max_stopped_moves = 1;
 
 /// The stream goes on on another replica of the same version (or ends with replica_lost, or the
 /// cause's own error).
@@ -250,18 +256,22 @@ void on_batch(relay_pointer self, msg::stream_batch& b) {
         }
     }
     for (auto& f : b.failed) {
-        if (!current(f.id))
+        auto* r = current(f.id);
+        if (!r)
             continue;
         // Its replica's batcher or executor stopped under it (a crash and its restart, the
         // version unloaded or rolled back there): the same version may run elsewhere, and the
-        // stream goes on there; when none is left the client gets this error (503
+        // stream goes on there (once); when none is left the client gets this error (503
         // worker_stopped). Any other failure is the request's own.
-        if (auto err = msg::from_caf_error(f.error); err.value() == errc::cancelled)
+        if (auto err = msg::from_caf_error(f.error);
+            err.value() == errc::cancelled && r->stopped_under < max_stopped_moves) {
+            ++r->stopped_under;
             move_elsewhere(
                 self, f.id,
                 {"its replica stopped it (" + err.message + ")", sender, std::move(f.error)});
-        else
+        } else {
             fail(self, f.id, std::move(f.error));
+        }
     }
     if (st.opt.on_batch && !peer.empty())
         st.opt.on_batch(peer, wire_size(self->system(), b));
