@@ -8,6 +8,7 @@
 #include "kernels/cpu_features.hpp"
 #include "kernels/f16.hpp"
 #include "kernels/f16_matmul.hpp"
+#include "kernels/greedy_screen.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/q8_matmul.hpp"
 #include "kernels/ternary_matmul.hpp"
@@ -322,6 +323,32 @@ void bm_q8_0_logits(benchmark::State& state, isa family) {
                                                  benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The greedy token of the F16 logits from a Q8_0 screen (kernels/greedy_screen.hpp): the Q8_0
+// product of every row, its bound, and the F16 product of the rows the bound keeps; the same token
+// as f16_logits followed by an argmax. exact_rows: the rows computed in F16 a token (random
+// activations over the random embedding: their logits are far flatter than a trained model's).
+void bm_greedy_screen(benchmark::State& state, isa family) {
+    const auto n_tok = static_cast<std::size_t>(state.range(0));
+    const auto n_threads = static_cast<int>(state.range(1));
+    static const q8_0_screen screen = make_q8_0_screen(embedding().data(), vocab, n_embd);
+    const std::vector<float> x = random_floats(n_tok * n_embd, 5);
+    std::vector<screened_token> out(n_tok);
+    for (auto _ : state) {
+        screened_argmax(screen, embedding().data(), x.data(), n_tok, n_embd, out.data(), n_threads,
+                        family);
+        benchmark::DoNotOptimize(out.data());
+        benchmark::ClobberMemory();
+    }
+    double exact_rows = 0;
+    for (const auto& o : out)
+        exact_rows += o.exact_rows;
+    state.counters["exact_rows"] = exact_rows / static_cast<double>(n_tok);
+    state.counters["weight_GB/s"] = benchmark::Counter(
+        static_cast<double>(screen.bytes()) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tok/s"] = benchmark::Counter(static_cast<double>(n_tok),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void bm_quantize(benchmark::State& state, isa family) {
     const auto n_tok = static_cast<std::size_t>(state.range(0));
     const std::vector<float> x = random_floats(n_tok * n_embd, 9);
@@ -441,7 +468,8 @@ void register_all() {
         using logits_fn = void (*)(benchmark::State&, isa);
         for (const auto& [name, fn] :
              {std::pair<const char*, logits_fn>{"f16_logits/", bm_f16_logits},
-              std::pair<const char*, logits_fn>{"q8_0_logits/", bm_q8_0_logits}})
+              std::pair<const char*, logits_fn>{"q8_0_logits/", bm_q8_0_logits},
+              std::pair<const char*, logits_fn>{"greedy_screen/", bm_greedy_screen}})
             benchmark::RegisterBenchmark((name + fam).c_str(), fn, f)
                 ->ArgsProduct({logits_m, {1, 2}})
                 ->ArgNames({"M", "threads"})
