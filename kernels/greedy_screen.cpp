@@ -50,6 +50,7 @@ q8_0_screen make_q8_0_screen(const std::uint16_t* f16, std::uint32_t rows, std::
     s.w_err.resize(rows);
     s.w_max.resize(rows);
     s.dq.resize(rows);
+    s.err_l2.resize(rows);
     const auto* values = s.q8.values.as<std::int8_t>();
     const auto* scales = s.q8.scales.as<std::uint16_t>();
     std::vector<std::uint32_t> offset(cols);
@@ -58,7 +59,7 @@ q8_0_screen make_q8_0_screen(const std::uint16_t* f16, std::uint32_t rows, std::
     std::vector<unsigned char> row_finite(rows, 1);
     parallel_ranges(rows, 256, resolve_threads(0), [&](std::size_t begin, std::size_t end) {
         for (std::size_t m = begin; m < end; ++m) {
-            double err = 0.0, w_max = 0.0, dq = 0.0;
+            double err = 0.0, w_max = 0.0, dq = 0.0, err_sq = 0.0;
             bool finite = true;
             for (std::size_t b = 0; b < nb; ++b) {
                 // Every term below is exact in double: F16 values and scales, int8 values.
@@ -70,7 +71,9 @@ q8_0_screen make_q8_0_screen(const std::uint16_t* f16, std::uint32_t rows, std::
                     const int q = values[m * cols + offset[k]];
                     finite = finite && std::isfinite(w);
                     q_abs += q < 0 ? -q : q;
-                    err = std::max(err, std::fabs(w - d * q));
+                    const double e = w - d * q; // exact: both F16-wide, q 8 bits
+                    err = std::max(err, std::fabs(e));
+                    err_sq += e * e;
                     w_max = std::max(w_max, std::fabs(w));
                 }
                 dq += d * q_abs;
@@ -81,6 +84,9 @@ q8_0_screen make_q8_0_screen(const std::uint16_t* f16, std::uint32_t rows, std::
             s.w_err[m] = finite ? rounded_up(err) : inf;
             s.w_max[m] = finite ? rounded_up(w_max) : inf;
             s.dq[m] = finite ? rounded_up(dq) : inf;
+            // The square root of a sum of cols squares, each rounded (2^-53 relative): 2^-40
+            // more covers them and the root.
+            s.err_l2[m] = finite ? rounded_up(std::sqrt(err_sq) * (1.0 + 0x1p-40)) : inf;
         }
     });
     s.finite = std::all_of(row_finite.begin(), row_finite.end(), [](unsigned char f) { return f; });
@@ -99,31 +105,53 @@ void screened_argmax(const q8_0_screen& screen, const std::uint16_t* w, const fl
             out[t] = full_argmax(w, rows, cols, x + t * ldx, n_threads, family);
         return;
     }
+    // Each token as two Q8_0 rows: x̂ (x rounded to F16, as f16_matmul rounds it) and what its
+    // blocks leave of it, r = x̂ - d_a·a, whose blocks have scales near d_a / 254. One product of
+    // the 2·n_tok rows reads the matrix once, and the token's part of the bound shrinks from
+    // d_a / 2 a value to about d_a / 508.
+    std::vector<float> xs(2 * n_tok * cols);
+    for (std::size_t t = 0; t < n_tok; ++t)
+        round_to_f16(x + t * ldx, xs.data() + 2 * t * cols, cols, family);
     q8_0_acts acts;
-    quantize_q8_0(x, n_tok, cols, ldx, acts);
-    std::vector<float> y(n_tok * rows);
+    quantize_q8_0(xs.data(), n_tok, cols, 2 * cols, acts); // the x̂ rows alone, first
+    for (std::size_t t = 0; t < n_tok; ++t)
+        for (std::size_t k = 0; k < cols; ++k)
+            xs[(2 * t + 1) * cols + k] =
+                xs[2 * t * cols + k] - acts.scale[t * nb + k / q8_0_block] * acts.q[t * cols + k];
+    quantize_q8_0(xs.data(), 2 * n_tok, cols, cols, acts); // the x̂ rows quantize as before
+    std::vector<float> y(2 * n_tok * rows);
     q8_0_matmul(screen.q8, acts, y.data(), rows, n_threads, family);
 
     const double gamma_f16 = chain_gamma(static_cast<double>(cols) / f16_dot_lanes);
-    const double gamma_q8 = chain_gamma(static_cast<double>(nb) / q8_0_dot_lanes + 2.0);
-    std::vector<float> xh(cols);
+    // Each of the two sums, then their sum (one more rounding, counted here).
+    const double gamma_q8 = chain_gamma(static_cast<double>(nb) / q8_0_dot_lanes + 3.0);
     std::vector<double> bound(rows);
     std::vector<std::uint32_t> candidates;
     std::vector<std::uint16_t> gathered;
     std::vector<float> exact;
     for (std::size_t t = 0; t < n_tok; ++t) {
-        // The token's side of the bound, from x as f16_matmul rounds it.
-        round_to_f16(x + t * ldx, xh.data(), cols, family);
-        double x_sum = 0.0, e_a = 0.0, d_a_max = 0.0;
+        // The token's side of the bound: what the two rows' blocks leave of x̂, exactly.
+        const float* xh = xs.data() + 2 * t * cols;
+        const float* r = xh + cols;
+        const std::int8_t* a = acts.q.data() + 2 * t * cols;
+        const std::int8_t* a_r = a + cols;
+        const float* d_a = acts.scale.data() + 2 * t * nb;
+        const float* d_r = d_a + nb;
+        double x_sum = 0.0, x_sq = 0.0, e_a = 0.0, d_max = 0.0;
         bool finite = true;
         for (std::size_t k = 0; k < cols; ++k) {
+            const std::size_t b = k / q8_0_block;
             const double v = xh[k];
-            const double d_a = acts.scale[t * nb + k / q8_0_block];
-            finite = finite && std::isfinite(v) && std::isfinite(d_a);
+            finite = finite && std::isfinite(v) && std::isfinite(r[k]) && std::isfinite(d_a[b]) &&
+                     std::isfinite(d_r[b]);
             x_sum += std::fabs(v);
-            e_a = std::max(e_a, std::fabs(v - d_a * acts.q[t * cols + k]));
-            d_a_max = std::max(d_a_max, std::fabs(d_a));
+            x_sq += v * v;
+            e_a = std::max(e_a, std::fabs(v - static_cast<double>(d_a[b]) * a[k] -
+                                          static_cast<double>(d_r[b]) * a_r[k]));
         }
+        for (std::size_t b = 0; b < nb; ++b)
+            d_max = std::max(d_max, std::fabs(static_cast<double>(d_a[b])) +
+                                        std::fabs(static_cast<double>(d_r[b])));
         if (!finite) {
             out[t] = full_argmax(w, rows, cols, x + t * ldx, n_threads, family);
             continue;
@@ -131,19 +159,28 @@ void screened_argmax(const q8_0_screen& screen, const std::uint16_t* w, const fl
         // Σ|x̂| was summed in double (cols terms): a relative 2^-40 covers its rounding; the
         // whole bound gets 2^-20 more for the rounding of its own arithmetic.
         x_sum *= 1.0 + 0x1p-40;
-        const double per_dq = e_a + gamma_q8 * 127.0 * d_a_max;
-        const float* yt = y.data() + t * rows;
+        const double x_l2 = std::sqrt(x_sq) * (1.0 + 0x1p-40);
+        const double per_dq = e_a + gamma_q8 * 127.0 * d_max;
+        const float* y_hi = y.data() + 2 * t * rows;
+        const float* y_lo = y_hi + rows;
+        // The Q8_0 estimate of row m: its two products, added in double (exactly, or within a
+        // relative 2^-53 the bound's 2^-20 covers).
+        auto approx = [&](std::size_t m) {
+            return static_cast<double>(y_hi[m]) + static_cast<double>(y_lo[m]);
+        };
         double best_low = -std::numeric_limits<double>::infinity();
         for (std::size_t m = 0; m < rows; ++m) {
-            bound[m] = (1.0 + 0x1p-20) * ((screen.w_err[m] + gamma_f16 * screen.w_max[m]) * x_sum +
-                                          per_dq * screen.dq[m]);
-            best_low = std::max(best_low, static_cast<double>(yt[m]) - bound[m]);
+            const double row_term = std::min(static_cast<double>(screen.w_err[m]) * x_sum,
+                                             static_cast<double>(screen.err_l2[m]) * x_l2);
+            bound[m] = (1.0 + 0x1p-20) *
+                       (row_term + gamma_f16 * screen.w_max[m] * x_sum + per_dq * screen.dq[m]);
+            best_low = std::max(best_low, approx(m) - bound[m]);
         }
         // Every row that may reach the best: the maximum is among them, and every row left out
         // is below it (its upper bound is under some row's lower bound).
         candidates.clear();
         for (std::size_t m = 0; m < rows; ++m)
-            if (static_cast<double>(yt[m]) + bound[m] >= best_low)
+            if (approx(m) + bound[m] >= best_low)
                 candidates.push_back(static_cast<std::uint32_t>(m));
         gathered.resize(candidates.size() * cols);
         for (std::size_t i = 0; i < candidates.size(); ++i)
