@@ -51,6 +51,7 @@ q8_0_screen make_q8_0_screen(const std::uint16_t* f16, std::uint32_t rows, std::
     s.w_max.resize(rows);
     s.dq.resize(rows);
     s.err_l2.resize(rows);
+    s.q_l2.resize(rows);
     const auto* values = s.q8.values.as<std::int8_t>();
     const auto* scales = s.q8.scales.as<std::uint16_t>();
     std::vector<std::uint32_t> offset(cols);
@@ -59,7 +60,7 @@ q8_0_screen make_q8_0_screen(const std::uint16_t* f16, std::uint32_t rows, std::
     std::vector<unsigned char> row_finite(rows, 1);
     parallel_ranges(rows, 256, resolve_threads(0), [&](std::size_t begin, std::size_t end) {
         for (std::size_t m = begin; m < end; ++m) {
-            double err = 0.0, w_max = 0.0, dq = 0.0, err_sq = 0.0;
+            double err = 0.0, w_max = 0.0, dq = 0.0, err_sq = 0.0, q_sq = 0.0;
             bool finite = true;
             for (std::size_t b = 0; b < nb; ++b) {
                 // Every term below is exact in double: F16 values and scales, int8 values.
@@ -74,6 +75,7 @@ q8_0_screen make_q8_0_screen(const std::uint16_t* f16, std::uint32_t rows, std::
                     const double e = w - d * q; // exact: both F16-wide, q 8 bits
                     err = std::max(err, std::fabs(e));
                     err_sq += e * e;
+                    q_sq += (d * q) * (d * q);
                     w_max = std::max(w_max, std::fabs(w));
                 }
                 dq += d * q_abs;
@@ -87,6 +89,7 @@ q8_0_screen make_q8_0_screen(const std::uint16_t* f16, std::uint32_t rows, std::
             // The square root of a sum of cols squares, each rounded (2^-53 relative): 2^-40
             // more covers them and the root.
             s.err_l2[m] = finite ? rounded_up(std::sqrt(err_sq) * (1.0 + 0x1p-40)) : inf;
+            s.q_l2[m] = finite ? rounded_up(std::sqrt(q_sq) * (1.0 + 0x1p-40)) : inf;
         }
     });
     s.finite = std::all_of(row_finite.begin(), row_finite.end(), [](unsigned char f) { return f; });
@@ -105,75 +108,62 @@ void screened_argmax(const q8_0_screen& screen, const std::uint16_t* w, const fl
             out[t] = full_argmax(w, rows, cols, x + t * ldx, n_threads, family);
         return;
     }
-    // Each token as two Q8_0 rows: x̂ (x rounded to F16, as f16_matmul rounds it) and what its
-    // blocks leave of it, r = x̂ - d_a·a, whose blocks have scales near d_a / 254. One product of
-    // the 2·n_tok rows reads the matrix once, and the token's part of the bound shrinks from
-    // d_a / 2 a value to about d_a / 508.
-    std::vector<float> xs(2 * n_tok * cols);
+    // The tokens rounded to F16 (as f16_matmul rounds them), then in Q8_0 blocks.
+    std::vector<float> xs(n_tok * cols);
     for (std::size_t t = 0; t < n_tok; ++t)
-        round_to_f16(x + t * ldx, xs.data() + 2 * t * cols, cols, family);
+        round_to_f16(x + t * ldx, xs.data() + t * cols, cols, family);
     q8_0_acts acts;
-    quantize_q8_0(xs.data(), n_tok, cols, 2 * cols, acts); // the x̂ rows alone, first
-    for (std::size_t t = 0; t < n_tok; ++t)
-        for (std::size_t k = 0; k < cols; ++k)
-            xs[(2 * t + 1) * cols + k] =
-                xs[2 * t * cols + k] - acts.scale[t * nb + k / q8_0_block] * acts.q[t * cols + k];
-    quantize_q8_0(xs.data(), 2 * n_tok, cols, cols, acts); // the x̂ rows quantize as before
-    std::vector<float> y(2 * n_tok * rows);
+    quantize_q8_0(xs.data(), n_tok, cols, cols, acts);
+    std::vector<float> y(n_tok * rows);
     q8_0_matmul(screen.q8, acts, y.data(), rows, n_threads, family);
 
     const double gamma_f16 = chain_gamma(static_cast<double>(cols) / f16_dot_lanes);
-    // Each of the two sums, then their sum (one more rounding, counted here).
-    const double gamma_q8 = chain_gamma(static_cast<double>(nb) / q8_0_dot_lanes + 3.0);
+    const double gamma_q8 = chain_gamma(static_cast<double>(nb) / q8_0_dot_lanes + 1.0);
     std::vector<double> bound(rows);
     std::vector<std::uint32_t> candidates;
     std::vector<std::uint16_t> gathered;
     std::vector<float> exact;
     for (std::size_t t = 0; t < n_tok; ++t) {
-        // The token's side of the bound: what the two rows' blocks leave of x̂, exactly.
-        const float* xh = xs.data() + 2 * t * cols;
-        const float* r = xh + cols;
-        const std::int8_t* a = acts.q.data() + 2 * t * cols;
-        const std::int8_t* a_r = a + cols;
-        const float* d_a = acts.scale.data() + 2 * t * nb;
-        const float* d_r = d_a + nb;
-        double x_sum = 0.0, x_sq = 0.0, e_a = 0.0, d_max = 0.0;
+        // The token's side of the bound: x̂ and what its blocks leave of it, δ = x̂ - d_a·a,
+        // exactly (double).
+        const float* xh = xs.data() + t * cols;
+        const std::int8_t* a = acts.q.data() + t * cols;
+        const float* d_a = acts.scale.data() + t * nb;
+        double x_sum = 0.0, x_sq = 0.0, e_a = 0.0, e_sq = 0.0, d_a_max = 0.0;
         bool finite = true;
         for (std::size_t k = 0; k < cols; ++k) {
             const std::size_t b = k / q8_0_block;
             const double v = xh[k];
-            finite = finite && std::isfinite(v) && std::isfinite(r[k]) && std::isfinite(d_a[b]) &&
-                     std::isfinite(d_r[b]);
+            finite = finite && std::isfinite(v) && std::isfinite(d_a[b]);
+            const double delta = v - static_cast<double>(d_a[b]) * a[k];
             x_sum += std::fabs(v);
             x_sq += v * v;
-            e_a = std::max(e_a, std::fabs(v - static_cast<double>(d_a[b]) * a[k] -
-                                          static_cast<double>(d_r[b]) * a_r[k]));
+            e_a = std::max(e_a, std::fabs(delta));
+            e_sq += delta * delta;
         }
         for (std::size_t b = 0; b < nb; ++b)
-            d_max = std::max(d_max, std::fabs(static_cast<double>(d_a[b])) +
-                                        std::fabs(static_cast<double>(d_r[b])));
+            d_a_max = std::max(d_a_max, std::fabs(static_cast<double>(d_a[b])));
         if (!finite) {
             out[t] = full_argmax(w, rows, cols, x + t * ldx, n_threads, family);
             continue;
         }
-        // Σ|x̂| was summed in double (cols terms): a relative 2^-40 covers its rounding; the
-        // whole bound gets 2^-20 more for the rounding of its own arithmetic.
+        // Sums of cols terms in double (2^-53 each) and their roots: a relative 2^-40 covers
+        // them; the whole bound gets 2^-20 more for the rounding of its own arithmetic.
         x_sum *= 1.0 + 0x1p-40;
         const double x_l2 = std::sqrt(x_sq) * (1.0 + 0x1p-40);
-        const double per_dq = e_a + gamma_q8 * 127.0 * d_max;
-        const float* y_hi = y.data() + 2 * t * rows;
-        const float* y_lo = y_hi + rows;
-        // The Q8_0 estimate of row m: its two products, added in double (exactly, or within a
-        // relative 2^-53 the bound's 2^-20 covers).
-        auto approx = [&](std::size_t m) {
-            return static_cast<double>(y_hi[m]) + static_cast<double>(y_lo[m]);
-        };
+        const double e_l2 = std::sqrt(e_sq) * (1.0 + 0x1p-40);
+        const double rounding_q8 = gamma_q8 * 127.0 * d_a_max;
+        const float* yt = y.data() + t * rows;
+        auto approx = [&](std::size_t m) { return static_cast<double>(yt[m]); };
         double best_low = -std::numeric_limits<double>::infinity();
         for (std::size_t m = 0; m < rows; ++m) {
+            // Each term by the smaller of its two bounds: max times sum, or the two lengths.
             const double row_term = std::min(static_cast<double>(screen.w_err[m]) * x_sum,
                                              static_cast<double>(screen.err_l2[m]) * x_l2);
-            bound[m] = (1.0 + 0x1p-20) *
-                       (row_term + gamma_f16 * screen.w_max[m] * x_sum + per_dq * screen.dq[m]);
+            const double token_term = std::min(e_a * screen.dq[m], e_l2 * screen.q_l2[m]);
+            bound[m] =
+                (1.0 + 0x1p-20) * (row_term + token_term + gamma_f16 * screen.w_max[m] * x_sum +
+                                   rounding_q8 * screen.dq[m]);
             best_low = std::max(best_low, approx(m) - bound[m]);
         }
         // Every row that may reach the best: the maximum is among them, and every row left out

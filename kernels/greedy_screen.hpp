@@ -9,14 +9,15 @@
 // and q the row's Q8_0 scales and values; d_a and a the token's Q8_0 scales and values; L the F16
 // product as f16_matmul computes it; L~ the Q8_0 product as q8_0_matmul computes it):
 //
-//   |L - L~| <= min(w_err·Σ|x̂|, err_l2·|x̂|₂) + e_a·dq + γ_f16·w_max·Σ|x̂| + γ_q8·127·max(d_a)·dq
+//   |L - L~| <= min(w_err·Σ|x̂|, err_l2·|x̂|₂) + min(e_a·dq, |δ|₂·q_l2)
+//               + γ_f16·w_max·Σ|x̂| + γ_q8·127·max(d_a)·dq
 //
-// where w_err = max_k |w_k - d̂ q_k|, err_l2 = |w - d̂ q|₂ and w_max = max_k |w_k| (per row, at
-// pack time), dq =
-// Σ_b d̂_b Σ_{k in b} |q_k| (per row), e_a = max_k |x̂_k - d_a a_k| (per token), and γ_f16, γ_q8 the
-// float rounding of the two fixed summation orders (chains of cols / 16 and cols / 512 fused
-// multiply-adds, then four folds). The first two terms are what quantizing the row and the token
-// change in the exact sums; the last two what rounding changes in each computed sum.
+// where, per row (at pack time), w_err = max_k |w_k - d̂ q_k|, err_l2 = |w - d̂ q|₂, q_l2 = |d̂ q|₂,
+// w_max = max_k |w_k| and dq = Σ_b d̂_b Σ_{k in b} |q_k|; per token, δ = x̂ - d_a a and e_a =
+// max_k |δ_k|; and γ_f16, γ_q8 the float rounding of the two fixed summation orders (chains of
+// cols / 16 and cols / 512 fused multiply-adds, then four folds). The first two terms are what
+// quantizing the row and the token change in the exact sums (each the smaller of a max-times-sum
+// and a Cauchy-Schwarz bound); the last two what rounding changes in each computed sum.
 #pragma once
 
 #include "kernels/cpu_features.hpp"
@@ -37,12 +38,15 @@ struct q8_0_screen {
     /// sqrt(Σ_k (w_k - d̂ q_k)²), rounded up: with the token's sqrt(Σ x̂²) a second bound on the
     /// first term (Cauchy-Schwarz), tighter where a row's errors are not all at their largest
     std::vector<float> err_l2;
+    /// sqrt(Σ_k (d̂ q_k)²), rounded up: with the token's |x̂ - d_a a|₂ the same for the second term
+    std::vector<float> q_l2;
     bool finite = true; ///< every value of the matrix is finite
 
     /// What one screening pass reads of the copy.
     [[nodiscard]] std::uint64_t bytes() const noexcept {
         return q8.bytes() +
-               (w_err.size() + w_max.size() + dq.size() + err_l2.size()) * sizeof(float);
+               (w_err.size() + w_max.size() + dq.size() + err_l2.size() + q_l2.size()) *
+                   sizeof(float);
     }
 };
 

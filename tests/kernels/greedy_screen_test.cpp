@@ -148,6 +148,89 @@ TEST_CASE("greedy screen: rows a few F16 steps apart, closer than the Q8_0 copy 
     }
 }
 
+TEST_CASE("greedy screen: unlike rows made to tie for one token keep the exact first maximum, "
+          "where only the token's quantization separates the Q8_0 products") {
+    // Rows on the Q8_0 grid (values q·2^-7, a ±127 in every block: the copy is exact, so the
+    // row's term of the bound is 0), each with one value solved so that its logit for the token
+    // is 0 to within a grid step: near ties, which the token's own quantization (large at a
+    // spike of the token) orders at random in the Q8_0 products. Only a bound that counts the
+    // token's term keeps the true maximum among the rows computed again (without it, the wrong
+    // row came back in every trial).
+    const std::size_t rows = 300, cols = 256;
+    const std::size_t spike = 130;
+    for (std::uint32_t trial = 0; trial < 8; ++trial) {
+        CAPTURE(trial);
+        auto x = random_floats(cols, 41 + trial, -0.5f, 0.5f);
+        x[spike] = 16.0f;
+        std::mt19937 rng(43 + trial);
+        std::uniform_int_distribution<int> value(-126, 126);
+        std::vector<std::uint16_t> w(rows * cols);
+        for (std::size_t m = 0; m < rows; ++m) {
+            std::vector<int> q(cols);
+            for (std::size_t k = 0; k < cols; ++k)
+                q[k] = value(rng);
+            for (std::size_t b = 0; b < cols / kernels::q8_0_block; ++b)
+                q[b * kernels::q8_0_block + 1] = (m + b) % 2 ? 127 : -127; // the block's absmax
+            double rest = 0.0;
+            for (std::size_t k = 0; k < cols; ++k)
+                if (k != spike)
+                    rest += q[k] * 0x1p-7 * x[k];
+            q[spike] =
+                std::clamp(static_cast<int>(std::lround(-rest / x[spike] * 0x1p7)), -126, 126);
+            for (std::size_t k = 0; k < cols; ++k)
+                w[m * cols + k] = kernels::f32_to_f16(static_cast<float>(q[k]) * 0x1p-7f);
+        }
+        const auto want = reference(w, rows, cols, x, 1);
+        for (auto family : families_here()) {
+            CAPTURE(std::string(kernels::isa_name(family)));
+            const auto screen = kernels::make_q8_0_screen(w.data(), rows, cols, family);
+            CHECK(*std::max_element(screen.w_err.begin(), screen.w_err.end()) == 0.0f);
+            std::vector<kernels::screened_token> got(1);
+            kernels::screened_argmax(screen, w.data(), x.data(), 1, cols, got.data(), 2, family);
+            check_same(got, want, rows);
+        }
+    }
+}
+
+TEST_CASE("greedy screen: unlike rows made to tie for one token keep the exact first maximum, "
+          "where only the rows' quantization separates the Q8_0 products") {
+    // The mirror of the case above: the token on the Q8_0 grid (every block's values a·2^-8 with
+    // a ±127, and a spike block of a·2^-3: the token's term is 0), the rows random F16 values
+    // off the grid, each with one value solved so that its logit is 0 to within an F16 step.
+    const std::size_t rows = 300, cols = 256;
+    const std::size_t spike = 130, spike_block = spike / kernels::q8_0_block;
+    for (std::uint32_t trial = 0; trial < 8; ++trial) {
+        CAPTURE(trial);
+        std::mt19937 rng(51 + trial);
+        std::uniform_int_distribution<int> fine(-126, 126), coarse(-4, 4);
+        std::vector<float> x(cols);
+        for (std::size_t k = 0; k < cols; ++k) {
+            const bool in_spike_block = k / kernels::q8_0_block == spike_block;
+            x[k] = in_spike_block ? static_cast<float>(coarse(rng)) * 0x1p-3f
+                                  : static_cast<float>(fine(rng)) * 0x1p-8f;
+            if (k % kernels::q8_0_block == 5)
+                x[k] = in_spike_block ? 0.0f : 127.0f * 0x1p-8f; // the block's absmax
+        }
+        x[spike] = 127.0f * 0x1p-3f; // 15.875: the spike block's absmax, its scale 2^-3
+        auto w = random_f16(rows * cols, 52 + trial);
+        for (std::size_t m = 0; m < rows; ++m) {
+            double rest = 0.0;
+            for (std::size_t k = 0; k < cols; ++k)
+                if (k != spike)
+                    rest += static_cast<double>(kernels::f16_to_f32(w[m * cols + k])) * x[k];
+            w[m * cols + spike] = kernels::f32_to_f16(static_cast<float>(-rest / x[spike]));
+        }
+        const auto want = reference(w, rows, cols, x, 1);
+        for (auto family : families_here()) {
+            CAPTURE(std::string(kernels::isa_name(family)));
+            const auto screen = kernels::make_q8_0_screen(w.data(), rows, cols, family);
+            std::vector<kernels::screened_token> got(1);
+            kernels::screened_argmax(screen, w.data(), x.data(), 1, cols, got.data(), 2, family);
+            check_same(got, want, rows);
+        }
+    }
+}
+
 TEST_CASE("greedy screen: a row that stands out is decided from a few rows, not all of them") {
     const std::size_t rows = 4000, cols = 2560;
     const auto w = random_f16(rows * cols, 5);
