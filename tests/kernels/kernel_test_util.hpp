@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kernels/cpu_features.hpp"
+#include "kernels/f16.hpp"
 
 #include <doctest/doctest.h>
 
@@ -57,6 +58,15 @@ inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed, float
     for (auto& x : v)
         x = dist(rng);
     return v;
+}
+
+/// n values uniform in [-1.5, 1.5], as F16 bits.
+inline std::vector<std::uint16_t> random_f16(std::size_t n, std::uint32_t seed) {
+    const auto f = random_floats(n, seed, -1.5f, 1.5f);
+    std::vector<std::uint16_t> h(n);
+    for (std::size_t i = 0; i < n; ++i)
+        h[i] = kernels::f32_to_f16(f[i]);
+    return h;
 }
 
 } // namespace bitnet::test

@@ -14,14 +14,6 @@ using namespace bitnet::test;
 
 namespace {
 
-std::vector<std::uint16_t> random_f16(std::size_t n, std::uint32_t seed) {
-    const auto f = random_floats(n, seed, -1.5f, 1.5f);
-    std::vector<std::uint16_t> h(n);
-    for (std::size_t i = 0; i < n; ++i)
-        h[i] = kernels::f32_to_f16(f[i]);
-    return h;
-}
-
 // Value k of row m of w, wherever the packed layout keeps it.
 int value(const kernels::packed_q8_0& w, std::size_t m, std::size_t k) {
     return w.values.as<std::int8_t>()[m * w.cols + kernels::q8_0_value_offset(k, w.cols)];
