@@ -47,6 +47,12 @@ void check_same(const std::vector<kernels::screened_token>& got,
     }
 }
 
+kernels::q8_0_screen screen_of(const std::vector<std::uint16_t>& w, std::size_t rows,
+                               std::size_t cols, kernels::isa family) {
+    return kernels::make_q8_0_screen(w.data(), static_cast<std::uint32_t>(rows),
+                                     static_cast<std::uint32_t>(cols), family);
+}
+
 std::vector<kernels::isa> families_here() {
     std::vector<kernels::isa> out{kernels::isa::scalar};
     for (auto f : simd_families)
@@ -87,9 +93,7 @@ TEST_CASE("greedy screen: the token is the full F16 product's first maximum, bit
             const auto want = reference(w, rows, cols, x, n_tok);
             for (auto family : families_here()) {
                 CAPTURE(std::string(kernels::isa_name(family)));
-                const auto screen =
-                    kernels::make_q8_0_screen(w.data(), static_cast<std::uint32_t>(rows),
-                                              static_cast<std::uint32_t>(cols), family);
+                const auto screen = screen_of(w, rows, cols, family);
                 REQUIRE(screen.finite);
                 for (int threads : {1, 3}) {
                     std::vector<kernels::screened_token> got(n_tok);
@@ -129,9 +133,7 @@ TEST_CASE("greedy screen: rows a few F16 steps apart, closer than the Q8_0 copy 
         const auto want = reference(w, rows, cols, x, n_tok);
         for (auto family : families_here()) {
             CAPTURE(std::string(kernels::isa_name(family)));
-            const auto screen =
-                kernels::make_q8_0_screen(w.data(), static_cast<std::uint32_t>(rows),
-                                          static_cast<std::uint32_t>(cols), family);
+            const auto screen = screen_of(w, rows, cols, family);
             std::vector<kernels::screened_token> got(n_tok);
             kernels::screened_argmax(screen, w.data(), x.data(), n_tok, cols, got.data(), 2,
                                      family);
@@ -175,7 +177,7 @@ TEST_CASE("greedy screen: unlike rows made to tie for one token keep the exact f
         const auto want = reference(w, rows, cols, x, 1);
         for (auto family : families_here()) {
             CAPTURE(std::string(kernels::isa_name(family)));
-            const auto screen = kernels::make_q8_0_screen(w.data(), rows, cols, family);
+            const auto screen = screen_of(w, rows, cols, family);
             CHECK(*std::max_element(screen.w_err.begin(), screen.w_err.end()) == 0.0f);
             std::vector<kernels::screened_token> got(1);
             kernels::screened_argmax(screen, w.data(), x.data(), 1, cols, got.data(), 2, family);
@@ -215,7 +217,7 @@ TEST_CASE("greedy screen: unlike rows made to tie for one token keep the exact f
         const auto want = reference(w, rows, cols, x, 1);
         for (auto family : families_here()) {
             CAPTURE(std::string(kernels::isa_name(family)));
-            const auto screen = kernels::make_q8_0_screen(w.data(), rows, cols, family);
+            const auto screen = screen_of(w, rows, cols, family);
             std::vector<kernels::screened_token> got(1);
             kernels::screened_argmax(screen, w.data(), x.data(), 1, cols, got.data(), 2, family);
             check_same(got, want, rows);
