@@ -86,7 +86,10 @@ std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t n_vocab, st
 
 /// N sequences with a short prompt each, then `steps` decode steps of all N together.
 /// Returns decode tokens/s (all sequences).
-double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t steps) {
+/// With `greedy_only` the decode chunks ask for their greedy token alone (the screen's rows, when
+/// the engine keeps one: --greedy-screen).
+double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t steps,
+                           bool greedy_only = false) {
     const std::uint32_t n_vocab = e.config().n_vocab;
     std::vector<model::seq_chunk> batch;
     for (std::size_t s = 0; s < n_seq; ++s)
@@ -104,6 +107,7 @@ double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t step
     for (auto& c : batch) {
         c.pos0 = 8;
         c.tokens = {1};
+        c.greedy_only = greedy_only;
     }
     const auto t0 = clock_type::now();
     for (std::size_t i = 0; i < steps; ++i) {
@@ -343,6 +347,10 @@ int main(int argc, char** argv) {
     app.add_option("--repeats", repeats);
     bool q8_logits = false;
     app.add_flag("--q8-logits", q8_logits, "the opt-in Q8_0 block logits");
+    bool greedy_screen = false;
+    app.add_flag("--greedy-screen", greedy_screen,
+                 "keep the exact greedy screen and also time single-stream decode with greedy-only "
+                 "chunks, alternating with plain ones");
     std::string workload_spec;
     bool workload_only = false;
     app.add_option("--workload", workload_spec, "NxPxT: N sequences, P-token prompts, T tokens");
@@ -365,6 +373,7 @@ int main(int argc, char** argv) {
     opt.model_path = model_path;
     opt.n_threads = threads;
     opt.q8_logits = q8_logits;
+    opt.greedy_screen = greedy_screen;
     fig.q8_logits = q8_logits;
     opt.max_batch_tokens = static_cast<std::uint32_t>(std::max<std::size_t>(prefill, 512));
     {
@@ -438,6 +447,28 @@ int main(int argc, char** argv) {
     std::printf("single-stream decode: %.2f tokens/s (min %.2f, max %.2f)\n", tps1,
                 *std::min_element(single.begin(), single.end()),
                 *std::max_element(single.begin(), single.end()));
+    if (greedy_screen) {
+        // The same engine, plain and greedy-only decode alternating (order swapped each round).
+        std::vector<double> plain, screened, ratio;
+        for (int r = 0; r < repeats; ++r) {
+            double a = 0, b = 0;
+            if (r % 2 == 0) {
+                a = decode_tokens_per_s(e, 1, decode_steps);
+                b = decode_tokens_per_s(e, 1, decode_steps, true);
+            } else {
+                b = decode_tokens_per_s(e, 1, decode_steps, true);
+                a = decode_tokens_per_s(e, 1, decode_steps);
+            }
+            plain.push_back(a);
+            screened.push_back(b);
+            ratio.push_back(b / a);
+        }
+        std::printf("single-stream decode, greedy-only chunks (screen): %.2f tokens/s against %.2f "
+                    "plain in the same rounds, ratio median %.3f (min %.3f, max %.3f)\n",
+                    median(screened), median(plain), median(ratio),
+                    *std::min_element(ratio.begin(), ratio.end()),
+                    *std::max_element(ratio.begin(), ratio.end()));
+    }
     for (std::size_t n : batches) {
         std::vector<double> agg;
         for (int r = 0; r < std::max(1, repeats / 2); ++r)

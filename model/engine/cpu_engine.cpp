@@ -3,6 +3,7 @@
 #include "kernels/activation.hpp"
 #include "kernels/f16.hpp"
 #include "kernels/f16_matmul.hpp"
+#include "kernels/greedy_screen.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/rms_norm.hpp"
 #include "model/engine/step_bookkeeping.hpp"
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace bitnet::model {
@@ -282,13 +284,64 @@ step_output cpu_engine::logits_for(std::span<const seq_chunk> batch) {
             kernels::quantize_q8_0(normed.data(), rows.size(), n_embd, n_embd, logits_acts_);
             kernels::q8_0_matmul(*weights_.logits_q8, logits_acts_, out.logits.data(), c.n_vocab,
                                  n_threads_, plan_.logits_for(rows.size()));
-        } else {
+        } else if (!weights_.logits_screen || !screen_rows(batch, out, normed)) {
             kernels::f16_matmul(weights_.logits_f16, c.n_vocab, n_embd, normed.data(), rows.size(),
                                 n_embd, out.logits.data(), c.n_vocab, n_threads_,
                                 plan_.logits_for(rows.size()));
         }
     }
     return out;
+}
+
+// The rows of greedy-only chunks from the screen (-inf but the greedy token, which holds its
+// exact value), the others from the F16 product; false (nothing computed) when no chunk asked.
+// Every row's values are the ones the F16 product of all rows gives, bit for bit, where they are
+// computed: a row's F16 sum depends on that row and its token only.
+bool cpu_engine::screen_rows(std::span<const seq_chunk> batch, step_output& out,
+                             const std::vector<float>& normed) {
+    const std::size_t n_embd = config_.n_embd;
+    const std::size_t n_vocab = config_.n_vocab;
+    const std::size_t n_rows = normed.size() / n_embd;
+    std::vector<char> greedy(n_rows, 0);
+    bool any = false;
+    for (std::size_t i = 0; i < batch.size(); ++i)
+        if (batch[i].greedy_only && !batch[i].all_logits &&
+            out.rows_for_chunk[i] != step_output::no_row) {
+            greedy[out.rows_for_chunk[i]] = 1;
+            any = true;
+        }
+    if (!any)
+        return false;
+    // Each kind's rows side by side, computed together, then put in place.
+    std::vector<std::size_t> picked[2];
+    for (std::size_t r = 0; r < n_rows; ++r)
+        picked[greedy[r] ? 1 : 0].push_back(r);
+    auto gather = [&](const std::vector<std::size_t>& which) {
+        std::vector<float> x(which.size() * n_embd);
+        for (std::size_t i = 0; i < which.size(); ++i)
+            std::copy_n(normed.data() + which[i] * n_embd, n_embd, x.data() + i * n_embd);
+        return x;
+    };
+    if (const auto& full = picked[0]; !full.empty()) {
+        const auto x = gather(full);
+        std::vector<float> y(full.size() * n_vocab);
+        kernels::f16_matmul(weights_.logits_f16, n_vocab, n_embd, x.data(), full.size(), n_embd,
+                            y.data(), n_vocab, n_threads_, plan_.logits_for(full.size()));
+        for (std::size_t i = 0; i < full.size(); ++i)
+            std::copy_n(y.data() + i * n_vocab, n_vocab, out.logits.data() + full[i] * n_vocab);
+    }
+    const auto& screened = picked[1];
+    const auto x = gather(screened);
+    std::vector<kernels::screened_token> tokens(screened.size());
+    kernels::screened_argmax(*weights_.logits_screen, weights_.logits_f16, x.data(),
+                             screened.size(), n_embd, tokens.data(), n_threads_,
+                             plan_.logits_for(screened.size()));
+    for (std::size_t i = 0; i < screened.size(); ++i) {
+        float* row = out.logits.data() + screened[i] * n_vocab;
+        std::fill_n(row, n_vocab, -std::numeric_limits<float>::infinity());
+        row[tokens[i].token] = tokens[i].logit;
+    }
+    return true;
 }
 
 } // namespace bitnet::model

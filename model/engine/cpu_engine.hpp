@@ -93,6 +93,9 @@ private:
     };
     void bitlinears(std::span<const projection_out> outs, const kernels::quantized_acts& a);
     void attention_layer(std::span<const seq_chunk> batch, std::uint32_t layer);
+    /// logits_for's rows when greedy-only chunks meet a greedy screen (cpu_engine.cpp).
+    bool screen_rows(std::span<const seq_chunk> batch, step_output& out,
+                     const std::vector<float>& normed);
     [[nodiscard]] const kernels::rope_angles& angles(std::uint32_t pos);
 
     model_config config_;

@@ -47,6 +47,7 @@ result<model_parts> load_model_parts(const engine_options& opt, kernels::isa fam
     wopt.family = family;
     wopt.tl_kernel_config = opt.tl_kernel_config;
     wopt.q8_logits = opt.q8_logits;
+    wopt.greedy_screen = opt.greedy_screen;
     auto weights = load_model_weights(*file, *config, *tensors, wopt);
     if (!weights)
         return in_file(opt.model_path, weights.error());

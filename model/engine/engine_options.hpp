@@ -15,7 +15,11 @@ struct engine_options {
     std::uint32_t max_batch_tokens = 512; ///< upper bound of tokens in one step
     bool q8_logits = false;               ///< opt-in Q8_0 block logits (documented accuracy loss)
     bool kv_q8_0 = false;                 ///< opt-in Q8_0 KV cache (kernels/attention.hpp)
-    std::string tl_kernel_config;         ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
+    /// Keep an exact Q8_0 screen of the F16 logits matrix (kernels/greedy_screen.hpp) for the
+    /// chunks that ask for their greedy token only (seq_chunk::greedy_only): about half the
+    /// matrix's bytes more in memory. Ignored with q8_logits and on the CUDA engine.
+    bool greedy_screen = false;
+    std::string tl_kernel_config; ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
 };
 
 } // namespace bitnet::model

@@ -196,6 +196,12 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
         }
         // Values and their F16 block scales: 34 bytes per 32 values.
         w.logits_bytes = w.logits_q8->bytes();
+    } else if (opt.greedy_screen && c.n_embd % kernels::q8_0_block == 0) {
+        // Beside the F16 matrix (rows a screen keeps are computed from it): what a greedy-only
+        // row reads instead of the whole matrix. logits_bytes stays the F16 matrix's, what any
+        // other row reads.
+        w.logits_screen = kernels::make_q8_0_screen(w.logits_f16, c.n_vocab, c.n_embd, opt.family);
+        w.owned_bytes += w.logits_screen->bytes();
     }
 
     projection_loader loader(opt);

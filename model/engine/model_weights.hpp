@@ -7,6 +7,7 @@
 
 #include "common/error.hpp"
 #include "kernels/aligned_buffer.hpp"
+#include "kernels/greedy_screen.hpp"
 #include "kernels/q8_matmul.hpp"
 #include "kernels/ternary_matmul.hpp"
 #include "model/engine/model_config.hpp"
@@ -52,6 +53,8 @@ struct model_weights {
     /// The logits matrix in Q8_0 blocks when q8 logits were asked for (then the F16 one is not
     /// read after loading).
     std::optional<kernels::packed_q8_0> logits_q8;
+    /// The F16 logits matrix's exact greedy screen, when engine_options::greedy_screen asked.
+    std::optional<kernels::q8_0_screen> logits_screen;
     std::vector<float> output_norm;
     std::vector<float> rope_freqs; ///< empty when absent
     std::vector<layer_weights> layers;
@@ -67,6 +70,7 @@ struct weight_load_options {
     kernels::isa family = kernels::best_isa();
     std::string tl_kernel_config; ///< bitnet.cpp kernel_config.ini, for TL1/TL2 files
     bool q8_logits = false;       ///< quantize the logits matrix to Q8_0 blocks (opt-in)
+    bool greedy_screen = false;   ///< keep the F16 matrix's exact greedy screen (not with q8)
 };
 
 /// Repacks or copies `tensors` of `file` for the kernels, handing each tensor's pages of the file's

@@ -1,0 +1,111 @@
+// The CPU engine's greedy screen (engine_options::greedy_screen, seq_chunk::greedy_only) on real
+// files: bitnet.cpp's tiny file (random weights, greedy margins down to 0.003) reproduces
+// bitnet.cpp's 64 greedy tokens, and on it and the trained default model every greedy-only row
+// holds exactly the token and logit the full row gives, and nothing else; a chunk beside it that
+// did not ask gets its full row, bit for bit the row of an engine without the screen.
+#include "engine_fixture.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+#include "support/default_model_slice.hpp"
+#include "support/greedy_reference.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+using namespace bitnet;
+using namespace bitnet::test;
+
+namespace {
+
+std::unique_ptr<model::engine> load_screened(const std::string& path) {
+    model::engine_options opt;
+    opt.model_path = path;
+    opt.n_threads = 2;
+    opt.kv_budget_bytes = 64ull << 20;
+    opt.greedy_screen = true;
+    auto e = model::engine::load(opt);
+    REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
+    return std::move(*e);
+}
+
+/// Two sequences decoded side by side on both engines, 40 greedy steps after their prompts: on
+/// the screened engine the first asks for its greedy token only and the second for its row. Every
+/// step: the screened row is -inf but the full row's first maximum, which holds its exact value;
+/// the other row equals the plain engine's bit for bit; both pick the same tokens.
+void check_side_by_side(model::engine& plain, model::engine& screened,
+                        const std::vector<std::int32_t>& prompt_a,
+                        const std::vector<std::int32_t>& prompt_b) {
+    const auto n_vocab = plain.config().n_vocab;
+    std::vector<model::seq_chunk> chunks{{1, prompt_a, 0, true}, {2, prompt_b, 0, true}};
+    for (int step = 0; step < 40; ++step) {
+        CAPTURE(step);
+        auto with = chunks;
+        with[0].greedy_only = true;
+        auto p = plain.step(chunks);
+        auto s = screened.step(with);
+        REQUIRE(p);
+        REQUIRE(s);
+        const auto full = p->row(p->rows_for_chunk[0], n_vocab);
+        const auto got = s->row(s->rows_for_chunk[0], n_vocab);
+        const std::int32_t want = argmax(full);
+        REQUIRE(argmax(got) == want);
+        CHECK(std::memcmp(&got[static_cast<std::size_t>(want)],
+                          &full[static_cast<std::size_t>(want)], sizeof(float)) == 0);
+        std::size_t finite = 0;
+        for (float v : got)
+            finite += std::isfinite(v) ? 1 : 0;
+        CHECK(finite == 1);
+        const auto other_p = p->row(p->rows_for_chunk[1], n_vocab);
+        const auto other_s = s->row(s->rows_for_chunk[1], n_vocab);
+        CHECK(same_bits({other_p.begin(), other_p.end()}, {other_s.begin(), other_s.end()}));
+        const std::int32_t next[2] = {want, argmax(other_p)};
+        for (std::size_t i = 0; i < 2; ++i) {
+            chunks[i].pos0 += static_cast<std::uint32_t>(chunks[i].tokens.size());
+            chunks[i].tokens = {next[i]};
+        }
+    }
+    for (model::seq_id seq : {1, 2}) {
+        plain.release(seq);
+        screened.release(seq);
+    }
+}
+
+} // namespace
+
+TEST_CASE("greedy screen: bitnet.cpp's tiny file gives bitnet.cpp's 64 greedy tokens from "
+          "greedy-only chunks") {
+    const auto ref = load_greedy_reference();
+    auto e = load_screened(data_path("bitnetcpp/tiny-i2_s.gguf"));
+    const auto n_vocab = e->config().n_vocab;
+    model::seq_chunk c{1, ref.prompt, 0, true};
+    c.greedy_only = true;
+    std::vector<std::int32_t> got;
+    for (std::size_t i = 0; i < ref.greedy.size(); ++i) {
+        auto r = e->step(std::span<const model::seq_chunk>(&c, 1));
+        REQUIRE(r);
+        got.push_back(argmax(r->row(0, n_vocab)));
+        c.pos0 += static_cast<std::uint32_t>(c.tokens.size());
+        c.tokens = {got.back()};
+    }
+    CHECK(got == ref.greedy);
+}
+
+TEST_CASE("greedy screen: greedy-only rows hold the full row's first maximum and nothing else, "
+          "beside a full row that is unchanged (tiny file and the trained default model)") {
+    const auto ref = load_greedy_reference();
+    {
+        auto plain = load_engine(data_path("bitnetcpp/tiny-i2_s.gguf"));
+        auto screened = load_screened(data_path("bitnetcpp/tiny-i2_s.gguf"));
+        check_side_by_side(*plain, *screened, ref.prompt, {5, 17, 300, 2});
+    }
+    {
+        auto plain = load_engine(default_model_path());
+        auto screened = load_screened(default_model_path());
+        const auto& v = plain->vocab();
+        const auto a = v.encode("Once upon a time");
+        const auto b = v.encode("The quick brown fox");
+        REQUIRE(a);
+        REQUIRE(b);
+        check_side_by_side(*plain, *screened, *a, *b);
+    }
+}
