@@ -36,17 +36,29 @@ inline std::string make_model(const scratch_dir& dir, const std::string& arch,
     return path;
 }
 
-inline std::unique_ptr<model::engine> load_engine(const std::string& path, int threads = 2,
-                                                  std::uint64_t kv_bytes = 64ull << 20,
-                                                  const std::string& tl_config = {}) {
+/// The engine `opt` describes; the test stops when it does not load.
+inline std::unique_ptr<model::engine> load_engine_with(const model::engine_options& opt) {
+    auto e = model::engine::load(opt);
+    REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
+    return std::move(*e);
+}
+
+/// Test defaults: 2 threads, a 64 MiB KV pool.
+inline model::engine_options test_engine_options(const std::string& path, int threads = 2,
+                                                 std::uint64_t kv_bytes = 64ull << 20) {
     model::engine_options opt;
     opt.model_path = path;
     opt.n_threads = threads;
     opt.kv_budget_bytes = kv_bytes;
+    return opt;
+}
+
+inline std::unique_ptr<model::engine> load_engine(const std::string& path, int threads = 2,
+                                                  std::uint64_t kv_bytes = 64ull << 20,
+                                                  const std::string& tl_config = {}) {
+    auto opt = test_engine_options(path, threads, kv_bytes);
     opt.tl_kernel_config = tl_config;
-    auto e = model::engine::load(opt);
-    REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
-    return std::move(*e);
+    return load_engine_with(opt);
 }
 
 /// Top-1 logit minus top-2: how close a greedy choice was.

@@ -18,14 +18,9 @@ using namespace bitnet::test;
 namespace {
 
 std::unique_ptr<model::engine> load_screened(const std::string& path) {
-    model::engine_options opt;
-    opt.model_path = path;
-    opt.n_threads = 2;
-    opt.kv_budget_bytes = 64ull << 20;
+    auto opt = test_engine_options(path);
     opt.greedy_screen = true;
-    auto e = model::engine::load(opt);
-    REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
-    return std::move(*e);
+    return load_engine_with(opt);
 }
 
 /// Two sequences decoded side by side on both engines, 40 greedy steps after their prompts: on

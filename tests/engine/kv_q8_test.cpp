@@ -17,14 +17,9 @@ using namespace bitnet::test;
 namespace {
 
 std::unique_ptr<model::engine> load_with_kv(const std::string& path, bool q8) {
-    model::engine_options opt;
-    opt.model_path = path;
-    opt.n_threads = 2;
-    opt.kv_budget_bytes = 64ull << 20;
+    auto opt = test_engine_options(path);
     opt.kv_q8_0 = q8;
-    auto e = model::engine::load(opt);
-    REQUIRE_MESSAGE(e, (e ? std::string() : e.error().to_string()));
-    return std::move(*e);
+    return load_engine_with(opt);
 }
 
 struct agreement {
