@@ -154,7 +154,6 @@ void screened_argmax(const q8_0_screen& screen, const std::uint16_t* w, const fl
         const double e_l2 = std::sqrt(e_sq) * (1.0 + 0x1p-40);
         const double rounding_q8 = gamma_q8 * 127.0 * d_a_max;
         const float* yt = y.data() + t * rows;
-        auto approx = [&](std::size_t m) { return static_cast<double>(yt[m]); };
         double best_low = -std::numeric_limits<double>::infinity();
         for (std::size_t m = 0; m < rows; ++m) {
             // Each term by the smaller of its two bounds: max times sum, or the two lengths.
@@ -164,13 +163,13 @@ void screened_argmax(const q8_0_screen& screen, const std::uint16_t* w, const fl
             bound[m] =
                 (1.0 + 0x1p-20) * (row_term + token_term + gamma_f16 * screen.w_max[m] * x_sum +
                                    rounding_q8 * screen.dq[m]);
-            best_low = std::max(best_low, approx(m) - bound[m]);
+            best_low = std::max(best_low, static_cast<double>(yt[m]) - bound[m]);
         }
         // Every row that may reach the best: the maximum is among them, and every row left out
         // is below it (its upper bound is under some row's lower bound).
         candidates.clear();
         for (std::size_t m = 0; m < rows; ++m)
-            if (approx(m) + bound[m] >= best_low)
+            if (static_cast<double>(yt[m]) + bound[m] >= best_low)
                 candidates.push_back(static_cast<std::uint32_t>(m));
         gathered.resize(candidates.size() * cols);
         for (std::size_t i = 0; i < candidates.size(); ++i)
