@@ -160,6 +160,12 @@ void sampler::resume_after(std::uint64_t n_sampled) {
         rng_.discard(n_sampled);
 }
 
+bool sampler::first_maximum_only() const noexcept {
+    const auto& p = params_;
+    return p.temperature == 0.0f && p.n_logprobs == 0 && !p.report_logprob &&
+           (p.repetition_penalty == 1.0f || p.repeat_last_n == 0);
+}
+
 result<sampled> sampler::sample(std::span<const float> logits,
                                 std::span<const std::int32_t> recent) {
     const auto n_vocab = static_cast<std::int32_t>(logits.size());

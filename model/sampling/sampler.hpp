@@ -44,6 +44,11 @@ public:
 
     [[nodiscard]] const sampling_params& params() const noexcept { return params_; }
 
+    /// Whether a draw takes the row's first maximum and reports nothing else: greedy, no
+    /// repetition penalty, no alternatives and no logprob of its own. sample() then gives the
+    /// same token from a row that holds only that maximum (the rest -inf) as from the full row.
+    [[nodiscard]] bool first_maximum_only() const noexcept;
+
 private:
     explicit sampler(const sampling_params& p);
     /// Uniform double in [0, 1) from 53 random bits (portable, unlike uniform_real_distribution).

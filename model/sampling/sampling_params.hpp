@@ -20,6 +20,11 @@ struct sampling_params {
     int repeat_last_n = 64; ///< window of the penalty; 0 = off, -1 = every token given
     std::uint64_t seed = 0;
     int n_logprobs = 0; ///< how many top alternatives to report per token; [0, max_logprobs]
+    /// Whether the chosen token's log-probability is delivered. A greedy draw that delivers
+    /// none (and has no penalty or alternatives) needs only the row's first maximum, which an
+    /// engine with a greedy screen finds without computing the whole row (seq_chunk::
+    /// greedy_only); its reported logprob then means nothing.
+    bool report_logprob = true;
 
     static constexpr int max_logprobs = 20;
 };

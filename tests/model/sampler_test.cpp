@@ -217,3 +217,39 @@ TEST_CASE("sampler: resume_after continues the draws of a sampler that took n sa
     g.resume_after(1000);
     CHECK(g.sample(logits).value().token == 6);
 }
+
+TEST_CASE("sampler: first_maximum_only holds only for a greedy draw that reports nothing else, "
+          "and such a draw takes the same token from the row's maximum alone") {
+    // Row 3 is the first maximum; a penalty on it makes row 1 win.
+    const std::vector<float> full{0.5f, 1.9f, -1.0f, 2.0f, 1.0f, 1.2f};
+    std::vector<float> max_only(full.size(), -INFINITY);
+    max_only[3] = full[3];
+    const std::vector<std::int32_t> recent{3};
+
+    sampling_params p;
+    p.temperature = 0.0f;
+    p.report_logprob = false;
+    CHECK(make(p).first_maximum_only());
+    CHECK(make(p).sample(full, recent).value().token == 3);
+    CHECK(make(p).sample(max_only, recent).value().token == 3);
+    auto no_window = p;
+    no_window.repetition_penalty = 2.0f;
+    no_window.repeat_last_n = 0; // the penalty looks at nothing
+    CHECK(make(no_window).first_maximum_only());
+
+    auto sampled = p;
+    sampled.temperature = 0.5f;
+    auto reported = p;
+    reported.report_logprob = true;
+    auto alternatives = p;
+    alternatives.n_logprobs = 2;
+    auto penalised = p;
+    penalised.repetition_penalty = 2.0f;
+    for (const auto& q : {sampled, reported, alternatives, penalised})
+        CHECK_FALSE(make(q).first_maximum_only());
+    // Why a penalty rules it out: the penalised full row's greedy token is another one.
+    CHECK(make(penalised).sample(full, recent).value().token == 1);
+    CHECK(make(penalised).sample(max_only, recent).value().token == 3);
+    // The default reports its logprob: a request must say it shows none.
+    CHECK(sampling_params{}.report_logprob);
+}
