@@ -69,6 +69,9 @@ struct step_output {
     /// chunk index -> row of the chunk's FIRST token when it asked for all_logits (its token j
     /// is row first + j), else no_row. Empty when no chunk of the step asked.
     std::vector<std::size_t> first_row_for_chunk;
+    /// Rows answered by the engine's greedy screen (greedy_only chunks of an engine that keeps
+    /// one): each cost a pass over the screen's copy instead of the whole logits product.
+    std::uint32_t screened_rows = 0;
 
     [[nodiscard]] std::span<const float> row(std::size_t r, std::uint32_t n_vocab) const {
         return {logits.data() + r * n_vocab, n_vocab};

@@ -38,9 +38,11 @@ std::string cpu_engine::describe() const {
     s << config_.arch_name << ", " << config_.n_layer << " layers, n_embd " << config_.n_embd
       << ", vocab " << config_.n_vocab << "; weights " << weights_.formats
       << " repacked at load for the " << kernels::isa_name(family) << " ternary kernels; logits "
-      << (weights_.logits_q8 ? "Q8_0 (opt-in, 32-value blocks)" : "F16") << "; " << n_threads_
-      << " threads; KV " << cache_.n_blocks_total() << " blocks of " << cache_.block_tokens()
-      << " tokens (" << (cache_.options().q8_0 ? "Q8_0" : "F16")
+      << (weights_.logits_q8       ? "Q8_0 (opt-in, 32-value blocks)"
+          : weights_.logits_screen ? "F16, greedy screen (opt-in Q8_0 copy)"
+                                   : "F16")
+      << "; " << n_threads_ << " threads; KV " << cache_.n_blocks_total() << " blocks of "
+      << cache_.block_tokens() << " tokens (" << (cache_.options().q8_0 ? "Q8_0" : "F16")
       << "); kernels: " << plan_.summary();
     return s.str();
 }
@@ -341,6 +343,7 @@ bool cpu_engine::screen_rows(std::span<const seq_chunk> batch, step_output& out,
         std::fill_n(row, n_vocab, -std::numeric_limits<float>::infinity());
         row[tokens[i].token] = tokens[i].logit;
     }
+    out.screened_rows = static_cast<std::uint32_t>(screened.size());
     return true;
 }
 

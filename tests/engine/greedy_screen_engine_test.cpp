@@ -50,6 +50,9 @@ void check_side_by_side(model::engine& plain, model::engine& screened,
         for (float v : got)
             finite += std::isfinite(v) ? 1 : 0;
         CHECK(finite == 1);
+        // The step says how many rows the screen answered (the executor counts them).
+        CHECK(s->screened_rows == 1);
+        CHECK(p->screened_rows == 0);
         const auto other_p = p->row(p->rows_for_chunk[1], n_vocab);
         const auto other_s = s->row(s->rows_for_chunk[1], n_vocab);
         CHECK(same_bits({other_p.begin(), other_p.end()}, {other_s.begin(), other_s.end()}));
