@@ -261,6 +261,7 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     for (std::size_t i = 0; i < r.extended.size() && i < r.extended_to.size(); ++i)
         st.policy->prefix_attached(r.extended[i], r.extended_to[i]);
     st.prompt_tokens_computed += r.prompt_tokens_computed;
+    st.greedy_screened_tokens += r.greedy_screened_tokens;
     auto out = st.policy->update_from_output(plan, samples, now);
     for (const auto& d : r.drafts)
         st.policy->offer_drafts(d.seq, d.tokens);
@@ -543,6 +544,7 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             out.prefix_query_tokens = st.prefix_query_tokens;
             out.prefix_hit_tokens = st.prefix_hit_tokens;
             out.prompt_tokens_computed = st.prompt_tokens_computed;
+            out.greedy_screened_tokens = st.greedy_screened_tokens;
             out.spec_drafted_tokens = ps.spec_drafted;
             out.spec_accepted_tokens = ps.spec_accepted;
             out.spec_grammar_drafted_tokens = ps.spec_grammar_drafted;

@@ -101,6 +101,7 @@ struct batcher_state {
     std::uint64_t prefix_query_tokens = 0;
     std::uint64_t prefix_hit_tokens = 0;
     std::uint64_t prompt_tokens_computed = 0;
+    std::uint64_t greedy_screened_tokens = 0;
     /// Output for requests placed here by another node's relay, gathered over one pass of the
     /// mailbox and sent as one stream_batch per relay (flush()).
     std::vector<std::pair<caf::actor, msg::stream_batch>> outbox;

@@ -135,6 +135,16 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
     return std::span<const float>(st.masked);
 }
 
+/// Whether `c`'s row is wanted for its first maximum alone (seq_chunk::greedy_only): one greedy
+/// draw that reports no logprob, with no schema mask, no draft rows and no choices forked from
+/// it. An engine with a greedy screen then skips most of the row's logits product.
+bool takes_first_maximum(const executor_state& st, const msg::step_chunk& c) {
+    if (!c.part.want_logits || c.part.all_logits || c.n_draft > 0 || !c.fork_to.empty())
+        return false;
+    const auto it = st.seqs.find(c.part.seq);
+    return it != st.seqs.end() && !it->second.constraint && it->second.sampler.first_maximum_only();
+}
+
 /// Prompt positions (below decoded_from) a chunk computes: the prefill work it does.
 std::uint32_t prompt_positions(const model::seq_chunk& part) {
     const auto end = part.pos0 + static_cast<std::uint32_t>(part.tokens.size());
@@ -303,6 +313,7 @@ result<void> run_pass(executor_state& st, const msg::step_batch& batch,
         return so.error();
     for (const auto& p : chunks)
         out.prompt_tokens_computed += prompt_positions(p);
+    out.greedy_screened_tokens += so->screened_rows;
     for (std::size_t k = 0; k < picked.size(); ++k)
         if (score_prompt_chunk(st, batch.chunks[picked[k]], *so, k, out))
             sample_chunk(st, batch.chunks[picked[k]], *so,
@@ -348,6 +359,7 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
             continue;
         }
         parts[i] = attach_cached(st, c, out);
+        parts[i].greedy_only = takes_first_maximum(st, c);
         if (parts[i].tokens.empty()) {
             // All of it came from the cache (a chunk that wants logits never does).
             auto& s = st.seqs.at(c.part.seq);

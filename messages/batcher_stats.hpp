@@ -52,6 +52,9 @@ struct batcher_stats {
     /// Those of them proposed by the draft model (executor_order::draft_model).
     std::uint64_t spec_model_drafted_tokens = 0;
     std::uint64_t spec_model_accepted_tokens = 0;
+    /// Tokens whose greedy choice came from the engine's exact greedy screen (the greedy_screen
+    /// setting) instead of the whole logits product, since this version started.
+    std::uint64_t greedy_screened_tokens = 0;
 };
 
 template <class Inspector>
@@ -63,7 +66,7 @@ typename Inspector::result_type inspect(Inspector& f, batcher_stats& x) {
              x.mask_cache_bytes, x.mask_cache_masks, x.mask_cache_schemas, x.mask_cache_hits,
              x.mask_cache_misses, x.mask_cache_evictions, x.spec_drafted_tokens,
              x.spec_accepted_tokens, x.spec_grammar_drafted_tokens, x.spec_grammar_accepted_tokens,
-             x.spec_model_drafted_tokens, x.spec_model_accepted_tokens);
+             x.spec_model_drafted_tokens, x.spec_model_accepted_tokens, x.greedy_screened_tokens);
 }
 
 } // namespace bitnet::msg

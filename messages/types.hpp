@@ -41,7 +41,7 @@ namespace bitnet::model {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
     return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
-             x.repetition_penalty, x.repeat_last_n, x.seed, x.n_logprobs);
+             x.repetition_penalty, x.repeat_last_n, x.seed, x.n_logprobs, x.report_logprob);
 }
 
 template <class Inspector>
@@ -430,6 +430,9 @@ struct step_result {
     /// (positions below a chunk's decoded_from that the forward pass ran).
     std::uint32_t prefix_hit_tokens = 0;
     std::uint32_t prompt_tokens_computed = 0;
+    /// Tokens whose greedy choice came from the engine's greedy screen (step_output::
+    /// screened_rows) rather than the whole logits product.
+    std::uint32_t greedy_screened_tokens = 0;
     /// Prefix caching: sequences whose cached prefix reached past their chunk (nothing of it was
     /// computed) and the length their KV now has; the policy continues them from there.
     std::vector<std::uint64_t> extended{};
@@ -447,7 +450,8 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
              x.failed, x.prompt_scores, x.prefix_hit_tokens, x.prompt_tokens_computed, x.extended,
-             x.extended_to, x.hit_seqs, x.hit_tokens, x.kernels, x.drafts);
+             x.extended_to, x.hit_seqs, x.hit_tokens, x.kernels, x.drafts,
+             x.greedy_screened_tokens);
 }
 
 /// What an executor holds: enough for the batcher's policy and for /v1/models and /health.

@@ -48,6 +48,7 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     r.params.temperature = 0.0f;
     r.params.seed = 99;
     r.params.n_logprobs = 3;
+    r.params.report_logprob = false;
     r.stop = {"\n\n", "END"};
     r.stop_token_ids = {5};
     r.prio = msg::priority::high;
@@ -62,6 +63,7 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     CHECK(r2.params.temperature == 0.0f);
     CHECK(r2.params.seed == 99);
     CHECK(r2.params.n_logprobs == 3);
+    CHECK_FALSE(r2.params.report_logprob);
     CHECK(r2.stop == r.stop);
     CHECK(r2.stop_token_ids == r.stop_token_ids);
     CHECK(r2.prio == msg::priority::high);
@@ -104,6 +106,8 @@ TEST_CASE("generate_request and step messages round-trip through the binary seri
     REQUIRE(s2.drafts.size() == 1);
     CHECK(s2.drafts[0].seq == 9);
     CHECK(s2.drafts[0].tokens == std::vector<msg::token_id>{12, 13, 14});
+    s.greedy_screened_tokens = 6;
+    CHECK(round_trip(sys, s).greedy_screened_tokens == 6);
 
     msg::batcher_stats st;
     st.waiting = {1, 2, 3};
