@@ -45,6 +45,9 @@ std::span<const field> fields() {
          "not list (empty = the table alone)"},
         {"q8_logits", &server_config::q8_logits, 0, 1,
          "1 = logits from a Q8_0 copy of the embedding (0.53x the bytes, measured loss)"},
+        {"greedy_screen", &server_config::greedy_screen, 0, 1,
+         "1 = greedy requests that deliver no logprobs take their token, exactly, from a Q8_0 "
+         "copy of the F16 logits (about half its bytes more memory)"},
         {"max_waiting_requests", &server_config::max_waiting_requests, 1, 1u << 24,
          "queued requests before 503 queue_full"},
         {"max_waiting_prompt_tokens", &server_config::max_waiting_prompt_tokens, 1, 1ull << 40,

@@ -410,6 +410,9 @@ result<void> validate(const server_config& cfg) {
     if (std::find(levels.begin(), levels.end(), cfg.log_level) == levels.end())
         return fail("log_level", "'" + cfg.log_level +
                                      "' is not one of trace|debug|info|warn|error|critical|off");
+    if (cfg.greedy_screen != 0 && cfg.q8_logits != 0)
+        return fail("greedy_screen", "screens the F16 logits; with q8_logits 1 there are none "
+                                     "(set one of the two)");
     if (cfg.kv_cache_type != "f16" && cfg.kv_cache_type != "q8_0")
         return fail("kv_cache_type", "'" + cfg.kv_cache_type + "' is not one of f16|q8_0");
     if (cfg.speculative != "auto" && cfg.speculative != "off")

@@ -50,7 +50,8 @@ json::object stats_json(const msg::batcher_stats& x) {
             {"spec_grammar_draft_tokens", x.spec_grammar_drafted_tokens},
             {"spec_grammar_accepted_tokens", x.spec_grammar_accepted_tokens},
             {"spec_model_draft_tokens", x.spec_model_drafted_tokens},
-            {"spec_model_accepted_tokens", x.spec_model_accepted_tokens}};
+            {"spec_model_accepted_tokens", x.spec_model_accepted_tokens},
+            {"greedy_screened_tokens", x.greedy_screened_tokens}};
 }
 
 // The kernel family of each op and how it was chosen; times in whole nanoseconds (Boost.JSON

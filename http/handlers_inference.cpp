@@ -104,6 +104,11 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.echo = in.echo;
     g.max_tokens = in.max_tokens;
     g.params = in.params;
+    // Whether the reply shows the chosen token's logprob: a native stream's token events always
+    // do; elsewhere only when asked. A greedy request that shows none needs only each row's
+    // first maximum (the greedy screen's case, engine_options::greedy_screen).
+    g.params.report_logprob =
+        c.want_logprobs || c.native_logprobs || kind == route_kind::native_stream;
     c.has_stops = !in.stop.empty();
     g.stop = std::move(in.stop);
     g.stop_token_ids = std::move(in.stop_token_ids);

@@ -186,8 +186,15 @@ struct metrics::impl {
     pm::Counter& spec_accepted_ngram = spec_accepted_family.Add({{"source", "ngram"}});
     pm::Counter& spec_accepted_grammar = spec_accepted_family.Add({{"source", "grammar"}});
     pm::Counter& spec_accepted_model = spec_accepted_family.Add({{"source", "draft_model"}});
+    // The greedy screen (greedy_screen setting): tokens chosen without the whole logits product.
+    pm::Counter& greedy_screened = pm::BuildCounter()
+                                       .Name("bitnet_greedy_screened_tokens_total")
+                                       .Help("greedy tokens chosen by the exact greedy screen "
+                                             "instead of the whole logits product")
+                                       .Register(*reg)
+                                       .Add({});
     std::mutex prefix_mu;
-    std::map<std::string, std::array<std::uint64_t, 9>> prefix_seen; ///< model+version -> last
+    std::map<std::string, std::array<std::uint64_t, 10>> prefix_seen; ///< model+version -> last
     std::string node; ///< this node's name, the `node` label of the cluster series
     pm::Counter& spans_dropped =
         pm::BuildCounter()
@@ -375,7 +382,7 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
     for (const auto& s : stats) {
         auto& seen = impl_->prefix_seen[s.model + '\n' + s.model_version];
         // Drafts by source: the totals less the schema's and the draft model's are the n-grams'.
-        const std::array<std::uint64_t, 9> now{
+        const std::array<std::uint64_t, 10> now{
             s.prefix_query_tokens,
             s.prefix_hit_tokens,
             s.prompt_tokens_computed,
@@ -384,7 +391,8 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
             s.spec_grammar_drafted_tokens,
             s.spec_grammar_accepted_tokens,
             s.spec_model_drafted_tokens,
-            s.spec_model_accepted_tokens};
+            s.spec_model_accepted_tokens,
+            s.greedy_screened_tokens};
         // Figures only grow within a version; a smaller one is a restarted batcher: all new.
         auto delta = [&](std::size_t i) {
             return static_cast<double>(now[i] >= seen[i] ? now[i] - seen[i] : now[i]);
@@ -398,6 +406,7 @@ void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
         impl_->spec_accepted_grammar.Increment(delta(6));
         impl_->spec_drafted_model.Increment(delta(7));
         impl_->spec_accepted_model.Increment(delta(8));
+        impl_->greedy_screened.Increment(delta(9));
         seen = now;
     }
     const double q = impl_->prefix_queries.Value();

@@ -212,6 +212,11 @@ TEST_CASE("cross-key validation") {
     CHECK(error_of({.args = {"--api-keys", "short"}}).find("'api_keys'") != std::string::npos);
     CHECK(error_of({.args = {"--kv-block-tokens", "0"}}).find("'kv_block_tokens'") !=
           std::string::npos);
+    // The greedy screen bounds the F16 logits; Q8_0 logits leave none to screen.
+    CHECK(
+        error_of({.args = {"--greedy-screen", "1", "--q8-logits", "1"}}).find("'greedy_screen'") !=
+        std::string::npos);
+    CHECK(load_config({.args = {"--greedy-screen", "1"}}).has_value());
 }
 
 TEST_CASE("usage lists every flag with its environment name") {
