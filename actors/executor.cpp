@@ -135,12 +135,15 @@ result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
     return std::span<const float>(st.masked);
 }
 
-/// Whether `c`'s row is wanted for its first maximum alone (seq_chunk::greedy_only): one greedy
-/// draw that reports no logprob, with no schema mask, no draft rows and no choices forked from
-/// it. An engine with a greedy screen then skips most of the row's logits product.
+/// Whether `c`'s rows are wanted for their first maximum alone (seq_chunk::greedy_only): greedy
+/// draws that report no logprob, with no schema mask and no choices forked from them; a chunk
+/// verifying drafts draws from each of its rows so. An engine with a greedy screen then skips
+/// most of each row's logits product.
 bool takes_first_maximum(const executor_state& st, const msg::step_chunk& c) {
-    if (!c.part.want_logits || c.part.all_logits || c.n_draft > 0 || !c.fork_to.empty())
+    if (!c.part.want_logits || !c.fork_to.empty())
         return false;
+    if (c.part.all_logits && c.n_draft == 0)
+        return false; // prompt logprobs (echo): every row is scored whole
     const auto it = st.seqs.find(c.part.seq);
     return it != st.seqs.end() && !it->second.constraint && it->second.sampler.first_maximum_only();
 }

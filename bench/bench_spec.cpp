@@ -24,7 +24,7 @@
 // token is the teacher's. Each figure is the median of --repeats runs. Usage:
 //   bench_spec -m MODEL [--threads 2] [--doc 1000] [--gen 256] [--max-draft 8]
 //              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy|schema|draft]
-//              [--draft-model FILE] [--q8-logits]
+//              [--draft-model FILE] [--q8-logits] [--greedy-screen]
 #include "actors/sched_policy.hpp"
 #include "bench_timing.hpp"
 #include "ceilings.hpp"
@@ -63,27 +63,35 @@ void must(bool ok, const std::string& what) {
     bench::must(ok, "bench_spec", what);
 }
 
-/// Seconds per step verifying k drafts (k = 0: a plain decode) at context `context`.
-std::vector<double> verify_cost(model::engine& e, std::uint32_t context, std::uint32_t max_k,
-                                int repeats) {
+/// Seconds per step verifying k drafts (k = 0: a plain decode) at context `context`, for each
+/// of `greedy_only` (whether the chunk takes only each row's greedy token: the greedy screen's
+/// rows on an engine that keeps one), the modes' runs alternating so drift falls on all.
+std::vector<std::vector<double>> verify_cost(model::engine& e, std::uint32_t context,
+                                             std::uint32_t max_k, int repeats,
+                                             const std::vector<bool>& greedy_only = {false}) {
     std::mt19937_64 rng(7);
     const auto n_vocab = e.config().n_vocab;
     const auto prompt = random_tokens(context, n_vocab, rng);
     model::seq_chunk pre{1, prompt, 0, false};
     must(static_cast<bool>(e.step(std::span<const model::seq_chunk>(&pre, 1))), "prefill failed");
-    std::vector<double> out;
+    std::vector<std::vector<double>> out(greedy_only.size());
     for (std::uint32_t k = 0; k <= max_k; ++k) {
-        std::vector<double> runs;
-        for (int r = 0; r < repeats * 8; ++r) {
-            model::seq_chunk c{1, random_tokens(k + 1, n_vocab, rng), context, true, context};
-            c.all_logits = k > 0;
-            const auto t0 = clock_type::now();
-            auto so = e.step(std::span<const model::seq_chunk>(&c, 1));
-            runs.push_back(seconds_since(t0));
-            must(static_cast<bool>(so), "verify step failed");
-            must(static_cast<bool>(e.truncate(1, k + 1)), "truncate failed");
-        }
-        out.push_back(median(runs));
+        std::vector<std::vector<double>> runs(greedy_only.size());
+        for (int r = 0; r < repeats * 8; ++r)
+            for (std::size_t m = 0; m < greedy_only.size(); ++m) {
+                model::seq_chunk c{1, random_tokens(k + 1, n_vocab, rng), context, true, context};
+                c.all_logits = k > 0;
+                c.greedy_only = greedy_only[m];
+                const auto t0 = clock_type::now();
+                auto so = e.step(std::span<const model::seq_chunk>(&c, 1));
+                runs[m].push_back(seconds_since(t0));
+                must(static_cast<bool>(so), "verify step failed");
+                must(so->screened_rows == (greedy_only[m] ? k + 1 : 0),
+                     "the greedy screen did not answer the greedy-only rows");
+                must(static_cast<bool>(e.truncate(1, k + 1)), "truncate failed");
+            }
+        for (std::size_t m = 0; m < greedy_only.size(); ++m)
+            out[m].push_back(median(runs[m]));
     }
     e.release(1);
     return out;
@@ -272,12 +280,18 @@ int main(int argc, char** argv) {
     app.add_option("--draft-model", draft_path, "a draft model (same vocabulary) to time");
     bool q8_logits = false;
     app.add_flag("--q8-logits", q8_logits, "the served model's opt-in Q8_0 block logits");
+    bool greedy_screen = false;
+    app.add_flag("--greedy-screen", greedy_screen,
+                 "keep the greedy screen and time verification steps with greedy-only rows too");
     CLI11_PARSE(app, argc, argv);
 
     model::engine_options opt;
     opt.model_path = model_path;
     opt.n_threads = threads;
     opt.q8_logits = q8_logits;
+    opt.greedy_screen = greedy_screen;
+    opt.greedy_screen_rows =
+        64; // every verified row from the screen: the table shows where it wins
     opt.kv_budget_bytes = 1ull << 30;
     auto loaded = model::engine::load(opt);
     must(static_cast<bool>(loaded), loaded ? "" : loaded.error().to_string());
@@ -287,7 +301,10 @@ int main(int argc, char** argv) {
 
     std::vector<double> cost;
     if (only.empty() || only == "verify" || only == "draft") {
-        cost = verify_cost(e, context, max_draft, repeats);
+        const auto costs =
+            verify_cost(e, context, max_draft, repeats,
+                        greedy_screen ? std::vector<bool>{false, true} : std::vector<bool>{false});
+        cost = costs[0];
         const double row_s = extra_row_floor_seconds(e.config(), context, q8_logits, threads);
         std::printf("verification cost at context %u (median step ms, ratio to a decode step, "
                     "and the ratio's compute floor: %.2f ms an extra row at the peaks):\n",
@@ -295,6 +312,15 @@ int main(int argc, char** argv) {
         for (std::size_t k = 0; k < cost.size(); ++k)
             std::printf("  k=%zu  %8.2f ms  %.3f  floor %.3f\n", k, cost[k] * 1e3,
                         cost[k] / cost[0], 1 + static_cast<double>(k) * row_s / cost[0]);
+        if (greedy_screen) {
+            const auto& g = costs[1];
+            std::printf("greedy-only rows from the screen, alternating with the above (median step "
+                        "ms, ratio to the plain decode step, to the greedy-only decode step, and "
+                        "the plain step's time over this one):\n");
+            for (std::size_t k = 0; k < g.size(); ++k)
+                std::printf("  k=%zu  %8.2f ms  %.3f  %.3f  speedup %.3f\n", k, g[k] * 1e3,
+                            g[k] / cost[0], g[k] / g[0], cost[k] / g[k]);
+        }
         std::fflush(stdout);
     }
     if (!draft_path.empty() && (only.empty() || only == "draft")) {

@@ -48,6 +48,9 @@ std::span<const field> fields() {
         {"greedy_screen", &server_config::greedy_screen, 0, 1,
          "1 = greedy requests that deliver no logprobs take their token, exactly, from a Q8_0 "
          "copy of the F16 logits (about half its bytes more memory)"},
+        {"greedy_screen_rows", &server_config::greedy_screen_rows, 0, 4096,
+         "the most greedy-only rows a step takes from the greedy screen (0 = measured at load: "
+         "where it beats the F16 product)"},
         {"max_waiting_requests", &server_config::max_waiting_requests, 1, 1u << 24,
          "queued requests before 503 queue_full"},
         {"max_waiting_prompt_tokens", &server_config::max_waiting_prompt_tokens, 1, 1ull << 40,

@@ -48,6 +48,8 @@ struct server_config {
     std::uint32_t q8_logits = 0; ///< 1 = Q8_0 block logits (engine_options::q8_logits)
     /// 1 = keep the exact greedy screen of the F16 logits (engine_options::greedy_screen).
     std::uint32_t greedy_screen = 0;
+    /// Its most greedy-only rows a step; 0 = measured at load (engine_options::greedy_screen_rows).
+    std::uint32_t greedy_screen_rows = 0;
     /// f16 or q8_0: the KV cache's element type (engine_options::kv_q8_0).
     std::string kv_cache_type = "f16";
     /// bitnet.cpp's kernel_config.ini, giving the TL1/TL2 layouts of shapes the built-in table

@@ -87,7 +87,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, engine_options& x) {
     return f(caf::meta::type_name("engine_options"), x.model_path, x.n_threads, x.kv_budget_bytes,
              x.kv_block_tokens, x.max_batch_tokens, x.q8_logits, x.tl_kernel_config, x.kv_q8_0,
-             x.greedy_screen);
+             x.greedy_screen, x.greedy_screen_rows);
 }
 
 template <class Inspector>

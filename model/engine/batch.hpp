@@ -42,11 +42,11 @@ struct seq_chunk {
     /// (where the semantics agree, see decodes()); they cost one logits matmul row each.
     bool all_logits = false;
 
-    /// The caller takes only the first maximum of the chunk's (last) row: greedy, with no
-    /// logprob, penalty or mask. An engine that keeps a greedy screen (engine_options::
-    /// greedy_screen) then returns that row as -inf everywhere but the greedy token, which holds
-    /// its exact value; the token is the one the full row gives, bit for bit. Ignored with
-    /// all_logits.
+    /// The caller takes only the first maximum of the chunk's (last) row, or with all_logits of
+    /// each of its rows (verifying drafts greedily): greedy, with no logprob, penalty or mask.
+    /// An engine that keeps a greedy screen (engine_options::greedy_screen) then returns each
+    /// such row as -inf everywhere but the greedy token, which holds its exact value; the token
+    /// is the one the full row gives, bit for bit.
     bool greedy_only = false;
 
     /// Whether position `pos` (in this chunk) is computed as a one-token decode step.

@@ -17,12 +17,13 @@
 namespace bitnet::model {
 
 cpu_engine::cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
-                       kernel_plan plan, const engine_options& opt)
+                       kernel_plan plan, screen_rows_choice screen, const engine_options& opt)
     : paged_kv_engine(std::move(cache))
     , config_(std::move(config))
     , vocab_(std::move(vocab))
     , weights_(std::move(weights))
     , plan_(std::move(plan))
+    , screen_(std::move(screen))
     , opt_(opt)
     , n_threads_(kernels::resolve_threads(opt.n_threads))
     , rope_style_(config_.rope == rope_style::neox ? kernels::rope_style::neox
@@ -39,8 +40,10 @@ std::string cpu_engine::describe() const {
       << ", vocab " << config_.n_vocab << "; weights " << weights_.formats
       << " repacked at load for the " << kernels::isa_name(family) << " ternary kernels; logits "
       << (weights_.logits_q8       ? "Q8_0 (opt-in, 32-value blocks)"
-          : weights_.logits_screen ? "F16, greedy screen (opt-in Q8_0 copy)"
-                                   : "F16")
+          : weights_.logits_screen ? "F16, greedy screen (opt-in Q8_0 copy) for steps of at most " +
+                                         std::to_string(screen_.max_rows) +
+                                         " greedy-only rows (screen/F16: " + screen_.timings + ")"
+                                   : std::string("F16"))
       << "; " << n_threads_ << " threads; KV " << cache_.n_blocks_total() << " blocks of "
       << cache_.block_tokens() << " tokens (" << (cache_.options().q8_0 ? "Q8_0" : "F16")
       << "); kernels: " << plan_.summary();
@@ -306,13 +309,22 @@ bool cpu_engine::screen_rows(std::span<const seq_chunk> batch, step_output& out,
     const std::size_t n_rows = normed.size() / n_embd;
     std::vector<char> greedy(n_rows, 0);
     bool any = false;
-    for (std::size_t i = 0; i < batch.size(); ++i)
-        if (batch[i].greedy_only && !batch[i].all_logits &&
-            out.rows_for_chunk[i] != step_output::no_row) {
-            greedy[out.rows_for_chunk[i]] = 1;
-            any = true;
-        }
-    if (!any)
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (!batch[i].greedy_only)
+            continue;
+        // A verification chunk (all_logits): every one of its rows; else its last row.
+        const bool every = batch[i].all_logits && i < out.first_row_for_chunk.size() &&
+                           out.first_row_for_chunk[i] != step_output::no_row;
+        const std::size_t first = every ? out.first_row_for_chunk[i] : out.rows_for_chunk[i];
+        const std::size_t n = every ? batch[i].tokens.size() : 1;
+        if (first == step_output::no_row)
+            continue;
+        std::fill_n(greedy.begin() + static_cast<std::ptrdiff_t>(first), n, char{1});
+        any = true;
+    }
+    // Past the measured count the F16 product of every row is the faster (compute-bound).
+    if (!any || static_cast<std::size_t>(std::count(greedy.begin(), greedy.end(), char{1})) >
+                    screen_.max_rows)
         return false;
     // Each kind's rows side by side, computed together, then put in place.
     std::vector<std::size_t> picked[2];

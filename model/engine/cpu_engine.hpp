@@ -36,7 +36,7 @@ namespace bitnet::model {
 class cpu_engine final : public paged_kv_engine {
 public:
     cpu_engine(model_config config, tokenizer vocab, model_weights weights, kv_cache cache,
-               kernel_plan plan, const engine_options& opt);
+               kernel_plan plan, screen_rows_choice screen, const engine_options& opt);
 
     [[nodiscard]] const model_config& config() const noexcept override { return config_; }
     [[nodiscard]] const tokenizer& vocab() const noexcept override { return vocab_; }
@@ -102,6 +102,8 @@ private:
     tokenizer vocab_;
     model_weights weights_;
     kernel_plan plan_;
+    /// Steps with more greedy-only rows than screen_.max_rows compute them in F16 (measured).
+    screen_rows_choice screen_;
     engine_options opt_;
     int n_threads_ = 1;
     kernels::rope_style rope_style_ = kernels::rope_style::neox;

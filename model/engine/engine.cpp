@@ -76,9 +76,12 @@ result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
         return cache.error();
     const int n_threads = kernels::resolve_threads(opt.n_threads);
     auto plan = choose_kernels(parts->weights, parts->config, n_threads, opt.max_batch_tokens);
+    auto screen = opt.greedy_screen_rows > 0
+                      ? screen_rows_choice{opt.greedy_screen_rows, "set, not timed"}
+                      : choose_screen_rows(parts->weights, parts->config, n_threads, plan);
     return std::unique_ptr<engine>(new cpu_engine(std::move(parts->config), std::move(parts->vocab),
                                                   std::move(parts->weights), std::move(*cache),
-                                                  std::move(plan), opt));
+                                                  std::move(plan), std::move(screen), opt));
 }
 
 } // namespace bitnet::model

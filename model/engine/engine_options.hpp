@@ -19,6 +19,10 @@ struct engine_options {
     /// chunks that ask for their greedy token only (seq_chunk::greedy_only): about half the
     /// matrix's bytes more in memory. Ignored with q8_logits and on the CUDA engine.
     bool greedy_screen = false;
+    /// The most greedy-only rows a step takes from the screen; 0 = measured at load
+    /// (choose_screen_rows), else this many (tests and benchmarks pin it, as BITNET_ISA pins
+    /// kernel families).
+    std::uint32_t greedy_screen_rows = 0;
     std::string tl_kernel_config; ///< bitnet.cpp kernel_config.ini for TL1/TL2 files
 };
 

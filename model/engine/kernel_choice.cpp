@@ -2,6 +2,7 @@
 
 #include "kernels/f16.hpp"
 #include "kernels/f16_matmul.hpp"
+#include "kernels/greedy_screen.hpp"
 #include "kernels/q8_matmul.hpp"
 #include "kernels/ternary_matmul.hpp"
 #include "model/engine/model_config.hpp"
@@ -262,6 +263,43 @@ kernel_plan choose_kernels(const model_weights& w, const model_config& c, int n_
         plan.set(op, choice.family, std::move(choice.report));
     }
     return plan;
+}
+
+screen_rows_choice choose_screen_rows(const model_weights& w, const model_config& c, int n_threads,
+                                      const kernel_plan& plan) {
+    screen_rows_choice out;
+    if (!w.logits_screen || w.logits_f16 == nullptr)
+        return out;
+    const std::size_t n_embd = c.n_embd;
+    const std::size_t n_vocab = c.n_vocab;
+    for (std::uint32_t rows = 1; rows <= 16; rows *= 2) {
+        const auto x = random_rows(rows * n_embd, 13 + rows);
+        std::vector<float> y(rows * n_vocab);
+        std::vector<kernels::screened_token> tokens(rows);
+        const isa family = plan.logits_for(rows);
+        const auto full = [&] {
+            kernels::f16_matmul(w.logits_f16, n_vocab, n_embd, x.data(), rows, n_embd, y.data(),
+                                n_vocab, n_threads, family);
+        };
+        const auto screened = [&] {
+            kernels::screened_argmax(*w.logits_screen, w.logits_f16, x.data(), rows, n_embd,
+                                     tokens.data(), n_threads, family);
+        };
+        full(); // warm: pages, threads
+        screened();
+        double best_full = std::numeric_limits<double>::infinity(), best_screen = best_full;
+        for (int r = 0; r < 3; ++r) {
+            best_full = std::min(best_full, seconds_of(full));
+            best_screen = std::min(best_screen, seconds_of(screened));
+        }
+        out.timings += (out.timings.empty() ? "" : " ") + std::to_string(rows) + ":" +
+                       std::to_string(static_cast<long>(best_screen * 1e6)) + "/" +
+                       std::to_string(static_cast<long>(best_full * 1e6)) + "us";
+        if (best_screen >= best_full)
+            break;
+        out.max_rows = rows;
+    }
+    return out;
 }
 
 } // namespace bitnet::model

@@ -100,4 +100,20 @@ private:
 [[nodiscard]] kernel_plan choose_kernels(const model_weights& w, const model_config& c,
                                          int n_threads, std::uint32_t max_batch_tokens);
 
+/// How many greedy-only rows a step takes from the greedy screen (model_weights::logits_screen,
+/// kernels/greedy_screen.hpp): the screen reads half the F16 product's bytes but does more work
+/// per row (its Q8_0 product, then the candidates in F16), so it wins at a few rows and loses
+/// once the products are compute-bound, where each machine's int8 and FMA peaks put it. Timed
+/// at load on the whole matrix (at one row its gain is the bytes it does not read, which a
+/// cache-sized slice would hide) for 1, 2, 4, 8 and 16 rows of normal activations, the two
+/// alternating, best of 3: the most rows before the first size where the F16 product was as
+/// fast, 0 when it was at one row. Tens of milliseconds per size on a 2B model. With no screen,
+/// 0; with BITNET_ISA pinned, still timed (on the pinned families).
+struct screen_rows_choice {
+    std::uint32_t max_rows = 0;
+    std::string timings; ///< "rows:screen/f16 us ..." for logs and describe()
+};
+[[nodiscard]] screen_rows_choice choose_screen_rows(const model_weights& w, const model_config& c,
+                                                    int n_threads, const kernel_plan& plan);
+
 } // namespace bitnet::model

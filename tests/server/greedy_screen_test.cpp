@@ -2,19 +2,25 @@
 // logprob takes its tokens from the screen, with the same text and tokens as a request that
 // computes every row (one showing its logprobs), on a random-weight model (small margins) and
 // the trained default model; requests that need the row (logprobs shown, a native stream, a
-// repetition penalty, sampling) do not; /v1/stats and /metrics count the screen's tokens.
+// repetition penalty, sampling) do not; /v1/stats and /metrics count the screen's tokens; steps
+// verifying drafts take every row from the screen too.
 #include "server/model_admin.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace bitnet;
 
 namespace {
 
 const std::string fortunes_path = test::data_path("../../models/bitnet-fortunes-5m-i2_s.gguf");
+
+/// The screen on, every greedy-only row of a step from it: the count measured at load depends
+/// on this machine's speed, and these tests count rows.
+const std::vector<std::string> screen_flags{"--greedy-screen", "1", "--greedy-screen-rows", "64"};
 
 /// `model`'s /v1/stats entry once `finished` requests have ended on it. A bounded poll: the
 /// figures are the batcher's as admission last asked for them, and a request's screened tokens
@@ -68,7 +74,7 @@ std::string finish_of(const test::http_reply& r) {
 
 TEST_CASE("greedy screen: greedy replies that show no logprob come from the screen with the "
           "full rows' text, other requests compute their rows, and the tokens are counted") {
-    test::server_process s({"--greedy-screen", "1"});
+    test::server_process s(screen_flags);
     REQUIRE(test::load_and_wait(s, "fortunes", fortunes_path).at("state") == "ready");
     CHECK(std::string(test::model(s, "tiny").at("engine").as_string()).find("greedy screen") !=
           std::string::npos);
@@ -152,6 +158,40 @@ TEST_CASE("greedy screen: greedy replies that show no logprob come from the scre
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     CHECK_MESSAGE(shown, "no bitnet_greedy_screened_tokens_total " << total);
+}
+
+TEST_CASE("greedy screen: steps verifying n-gram drafts take each row from the screen, with the "
+          "full rows' text") {
+    test::default_model m; // the trained model repeats a repeated sentence: drafts are accepted
+    auto& s = m.s;
+    test::server_process screened(screen_flags);
+    REQUIRE(test::load_and_wait(screened, "fortunes", fortunes_path).at("state") == "ready");
+    const std::string ask =
+        R"({"model":"fortunes","max_tokens":48,"temperature":0,"speculative":"auto","prompt":)"
+        R"("The cat sat on the mat. The cat sat on the mat. The cat sat on the mat. The cat")";
+    // The plain server's tokens, and the screened server's with logprobs shown (full rows).
+    const auto want = s.post("/v1/inference", ask + "}");
+    REQUIRE_MESSAGE(want.status == 200, want.body);
+    const auto want_o = test::parse_object(want.body);
+    const auto full = screened.post("/v1/inference", ask + R"(,"logprobs":1})");
+    REQUIRE_MESSAGE(full.status == 200, full.body);
+    CHECK(test::parse_object(full.body).at("tokens") == want_o.at("tokens"));
+    const auto before = stats_after(screened, "fortunes", 1);
+    CHECK(before.at("greedy_screened_tokens").as_int64() == 0);
+    const auto accepted_before = before.at("spec_accepted_tokens").as_int64();
+    REQUIRE(accepted_before > 0); // the full-row request verified drafts too
+
+    const auto got = screened.post("/v1/inference", ask + "}");
+    REQUIRE_MESSAGE(got.status == 200, got.body);
+    const auto got_o = test::parse_object(got.body);
+    CHECK(got_o.at("tokens") == want_o.at("tokens"));
+    const auto after = stats_after(screened, "fortunes", 2);
+    // Drafts were accepted, so some tokens came without a decode step of their own: only with
+    // the verification rows screened does every drawn token come from the screen.
+    CHECK(after.at("spec_accepted_tokens").as_int64() > accepted_before);
+    CHECK(after.at("greedy_screened_tokens").as_int64() >=
+          drawn(got_o.at("usage").at("completion_tokens").as_int64(),
+                got_o.at("finish_reason") == "length"));
 }
 
 TEST_CASE("greedy screen: off by default, where nothing is screened") {

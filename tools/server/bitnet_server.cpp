@@ -143,6 +143,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     eo.engine.max_batch_tokens = c.max_batch_tokens;
     eo.engine.q8_logits = c.q8_logits != 0;
     eo.engine.greedy_screen = c.greedy_screen != 0;
+    eo.engine.greedy_screen_rows = c.greedy_screen_rows;
     eo.engine.kv_q8_0 = c.kv_cache_type == "q8_0";
     eo.engine.tl_kernel_config = c.tl_kernel_config;
     eo.draft_model = order.draft_path;
