@@ -20,6 +20,8 @@
 //     over the served model's decode step, and from it and the verification cost the tokens/s
 //     ratio a given acceptance rate would give (random weights accept nothing, so the ratio at
 //     measured acceptance is not a figure here).
+//   - with --greedy-screen: the verification cost again with greedy-only rows (the engine's
+//     greedy screen answering each row, every row screened), alternating with the plain steps.
 // A teacher-forced step still computes every logits row a real one does; only the choice of
 // token is the teacher's. Each figure is the median of --repeats runs. Usage:
 //   bench_spec -m MODEL [--threads 2] [--doc 1000] [--gen 256] [--max-draft 8]
