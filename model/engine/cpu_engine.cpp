@@ -308,7 +308,7 @@ bool cpu_engine::screen_rows(std::span<const seq_chunk> batch, step_output& out,
     const std::size_t n_vocab = config_.n_vocab;
     const std::size_t n_rows = normed.size() / n_embd;
     std::vector<char> greedy(n_rows, 0);
-    bool any = false;
+    std::size_t n_greedy = 0;
     for (std::size_t i = 0; i < batch.size(); ++i) {
         if (!batch[i].greedy_only)
             continue;
@@ -320,11 +320,10 @@ bool cpu_engine::screen_rows(std::span<const seq_chunk> batch, step_output& out,
         if (first == step_output::no_row)
             continue;
         std::fill_n(greedy.begin() + static_cast<std::ptrdiff_t>(first), n, char{1});
-        any = true;
+        n_greedy += n;
     }
     // Past the measured count the F16 product of every row is the faster (compute-bound).
-    if (!any || static_cast<std::size_t>(std::count(greedy.begin(), greedy.end(), char{1})) >
-                    screen_.max_rows)
+    if (n_greedy == 0 || n_greedy > screen_.max_rows)
         return false;
     // Each kind's rows side by side, computed together, then put in place.
     std::vector<std::size_t> picked[2];
