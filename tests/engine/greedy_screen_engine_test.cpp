@@ -25,6 +25,19 @@ std::unique_ptr<model::engine> load_screened(const std::string& path) {
     return load_engine_with(opt);
 }
 
+/// A greedy-only row `got` against the full row: -inf everywhere but the full row's first
+/// maximum, which holds its exact bits.
+void check_greedy_row(std::span<const float> full, std::span<const float> got) {
+    const std::int32_t want = argmax(full);
+    REQUIRE(argmax(got) == want);
+    CHECK(std::memcmp(&got[static_cast<std::size_t>(want)], &full[static_cast<std::size_t>(want)],
+                      sizeof(float)) == 0);
+    std::size_t finite = 0;
+    for (float v : got)
+        finite += std::isfinite(v) ? 1 : 0;
+    CHECK(finite == 1);
+}
+
 /// Two sequences decoded side by side on both engines, 40 greedy steps after their prompts: on
 /// the screened engine the first asks for its greedy token only and the second for its row. Every
 /// step: the screened row is -inf but the full row's first maximum, which holds its exact value;
@@ -43,15 +56,8 @@ void check_side_by_side(model::engine& plain, model::engine& screened,
         REQUIRE(p);
         REQUIRE(s);
         const auto full = p->row(p->rows_for_chunk[0], n_vocab);
-        const auto got = s->row(s->rows_for_chunk[0], n_vocab);
         const std::int32_t want = argmax(full);
-        REQUIRE(argmax(got) == want);
-        CHECK(std::memcmp(&got[static_cast<std::size_t>(want)],
-                          &full[static_cast<std::size_t>(want)], sizeof(float)) == 0);
-        std::size_t finite = 0;
-        for (float v : got)
-            finite += std::isfinite(v) ? 1 : 0;
-        CHECK(finite == 1);
+        check_greedy_row(full, s->row(s->rows_for_chunk[0], n_vocab));
         // The step says how many rows the screen answered (the executor counts them).
         CHECK(s->screened_rows == 1);
         CHECK(p->screened_rows == 0);
@@ -140,16 +146,8 @@ TEST_CASE("greedy screen: a chunk verifying drafts gets each row's first maximum
             REQUIRE(s);
             CHECK(s->screened_rows == k + 1);
             for (std::uint32_t j = 0; j <= k; ++j) {
-                const auto full = p->row(p->first_row_for_chunk[0] + j, n_vocab);
-                const auto got = s->row(s->first_row_for_chunk[0] + j, n_vocab);
-                const std::int32_t want = argmax(full);
-                REQUIRE(argmax(got) == want);
-                CHECK(std::memcmp(&got[static_cast<std::size_t>(want)],
-                                  &full[static_cast<std::size_t>(want)], sizeof(float)) == 0);
-                std::size_t finite = 0;
-                for (float v : got)
-                    finite += std::isfinite(v) ? 1 : 0;
-                CHECK(finite == 1);
+                check_greedy_row(p->row(p->first_row_for_chunk[0] + j, n_vocab),
+                                 s->row(s->first_row_for_chunk[0] + j, n_vocab));
             }
             for (auto* e : {plain.get(), screened.get()})
                 REQUIRE(e->truncate(1, k + 1));
