@@ -8,8 +8,14 @@
 //
 //   node bench/greedy_screen_bench.mjs --server build/release/tools/bitnet-server
 //        --model 2b4t.gguf [--threads 2] [--pairs 8] [--max-tokens 64] [--prompt-tokens 16]
-//        [--vocab 128000] [--speculative off|auto] [--base-port 18600] [--json FILE]
+//        [--vocab 128000] [--speculative off|auto] [--concurrency 1] [--screen-rows 0]
+//        [--base-port 18600]
+//        [--json FILE]
 //
+// `--concurrency C` sends C requests at once to each server in its turn (their steps batched:
+// a step of more greedy-only rows than the screened server's measured count computes them in
+// F16), and reports the median request's decode tokens/s and the turn's wall time.
+// `--screen-rows N` pins that count (0, the default: measured at load).
 // `--speculative` is sent with every request (absent: the servers' default, auto); verification
 // steps compute full rows, so `off` shows the screen on every token. Node's own modules only.
 import fs from 'node:fs';
@@ -23,6 +29,7 @@ function parseArgs(argv) {
     const a = {
         server: 'build/release/tools/bitnet-server', model: '', threads: 2, pairs: 8,
         maxTokens: 64, promptTokens: 16, vocab: 128000, speculative: '', basePort: 18600, json: '',
+        concurrency: 1, screenRows: 0,
     };
     for (let i = 2; i < argv.length; i += 2) {
         const k = argv[i], v = argv[i + 1];
@@ -36,6 +43,8 @@ function parseArgs(argv) {
         else if (k === '--speculative') a.speculative = v;
         else if (k === '--base-port') a.basePort = Number(v);
         else if (k === '--json') a.json = v;
+        else if (k === '--concurrency') a.concurrency = Number(v);
+        else if (k === '--screen-rows') a.screenRows = Number(v);
         else { console.error(`unknown flag ${k}`); process.exit(2); }
     }
     if (!a.model) { console.error('--model FILE is required'); process.exit(2); }
@@ -94,7 +103,8 @@ const servers = {
 };
 servers.plain.proc = startServer(a.server, logDir, 'plain', [...common, '--port', String(servers.plain.port)]);
 servers.screen.proc = startServer(a.server, logDir, 'screen',
-    [...common, '--port', String(servers.screen.port), '--greedy-screen', '1']);
+    [...common, '--port', String(servers.screen.port), '--greedy-screen', '1',
+        '--greedy-screen-rows', String(a.screenRows)]);
 for (const [name, s] of Object.entries(servers))
     await waitFor(`${name} ready`, async () => (await get(s.port, '/health/ready')).status === 200);
 
@@ -103,29 +113,42 @@ const warm = promptFor(999, a.promptTokens, a.vocab);
 for (const s of Object.values(servers)) await completion(s.port, a, warm);
 const screenedBefore = await screened(servers.screen.port);
 
+/// `a.concurrency` requests at once (their steps batched): per request, and the wall time.
+async function turn(port, prompts) {
+    const t0 = performance.now();
+    const replies = await Promise.all(prompts.map((q) => completion(port, a, q)));
+    return { replies, wallMs: performance.now() - t0 };
+}
+
 const rows = [];
 for (let p = 0; p < a.pairs; ++p) {
-    const prompt = promptFor(p, a.promptTokens, a.vocab);
+    const prompts = Array.from({ length: a.concurrency },
+        (_, i) => promptFor(p * a.concurrency + i, a.promptTokens, a.vocab));
     const order = p % 2 === 0 ? ['plain', 'screen'] : ['screen', 'plain'];
     const got = {};
-    for (const name of order) got[name] = await completion(servers[name].port, a, prompt);
-    const same = JSON.stringify(got.plain.ids) === JSON.stringify(got.screen.ids);
+    for (const name of order) got[name] = await turn(servers[name].port, prompts);
+    const same = got.plain.replies.every((r, i) =>
+        JSON.stringify(r.ids) === JSON.stringify(got.screen.replies[i].ids) &&
+        r.tokens === got.screen.replies[i].tokens);
+    const tokens = got.screen.replies.reduce((n, r) => n + r.tokens, 0);
+    const decode = (name) => median(got[name].replies.map((r) => r.decodePerS));
     const row = {
-        pair: p, same_tokens: same && got.plain.tokens === got.screen.tokens, tokens: got.screen.tokens,
-        plain_decode_per_s: got.plain.decodePerS, screen_decode_per_s: got.screen.decodePerS,
-        decode_ratio: got.screen.decodePerS / got.plain.decodePerS,
-        e2e_ratio: got.plain.e2eMs / got.screen.e2eMs,
+        pair: p, same_tokens: same, tokens,
+        plain_decode_per_s: decode('plain'), screen_decode_per_s: decode('screen'),
+        decode_ratio: decode('screen') / decode('plain'),
+        e2e_ratio: got.plain.wallMs / got.screen.wallMs,
     };
     rows.push(row);
     console.log(`pair ${p}: decode ${row.plain_decode_per_s.toFixed(2)} -> ` +
         `${row.screen_decode_per_s.toFixed(2)} tok/s (${row.decode_ratio.toFixed(3)}x), ` +
-        `request ${row.e2e_ratio.toFixed(3)}x, same tokens: ${same}`);
+        `wall ${row.e2e_ratio.toFixed(3)}x, same tokens: ${same}`);
 }
 const screenedTokens = (await screened(servers.screen.port)) - screenedBefore;
 const generated = rows.reduce((n, r) => n + r.tokens, 0);
 const ratios = rows.map((r) => r.decode_ratio).sort((x, y) => x - y);
 const result = {
     model: path.basename(a.model), threads: a.threads, pairs: a.pairs, max_tokens: a.maxTokens,
+    concurrency: a.concurrency, screen_rows: a.screenRows || 'measured',
     speculative: a.speculative || 'server default',
     decode_ratio_median: median(ratios), decode_ratio_min: ratios[0],
     decode_ratio_max: ratios[ratios.length - 1],
