@@ -44,74 +44,129 @@ inline __m256 scales8(const std::uint16_t* p, std::size_t n) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tmp)));
 }
 
-// Row m against tokens [t0, t0 + T).
+// Tokens [t0, t0 + T) against half h (n <= 8 blocks) of a group of row w: their blocks' exact dot
+// products in dot[t], lane l for block 16g + 8h + l. Full halves (n == 8, all of a row's but the
+// last group's) are a separate instantiation, so the loop carries no mask.
+template <std::size_t T, bool Full>
+inline void half_dots(const q8_0_args& a, const std::int8_t* w, const std::int8_t* next,
+                      std::size_t t0, std::size_t base, std::size_t stride, std::size_t n,
+                      __m256i (&dot)[T]) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    const __m256i mask = lane_mask(n);
+    const std::uint8_t* q = a.q + t0 * a.k;
+#pragma GCC unroll 16
+    for (std::size_t t = 0; t < T; ++t)
+        dot[t] = _mm256_setzero_si256();
+        // Not unrolled: unrolled, GCC reassociates the sums across iterations and spills them.
+#pragma GCC unroll 1
+    for (std::size_t v = 0; v < 8; ++v) {
+        const std::size_t at = base + stride * v;
+        // The next row's bytes at the same place: one row ahead covers the time memory takes
+        // when one thread streams the matrix alone (half 1 shares half 0's cache lines).
+        if (next != nullptr)
+            _mm_prefetch(reinterpret_cast<const char*>(next + at), _MM_HINT_T0);
+        const __m256i wv = Full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + at))
+                                : load_words(w + at, n, mask);
+        const __m256i aw = _mm256_sign_epi8(wv, wv); // |w|
+#pragma GCC unroll 16
+        for (std::size_t t = 0; t < T; ++t) {
+            const std::uint8_t* x = q + t * a.k + at;
+            const __m256i xv = Full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))
+                                    : load_words(x, n, mask);
+            const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv, wv));
+            dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p16, ones));
+        }
+    }
+}
+
+// Row m against tokens [t0, t0 + T): the row is read from memory once for all T tokens (a
+// verification step's rows, a batch's sequences).
 template <std::size_t T>
 void row_tokens(const q8_0_args& a, std::size_t m, std::size_t t0) {
     const std::size_t nb = a.k / 32;
     const std::size_t ng = (nb + 15) / 16;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[2][T];
-    for (auto& half : acc)
-        for (auto& v : half)
-            v = _mm256_setzero_ps();
+    alignas(32) float acc[2][T][8] = {};
     const std::int8_t* w = a.w + m * a.k;
+    const std::int8_t* next = m + 1 < a.row_end ? w + a.k : nullptr;
     const std::uint16_t* ws = a.w_scale + m * nb;
     for (std::size_t g = 0; g < ng; ++g) {
         const std::size_t blocks = nb - 16 * g < 16 ? nb - 16 * g : 16;
-        const std::size_t base = g * group_values;
         const std::size_t stride = 4 * blocks;
         for (std::size_t h = 0; h < 2; ++h) {
             if (8 * h >= blocks)
                 break;
             const std::size_t n = blocks - 8 * h < 8 ? blocks - 8 * h : 8;
-            const __m256i mask = lane_mask(n);
+            const std::size_t base = g * group_values + 32 * h;
+            // Half 1 reads the cache lines half 0 fetched.
+            const std::int8_t* ahead = h == 0 ? next : nullptr;
             __m256i dot[T];
-            for (std::size_t t = 0; t < T; ++t)
-                dot[t] = _mm256_setzero_si256();
-            for (std::size_t v = 0; v < 8; ++v) {
-                const std::size_t at = base + stride * v + 32 * h;
-                const __m256i wv = load_words(w + at, n, mask);
-                const __m256i aw = _mm256_sign_epi8(wv, wv); // |w|
-                for (std::size_t t = 0; t < T; ++t) {
-                    const __m256i xv = load_words(a.q + (t0 + t) * a.k + at, n, mask);
-                    const __m256i p16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(xv, wv));
-                    dot[t] = _mm256_add_epi32(dot[t], _mm256_madd_epi16(p16, ones));
-                }
-            }
+            if (n == 8)
+                half_dots<T, true>(a, w, ahead, t0, base, stride, n, dot);
+            else
+                half_dots<T, false>(a, w, ahead, t0, base, stride, n, dot);
+            const __m256i mask = lane_mask(n);
             const std::size_t b = 16 * g + 8 * h;
             const __m256 sw = scales8(ws + b, n);
+#pragma GCC unroll 16
             for (std::size_t t = 0; t < T; ++t) {
                 const float* xs = a.q_scale + (t0 + t) * nb + b;
                 const __m256 sa = n == 8 ? _mm256_loadu_ps(xs) : _mm256_maskload_ps(xs, mask);
-                const __m256 next =
-                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(sw, sa), acc[h][t]);
+                const __m256 old = _mm256_load_ps(acc[h][t]);
+                const __m256 next_acc =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[t]), _mm256_mul_ps(sw, sa), old);
                 // Lanes past the group's blocks keep their sums, as in the scalar twin.
-                acc[h][t] =
-                    n == 8 ? next : _mm256_blendv_ps(acc[h][t], next, _mm256_castsi256_ps(mask));
+                _mm256_store_ps(
+                    acc[h][t],
+                    n == 8 ? next_acc : _mm256_blendv_ps(old, next_acc, _mm256_castsi256_ps(mask)));
             }
         }
     }
     for (std::size_t t = 0; t < T; ++t)
-        a.y[(t0 + t) * a.ldy + m] = fold16(acc[0][t], acc[1][t]);
+        a.y[(t0 + t) * a.ldy + m] = fold16(_mm256_load_ps(acc[0][t]), _mm256_load_ps(acc[1][t]));
+}
+
+// Tokens at most a pass takes: T accumulators, the row's two vectors, the ones and a token's two
+// of the 16 registers.
+constexpr std::size_t max_pass_tokens = 6;
+
+void row_pass(const q8_0_args& a, std::size_t m, std::size_t t0, std::size_t count) {
+    switch (count) {
+    case 6:
+        row_tokens<6>(a, m, t0);
+        break;
+    case 5:
+        row_tokens<5>(a, m, t0);
+        break;
+    case 4:
+        row_tokens<4>(a, m, t0);
+        break;
+    case 3:
+        row_tokens<3>(a, m, t0);
+        break;
+    case 2:
+        row_tokens<2>(a, m, t0);
+        break;
+    case 1:
+        row_tokens<1>(a, m, t0);
+        break;
+    default:
+        break;
+    }
 }
 
 } // namespace
 
 void q8_0_rows_avx2(const q8_0_args& a) {
-    // One row against up to three tokens: 6 float and 3 int accumulators of the 16 registers.
+    // Each row in as few passes as max_pass_tokens allows, of sizes as equal as they can be (8
+    // tokens: 4 and 4, not 6 and 2): a pass's fixed cost, the row's load and |w|, is small, a
+    // small pass's share of it large.
+    const std::size_t passes = (a.n_tok + max_pass_tokens - 1) / max_pass_tokens;
     for (std::size_t m = a.row_begin; m < a.row_end; ++m) {
         std::size_t t = 0;
-        for (; t + 3 <= a.n_tok; t += 3)
-            row_tokens<3>(a, m, t);
-        switch (a.n_tok - t) {
-        case 2:
-            row_tokens<2>(a, m, t);
-            break;
-        case 1:
-            row_tokens<1>(a, m, t);
-            break;
-        default:
-            break;
+        for (std::size_t p = 0; p < passes; ++p) {
+            const std::size_t count = (a.n_tok - t) / (passes - p);
+            row_pass(a, m, t, count);
+            t += count;
         }
     }
 }
