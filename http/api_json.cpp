@@ -217,6 +217,8 @@ void read_sampling(fields& f, api_kind kind, inference_input& in) {
             in.want_logprobs = lp->is_number() && in.params.n_logprobs > 0;
         }
     }
+    if (kind == api_kind::native)
+        f.boolean("token_logprob", in.token_logprob);
     if (kind == api_kind::chat) {
         f.integer("top_logprobs", 0, 20, in.params.n_logprobs);
         if (in.params.n_logprobs > 0 && !in.want_logprobs)

@@ -38,6 +38,9 @@ struct inference_input {
     bool include_usage = false;
     /// Report the chosen tokens' log-probabilities (`params.n_logprobs` alternatives each).
     bool want_logprobs = false;
+    /// Native routes: whether a stream's token events carry the token's logprob (`token_logprob`,
+    /// default true). Without it a greedy stream can take its tokens from the greedy screen.
+    bool token_logprob = true;
     /// Completions `echo`: the prompt comes back before the completion (with its own logprobs
     /// when logprobs are asked); allows max_tokens 0 (score the prompt, generate nothing).
     bool echo = false;

@@ -297,11 +297,11 @@ std::string completion_usage_chunk(const chunk_head& h, const msg::completion& c
            R"(,"system_fingerprint":"bitnet-serve","choices":[],"usage":)" + usage_json(c) + "}";
 }
 
-std::string native_token_event(const msg::token_event& ev) {
+std::string native_token_event(const msg::token_event& ev, bool with_logprob) {
     const bool real_token = ev.token >= 0;
     return R"({"index":)" + std::to_string(ev.index) + R"(,"token_id":)" +
            (real_token ? std::to_string(ev.token) : "null") + R"(,"text":)" + quoted(ev.text) +
-           (real_token ? R"(,"logprob":)" + fixed(ev.logprob, 6) : "") + "}";
+           (real_token && with_logprob ? R"(,"logprob":)" + fixed(ev.logprob, 6) : "") + "}";
 }
 
 std::string native_done_event(const msg::completion& c) {

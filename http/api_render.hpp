@@ -100,8 +100,9 @@ struct chunk_head {
 [[nodiscard]] std::string chat_usage_chunk(const chunk_head& h, const msg::completion& c);
 [[nodiscard]] std::string completion_usage_chunk(const chunk_head& h, const msg::completion& c);
 
-/// Native stream: the `token` event's data (a token < 0 is held-back text: no id, no logprob).
-[[nodiscard]] std::string native_token_event(const msg::token_event& ev);
+/// Native stream: the `token` event's data (a token < 0 is held-back text: no id, no logprob;
+/// without `with_logprob`, the request's `token_logprob: false`, no logprob on any).
+[[nodiscard]] std::string native_token_event(const msg::token_event& ev, bool with_logprob);
 
 /// Native stream: the `done` event's data.
 [[nodiscard]] std::string native_done_event(const msg::completion& c);

@@ -95,6 +95,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.want_logprobs =
         in.want_logprobs && kind != route_kind::native && kind != route_kind::native_stream;
     c.native_logprobs = in.want_logprobs && kind == route_kind::native;
+    c.token_logprob = in.token_logprob;
     g.token_pieces = c.want_logprobs;
     // Completions `echo`: the prompt comes back first, scored token by token (teacher forcing)
     // when logprobs are asked. Every scored row must be computed, so the batcher gives a
@@ -104,11 +105,12 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.echo = in.echo;
     g.max_tokens = in.max_tokens;
     g.params = in.params;
-    // Whether the reply shows the chosen token's logprob: a native stream's token events always
-    // do; elsewhere only when asked. A greedy request that shows none needs only each row's
-    // first maximum (the greedy screen's case, engine_options::greedy_screen).
-    g.params.report_logprob =
-        c.want_logprobs || c.native_logprobs || kind == route_kind::native_stream;
+    // Whether the reply shows the chosen token's logprob: a native stream's token events do
+    // unless `token_logprob` is false; elsewhere only when asked. A greedy request that shows
+    // none needs only each row's first maximum (the greedy screen's case,
+    // engine_options::greedy_screen).
+    g.params.report_logprob = c.want_logprobs || c.native_logprobs ||
+                              (kind == route_kind::native_stream && c.token_logprob);
     c.has_stops = !in.stop.empty();
     g.stop = std::move(in.stop);
     g.stop_token_ids = std::move(in.stop_token_ids);
@@ -259,7 +261,7 @@ void session::stream_token(const msg::token_event& ev, bool lp) {
     switch (call_->kind) {
     case route_kind::native:
     case route_kind::native_stream:
-        sse_event("token", native_token_event(ev));
+        sse_event("token", native_token_event(ev, call_->token_logprob));
         break;
     case route_kind::chat:
         if (call_->tool_call && !call_->tool_name.empty()) {

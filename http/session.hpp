@@ -121,6 +121,7 @@ private:
         bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
         bool store = false;     ///< responses: keep the reply (http/response_store.hpp)
         bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
+        bool token_logprob = true;    ///< native stream: token events carry the logprob
         std::string input_items;      ///< responses: the input as stored items (a JSON array)
         bool has_stops = false;       ///< the request had stop strings (Anthropic's stop_reason)
         std::uint32_t events = 0;     ///< Responses stream events sent (their sequence_number)

@@ -32,7 +32,7 @@ TEST_CASE("native request: defaults and every field") {
     in = ok(R"({"prompt":[1,2,3],"model":"tiny","max_tokens":7,"temperature":0,"top_k":5,
                "top_p":0.5,"min_p":0.1,"repetition_penalty":1.1,"seed":18446744073709551615,
                "stop":["a","b"],"stop_token_ids":[2],"priority":"high","timeout_ms":500,
-               "logprobs":3,"add_bos":false,"unknown_field":{"x":1}})");
+               "logprobs":3,"add_bos":false,"token_logprob":false,"unknown_field":{"x":1}})");
     CHECK(in.prompt_is_ids);
     CHECK(in.prompt_ids == std::vector<msg::token_id>{1, 2, 3});
     CHECK(in.model == "tiny");
@@ -46,6 +46,8 @@ TEST_CASE("native request: defaults and every field") {
     CHECK(in.params.n_logprobs == 3);
     CHECK(in.want_logprobs);
     CHECK_FALSE(in.add_bos);
+    CHECK_FALSE(in.token_logprob);
+    CHECK(ok(R"({"prompt":"hi"})").token_logprob);
 }
 
 TEST_CASE("validation names the field") {
@@ -67,6 +69,7 @@ TEST_CASE("validation names the field") {
     CHECK(error_of(R"({"prompt":"x","stop":["1","2","3","4","5","6","7","8","9"]})").param ==
           "stop");
     CHECK(error_of(R"({"prompt":"x","seed":-1})").param == "seed");
+    CHECK(error_of(R"({"prompt":"x","token_logprob":0})").param == "token_logprob");
     auto e = error_of(R"({"prompt":"x","temperature":"hot"})");
     CHECK(e.status == 400);
     CHECK(e.type == "invalid_request_error");

@@ -20,17 +20,20 @@ TEST_CASE("chat and completion chunks carry the request's id, created and model"
           R"("usage":null})");
 }
 
-TEST_CASE("native token events: held-back text has no id and no logprob") {
+TEST_CASE("native token events: held-back text has no id and no logprob, nor a token when the "
+          "request turned logprobs off") {
     msg::token_event ev;
     ev.index = 0;
     ev.token = 5;
     ev.text = "a";
     ev.logprob = -0.5f;
-    CHECK(native_token_event(ev) == R"({"index":0,"token_id":5,"text":"a","logprob":-0.500000})");
+    CHECK(native_token_event(ev, true) ==
+          R"({"index":0,"token_id":5,"text":"a","logprob":-0.500000})");
+    CHECK(native_token_event(ev, false) == R"({"index":0,"token_id":5,"text":"a"})");
     ev.index = 1;
     ev.token = -1;
     ev.text = "b";
-    CHECK(native_token_event(ev) == R"({"index":1,"token_id":null,"text":"b"})");
+    CHECK(native_token_event(ev, true) == R"({"index":1,"token_id":null,"text":"b"})");
 }
 
 TEST_CASE("usage, timings and Server-Timing print plain decimals") {

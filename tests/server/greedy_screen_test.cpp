@@ -1,9 +1,9 @@
 // The greedy screen (`greedy_screen 1`) on the real binary: a greedy request whose reply shows no
 // logprob takes its tokens from the screen, with the same text and tokens as a request that
 // computes every row (one showing its logprobs), on a random-weight model (small margins) and
-// the trained default model; requests that need the row (logprobs shown, a native stream, a
-// repetition penalty, sampling) do not; /v1/stats and /metrics count the screen's tokens; steps
-// verifying drafts take every row from the screen too.
+// the trained default model; requests that need the row (logprobs shown, a native stream showing
+// them, a repetition penalty, sampling) do not; /v1/stats and /metrics count the screen's tokens;
+// steps verifying drafts take every row from the screen too.
 #include "server/model_admin.hpp"
 
 #include <chrono>
@@ -138,6 +138,27 @@ TEST_CASE("greedy screen: greedy replies that show no logprob come from the scre
         // The stream computed full rows and still chose the screen's tokens.
         CHECK("[" + streamed_tokens + "]" == boost::json::serialize(plain_o.at("tokens")));
         CHECK(screened_after(s, model, ++finished) == counted);
+
+        // A native stream that turns the events' logprob off: screened, the same tokens.
+        const auto bare = s.post("/v1/inference/stream", native + R"(,"token_logprob":false})");
+        REQUIRE_MESSAGE(bare.status == 200, bare.body);
+        std::string bare_tokens;
+        std::string bare_finish;
+        for (const auto& [event, data] : test::sse_events(bare.body)) {
+            const auto t = test::parse_object(data);
+            if (event == "token") {
+                CHECK_FALSE(t.contains("logprob"));
+                bare_tokens +=
+                    (bare_tokens.empty() ? "" : ",") + boost::json::serialize(t.at("token_id"));
+            } else if (event == "done") {
+                bare_finish = std::string(t.at("finish_reason").as_string());
+            }
+        }
+        CHECK("[" + bare_tokens + "]" == boost::json::serialize(plain_o.at("tokens")));
+        REQUIRE_FALSE(bare_finish.empty());
+        counted +=
+            drawn(plain_o.at("usage").at("completion_tokens").as_int64(), bare_finish == "length");
+        CHECK(screened_after(s, model, ++finished) == counted);
         for (const std::string extra :
              {R"(,"repetition_penalty":1.3})", R"(,"temperature":0.7,"seed":3})"}) {
             auto body = native + extra;
@@ -148,7 +169,7 @@ TEST_CASE("greedy screen: greedy replies that show no logprob come from the scre
         }
     }
     // The counter in /metrics: both models' tokens (the stats say each one's).
-    const auto total = screened_after(s, "tiny", 9) + screened_after(s, "fortunes", 9);
+    const auto total = screened_after(s, "tiny", 10) + screened_after(s, "fortunes", 10);
     bool shown = false;
     for (int i = 0; i < 500 && !shown; ++i) {
         shown = s.get("/metrics")
