@@ -184,13 +184,18 @@ TEST_CASE("cluster: a replica's model crashing under 16 greedy streams moves the
     auto got = streams_with_fault(
         c, 16, body, [&] { crash_status = c.a->post("/v1/models/tiny/crash", "").status; });
     REQUIRE(crash_status == 202);
-    // The node stayed up: only its model's pair stopped (and restarted in place).
-    CHECK(c.r->sees("a") == "up");
+    // The node stayed up: only its model's pair stopped (and restarted in place). On a loaded
+    // machine a late heartbeat may make it "suspect" for a moment (half the failure timeout),
+    // which is not a lost node: it must never have been "down", and be "up" again.
+    CHECK_MESSAGE(eventually([&] { return c.r->sees("a") == "up"; }), c.r->log());
+    CHECK_MESSAGE(c.r->log().find("node 'a' (" + c.a->cluster_address() + ") is down") ==
+                      std::string::npos,
+                  c.r->log());
     check_same_as_one_node(got, *c.b, body);
     const auto log = c.r->log();
     CHECK_MESSAGE(log.find("its replica stopped it") != std::string::npos, log);
-    CHECK(log.find("the stream continues on node 'b'") != std::string::npos);
-    CHECK(migrated(*c.r) > 0);
+    CHECK_MESSAGE(log.find("the stream continues on node 'b'") != std::string::npos, log);
+    CHECK_MESSAGE(migrated(*c.r) > 0, log);
     // The stopped batcher is left out of the router's view; node a's new one is not.
     CHECK_MESSAGE(serves_again(*c.r, *c.a), (c.r->log() + "\n--- node a:\n" + c.a->log()));
 }
