@@ -55,9 +55,10 @@ inline void half_dots(const q8_0_args& a, const std::int8_t* w, const std::int8_
     const __m256i mask = lane_mask(n);
     const std::uint8_t* q = a.q + t0 * a.k;
 #pragma GCC unroll 16
-    for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t t = 0; t < T; ++t) {
         dot[t] = _mm256_setzero_si256();
-        // Not unrolled: unrolled, GCC reassociates the sums across iterations and spills them.
+    }
+    // Not unrolled: unrolled, GCC reassociates the sums across iterations and spills them.
 #pragma GCC unroll 1
     for (std::size_t v = 0; v < 8; ++v) {
         const std::size_t at = base + stride * v;
