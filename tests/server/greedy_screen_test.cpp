@@ -7,6 +7,7 @@
 #include "server/model_admin.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -70,6 +71,32 @@ std::string finish_of(const test::http_reply& r) {
         test::parse_object(r.body).at("choices").at(0).at("finish_reason").as_string());
 }
 
+/// What a native stream sent: its token ids as a JSON array, each token event's logprob (absent:
+/// +inf, which no logprob is) and the `done` event's finish reason.
+struct native_stream {
+    std::string tokens;
+    std::vector<double> logprobs;
+    std::string finish;
+};
+
+native_stream read_native_stream(const test::http_reply& r) {
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    native_stream out;
+    boost::json::array ids;
+    for (const auto& [event, data] : test::sse_events(r.body)) {
+        const auto t = test::parse_object(data);
+        if (event == "token") {
+            ids.push_back(t.at("token_id"));
+            out.logprobs.push_back(t.contains("logprob") ? t.at("logprob").to_number<double>()
+                                                         : HUGE_VAL);
+        } else if (event == "done") {
+            out.finish = std::string(t.at("finish_reason").as_string());
+        }
+    }
+    out.tokens = boost::json::serialize(ids);
+    return out;
+}
+
 } // namespace
 
 TEST_CASE("greedy screen: greedy replies that show no logprob come from the screen with the "
@@ -125,39 +152,22 @@ TEST_CASE("greedy screen: greedy replies that show no logprob come from the scre
 
         // Need the row: a native stream's events carry each token's logprob; a repetition
         // penalty changes the row before its maximum is taken; a sampled draw reads it all.
-        const auto stream = s.post("/v1/inference/stream", native + "}");
-        REQUIRE_MESSAGE(stream.status == 200, stream.body);
-        std::string streamed_tokens;
-        for (const auto& [event, data] : test::sse_events(stream.body))
-            if (event == "token") {
-                const auto t = test::parse_object(data);
-                CHECK(t.at("logprob").to_number<double>() < 0.0);
-                streamed_tokens +=
-                    (streamed_tokens.empty() ? "" : ",") + boost::json::serialize(t.at("token_id"));
-            }
+        const auto stream = read_native_stream(s.post("/v1/inference/stream", native + "}"));
+        for (const double lp : stream.logprobs)
+            CHECK(lp < 0.0);
         // The stream computed full rows and still chose the screen's tokens.
-        CHECK("[" + streamed_tokens + "]" == boost::json::serialize(plain_o.at("tokens")));
+        CHECK(stream.tokens == boost::json::serialize(plain_o.at("tokens")));
         CHECK(screened_after(s, model, ++finished) == counted);
 
         // A native stream that turns the events' logprob off: screened, the same tokens.
-        const auto bare = s.post("/v1/inference/stream", native + R"(,"token_logprob":false})");
-        REQUIRE_MESSAGE(bare.status == 200, bare.body);
-        std::string bare_tokens;
-        std::string bare_finish;
-        for (const auto& [event, data] : test::sse_events(bare.body)) {
-            const auto t = test::parse_object(data);
-            if (event == "token") {
-                CHECK_FALSE(t.contains("logprob"));
-                bare_tokens +=
-                    (bare_tokens.empty() ? "" : ",") + boost::json::serialize(t.at("token_id"));
-            } else if (event == "done") {
-                bare_finish = std::string(t.at("finish_reason").as_string());
-            }
-        }
-        CHECK("[" + bare_tokens + "]" == boost::json::serialize(plain_o.at("tokens")));
-        REQUIRE_FALSE(bare_finish.empty());
+        const auto bare = read_native_stream(
+            s.post("/v1/inference/stream", native + R"(,"token_logprob":false})"));
+        for (const double lp : bare.logprobs)
+            CHECK(lp == HUGE_VAL); // no logprob in the event
+        CHECK(bare.tokens == boost::json::serialize(plain_o.at("tokens")));
+        REQUIRE_FALSE(bare.finish.empty());
         counted +=
-            drawn(plain_o.at("usage").at("completion_tokens").as_int64(), bare_finish == "length");
+            drawn(plain_o.at("usage").at("completion_tokens").as_int64(), bare.finish == "length");
         CHECK(screened_after(s, model, ++finished) == counted);
         for (const std::string extra :
              {R"(,"repetition_penalty":1.3})", R"(,"temperature":0.7,"seed":3})"}) {
