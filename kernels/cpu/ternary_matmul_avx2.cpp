@@ -19,16 +19,14 @@ namespace {
 
 constexpr std::uint32_t tile = simd_tile_rows;
 constexpr std::size_t regs_per_tile = tile / 8; // 8 rows of int32 lanes per ymm
-// 4 row registers × 2 tokens of int16 accumulators, the packed chunk, one unpacked register, the
-// mask and two broadcasts: 13 of the 16 ymm registers. A third token would spill.
-constexpr std::size_t max_tokens = 2;
-// Up to this many tokens (a step verifying 4 speculative drafts) the token groups unpack each
-// chunk in registers as they read it; more share a tile unpacked once into scratch. Unpacking
-// first costs a pass over the tile, and a lone third or fifth token then runs the load-bound
-// unpacked loop: measured in one process, alternating call by call (2,560 × 2,560, 6,912 × 2,560
-// and 2,560 × 6,912, 1 and 2 threads, Zen 3), unpacking in registers ran 1.12–1.37 times as fast
-// at 3 tokens, 1.00–1.19 at 4, 1.02–1.10 at 5, 0.94–1.06 at 6 and 7, and 0.89–0.98 at 8.
-constexpr std::size_t unpack_in_registers_up_to = 5;
+// Tokens a group of the unpacked loop takes (two_token_step).
+constexpr std::size_t unpacked_group = 2;
+// Up to this many tokens (a step verifying up to 7 speculative drafts) the token groups unpack
+// each chunk in registers as they read it; more share a tile unpacked once into scratch.
+// Unpacking first costs a pass over the tile: measured in one process, alternating call by call
+// (Zen 3, 1 thread), groups of 4 and 3 unpacking in registers ran 1.05–1.30 times as fast as the
+// unpacked loop at 6 to 8 tokens and 0.98–1.19 at 9 to 12.
+constexpr std::size_t unpack_in_registers_up_to = 8;
 constexpr std::size_t steps_per_widen = 32; // 32 × 512 < 2^15, see above
 // Steps of an unpacked pass that the token groups share from L1: 128 steps are 16 KiB of codes.
 constexpr std::size_t steps_per_l1_block = 4 * steps_per_widen;
@@ -40,12 +38,24 @@ inline __m256i broadcast4(const std::int8_t* p) {
 }
 
 // An empty asm that claims to read and write `v` in a ymm register: GCC must then keep the value
-// in a register at this point and cannot hoist the next register's unpack above it, so the loop
-// works through the row registers one at a time instead of unpacking all of them first and
-// spilling accumulators (seen in the object code of the 8-register decode loop).
+// in a register at this point and cannot hoist the next register's unpack above it, so a pass
+// works through its code registers one at a time instead of unpacking all of them first and
+// spilling accumulators.
 inline __m256i pinned(__m256i v) {
     asm("" : "+x"(v));
     return v;
+}
+
+// acc += vpmaddubsw(w, x), int16 lanes, as one asm statement that updates `acc` in place. Written
+// with intrinsics (and `pinned` on the sum), GCC 12 computed each sum in a new register and copied
+// it back: a vmovdqa for every vpmaddubsw, which with the unpacking's shifts and masks made the
+// loop bound by vector instruction slots at about 0.6 of the same loop without the copies.
+inline void maddubs_acc(__m256i& acc, __m256i w, __m256i x) {
+    __m256i product;
+    asm("vpmaddubsw %[x], %[w], %[p]\n\t"
+        "vpaddw %[p], %[acc], %[acc]"
+        : [acc] "+x"(acc), [p] "=&x"(product)
+        : [w] "x"(w), [x] "x"(x));
 }
 
 // Register r = 2v + h of a step's chunk (rows 8r..8r+7): half h shifted by 2v and masked.
@@ -72,13 +82,23 @@ inline void store_rows(__m256i dot, const ternary_args& a, std::size_t t, std::u
     _mm256_maskstore_ps(out, keep, v);
 }
 
-// Registers [r0, r0 + R) of one 64-row tile (rows 8·r0 .. 8·(r0 + R) − 1) against tokens
-// [t0, t0 + T), unpacking each chunk as it is loaded. Decode (T = 1) takes all 8 registers in one
-// pass, so the tile streams from memory once; two tokens take two passes of 4 registers, the
-// second re-reading the tile from L1/L2.
-template <std::size_t T, std::size_t R>
-void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t t0,
-                 std::uint32_t row0, std::size_t r0) {
+constexpr int both_halves = -1;
+
+// One pass over a 64-row tile for tokens [t0, t0 + T): the code registers r = 2v + h of half
+// `Half` (or of both halves), v = V0 .. V0 + NV − 1, each chunk unpacked as it is loaded (a half
+// is loaded once and shifted on from plane to plane). T · R accumulators, T broadcasts, the half,
+// the unpacked register, the product and the mask must fit the 16 ymm registers: 1 token × 8
+// registers, 2 × 4, or 3 and 4 tokens × 2.
+template <std::size_t T, int Half, std::size_t V0, std::size_t NV>
+void tile_pass(const std::uint8_t* w_tile, const ternary_args& a, std::size_t t0,
+               std::uint32_t row0) {
+    constexpr std::size_t n_halves = Half == both_halves ? 2 : 1;
+    constexpr std::size_t R = n_halves * NV;
+    constexpr std::size_t first_half = Half == both_halves ? 0 : static_cast<std::size_t>(Half);
+    static_assert(T * R + T + 4 <= 16, "the pass would spill its accumulators");
+    // Rows 8 · (2 · V0 + first_half) up are this pass's; none of them may be in the range.
+    if (row0 + 8 * (2 * V0 + first_half) >= a.row_end)
+        return;
     const __m256i mask = _mm256_set1_epi8(3);
     const __m256i ones = _mm256_set1_epi16(1);
     const std::size_t steps = a.k / 4; // a multiple of 32 since k % 128 == 0
@@ -102,21 +122,51 @@ void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t 
             __m256i x[T];
             for (std::size_t t = 0; t < T; ++t)
                 x[t] = broadcast4(q[t] + 4 * s);
-            for (std::size_t i = 0; i < R; ++i) {
-                const __m256i w = unpack_reg(chunk, r0 + i, mask);
-                for (std::size_t t = 0; t < T; ++t) {
-                    acc16[i][t] =
-                        pinned(_mm256_add_epi16(acc16[i][t], _mm256_maddubs_epi16(w, x[t])));
+            for (std::size_t i = 0; i < n_halves; ++i) {
+                __m256i half = _mm256_load_si256(
+                    reinterpret_cast<const __m256i*>(chunk + 32 * (first_half + i)));
+                if constexpr (V0 > 0)
+                    half = _mm256_srli_epi16(half, static_cast<int>(2 * V0));
+                for (std::size_t j = 0; j < NV; ++j) {
+                    if (j > 0)
+                        half = pinned(_mm256_srli_epi16(half, 2));
+                    const __m256i w = _mm256_and_si256(half, mask);
+                    for (std::size_t t = 0; t < T; ++t)
+                        maddubs_acc(acc16[i * NV + j][t], w, x[t]);
                 }
             }
         }
-        for (std::size_t i = 0; i < R; ++i)
+        for (std::size_t r = 0; r < R; ++r)
             for (std::size_t t = 0; t < T; ++t)
-                acc32[i][t] = _mm256_add_epi32(acc32[i][t], _mm256_madd_epi16(acc16[i][t], ones));
+                acc32[r][t] = _mm256_add_epi32(acc32[r][t], _mm256_madd_epi16(acc16[r][t], ones));
     }
     for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t i = 0; i < R; ++i)
-            store_rows(acc32[i][t], a, t0 + t, row0 + static_cast<std::uint32_t>(8 * (r0 + i)));
+        for (std::size_t i = 0; i < n_halves; ++i)
+            for (std::size_t j = 0; j < NV; ++j) {
+                const std::size_t reg = 2 * (V0 + j) + first_half + i;
+                store_rows(acc32[i * NV + j][t], a, t0 + t,
+                           row0 + static_cast<std::uint32_t>(8 * reg));
+            }
+}
+
+// A whole 64-row tile for tokens [t0, t0 + T), T ≤ 4, in passes that fit the registers. Decode
+// (T = 1) takes all 8 registers in one pass, so the tile streams from memory once; the other
+// passes re-read the tile from L1/L2.
+template <std::size_t T>
+void tile_tokens(const std::uint8_t* w_tile, const ternary_args& a, std::size_t t0,
+                 std::uint32_t row0) {
+    if constexpr (T == 1) {
+        tile_pass<1, both_halves, 0, 4>(w_tile, a, t0, row0);
+    } else if constexpr (T == 2) {
+        tile_pass<2, both_halves, 0, 2>(w_tile, a, t0, row0);
+        tile_pass<2, both_halves, 2, 2>(w_tile, a, t0, row0);
+    } else {
+        static_assert(T <= 4);
+        tile_pass<T, 0, 0, 2>(w_tile, a, t0, row0);
+        tile_pass<T, 1, 0, 2>(w_tile, a, t0, row0);
+        tile_pass<T, 0, 2, 2>(w_tile, a, t0, row0);
+        tile_pass<T, 1, 2, 2>(w_tile, a, t0, row0);
+    }
 }
 
 // One step of unpacked_tokens<2>: 4 code registers × 2 tokens into the int16 sums. Written as
@@ -230,7 +280,7 @@ void ternary_rows_avx2(const ternary_args& a) {
     const std::size_t tile_bytes = static_cast<std::size_t>(tile) * a.k / 4;
     const std::size_t pass_bytes = static_cast<std::size_t>(a.k) * 32;
     // Token blocks keep their activations (96 · k bytes) in L2 beside the unpacked tile.
-    constexpr std::size_t token_block = 48 * max_tokens;
+    constexpr std::size_t token_block = 48 * unpacked_group;
     // The int32 sums of a token block's 32 rows between blocks of steps (12 KiB).
     alignas(32) std::int32_t partial[token_block * 32];
     for (std::size_t b0 = 0; b0 < a.n_tok; b0 += token_block) {
@@ -253,9 +303,9 @@ void ternary_rows_avx2(const ternary_args& a) {
                         const std::size_t s1 =
                             s0 + steps_per_l1_block < steps ? s0 + steps_per_l1_block : steps;
                         std::size_t t0 = b0;
-                        for (; t0 + max_tokens <= b1; t0 += max_tokens)
-                            unpacked_tokens<max_tokens>(codes, a, t0, row0 + 32 * p, s0, s1,
-                                                        partial + 32 * (t0 - b0));
+                        for (; t0 + unpacked_group <= b1; t0 += unpacked_group)
+                            unpacked_tokens<unpacked_group>(codes, a, t0, row0 + 32 * p, s0, s1,
+                                                            partial + 32 * (t0 - b0));
                         if (t0 < b1)
                             unpacked_tokens<1>(codes, a, t0, row0 + 32 * p, s0, s1,
                                                partial + 32 * (t0 - b0));
@@ -263,14 +313,23 @@ void ternary_rows_avx2(const ternary_args& a) {
                 }
                 continue;
             }
+            // Groups of 4 tokens, then one group of the 1 to 3 left.
             std::size_t t0 = b0;
-            for (; t0 + max_tokens <= b1; t0 += max_tokens) {
-                tile_tokens<max_tokens, 4>(w_tile, a, t0, row0, 0);
-                if (row0 + 32 < a.row_end)
-                    tile_tokens<max_tokens, 4>(w_tile, a, t0, row0, 4);
+            for (; b1 - t0 >= 4; t0 += 4)
+                tile_tokens<4>(w_tile, a, t0, row0);
+            switch (b1 - t0) {
+            case 3:
+                tile_tokens<3>(w_tile, a, t0, row0);
+                break;
+            case 2:
+                tile_tokens<2>(w_tile, a, t0, row0);
+                break;
+            case 1:
+                tile_tokens<1>(w_tile, a, t0, row0);
+                break;
+            default:
+                break;
             }
-            if (t0 < b1)
-                tile_tokens<1, regs_per_tile>(w_tile, a, t0, row0, 0);
         }
     }
 }

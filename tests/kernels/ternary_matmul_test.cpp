@@ -82,14 +82,18 @@ struct shape {
 };
 
 // Rows on and off the 32/64-row tiles, K from one block to the 2B-4T width, token counts around
-// the register tiles (2 for AVX2, 6 for AVX-512) and across the 96-token blocks of the batched
-// path (whose AVX2 family unpacks a tile once when a block has more than 5 tokens). That
+// the register tiles (groups of 1 to 4 for AVX2, 6 for AVX-512) and across the 96-token blocks of
+// the batched path (whose AVX2 family unpacks a tile once when a block has more than 8 tokens).
+// The AVX2 passes of 3 and 4 tokens take one half of a tile's code registers each (rows 8–15,
+// 24–31, ... or the others): 5, 20, 39 and 41 rows end a tile inside or just before such a
+// pass. That
 // path goes through K in blocks of 512 columns, carrying int32 sums between them: K of 640 and
 // 6,912 end in a shorter block, with an odd token count so the one-token tail crosses it too.
 constexpr shape shapes[] = {
     {1, 128, 1},   {3, 128, 2},    {31, 256, 3},    {32, 128, 5},   {33, 384, 17},  {64, 256, 6},
     {65, 128, 7},  {100, 512, 64}, {127, 128, 129}, {130, 2560, 1}, {64, 2560, 13}, {200, 1024, 12},
-    {17, 6912, 2}, {33, 128, 200}, {70, 256, 97},   {96, 640, 99},  {40, 6912, 5},
+    {17, 6912, 2}, {33, 128, 200}, {70, 256, 97},   {96, 640, 99},  {40, 6912, 5},  {5, 256, 4},
+    {20, 128, 3},  {39, 512, 4},   {41, 256, 7},    {90, 2560, 8},  {64, 384, 9},
 };
 
 /// The scalar family and every SIMD family this CPU runs.
