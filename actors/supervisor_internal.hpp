@@ -54,6 +54,9 @@ void stop_pair(supervisor_pointer self, version_rec& v);
 /// A version that will not serve: the alias keeps what it serves; the operation ends failed.
 /// Start-up versions try again (bounded).
 void fail_version(supervisor_pointer self, version_rec& v, std::string why);
+/// "model 'alias'", with " version id" once it has one: how the supervisor's log lines name a
+/// version.
+std::string log_name(const version_rec& v);
 /// Unloads `v` (what it holds goes; its record stays listed), with `note` as its failure text.
 void unload_version(supervisor_pointer self, version_rec& v, std::string note = {});
 /// Ends an unload of `alias` once nothing of it is resident.

@@ -14,6 +14,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
+#include <spdlog/spdlog.h>
 
 #include <vector>
 
@@ -224,6 +225,10 @@ void unload_version(supervisor_pointer self, version_rec& v, std::string note) {
     finish_unload_if_done(self, v.alias);
 }
 
+std::string log_name(const version_rec& v) {
+    return "model '" + v.alias + "'" + (v.id.empty() ? std::string() : " version " + v.id);
+}
+
 void fail_version(supervisor_pointer self, version_rec& v, std::string why) {
     if (ended(v.state))
         return;
@@ -232,11 +237,20 @@ void fail_version(supervisor_pointer self, version_rec& v, std::string why) {
     auto& st = self->state;
     if ((v.restartable || v.restarting) && !st.stopping && v.restarts < st.opt.max_restarts) {
         ++v.restarts;
+        // The operator's only other sign of a restart is the version's counter in /health.
+        spdlog::warn("{}: {}; restarting it ({} of {})", log_name(v), v.failure, v.restarts,
+                     st.opt.max_restarts);
         v.has_info = false;
         start_version(self, v.serial);
         return;
     }
     v.state = vstate::failed;
+    // Failures at start-up have no operation a client polls: the log and /health are where an
+    // operator learns that the alias will not serve.
+    if (v.restarts > 0)
+        spdlog::error("{}: failed after {} restart(s): {}", log_name(v), v.restarts, v.failure);
+    else
+        spdlog::error("{}: failed: {}", log_name(v), v.failure);
     drop_spec(v);
     auto& a = st.table.alias(v.alias);
     if (a.active == v.serial)

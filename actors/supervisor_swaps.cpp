@@ -7,6 +7,7 @@
 
 #include <caf/actor_cast.hpp>
 #include <caf/send.hpp>
+#include <spdlog/spdlog.h>
 
 #include <vector>
 
@@ -188,6 +189,7 @@ void on_child_down(supervisor_pointer self, version_rec& v, const std::string& w
         const auto reason = "version " + v.id + " crashed " + std::to_string(in_ms) +
                             " ms after its flip (probation): " + why + "; back to version " +
                             prev->id;
+        spdlog::error("model '{}': {}", v.alias, reason);
         stop_pair(self, v);
         drop_spec(v);
         v.state = vstate::failed;
@@ -211,6 +213,8 @@ void on_child_down(supervisor_pointer self, version_rec& v, const std::string& w
     }
     ++v.restarts;
     v.failure = why;
+    spdlog::warn("{}: {}; restarting it ({} of {})", log_name(v), why, v.restarts,
+                 st.opt.max_restarts);
     stop_pair(self, v);
     // A crashed executor on a CUDA placement restarts on the next one (the CPU last): the
     // device that crashed is the likeliest cause, and the CPU can serve the same version.

@@ -392,7 +392,13 @@ TEST_CASE("a crash under a stream ends it with a 503 worker_stopped event, and r
     CHECK_MESSAGE(rec.error.find("\"worker_stopped\"") != std::string::npos, rec.error);
     CHECK_FALSE(rec.done);
     CHECK(wait_served());
-    CHECK(model(s, "tiny").at("restarts").to_number<std::int64_t>() >= 1);
+    const auto restarts = model(s, "tiny").at("restarts").to_number<std::int64_t>();
+    CHECK(restarts >= 1);
+    // Each restart is a warning in the log that names the model (it was silent before).
+    const auto log = s.log();
+    CHECK_MESSAGE(static_cast<std::int64_t>(test::count_of(log, "restarting it (")) == restarts,
+                  log);
+    CHECK(test::count_of(log, "[warning] model 'tiny' version ") >= 1);
 }
 
 TEST_CASE("rollback returns to the previous version's exact greedy outputs, conflicts get 409") {

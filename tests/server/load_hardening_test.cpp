@@ -4,8 +4,11 @@
 // must not echo a file's bytes. Waits are bounded polls for a state; no assertion is about time.
 #include "server/model_admin.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <sys/stat.h>
 
@@ -52,7 +55,62 @@ std::vector<std::string> listed(const test::server_process& s) {
     return out;
 }
 
+/// The lines of `log` that hold every one of `parts`.
+std::vector<std::string> lines_with(const std::string& log, const std::vector<std::string>& parts) {
+    std::vector<std::string> out;
+    std::size_t at = 0;
+    while (at < log.size()) {
+        const auto end = std::min(log.find('\n', at), log.size());
+        const std::string line = log.substr(at, end - at);
+        if (std::all_of(parts.begin(), parts.end(),
+                        [&](const std::string& p) { return line.find(p) != std::string::npos; }))
+            out.push_back(line);
+        at = end + 1;
+    }
+    return out;
+}
+
+/// The server's log once it holds a line with every one of `parts` (bounded: the line is written
+/// before the state the test waited for is visible, so this only covers stdio's buffering).
+std::string log_once_it_has(const test::server_process& s, const std::vector<std::string>& parts) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::string log = s.log();
+    while (lines_with(log, parts).empty() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        log = s.log();
+    }
+    return log;
+}
+
 } // namespace
+
+TEST_CASE("a start-up model that cannot load is logged: a warning at each restart, then an error") {
+    test::scratch_dir dir;
+    const auto text = dir.file("not-a-model.txt");
+    const std::string words = "hello, not a model\n";
+    test::write_file(text, {words.begin(), words.end()});
+    auto lo = test::ready_once_load_failed();
+    lo.model_flag = false;
+    test::server_process s({"--model", "broken=" + text}, lo);
+    const auto m = model(s, "broken");
+    REQUIRE(m.at("state").as_string() == "failed");
+    const auto restarts = m.at("restarts").to_number<std::int64_t>();
+    CHECK(restarts >= 1);
+    const auto log =
+        log_once_it_has(s, {"[error]", "model 'broken'", "failed after", "not a GGUF file"});
+    INFO(log);
+    // Without these lines an operator reading the log saw the server listen and nothing more.
+    const auto warnings = lines_with(log, {"[warning]", "model 'broken'", "restarting it ("});
+    CHECK(static_cast<std::int64_t>(warnings.size()) == restarts);
+    for (const auto& w : warnings)
+        CHECK(w.find("not a GGUF file") != std::string::npos);
+    CHECK(lines_with(log, {"[error]", "model 'broken'",
+                           "failed after " + std::to_string(restarts) + " restart(s)",
+                           "not a GGUF file"})
+              .size() == 1);
+    CHECK(s.get("/health/ready").status == 503);
+    CHECK(s.alive());
+}
 
 TEST_CASE("a served file truncated or overwritten in place: the server keeps serving from memory") {
     test::scratch_dir dir;
@@ -219,4 +277,9 @@ TEST_CASE("a failed load's reason describes the file without echoing its bytes")
     CHECK(why.find("Zq9") == std::string::npos);
     CHECK(why.find("root") == std::string::npos);
     CHECK(s.get("/v1/models/text").body.find("Zq9") == std::string::npos);
+    // The log names the failed load as well, and echoes no more of the file than the reply.
+    const auto log = log_once_it_has(s, {"[error]", "model 'text'", "failed: ", "not a GGUF file"});
+    CHECK(lines_with(log, {"[error]", "model 'text'", "failed: ", "not a GGUF file"}).size() == 1);
+    CHECK(log.find("Zq9") == std::string::npos);
+    CHECK(log.find("root:x") == std::string::npos);
 }
