@@ -332,6 +332,12 @@ TEST_CASE("each failure class leaves the serving version in place, with the reas
             v.as_object().at("state").as_string() == "failed")
             b_failed = true;
     CHECK(b_failed);
+    // The log names the crash and both versions.
+    const auto log = s.log();
+    CHECK_MESSAGE(test::count_of(log, "[error] model 'tiny': version " + v_b + " crashed ") == 1,
+                  log);
+    CHECK(test::count_of(log, " ms after its flip (probation): ") == 1);
+    CHECK(test::count_of(log, "; back to version " + v_a) == 1);
     CHECK(generate(s, "tiny", "Hello") == before);
     CHECK(swaps(s, "rollback") == 1);
     CHECK(swaps(s, "success") == 1);
