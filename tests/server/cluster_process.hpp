@@ -174,18 +174,6 @@ private:
     std::uint16_t cluster_port_ = 0;
 };
 
-/// Polls `pred` every 50 ms for up to `limit`; whether it held.
-inline bool eventually(const std::function<bool()>& pred,
-                       std::chrono::milliseconds limit = std::chrono::seconds(30)) {
-    const auto until = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < until) {
-        if (pred())
-            return true;
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-    return pred();
-}
-
 /// The rolling operation `id` as node `n` lists it in GET /v1/cluster once it has ended (empty
 /// when it does not end within a minute).
 inline boost::json::object ended_roll(const cluster_node& n, const std::string& id) {

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include <sys/stat.h>
 
@@ -73,13 +72,9 @@ std::vector<std::string> lines_with(const std::string& log, const std::vector<st
 /// The server's log once it holds a line with every one of `parts` (bounded: the line is written
 /// before the state the test waited for is visible, so this only covers stdio's buffering).
 std::string log_once_it_has(const test::server_process& s, const std::vector<std::string>& parts) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    std::string log = s.log();
-    while (lines_with(log, parts).empty() && std::chrono::steady_clock::now() < until) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-        log = s.log();
-    }
-    return log;
+    (void)test::eventually([&] { return !lines_with(s.log(), parts).empty(); },
+                           std::chrono::seconds(10));
+    return s.log();
 }
 
 } // namespace

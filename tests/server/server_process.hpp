@@ -197,6 +197,18 @@ inline std::vector<std::pair<std::string, std::string>> sse_events(const std::st
     return out;
 }
 
+/// Polls `pred` every 50 ms for up to `limit`; whether it held.
+inline bool eventually(const std::function<bool()>& pred,
+                       std::chrono::milliseconds limit = std::chrono::seconds(30)) {
+    const auto until = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < until) {
+        if (pred())
+            return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return pred();
+}
+
 /// How many times `what` occurs in `text` (log lines, events).
 inline std::size_t count_of(const std::string& text, const std::string& what) {
     std::size_t n = 0;
