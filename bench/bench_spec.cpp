@@ -27,7 +27,7 @@
 //   bench_spec -m MODEL [--threads 2] [--doc 1000] [--gen 256] [--max-draft 8]
 //              [--context 512] [--repeats 3] [--only verify|copy|miss|greedy|schema|draft]
 //              [--draft-model FILE] [--q8-logits] [--greedy-screen]
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/sched_policy.hpp"
 #include "bench_timing.hpp"
 #include "ceilings.hpp"
 #include "model/constrain/token_constraint.hpp"

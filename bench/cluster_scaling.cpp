@@ -13,9 +13,9 @@
 //
 // --node-tps: generated tokens/s of one node (measured by cluster_bench), to price heartbeats per
 // generated token.
-#include "actors/admission.hpp"
-#include "actors/executor.hpp"
-#include "actors/wire_size.hpp"
+#include "actors/admission/admission.hpp"
+#include "actors/executor/executor.hpp"
+#include "actors/cluster/wire_size.hpp"
 #include "messages/errors.hpp"
 #include "messages/type_ids.hpp"
 

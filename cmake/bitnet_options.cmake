@@ -63,28 +63,69 @@ function(bitnet_precompile tgt)
     endif()
 endfunction()
 
-# bitnet_room_include_dir(var): an include folder that holds only the calling room, as a link
-# named after its path (<build>/room_include/<name>/model -> <source>/model), so that a target
-# sees "model/..." only when it links bitnet_model (directly or through a public dependency):
-# the build refuses an include across a missing edge instead of finding it by accident.
+# bitnet_precompile_reuse(target FROM): the sub-rooms of one glue room share one precompiled
+# header (their first library's) instead of compiling one each: a .gch costs 15-18 s on our
+# machines (TOOLCHAIN-NOTES.md, Q8), and the sub-rooms' files include the same CAF/Beast headers.
+# The targets' compile options and definitions must match, as those of one room's sub-rooms do.
+function(bitnet_precompile_reuse tgt from)
+    if(NOT BITNET_PCH)
+        return()
+    endif()
+    target_precompile_headers(${tgt} REUSE_FROM ${from})
+    if(CMAKE_CXX_COMPILER_LAUNCHER MATCHES "ccache")
+        set_property(TARGET ${tgt} PROPERTY CXX_COMPILER_LAUNCHER env
+            CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
+            ${CMAKE_CXX_COMPILER_LAUNCHER})
+    endif()
+endfunction()
+
+# bitnet_room_include_dir(var name): an include folder that holds only the calling room, as a link
+# named after its path (<build>/room_include/<name>/model/gguf -> <source>/model/gguf), so that a
+# target sees "model/gguf/..." only when it links that room's library (directly or through a public
+# dependency): the build refuses an include across a missing edge instead of finding it by accident.
+# FILES_ONLY (a room whose folder also holds sub-rooms, e.g. actors/ or http/): one link per header
+# directly in the folder instead of one for the folder, so its sub-rooms' headers stay out of reach
+# of a target that links only the room's shared part.
 function(bitnet_room_include_dir var name)
+    cmake_parse_arguments(ARG "FILES_ONLY" "" "" ${ARGN})
     file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
     set(_root ${PROJECT_BINARY_DIR}/room_include/${name})
-    get_filename_component(_parent ${_root}/${_rel} DIRECTORY)
-    file(MAKE_DIRECTORY ${_parent})
-    file(CREATE_LINK ${CMAKE_CURRENT_SOURCE_DIR} ${_root}/${_rel} SYMBOLIC)
+    if(ARG_FILES_ONLY)
+        # Rebuilt at each configure, so a header moved away leaves no stale link behind.
+        file(REMOVE_RECURSE ${_root})
+        file(MAKE_DIRECTORY ${_root}/${_rel})
+        file(GLOB _headers CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.hpp)
+        foreach(_h ${_headers})
+            get_filename_component(_n ${_h} NAME)
+            file(CREATE_LINK ${_h} ${_root}/${_rel}/${_n} SYMBOLIC)
+        endforeach()
+    else()
+        get_filename_component(_parent ${_root}/${_rel} DIRECTORY)
+        file(MAKE_DIRECTORY ${_parent})
+        file(CREATE_LINK ${CMAKE_CURRENT_SOURCE_DIR} ${_root}/${_rel} SYMBOLIC)
+    endif()
     set(${var} ${_root} PARENT_SCOPE)
 endfunction()
 
-# bitnet_room(name DEPS ...): a room's static library from every .cpp directly in its folder.
-# It exposes its own folder only (bitnet_room_include_dir); other rooms come with its deps.
+# bitnet_room(name [FILES_ONLY] [SUBDIRS dir...] PUBLIC_DEPS ... PRIVATE_DEPS ... EXTRA_SOURCES ...):
+# a room's static library from every .cpp directly in its folder (and in SUBDIRS, folders that are
+# part of the room rather than sub-rooms of their own, as kernels/cpu/). It exposes its own folder
+# only (bitnet_room_include_dir; FILES_ONLY there); other rooms come with its deps.
 function(bitnet_room name)
-    cmake_parse_arguments(ARG "" "" "PUBLIC_DEPS;PRIVATE_DEPS;EXTRA_SOURCES" ${ARGN})
-    file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp
-                                      ${CMAKE_CURRENT_SOURCE_DIR}/cpu/*.cpp)
-    bitnet_room_include_dir(_inc ${name})
+    cmake_parse_arguments(ARG "FILES_ONLY" "" "PUBLIC_DEPS;PRIVATE_DEPS;EXTRA_SOURCES;SUBDIRS" ${ARGN})
+    set(_globs ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+    foreach(_d ${ARG_SUBDIRS})
+        list(APPEND _globs ${CMAKE_CURRENT_SOURCE_DIR}/${_d}/*.cpp)
+    endforeach()
+    file(GLOB _srcs CONFIGURE_DEPENDS ${_globs})
+    if(ARG_FILES_ONLY)
+        bitnet_room_include_dir(_inc ${name} FILES_ONLY)
+    else()
+        bitnet_room_include_dir(_inc ${name})
+    endif()
     if(NOT _srcs AND NOT ARG_EXTRA_SOURCES)
-        # A room whose code has not arrived yet: headers only, same dependency edges.
+        # Headers only (a room's shared part, or a room whose code has not arrived yet): the same
+        # dependency edges.
         add_library(bitnet_${name} INTERFACE)
         target_include_directories(bitnet_${name} INTERFACE ${_inc})
         target_link_libraries(bitnet_${name} INTERFACE ${ARG_PUBLIC_DEPS})
@@ -94,4 +135,11 @@ function(bitnet_room name)
     target_include_directories(bitnet_${name} PUBLIC ${_inc})
     target_link_libraries(bitnet_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
     bitnet_set_warnings(bitnet_${name})
+endfunction()
+
+# bitnet_rooms_aggregate(name libs...): one INTERFACE target naming a room's sub-rooms, for the
+# rooms and tools above it that use the room as a whole.
+function(bitnet_rooms_aggregate name)
+    add_library(${name} INTERFACE)
+    target_link_libraries(${name} INTERFACE ${ARGN})
 endfunction()

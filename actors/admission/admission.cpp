@@ -1,7 +1,7 @@
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 
-#include "actors/admission_state.hpp"
-#include "actors/stream_relay.hpp"
+#include "actors/admission/admission_state.hpp"
+#include "actors/cluster/stream_relay.hpp"
 #include "actors/trace_spans.hpp"
 #include "messages/errors.hpp"
 

@@ -19,7 +19,7 @@
 // carries its stream on to another replica if that node is lost.
 #pragma once
 
-#include "actors/key_quota.hpp"
+#include "actors/admission/key_quota.hpp"
 #include "common/error.hpp"
 #include "messages/interfaces.hpp"
 

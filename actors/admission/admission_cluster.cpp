@@ -2,7 +2,7 @@
 // replica on the fastest device class with the least outstanding work (ranks_before), requests
 // tokenized by a remote text actor and handed to the stream relay, and the replica a lost stream
 // continues on.
-#include "actors/admission_state.hpp"
+#include "actors/admission/admission_state.hpp"
 #include "messages/errors.hpp"
 
 #include <algorithm>

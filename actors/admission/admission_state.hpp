@@ -3,9 +3,9 @@
 // nodes' replicas (least outstanding work, remote tokenization, a lost stream's new replica).
 #pragma once
 
-#include "actors/admission.hpp"
-#include "actors/device_placements.hpp"
-#include "actors/key_quota.hpp"
+#include "actors/admission/admission.hpp"
+#include "actors/supervisor/device_placements.hpp"
+#include "actors/admission/key_quota.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 

@@ -1,4 +1,4 @@
-#include "actors/key_quota.hpp"
+#include "actors/admission/key_quota.hpp"
 
 #include <algorithm>
 #include <cmath>

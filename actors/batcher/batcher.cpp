@@ -1,7 +1,7 @@
-#include "actors/batcher.hpp"
+#include "actors/batcher/batcher.hpp"
 
-#include "actors/batcher_internal.hpp"
-#include "actors/peer_gate.hpp"
+#include "actors/batcher/batcher_internal.hpp"
+#include "actors/cluster/peer_gate.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/mask_cache.hpp"
 #include "model/constrain/token_constraint.hpp"

@@ -7,7 +7,7 @@
 // request, so a disconnected client's KV is freed within one step.
 #pragma once
 
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/sched_policy.hpp"
 #include "messages/interfaces.hpp"
 #include "messages/orders.hpp"
 #include "model/tokenizer/tokenizer.hpp"

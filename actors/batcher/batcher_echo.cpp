@@ -2,7 +2,7 @@
 // logits row (prompt_logprobs), the scores gathered across chunked prefill and preemption, and
 // the one echo event sent before any generated token. Apart from batcher.cpp because it is one
 // feature's bookkeeping, not the batcher's step loop.
-#include "actors/batcher_internal.hpp"
+#include "actors/batcher/batcher_internal.hpp"
 
 namespace bitnet::actors::batcher_detail {
 

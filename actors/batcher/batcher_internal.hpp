@@ -3,8 +3,8 @@
 // scores): what the batcher keeps per live request and per actor, and the helpers both call.
 #pragma once
 
-#include "actors/batcher.hpp"
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/batcher.hpp"
+#include "actors/batcher/sched_policy.hpp"
 #include "common/trace.hpp"
 #include "model/sampling/stop_rules.hpp"
 #include "model/tokenizer/tokenizer.hpp"

@@ -1,6 +1,6 @@
 // The batcher's submit path (batcher.cpp has the rest of the actor): a request's schema compiled
 // (on the batcher's own compiler thread when it is new), then the request queued.
-#include "actors/batcher_internal.hpp"
+#include "actors/batcher/batcher_internal.hpp"
 #include "actors/trace_spans.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"

@@ -4,7 +4,7 @@
 // cluster resume as events), and per step a bitnet.step span of its own trace linked to the
 // generate span of every sampled request it served, so a slow step shows from each of them.
 // No span per token.
-#include "actors/batcher_internal.hpp"
+#include "actors/batcher/batcher_internal.hpp"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 // another key's short request would wait for all of it. The rule: while another tenant waits,
 // a tenant holds at most its share of the slots and of a step's prompt budget; within a tenant,
 // first come, first served; with nobody else waiting a tenant may use everything.
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/sched_policy.hpp"
 
 #include <algorithm>
 #include <string>

@@ -1,4 +1,4 @@
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/sched_policy.hpp"
 
 #include <algorithm>
 #include <string>

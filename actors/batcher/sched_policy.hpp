@@ -15,7 +15,7 @@
 // tokens an earlier run generated.
 #pragma once
 
-#include "actors/spec_draft.hpp"
+#include "actors/batcher/spec_draft.hpp"
 #include "common/error.hpp"
 #include "messages/batch_policy.hpp"
 #include "messages/ids.hpp"

@@ -7,7 +7,7 @@
 // only the number of passes it takes. Drafts only use what a step leaves after every decode,
 // prefill chunk and admission, and only while the step is small (spec_step_tokens): speculation
 // never takes a running stream's or a waiting prompt's place.
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/sched_policy.hpp"
 
 #include <algorithm>
 

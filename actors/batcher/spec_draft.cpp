@@ -1,5 +1,5 @@
 // Prompt-lookup drafts (spec_draft.hpp).
-#include "actors/spec_draft.hpp"
+#include "actors/batcher/spec_draft.hpp"
 
 #include "model/constrain/forced_tokens.hpp"
 #include "model/constrain/token_constraint.hpp"

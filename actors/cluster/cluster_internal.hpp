@@ -3,7 +3,7 @@
 // actors/.
 #pragma once
 
-#include "actors/cluster_node.hpp"
+#include "actors/cluster/cluster_node.hpp"
 
 #include <caf/node_id.hpp>
 #include <caf/typed_event_based_actor.hpp>

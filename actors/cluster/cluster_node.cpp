@@ -1,7 +1,7 @@
-#include "actors/cluster_internal.hpp"
-#include "actors/order_proof.hpp"
-#include "actors/peer_gate.hpp"
-#include "actors/wire_size.hpp"
+#include "actors/cluster/cluster_internal.hpp"
+#include "actors/cluster/order_proof.hpp"
+#include "actors/cluster/peer_gate.hpp"
+#include "actors/cluster/wire_size.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_system.hpp>

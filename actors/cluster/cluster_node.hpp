@@ -26,7 +26,7 @@
 //     start a roll here.
 #pragma once
 
-#include "actors/peer_identity.hpp"
+#include "actors/cluster/peer_identity.hpp"
 #include "common/peer_roles.hpp"
 #include "messages/interfaces.hpp"
 

@@ -4,8 +4,8 @@
 // (and, for a load, when its file has the SHA-256 the first node's had: every node loads its own
 // path, and different bytes under one version would make migrated streams diverge). A failure stops
 // the roll and rolls back the nodes it already changed, so every node serves what it served before.
-#include "actors/cluster_internal.hpp"
-#include "actors/order_proof.hpp"
+#include "actors/cluster/cluster_internal.hpp"
+#include "actors/cluster/order_proof.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>

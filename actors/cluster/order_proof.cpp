@@ -1,4 +1,4 @@
-#include "actors/order_proof.hpp"
+#include "actors/cluster/order_proof.hpp"
 
 #include <array>
 #include <cstdlib>

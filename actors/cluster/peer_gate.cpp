@@ -1,4 +1,4 @@
-#include "actors/peer_gate.hpp"
+#include "actors/cluster/peer_gate.hpp"
 
 #include <caf/actor_control_block.hpp>
 

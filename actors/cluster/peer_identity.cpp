@@ -1,4 +1,4 @@
-#include "actors/peer_identity.hpp"
+#include "actors/cluster/peer_identity.hpp"
 
 #include <cstdlib>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "actors/engine_kinds.hpp"
+#include "actors/executor/engine_kinds.hpp"
 
 #include "model/engine/engine_placement.hpp"
 #include "model/gguf/regular_file.hpp"

@@ -1,7 +1,7 @@
-#include "actors/executor.hpp"
+#include "actors/executor/executor.hpp"
 
-#include "actors/engine_kinds.hpp"
-#include "actors/executor_internal.hpp"
+#include "actors/executor/engine_kinds.hpp"
+#include "actors/executor/executor_internal.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"

@@ -9,7 +9,7 @@
 // The draft model's KV keeps each sequence's known tokens (its own cache, released with the
 // sequence's); the positions of the drafts themselves are dropped after proposing, so the next
 // proposal starts from the tokens the served model confirmed.
-#include "actors/executor_internal.hpp"
+#include "actors/executor/executor_internal.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -1,4 +1,4 @@
-#include "actors/device_placements.hpp"
+#include "actors/supervisor/device_placements.hpp"
 
 #include <algorithm>
 

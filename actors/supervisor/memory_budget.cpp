@@ -1,4 +1,4 @@
-#include "actors/memory_budget.hpp"
+#include "actors/supervisor/memory_budget.hpp"
 
 namespace bitnet::actors {
 

@@ -1,8 +1,8 @@
 // The supervisor actor: its behaviour is the list of messages it answers, each a short handler
 // over the version table (version_table.hpp) and the lifecycle steps (supervisor_loader.cpp,
 // supervisor_swaps.cpp).
-#include "actors/device_placements.hpp"
-#include "actors/supervisor_internal.hpp"
+#include "actors/supervisor/device_placements.hpp"
+#include "actors/supervisor/supervisor_internal.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_system.hpp>

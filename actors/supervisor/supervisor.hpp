@@ -27,9 +27,9 @@
 // served (version_table.hpp: k_ops_kept, k_ended_kept, k_unserved_kept).
 #pragma once
 
-#include "actors/batcher.hpp"
-#include "actors/executor.hpp"
-#include "actors/text_actor.hpp"
+#include "actors/batcher/batcher.hpp"
+#include "actors/executor/executor.hpp"
+#include "actors/supervisor/text_actor.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>

@@ -3,8 +3,8 @@
 // device that is missing, out of memory or crashing never leaves a version failed that the CPU
 // can serve. Each move is logged, counted (on_fallback: bitnet_device_fallbacks_total) and kept
 // in the executor's order as the reason its next executor reports (device_reason).
-#include "actors/device_placements.hpp"
-#include "actors/supervisor_internal.hpp"
+#include "actors/supervisor/device_placements.hpp"
+#include "actors/supervisor/supervisor_internal.hpp"
 #include "model/engine/device_choice.hpp"
 
 #include <spdlog/spdlog.h>

@@ -4,9 +4,9 @@
 // thread, mutating its version_table and messaging its children, admission and itself.
 #pragma once
 
-#include "actors/memory_budget.hpp"
-#include "actors/supervisor.hpp"
-#include "actors/version_table.hpp"
+#include "actors/supervisor/memory_budget.hpp"
+#include "actors/supervisor/supervisor.hpp"
+#include "actors/supervisor/version_table.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 

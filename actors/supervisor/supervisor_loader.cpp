@@ -3,7 +3,7 @@
 // estimate, the executor loads the engine and is checked against its real figures, a warm-up
 // runs, and the batcher and text actor are spawned before the flip. Also the ways out: failing,
 // unloading and stopping a version.
-#include "actors/supervisor_internal.hpp"
+#include "actors/supervisor/supervisor_internal.hpp"
 #include "messages/errors.hpp"
 #include "model/engine/model_config.hpp"
 #include "model/gguf/file_digest.hpp"

@@ -2,7 +2,7 @@
 // version, the one it replaces retired to drain and then kept as the rollback target), rollback
 // flips, unloads, drain polling, and what a crashed child leads to (restart in place, or back to
 // the previous version within its probation).
-#include "actors/supervisor_internal.hpp"
+#include "actors/supervisor/supervisor_internal.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_cast.hpp>

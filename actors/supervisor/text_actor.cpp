@@ -1,6 +1,6 @@
-#include "actors/text_actor.hpp"
+#include "actors/supervisor/text_actor.hpp"
 
-#include "actors/peer_gate.hpp"
+#include "actors/cluster/peer_gate.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_system.hpp>

@@ -1,4 +1,4 @@
-#include "actors/version_table.hpp"
+#include "actors/supervisor/version_table.hpp"
 
 #include <algorithm>
 #include <utility>

@@ -5,7 +5,7 @@
 // but the table never messages them.
 #pragma once
 
-#include "actors/supervisor.hpp"
+#include "actors/supervisor/supervisor.hpp"
 #include "model/constrain/limits.hpp"
 #include "model/gguf/file_digest.hpp"
 #include "model/gguf/regular_file.hpp"

@@ -3,7 +3,7 @@
 // outstanding work second (actors/device_placements.hpp has the rule as a plain function); a
 // batcher that stopped under a stream is never chosen again.
 #include "actors/actor_test_config.hpp"
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_cast.hpp>

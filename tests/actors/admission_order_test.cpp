@@ -3,7 +3,7 @@
 // poll timer fires only when the test triggers it. The batcher behind admission is a scripted
 // stand-in (this test is about admission's counting, not about batching): it acknowledges every
 // submit and reports the queue depth the test sets.
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_cast.hpp>

@@ -1,9 +1,9 @@
 // Admission in front of a real batcher + executor (fake engine): routing, unknown model, the
 // waiting-requests cap with Retry-After, readiness and draining.
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 
-#include "actors/batcher.hpp"
-#include "actors/executor.hpp"
+#include "actors/batcher/batcher.hpp"
+#include "actors/executor/executor.hpp"
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"
 

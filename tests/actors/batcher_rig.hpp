@@ -3,9 +3,9 @@
 #pragma once
 
 #include "actors/actor_test_config.hpp"
-#include "actors/batcher.hpp"
+#include "actors/batcher/batcher.hpp"
 #include "actors/batcher_client.hpp"
-#include "actors/executor.hpp"
+#include "actors/executor/executor.hpp"
 #include "actors/fake_engine.hpp"
 
 #include <caf/actor_system.hpp>

@@ -1,12 +1,12 @@
 // The batcher actor over a real executor actor and a contract-checking fake engine: completions
 // with usage, EOG and stop strings, deadline while queued, and cancellation when the sink dies
 // (KV freed in the engine within a step).
-#include "actors/batcher.hpp"
+#include "actors/batcher/batcher.hpp"
 
 #include "actors/actor_test_config.hpp"
 #include "actors/batcher_client.hpp"
 #include "actors/batcher_rig.hpp"
-#include "actors/executor.hpp"
+#include "actors/executor/executor.hpp"
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"
 

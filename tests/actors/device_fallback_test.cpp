@@ -4,10 +4,10 @@
 // are stand-ins registered under a kind of this test's own: one that refuses every placement but
 // the CPU (as a machine without a GPU does), so the real CUDA engine is not needed.
 #include "actors/actor_test_config.hpp"
-#include "actors/admission.hpp"
-#include "actors/engine_kinds.hpp"
+#include "actors/admission/admission.hpp"
+#include "actors/executor/engine_kinds.hpp"
 #include "actors/fake_engine.hpp"
-#include "actors/supervisor.hpp"
+#include "actors/supervisor/supervisor.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "messages/errors.hpp"
 

@@ -1,7 +1,7 @@
 // Devices as placements, as plain functions: the list a version runs on, where it goes after a
 // placement fails, the metric's reason classes, and how routing ranks replicas on different
 // devices.
-#include "actors/device_placements.hpp"
+#include "actors/supervisor/device_placements.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // The executor actor: device routing decision, step + sampling (model::sampler) through the engine
 // contract, seeded sampling that does not depend on the batch, and a failed load reported as the
 // actor's exit reason.
-#include "actors/executor.hpp"
+#include "actors/executor/executor.hpp"
 
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"

@@ -2,9 +2,9 @@
 // on one sequence) fails that step's requests, turns the alias not ready, is counted, and the
 // supervisor replaces the executor as for a crash; requests after it are served by the new one.
 #include "actors/actor_test_config.hpp"
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 #include "actors/fake_engine.hpp"
-#include "actors/supervisor.hpp"
+#include "actors/supervisor/supervisor.hpp"
 
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>

@@ -6,7 +6,7 @@
 // vocabulary is fake_vocab.hpp's.
 #pragma once
 
-#include "actors/engine_kinds.hpp"
+#include "actors/executor/engine_kinds.hpp"
 #include "actors/fake_vocab.hpp"
 #include "model/engine/engine.hpp"
 

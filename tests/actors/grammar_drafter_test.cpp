@@ -2,7 +2,7 @@
 // left of a forced stretch from one step to the next instead of scanning it again, so along
 // random paths of allowed tokens its drafts must still fit the schema and spell a prefix of the
 // bytes forced from the sequence's current state.
-#include "actors/spec_draft.hpp"
+#include "actors/batcher/spec_draft.hpp"
 #include "constrain/vocab_fixtures.hpp"
 #include "model/constrain/forced_tokens.hpp"
 #include "model/constrain/token_constraint.hpp"

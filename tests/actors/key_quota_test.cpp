@@ -1,5 +1,5 @@
 // Per-key quotas: a token bucket per key, Retry-After from the refill rate, keys independent.
-#include "actors/key_quota.hpp"
+#include "actors/admission/key_quota.hpp"
 
 #include <doctest/doctest.h>
 

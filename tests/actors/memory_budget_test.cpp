@@ -1,6 +1,6 @@
 // The memory budget without an actor system: when a version fits, which rollback targets give
 // way, and the refusal when nothing can make room.
-#include "actors/memory_budget.hpp"
+#include "actors/supervisor/memory_budget.hpp"
 
 #include <doctest/doctest.h>
 

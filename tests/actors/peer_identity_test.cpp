@@ -2,7 +2,7 @@
 // a proof passes only for the name its certificate carries, the link it was made for (signer and
 // receiver), a time within the skew, a chain the cluster CA signed and an untouched signature;
 // the roles are the certificate's role URIs, or replica and router when it has none.
-#include "actors/peer_identity.hpp"
+#include "actors/cluster/peer_identity.hpp"
 
 #include "server/certs.hpp"
 

@@ -8,9 +8,9 @@
 // Both depend on seq_chunk::decoded_from: without it the recomputed positions are computed as a
 // prompt and, on this file, later tokens change (tests/engine/decoded_positions_test.cpp).
 #include "actors/actor_test_config.hpp"
-#include "actors/batcher.hpp"
+#include "actors/batcher/batcher.hpp"
 #include "actors/batcher_client.hpp"
-#include "actors/executor.hpp"
+#include "actors/executor/executor.hpp"
 #include "actors/tiny_model_rig.hpp"
 #include "messages/errors.hpp"
 #include "model/gguf/gguf_reader.hpp"

@@ -4,7 +4,7 @@
 // their order; a waiting request never takes slots from a higher priority. Each scenario also
 // runs with tenant_share_percent = 100 (first come, first served), where the second tenant
 // waits: that is what the share changes.
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/sched_policy.hpp"
 
 #include <doctest/doctest.h>
 

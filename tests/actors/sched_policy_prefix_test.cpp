@@ -1,7 +1,7 @@
 // The policy's KV accounting with prefix caching: a released sequence's whole prompt blocks may
 // be shared through the cache, so only its private blocks count as free at once; the engine's
 // report (sync_kv_free) is the truth for the rest. Without prefix caching nothing changes.
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/sched_policy.hpp"
 
 #include <doctest/doctest.h>
 

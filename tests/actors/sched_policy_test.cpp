@@ -2,7 +2,7 @@
 // mirrors what model::engine checks on every step (positions continue each sequence's KV, the
 // block budget is never exceeded, released sequences start over at 0), so a plan the policy
 // emits that a real engine would refuse fails these tests.
-#include "actors/sched_policy.hpp"
+#include "actors/batcher/sched_policy.hpp"
 
 #include <doctest/doctest.h>
 

@@ -4,8 +4,8 @@
 // the rest of the KV). It mirrors the engine's checks (positions continue each sequence's KV,
 // the block budget holds), so a plan the policy emits that a real engine would refuse fails
 // here. Output must be the same with and without drafts; only the number of steps changes.
-#include "actors/sched_policy.hpp"
-#include "actors/spec_draft.hpp"
+#include "actors/batcher/sched_policy.hpp"
+#include "actors/batcher/spec_draft.hpp"
 
 #include <doctest/doctest.h>
 

@@ -7,9 +7,9 @@
 //  - n > 1: the choices fork the prompt's KV (prefilled once) and choice i gives the tokens of
 //    the single request with seed + i, also when choices are preempted and recomputed.
 #include "actors/actor_test_config.hpp"
-#include "actors/batcher.hpp"
+#include "actors/batcher/batcher.hpp"
 #include "actors/batcher_client.hpp"
-#include "actors/executor.hpp"
+#include "actors/executor/executor.hpp"
 #include "actors/tiny_model_rig.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/tokenizer/tokenizer.hpp"

@@ -6,9 +6,9 @@
 // greedy, seeded, under a JSON Schema, cut by a stop string, alone, in a mixed batch, under KV
 // pressure (preemption) or resumed after k tokens.
 #include "actors/actor_test_config.hpp"
-#include "actors/batcher.hpp"
+#include "actors/batcher/batcher.hpp"
 #include "actors/batcher_client.hpp"
-#include "actors/executor.hpp"
+#include "actors/executor/executor.hpp"
 #include "actors/tiny_model_rig.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/tokenizer/tokenizer.hpp"

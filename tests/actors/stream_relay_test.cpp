@@ -5,10 +5,10 @@
 // stream ends it (a request that crashes its executor must not crash every replica in turn). The
 // relay and admission are the real actors; the two replicas are stand-in batchers that record what
 // they are sent and emit the step output a test gives them.
-#include "actors/stream_relay.hpp"
+#include "actors/cluster/stream_relay.hpp"
 
 #include "actors/actor_test_config.hpp"
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_cast.hpp>

@@ -1,9 +1,9 @@
 // The supervisor: start-up load, route push to admission, restart of a crashed child, a model
 // that cannot load reported as failed with the reason, and what admission answers for an alias
 // whose version is loading or restarting after a crash.
-#include "actors/supervisor.hpp"
+#include "actors/supervisor/supervisor.hpp"
 
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"
 #include "support/test_data.hpp"

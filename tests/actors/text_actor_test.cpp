@@ -4,9 +4,9 @@
 // whose message order the test drives, that a request tokenized by one version runs on that
 // version even when the alias flips while it is tokenized, and that admission answers the flip
 // only once that request is in the old batcher's mailbox.
-#include "actors/text_actor.hpp"
+#include "actors/supervisor/text_actor.hpp"
 
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 #include "actors/fake_vocab.hpp"
 #include "messages/errors.hpp"
 

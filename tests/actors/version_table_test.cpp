@@ -1,6 +1,6 @@
 // The supervisor's books without an actor system: operations and their bounds, what listings
 // keep of failed loads, state mirroring and the swap results the metrics count.
-#include "actors/version_table.hpp"
+#include "actors/supervisor/version_table.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,10 @@
 // The HTTP server over real loopback sockets, in-process, in front of the real actors. The model
 // is the contract-checking fake engine (tests/actors/fake_engine.hpp) until model::engine lands;
 // then these run against `bitnet-model make --shape tiny`.
-#include "actors/admission.hpp"
+#include "actors/admission/admission.hpp"
 #include "actors/fake_engine.hpp"
 #include "actors/fake_vocab.hpp"
-#include "actors/supervisor.hpp"
+#include "actors/supervisor/supervisor.hpp"
 #include "http/api_json.hpp"
 #include "http/server.hpp"
 #include "messages/errors.hpp"

@@ -9,9 +9,9 @@
 // middle of reading a file) are not waited for: the process exits without them. SIGHUP re-reads
 // the HTTPS certificate and key (tls_cert, tls_key) for new connections and never ends the
 // process.
-#include "actors/admission.hpp"
-#include "actors/device_placements.hpp"
-#include "actors/supervisor.hpp"
+#include "actors/admission/admission.hpp"
+#include "actors/supervisor/device_placements.hpp"
+#include "actors/supervisor/supervisor.hpp"
 #include "basp_guard.hpp"
 #include "cluster_start.hpp"
 #include "common/trace.hpp"

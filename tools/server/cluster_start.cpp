@@ -1,7 +1,7 @@
 #include "cluster_start.hpp"
 
-#include "actors/cluster_node.hpp"
-#include "actors/peer_identity.hpp"
+#include "actors/cluster/cluster_node.hpp"
+#include "actors/cluster/peer_identity.hpp"
 #include "basp_guard.hpp"
 #include "conf/host_port.hpp"
 #include "http/metrics.hpp"

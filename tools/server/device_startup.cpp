@@ -1,6 +1,6 @@
 #include "device_startup.hpp"
 
-#include "actors/device_placements.hpp"
+#include "actors/supervisor/device_placements.hpp"
 #include "kernels/cuda/ops.hpp"
 
 #include <spdlog/spdlog.h>

@@ -2,7 +2,7 @@
 // tokenizer (read from the GGUF without loading weights) and the recognised chat template.
 #pragma once
 
-#include "actors/text_actor.hpp"
+#include "actors/supervisor/text_actor.hpp"
 #include "common/error.hpp"
 
 #include <string>
