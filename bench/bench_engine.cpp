@@ -24,7 +24,7 @@
 #include "kernels/cuda/ops.hpp"
 #include "kernels/parallel.hpp"
 #include "model/engine/engine.hpp"
-#include "model/engine/engine_placement.hpp"
+#include "model/engine/placement/engine_placement.hpp"
 #include "model/engine/model_config.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/sampling/sampler.hpp"

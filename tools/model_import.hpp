@@ -14,7 +14,7 @@
 #pragma once
 
 #include "common/error.hpp"
-#include "model/engine/ternary_weights.hpp"
+#include "model/engine/weights/ternary_weights.hpp"
 
 #include <span>
 #include <string>

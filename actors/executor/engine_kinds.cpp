@@ -1,6 +1,6 @@
 #include "actors/executor/engine_kinds.hpp"
 
-#include "model/engine/engine_placement.hpp"
+#include "model/engine/placement/engine_placement.hpp"
 #include "model/gguf/regular_file.hpp"
 
 #include <spdlog/spdlog.h>

@@ -4,7 +4,7 @@
 
 #include "messages/interfaces.hpp"
 #include "model/constrain/token_constraint.hpp"
-#include "model/engine/device_choice.hpp"
+#include "model/engine/placement/device_choice.hpp"
 #include "model/engine/engine.hpp"
 #include "model/sampling/sampler.hpp"
 

@@ -5,7 +5,7 @@
 // in the executor's order as the reason its next executor reports (device_reason).
 #include "actors/supervisor/device_placements.hpp"
 #include "actors/supervisor/supervisor_internal.hpp"
-#include "model/engine/device_choice.hpp"
+#include "model/engine/placement/device_choice.hpp"
 
 #include <spdlog/spdlog.h>
 

@@ -23,7 +23,8 @@ class tokenizer;
 
 class engine {
 public:
-    /// Opens, validates and prepares the model (repacking weights where the kernels need it).
+    /// Opens, validates and prepares the model (repacking weights where the kernels need it) on
+    /// the CPU engine (defined beside it, cpu/cpu_engine_load.cpp; other devices: placement/).
     [[nodiscard]] static result<std::unique_ptr<engine>> load(const engine_options& opt);
     virtual ~engine() = default;
 

@@ -1,9 +1,6 @@
-// engine::load: open → validate → tokenizer → repack weights → KV pool. Each stage's error names
-// the file and what is wrong, so an operator's load request fails with an actionable reason.
-#include "model/engine/engine.hpp"
-
-#include "kernels/parallel.hpp"
-#include "model/engine/cpu_engine.hpp"
+// load_model_parts: open → validate → tokenizer → repack weights, the stage both engines' loaders
+// share. Each stage's error names the file and what is wrong, so an operator's load request fails
+// with an actionable reason.
 #include "model/engine/model_parts.hpp"
 
 namespace bitnet::model {
@@ -65,23 +62,6 @@ kv_cache_options kv_options_for(const model_config& config, const engine_options
     kv.budget_bytes = opt.kv_budget_bytes;
     kv.q8_0 = opt.kv_q8_0;
     return kv;
-}
-
-result<std::unique_ptr<engine>> engine::load(const engine_options& opt) {
-    auto parts = load_model_parts(opt, kernels::best_isa());
-    if (!parts)
-        return parts.error();
-    auto cache = kv_cache::create(kv_options_for(parts->config, opt));
-    if (!cache)
-        return cache.error();
-    const int n_threads = kernels::resolve_threads(opt.n_threads);
-    auto plan = choose_kernels(parts->weights, parts->config, n_threads, opt.max_batch_tokens);
-    auto screen = opt.greedy_screen_rows > 0
-                      ? screen_rows_choice{opt.greedy_screen_rows, "set, not timed"}
-                      : choose_screen_rows(parts->weights, parts->config, n_threads, plan);
-    return std::unique_ptr<engine>(new cpu_engine(std::move(parts->config), std::move(parts->vocab),
-                                                  std::move(parts->weights), std::move(*cache),
-                                                  std::move(plan), std::move(screen), opt));
 }
 
 } // namespace bitnet::model

@@ -1,8 +1,8 @@
 #include "model/engine/model_weights.hpp"
 
 #include "kernels/f16.hpp"
-#include "model/engine/ternary_weights.hpp"
-#include "model/engine/tl_layout.hpp"
+#include "model/engine/weights/ternary_weights.hpp"
+#include "model/engine/weights/tl_layout.hpp"
 #include "model/gguf/dequantize.hpp"
 
 #include <cstring>

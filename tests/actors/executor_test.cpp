@@ -5,7 +5,7 @@
 
 #include "actors/fake_engine.hpp"
 #include "messages/errors.hpp"
-#include "model/engine/device_choice.hpp"
+#include "model/engine/placement/device_choice.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>

@@ -4,7 +4,7 @@
 // says on the simulated grid.
 #include "cuda_engine_twin.hpp"
 #include "kernels/cuda/ops.hpp"
-#include "model/engine/cuda_engine.hpp"
+#include "model/engine/cuda/cuda_engine.hpp"
 
 using namespace bitnet;
 using namespace bitnet::test;

@@ -3,8 +3,8 @@
 #pragma once
 
 #include "engine_fixture.hpp"
-#include "model/engine/cuda_engine.hpp"
-#include "model/engine/engine_placement.hpp"
+#include "model/engine/cuda/cuda_engine.hpp"
+#include "model/engine/placement/engine_placement.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // The iterative generation API: same tokens as the raw step loop, stop rules applied to the
 // streamed text, seeded sampling reproducible, KV released when the generation goes away.
-#include "model/engine/generation.hpp"
+#include "model/engine/placement/generation.hpp"
 
 #include "engine_fixture.hpp"
 #include "model/tokenizer/tokenizer.hpp"

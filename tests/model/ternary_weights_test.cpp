@@ -1,6 +1,6 @@
 // I2_S decode/encode against bitnet.cpp's own file and the layout formula of spec §2.2, and the
 // F32/F16 ternary-twin reader.
-#include "model/engine/ternary_weights.hpp"
+#include "model/engine/weights/ternary_weights.hpp"
 
 #include "model/gguf/f16.hpp"
 #include "model/gguf/gguf_reader.hpp"

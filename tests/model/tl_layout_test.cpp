@@ -1,9 +1,9 @@
 // TL1/TL2 decoding against bitnet.cpp's own files: every TL tensor must equal its F32 twin, wrong
 // kernel parameters must not, and shapes without parameters are refused. Also the
 // kernel_config.ini parser and the parameter constraints.
-#include "model/engine/tl_layout.hpp"
+#include "model/engine/weights/tl_layout.hpp"
 
-#include "model/engine/ternary_weights.hpp"
+#include "model/engine/weights/ternary_weights.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "support/test_data.hpp"
 

@@ -5,7 +5,7 @@
 // {"ids":[...],"text":...,"prompt_tokens_per_s":...,"gen_tokens_per_s":...}.
 #include "commands.hpp"
 #include "model/engine/engine.hpp"
-#include "model/engine/generation.hpp"
+#include "model/engine/placement/generation.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <boost/json.hpp>

@@ -1,4 +1,4 @@
-#include "model/engine/cpu_engine.hpp"
+#include "model/engine/cpu/cpu_engine.hpp"
 
 #include "kernels/activation.hpp"
 #include "kernels/f16.hpp"

@@ -1,7 +1,7 @@
 // cuda_engine's step: the forward pass of spec §3.4 as a sequence of kernel launches on the ops'
 // one stream, in the CPU engine's order and with its rounding points (each kernel's contract in
 // kernels/cuda/kernel_args.hpp names the CPU kernel it matches).
-#include "model/engine/cuda_engine.hpp"
+#include "model/engine/cuda/cuda_engine.hpp"
 
 #include "model/engine/step_bookkeeping.hpp"
 

@@ -20,7 +20,7 @@
 #pragma once
 
 #include "kernels/cuda/ops.hpp"
-#include "model/engine/device_memory.hpp"
+#include "model/engine/cuda/device_memory.hpp"
 #include "model/engine/engine.hpp"
 #include "model/engine/kv_cache.hpp"
 #include "model/engine/model_weights.hpp"

@@ -4,7 +4,7 @@
 // KV pool and the activation buffers of max_batch_tokens tokens. Nothing is allocated per step.
 #include "kernels/cuda/ternary_gpu_layout.hpp"
 #include "kernels/rope.hpp"
-#include "model/engine/cuda_engine.hpp"
+#include "model/engine/cuda/cuda_engine.hpp"
 #include "model/engine/model_parts.hpp"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "model/engine/device_choice.hpp"
+#include "model/engine/placement/device_choice.hpp"
 
 #include "kernels/cuda/ops.hpp"
 

@@ -1,8 +1,8 @@
-#include "model/engine/engine_placement.hpp"
+#include "model/engine/placement/engine_placement.hpp"
 
 #include "common/placement_name.hpp"
 #include "kernels/cuda/ops.hpp"
-#include "model/engine/cuda_engine.hpp"
+#include "model/engine/cuda/cuda_engine.hpp"
 
 #include <charconv>
 #include <string>

@@ -1,4 +1,4 @@
-#include "model/engine/generation.hpp"
+#include "model/engine/placement/generation.hpp"
 
 #include "model/tokenizer/tokenizer.hpp"
 

@@ -1,5 +1,5 @@
 // I2_S and F32/F16-twin conversions to and from ternary_matrix (spec §2.2, §2.5).
-#include "model/engine/ternary_weights.hpp"
+#include "model/engine/weights/ternary_weights.hpp"
 
 #include "model/gguf/f16.hpp"
 

@@ -1,6 +1,6 @@
 // TL1/TL2 decoding by the verified rules of spec §2.6, the kernel parameter table and bitnet.cpp's
 // kernel_config.ini parser.
-#include "model/engine/tl_layout.hpp"
+#include "model/engine/weights/tl_layout.hpp"
 
 #include <algorithm>
 #include <array>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "common/error.hpp"
-#include "model/engine/ternary_weights.hpp"
+#include "model/engine/weights/ternary_weights.hpp"
 #include "model/gguf/gguf_reader.hpp"
 
 #include <cstdint>
