@@ -5,7 +5,7 @@
 #pragma once
 
 #include "http/errors.hpp"
-#include "http/metrics.hpp"
+#include "http/observe/metrics.hpp"
 #include "messages/types.hpp"
 
 #include <array>

@@ -92,19 +92,11 @@ std::optional<api_error> read_response_format(const json::value& rf, inference_i
     return std::nullopt;
 }
 
-std::optional<api_error> read_tools(const json::object& body, inference_input& in) {
-    const auto* tools = body.if_contains("tools");
-    const auto* choice = body.if_contains("tool_choice");
-    if (!tools || tools->is_null())
-        return choice && !choice->is_null() &&
-                       !(choice->is_string() && choice->get_string() == "none")
-                   ? std::optional<api_error>(
-                         invalid_value("tool_choice", "tool_choice needs \"tools\""))
-                   : std::nullopt;
-    if (!tools->is_array() || tools->get_array().empty())
-        return invalid_value("tools", "tools must be a non-empty array of functions");
-    std::vector<std::pair<std::string, const json::value*>> fns;
-    for (const auto& t : tools->get_array()) {
+/// The functions of a `tools` array: each name with its parameters schema (null: none).
+using tool_functions = std::vector<std::pair<std::string, const json::value*>>;
+
+std::optional<api_error> read_functions(const json::array& tools, tool_functions& fns) {
+    for (const auto& t : tools) {
         const auto* to = t.if_object();
         const auto* fn = to ? to->if_contains("function") : nullptr;
         const auto* fo = fn ? fn->if_object() : nullptr;
@@ -118,6 +110,59 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
             return invalid_value("tools", "a function's parameters must be a JSON Schema object");
         fns.emplace_back(std::string(name->get_string()), params);
     }
+    return std::nullopt;
+}
+
+/// The schema a forced call decodes under: `only` one function's arguments (its name is known),
+/// or one of the call shapes in `alts` (several in an array when calls may run in parallel).
+void force_call(inference_input& in, const tool_functions& fns, std::optional<std::size_t> only,
+                json::array alts, json::object defs) {
+    in.schema_param = "tools";
+    in.tool_call = true;
+    if (only) {
+        // One function: its name is known, so only the arguments are generated, under its
+        // parameters as the root (their "#" references mean what they meant). No parameters:
+        // the empty object.
+        in.tool_name = fns[*only].first;
+        if (const auto* params = fns[*only].second) {
+            json::value p = *params;
+            if (auto* po = p.if_object())
+                po->erase("$id");
+            in.json_schema = json::serialize(p);
+        } else {
+            in.json_schema = R"({"type":"object","maxProperties":0})";
+        }
+        return;
+    }
+    json::object root;
+    if (in.parallel_tool_calls) {
+        // Several calls in one turn: an array of them, the first call's shape as before.
+        root["type"] = "array";
+        root["minItems"] = 1;
+        root["maxItems"] = max_parallel_tool_calls;
+        root["items"] = json::object{{"x-bitnet-tool-union", std::move(alts)}};
+    } else {
+        root["x-bitnet-tool-union"] = std::move(alts);
+    }
+    if (!defs.empty())
+        root["$defs"] = std::move(defs);
+    in.json_schema = json::serialize(root);
+}
+
+std::optional<api_error> read_tools(const json::object& body, inference_input& in) {
+    const auto* tools = body.if_contains("tools");
+    const auto* choice = body.if_contains("tool_choice");
+    if (!tools || tools->is_null())
+        return choice && !choice->is_null() &&
+                       !(choice->is_string() && choice->get_string() == "none")
+                   ? std::optional<api_error>(
+                         invalid_value("tool_choice", "tool_choice needs \"tools\""))
+                   : std::nullopt;
+    if (!tools->is_array() || tools->get_array().empty())
+        return invalid_value("tools", "tools must be a non-empty array of functions");
+    tool_functions fns;
+    if (auto e = read_functions(tools->get_array(), fns))
+        return e;
     // "auto" (the default with tools) and "none": plain generation; our chat templates do not
     // render tools, so "auto" is left to the model (README, "Tool calls").
     if (!choice || choice->is_null())
@@ -163,36 +208,7 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
         parallel = p->get_bool();
     }
     in.parallel_tool_calls = parallel;
-    in.schema_param = "tools";
-    in.tool_call = true;
-    if (only) {
-        // One function: its name is known, so only the arguments are generated, under its
-        // parameters as the root (their "#" references mean what they meant). No parameters:
-        // the empty object.
-        in.tool_name = fns[*only].first;
-        if (const auto* params = fns[*only].second) {
-            json::value p = *params;
-            if (auto* po = p.if_object())
-                po->erase("$id");
-            in.json_schema = json::serialize(p);
-        } else {
-            in.json_schema = R"({"type":"object","maxProperties":0})";
-        }
-        return std::nullopt;
-    }
-    json::object root;
-    if (parallel) {
-        // Several calls in one turn: an array of them, the first call's shape as before.
-        root["type"] = "array";
-        root["minItems"] = 1;
-        root["maxItems"] = max_parallel_tool_calls;
-        root["items"] = json::object{{"x-bitnet-tool-union", std::move(alts)}};
-    } else {
-        root["x-bitnet-tool-union"] = std::move(alts);
-    }
-    if (!defs.empty())
-        root["$defs"] = std::move(defs);
-    in.json_schema = json::serialize(root);
+    force_call(in, fns, only, std::move(alts), std::move(defs));
     return std::nullopt;
 }
 

@@ -4,11 +4,11 @@
 
 namespace bitnet::http {
 
-api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std::string param) {
-    api_error out;
-    out.message = e.message.empty() ? e.to_string() : e.message;
-    // The field the caller names wins; else the one the error itself carries (admission's).
-    out.param = param.empty() ? e.param : std::move(param);
+namespace {
+
+/// The errors that are the caller's (4xx): what it sent, which model it named, what its key may
+/// do. False when `e` is none of them.
+bool caller_error(const bitnet::error& e, std::uint32_t retry_after_s, api_error& out) {
     switch (e.value()) {
     case errc::invalid_argument:
     case errc::tokenizer_error:
@@ -40,6 +40,35 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                "list the served models with GET /v1/models",
                0};
         break;
+    case errc::forbidden:
+        // A peer's placed request that the replica's node does not take from it: the node the
+        // client reached lacks the router role there (README, "Scaling out").
+        out = {403,
+               "permission_error",
+               "forbidden",
+               out.message,
+               out.param,
+               "this node may not place requests on that replica: check the cluster roles",
+               0};
+        break;
+    case errc::quota_exceeded:
+        out = {429,
+               "rate_limit_error",
+               "rate_limit_exceeded",
+               out.message,
+               out.param,
+               "this API key's request quota is used up; retry after the Retry-After delay",
+               retry_after_s == 0 ? 1 : retry_after_s};
+        break;
+    default:
+        return false;
+    }
+    return true;
+}
+
+/// The errors of capacity and of the server itself (503, 504, 500), each with what to do next.
+api_error server_side_error(const bitnet::error& e, std::uint32_t retry_after_s, api_error out) {
+    switch (e.value()) {
     case errc::queue_full: {
         const bool draining = out.message.rfind("draining", 0) == 0;
         out = {503,
@@ -51,15 +80,6 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                retry_after_s == 0 ? 1 : retry_after_s};
         break;
     }
-    case errc::quota_exceeded:
-        out = {429,
-               "rate_limit_error",
-               "rate_limit_exceeded",
-               out.message,
-               out.param,
-               "this API key's request quota is used up; retry after the Retry-After delay",
-               retry_after_s == 0 ? 1 : retry_after_s};
-        break;
     case errc::replica_lost:
         // A cluster lost every replica that could carry the request on: another may join soon.
         out = {503,
@@ -92,17 +112,6 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
                "model",
                "GET /v1/models/{alias} shows why (with the admin key); an operator loads a version "
                "that works, rolls back, or unloads it",
-               0};
-        break;
-    case errc::forbidden:
-        // A peer's placed request that the replica's node does not take from it: the node the
-        // client reached lacks the router role there (README, "Scaling out").
-        out = {403,
-               "permission_error",
-               "forbidden",
-               out.message,
-               out.param,
-               "this node may not place requests on that replica: check the cluster roles",
                0};
         break;
     case errc::kv_exhausted:
@@ -147,6 +156,18 @@ api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std:
         break;
     }
     return out;
+}
+
+} // namespace
+
+api_error to_api_error(const bitnet::error& e, std::uint32_t retry_after_s, std::string param) {
+    api_error out;
+    out.message = e.message.empty() ? e.to_string() : e.message;
+    // The field the caller names wins; else the one the error itself carries (admission's).
+    out.param = param.empty() ? e.param : std::move(param);
+    if (caller_error(e, retry_after_s, out))
+        return out;
+    return server_side_error(e, retry_after_s, std::move(out));
 }
 
 bitnet::error without_operator_detail(bitnet::error e) {

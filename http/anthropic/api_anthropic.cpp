@@ -1,4 +1,4 @@
-#include "http/api_anthropic.hpp"
+#include "http/anthropic/api_anthropic.hpp"
 
 #include "http/api_render.hpp"
 

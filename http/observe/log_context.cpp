@@ -1,4 +1,4 @@
-#include "http/log_context.hpp"
+#include "http/observe/log_context.hpp"
 
 #include <boost/json/serialize.hpp>
 #include <boost/json/string.hpp>

@@ -1,7 +1,7 @@
-#include "http/metrics.hpp"
+#include "http/observe/metrics.hpp"
 
 #include "common/trace.hpp"
-#include "http/rate_window.hpp"
+#include "http/observe/rate_window.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -116,7 +116,8 @@ struct metrics::impl {
             .Register(*reg);
     pm::Family<pm::Gauge>& build =
         pm::BuildGauge().Name("bitnet_build_info").Help("build version").Register(*reg);
-    // The cluster (actors/cluster_node.hpp), each series labelled with the node that counts it.
+    // The cluster (actors/cluster/cluster_node.hpp), each series labelled with the node that counts
+    // it.
     pm::Family<pm::Gauge>& cluster_nodes =
         pm::BuildGauge()
             .Name("bitnet_cluster_nodes")

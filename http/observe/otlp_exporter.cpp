@@ -1,4 +1,4 @@
-#include "http/otlp_exporter.hpp"
+#include "http/observe/otlp_exporter.hpp"
 
 #include "common/otlp_proto.hpp"
 

@@ -1,5 +1,5 @@
 // Plain replies with several choices (see api_render_choices.hpp).
-#include "http/api_render_choices.hpp"
+#include "http/openai/api_render_choices.hpp"
 
 #include "http/api_render.hpp"
 

@@ -1,4 +1,4 @@
-#include "http/echo_render.hpp"
+#include "http/openai/echo_render.hpp"
 
 #include "http/api_json.hpp"
 #include "http/api_render.hpp"

@@ -1,4 +1,4 @@
-#include "http/api_responses.hpp"
+#include "http/responses/api_responses.hpp"
 
 #include "http/api_render.hpp"
 #include "http/api_structured.hpp"

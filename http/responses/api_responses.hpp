@@ -1,13 +1,14 @@
 // OpenAI's Responses API (POST /v1/responses) on the chat machinery, as the Messages API is
-// (http/api_anthropic.hpp): a request is translated into the chat completion request that asks
-// the same and validated by the same parser; replies and stream events are the Responses shapes.
+// (http/anthropic/api_anthropic.hpp): a request is translated into the chat completion request that
+// asks the same and validated by the same parser; replies and stream events are the Responses
+// shapes.
 //   request:  model, instructions, input (a string, or items: messages with string or
 //             input_text/output_text content, function_call, function_call_output),
 //             max_output_tokens, temperature, top_p, tools ({type: "function", name,
 //             description, parameters}), tool_choice, text.format (text, json_object,
 //             json_schema), stream. previous_response_id and item_reference items are filled
-//             in from the store before this parser (http/response_store.hpp); here they are a
-//             400.
+//             in from the store before this parser (http/responses/response_store.hpp); here they
+//             are a 400.
 //   reply:    {id: "resp_…", object: "response", status: completed | incomplete, output:
 //             [message with output_text | function_call], usage, incomplete_details, …}.
 //   stream:   response.created, response.in_progress, response.output_item.added,
@@ -52,7 +53,7 @@ namespace bitnet::http {
 /// The whole response object. `output` is the JSON array of items; `status` completed,
 /// incomplete (cut by max_output_tokens), in_progress (no usage yet) or failed (with `error`,
 /// a JSON object or "null"). `parallel_tool_calls` echoes the request's, `stored` says whether
-/// the reply is kept (http/response_store.hpp).
+/// the reply is kept (http/responses/response_store.hpp).
 [[nodiscard]] std::string response_object(const std::string& req_id, std::int64_t created,
                                           const std::string& model, const std::string& status,
                                           const std::string& output, const msg::completion* c,

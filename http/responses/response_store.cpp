@@ -1,4 +1,4 @@
-#include "http/response_store.hpp"
+#include "http/responses/response_store.hpp"
 
 #include <boost/json.hpp>
 

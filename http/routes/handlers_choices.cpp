@@ -2,8 +2,8 @@
 // choice's tokens gather (or stream, as chunks carrying the choice's `index`) on their own; the
 // reply, or the stream's usage and [DONE], comes when the last choice has ended. Usage counts the
 // prompt once and the choices' tokens summed.
-#include "http/api_render_choices.hpp"
-#include "http/session.hpp"
+#include "http/openai/api_render_choices.hpp"
+#include "http/routes/session.hpp"
 
 #include <spdlog/spdlog.h>
 

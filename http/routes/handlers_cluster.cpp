@@ -2,7 +2,7 @@
 // the models each serves, its running and waiting requests) and the rolling model operations. The
 // node's cluster actor answers from a helper actor (no asio thread waits); the body is built on
 // the connection's strand.
-#include "http/session.hpp"
+#include "http/routes/session.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/json/array.hpp>
@@ -71,7 +71,7 @@ void session::do_cluster() {
     if (!cluster)
         return send_json(route, 200, cluster_body({}));
     auto ex = stream_.get_executor();
-    auto self = shared_from_this();
+    auto self = this->self();
     auto answer = [ex, self, route](std::optional<msg::cluster_view> v) {
         net::post(ex, [self, route, v = std::move(v)] {
             self->safely("cluster", [&] {

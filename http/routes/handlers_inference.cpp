@@ -4,14 +4,14 @@
 // The sink's events (admitted, token, done, fail), posted onto the strand, become SSE events or
 // one plain reply. Bytes come from api_render.hpp; this file decides which and when,
 // and keeps the request log, metrics and the drain-cut answers.
-#include "http/api_anthropic.hpp"
+#include "http/anthropic/api_anthropic.hpp"
 #include "http/api_json.hpp"
-#include "http/api_responses.hpp"
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
-#include "http/echo_render.hpp"
-#include "http/response_store.hpp"
-#include "http/session.hpp"
+#include "http/openai/echo_render.hpp"
+#include "http/responses/api_responses.hpp"
+#include "http/responses/response_store.hpp"
+#include "http/routes/session.hpp"
 #include "messages/errors.hpp"
 
 #include <boost/asio/post.hpp>
@@ -38,43 +38,10 @@ chunk_head session::head() const {
     return {call_->req_id, call_->created, call_->model};
 }
 
-void session::start_inference(const std::string& route, route_kind kind, const std::string& body) {
-    const auto id = srv_.next_id.fetch_add(1);
-    call c;
-    c.kind = kind;
-    c.route = route;
-    c.req_id = "req-" + std::to_string(id);
-    std::string expanded; // Responses: the request with its stored parts filled in
-    if (kind == route_kind::responses) {
-        auto x = expand_responses_request(body, srv_.responses, client_key_,
-                                          static_cast<std::size_t>(srv_.opt.max_body_bytes));
-        if (auto* e = std::get_if<api_error>(&x))
-            return send_error(route, *e, c.req_id);
-        auto& ex = std::get<responses_expansion>(x);
-        expanded = std::move(ex.body);
-        c.store = ex.store;
-        c.input_items = std::move(ex.input_items);
-    }
-    auto parsed = kind == route_kind::messages    ? parse_messages(body)
-                  : kind == route_kind::responses ? parse_responses(expanded)
-                                                  : parse_inference(body, api_of(kind));
-    if (auto* e = std::get_if<api_error>(&parsed))
-        return send_error(route, *e, c.req_id);
-    auto& in = std::get<inference_input>(parsed);
-    c.model = in.model.empty() ? srv_.opt.default_model : in.model;
-    c.stream = kind == route_kind::native_stream || in.stream;
-    c.include_usage = in.include_usage;
-    if (in.n > srv_.opt.max_n)
-        return send_error(route,
-                          api_error{400, "invalid_request_error", "invalid_value",
-                                    "n is " + std::to_string(in.n) +
-                                        "; this server generates at most max_n = " +
-                                        std::to_string(srv_.opt.max_n) + " choices per request",
-                                    "n", "ask for fewer choices", 0},
-                          c.req_id);
-    c.n_choices = in.n;
-    c.choices.resize(in.n);
-
+/// The request admission gets for `in` (parsed for `kind`), and what `c` keeps of it to render
+/// the answer (prompt length when ids were sent, logprob and echo choices, stops, tool call).
+msg::generate_request session::generate_request_of(call& c, inference_input& in, route_kind kind,
+                                                   std::uint64_t id) const {
     msg::generate_request g;
     g.id = id;
     g.model = c.model;
@@ -126,7 +93,48 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.tool_name = in.tool_name;
     c.parallel_tool_calls = in.parallel_tool_calls;
     g.n = in.n;
-    c.active = call_count(srv_.sessions);
+    return g;
+}
+
+void session::start_inference(const std::string& route, route_kind kind, const std::string& body) {
+    const auto id = srv_.next_id.fetch_add(1);
+    call c;
+    c.kind = kind;
+    c.route = route;
+    c.req_id = "req-" + std::to_string(id);
+    std::string expanded; // Responses: the request with its stored parts filled in
+    if (kind == route_kind::responses) {
+        auto x = expand_responses_request(body, srv_.responses, client_key_,
+                                          static_cast<std::size_t>(srv_.opt.max_body_bytes));
+        if (auto* e = std::get_if<api_error>(&x))
+            return send_error(route, *e, c.req_id);
+        auto& ex = std::get<responses_expansion>(x);
+        expanded = std::move(ex.body);
+        c.store = ex.store;
+        c.input_items = std::move(ex.input_items);
+    }
+    auto parsed = kind == route_kind::messages    ? parse_messages(body)
+                  : kind == route_kind::responses ? parse_responses(expanded)
+                                                  : parse_inference(body, api_of(kind));
+    if (auto* e = std::get_if<api_error>(&parsed))
+        return send_error(route, *e, c.req_id);
+    auto& in = std::get<inference_input>(parsed);
+    c.model = in.model.empty() ? srv_.opt.default_model : in.model;
+    c.stream = kind == route_kind::native_stream || in.stream;
+    c.include_usage = in.include_usage;
+    if (in.n > srv_.opt.max_n)
+        return send_error(route,
+                          api_error{400, "invalid_request_error", "invalid_value",
+                                    "n is " + std::to_string(in.n) +
+                                        "; this server generates at most max_n = " +
+                                        std::to_string(srv_.opt.max_n) + " choices per request",
+                                    "n", "ask for fewer choices", 0},
+                          c.req_id);
+    c.n_choices = in.n;
+    c.choices.resize(in.n);
+
+    auto g = generate_request_of(c, in, kind, id);
+    c.active = call_count(srv_.requests);
     g.t_received_us =
         std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
             .count();
@@ -141,15 +149,15 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     // HTTP status with Retry-After, which client libraries act on.
     watch_disconnect();
     call_->sink = spawn_sink(srv_.sys, srv_.admission, std::move(g), std::move(t));
-    std::lock_guard lk(reg_->mu);
-    reg_->sinks[reg_id_] = call_->sink;
+    std::lock_guard lk(requests_->mu);
+    requests_->sinks[reg_id_] = call_->sink;
 }
 
 /// The sink's callbacks: each posts its event onto this connection's strand, under safely().
 std::shared_ptr<sink_target> session::make_sink_target() {
     auto t = std::make_shared<sink_target>();
-    t->counted = live_count(reg_->sink_targets);
-    auto self = shared_from_this();
+    t->counted = live_count(requests_->sink_targets);
+    auto self = this->self();
     auto ex = stream_.get_executor();
     t->on_admitted = [self, ex] {
         net::post(ex, [self] {

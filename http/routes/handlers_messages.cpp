@@ -1,12 +1,12 @@
-// Anthropic's Messages API on a session (http/api_anthropic.hpp for the shapes): the stream's
-// event sequence and the plain reply. A forced call to one function streams its arguments as
-// input_json_delta events in a tool_use block; a call among several (or several parallel calls)
+// Anthropic's Messages API on a session (http/anthropic/api_anthropic.hpp for the shapes): the
+// stream's event sequence and the plain reply. A forced call to one function streams its arguments
+// as input_json_delta events in a tool_use block; a call among several (or several parallel calls)
 // comes whole at the end, a block each; a call cut short is no tool_use block (stop_reason
 // max_tokens).
-#include "http/api_anthropic.hpp"
+#include "http/anthropic/api_anthropic.hpp"
 #include "http/api_render.hpp"
 #include "http/api_structured.hpp"
-#include "http/session.hpp"
+#include "http/routes/session.hpp"
 
 #include <boost/json.hpp>
 

@@ -3,7 +3,7 @@
 // to the supervisor from a helper actor (no asio thread waits); its ticket comes back onto the
 // connection's strand as a 202 or the refusal's error (404, 409, 400).
 #include "common/placement_name.hpp"
-#include "http/session.hpp"
+#include "http/routes/session.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/json/object.hpp>
@@ -39,7 +39,7 @@ bool name_ok(std::string_view s, std::size_t max) {
 
 session::ticket_answer session::ticket_on_strand(const std::string& route) {
     auto ex = stream_.get_executor();
-    auto self = shared_from_this();
+    auto self = this->self();
     return [ex, self, route](msg::operation_ticket t) {
         net::post(ex, [self, route, t = std::move(t)] {
             self->safely("operation", [&] { self->ticket_reply(route, t); });

@@ -1,12 +1,12 @@
-// OpenAI's Responses API on a session (http/api_responses.hpp for the shapes): the stream's
-// event sequence, each event numbered, and the plain reply. A forced call to one function
+// OpenAI's Responses API on a session (http/responses/api_responses.hpp for the shapes): the
+// stream's event sequence, each event numbered, and the plain reply. A forced call to one function
 // streams its arguments as response.function_call_arguments.delta; a call among several (or
 // several parallel calls) comes whole at the end, an item each; a call cut short is no output
 // item (status incomplete).
 #include "http/api_render.hpp"
-#include "http/api_responses.hpp"
 #include "http/api_structured.hpp"
-#include "http/session.hpp"
+#include "http/responses/api_responses.hpp"
+#include "http/routes/session.hpp"
 
 #include <utility>
 #include <vector>

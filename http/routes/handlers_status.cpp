@@ -2,7 +2,7 @@
 // /v1/models/{alias}. Each gathers a snapshot of the actors (admission's readiness and queue
 // stats, the supervisor's model states) from a helper actor, so no asio thread waits, then
 // answers on the connection's strand with a body from api_render.hpp.
-#include "http/session.hpp"
+#include "http/routes/session.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/field.hpp>
@@ -19,7 +19,7 @@ namespace net = boost::asio;
 /// Asks admission (readiness, queue stats) and the supervisor (model states), then runs `f` on
 /// this connection's strand. A helper actor does the asking; no asio thread waits.
 void session::with_snapshot(std::function<void(status_snapshot)> f) {
-    auto self = shared_from_this();
+    auto self = this->self();
     auto ex = stream_.get_executor();
     auto snap = std::make_shared<status_snapshot>();
     auto finish = [ex, f, snap, self] {
@@ -86,7 +86,7 @@ void hide_operator_details(msg::model_status& m) {
 } // namespace
 
 void session::do_health(const std::string& target, const std::string& model) {
-    with_snapshot([self = shared_from_this(), target, model](status_snapshot snap) {
+    with_snapshot([self = self(), target, model](status_snapshot snap) {
         // An open route: load failures name paths, which only the admin key (or an open
         // server) sees, as on /v1/models.
         if (!self->sees_all())
@@ -116,7 +116,7 @@ void session::do_health(const std::string& target, const std::string& model) {
 }
 
 void session::do_metrics() {
-    with_snapshot([self = shared_from_this()](status_snapshot snap) {
+    with_snapshot([self = self()](status_snapshot snap) {
         self->srv_.m.queues(snap.stats);
         std::vector<std::array<std::string, 4>> served;
         for (const auto& m : snap.models)
@@ -137,7 +137,7 @@ void session::do_stats() {
         return send_json("/v1/stats", 200,
                          key_stats_body(f.requests, f.prompt_tokens, f.completion_tokens));
     }
-    with_snapshot([self = shared_from_this()](status_snapshot snap) {
+    with_snapshot([self = self()](status_snapshot snap) {
         self->send_json("/v1/stats", 200, stats_body(snap.stats, self->srv_.m.live()));
     });
 }
@@ -145,7 +145,7 @@ void session::do_stats() {
 /// GET /v1/models (alias empty) or GET /v1/models/{alias}.
 void session::do_models(std::string alias) {
     const std::string route = alias.empty() ? "/v1/models" : "/v1/models/{alias}";
-    with_snapshot([self = shared_from_this(), alias, route](status_snapshot snap) {
+    with_snapshot([self = self(), alias, route](status_snapshot snap) {
         // A user key sees aliases, versions, formats and sizes; where the files live and why a
         // load failed are the operator's (README, "Security").
         if (!self->sees_all())

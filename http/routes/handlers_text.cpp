@@ -2,8 +2,8 @@
 // are validated here; the work goes to admission, which hands it to the text actor of the
 // version the alias serves, from a helper actor (no asio thread waits), and the answer comes back
 // onto the connection's strand.
-#include "http/api_anthropic.hpp"
-#include "http/session.hpp"
+#include "http/anthropic/api_anthropic.hpp"
+#include "http/routes/session.hpp"
 #include "messages/errors.hpp"
 
 #include <boost/asio/post.hpp>
@@ -24,7 +24,7 @@ template <class T, class... Ts>
 void session::ask_text(const std::string& route, const char* field, std::function<void(T)> done,
                        Ts... xs) {
     auto ex = stream_.get_executor();
-    auto self = shared_from_this();
+    auto self = this->self();
     auto on_answer = [ex, self, done](T answer) {
         net::post(ex, [self, done, answer = std::move(answer)]() mutable {
             self->safely("text", [&] { done(std::move(answer)); });
@@ -79,7 +79,7 @@ void session::do_tokenize(const std::string& body) {
     auto model = model_field(route, *o);
     if (!model)
         return;
-    auto self = shared_from_this();
+    auto self = this->self();
     ask_text<std::vector<msg::token_id>>(
         route, "text",
         [self, route, m = *model](std::vector<msg::token_id> ids) {
@@ -109,7 +109,7 @@ void session::do_detokenize(const std::string& body) {
     auto model = model_field(route, *o);
     if (!model)
         return;
-    auto self = shared_from_this();
+    auto self = this->self();
     ask_text<std::string>(
         route, "tokens",
         [self, route, m = *model](std::string text) {
@@ -137,7 +137,7 @@ void session::do_count_tokens(const std::string& body) {
     p.messages = std::move(in.messages);
     p.add_bos = in.add_bos;
     const auto model = in.model.empty() ? srv_.opt.default_model : in.model;
-    auto self = shared_from_this();
+    auto self = this->self();
     ask_text<std::vector<msg::token_id>>(
         route, "messages",
         [self, route](std::vector<msg::token_id> ids) {

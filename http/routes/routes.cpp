@@ -1,4 +1,4 @@
-#include "http/routes.hpp"
+#include "http/routes/routes.hpp"
 
 #include <array>
 

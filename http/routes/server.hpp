@@ -11,7 +11,9 @@
 #pragma once
 
 #include "common/error.hpp"
-#include "http/response_store.hpp"
+#include "http/build_info.hpp"
+#include "http/responses/response_store.hpp"
+#include "http/transport/transport_options.hpp"
 #include "messages/interfaces.hpp"
 
 #include <chrono>
@@ -29,52 +31,14 @@ namespace bitnet::http {
 class metrics;
 
 /// One CUDA device as the runtime reported it at start-up.
-struct cuda_device {
-    int index = 0;
-    std::string name;
-    int sm = 0; ///< compute capability, major * 10 + minor
-    std::uint64_t total_bytes = 0;
-};
-
-/// The devices this process found at start-up and the placement list it made of them, for
-/// /health (filled by the executable from the CUDA runtime's enumeration).
-struct device_inventory {
-    bool cuda_built = false;
-    int cuda_driver_version = 0; ///< 0: no driver
-    int cuda_runtime_version = 0;
-    std::string cuda_error; ///< why there are no CUDA devices, in the runtime's words
-    std::vector<cuda_device> cuda_devices;
-    std::vector<std::string> placements; ///< the expanded devices list, the CPU last
-};
-
-/// What /health reports about the binary (filled by the executable, which knows its build).
-struct build_info {
-    std::string version = "0.1.0";
-    std::string git_sha = "unknown";
-    std::string compiler;
-    std::string flags;
-    std::string cpu_features;
-    device_inventory devices;
-};
-
-struct server_options {
-    std::string address = "127.0.0.1";
-    std::uint16_t port = 0; ///< 0 = ephemeral
-    unsigned io_threads = 1;
-    std::uint64_t max_body_bytes = 1 << 20;
+/// Everything the HTTP front end is configured with: the transport's options (limits, timeouts,
+/// CORS, TLS) and what the routes need.
+struct server_options : transport_options {
     /// The largest OpenAI `n` (choices per request); above it a request is a 400 naming `n`.
     std::uint32_t max_n = 8;
-    /// Stored Responses replies (previous_response_id, item_reference): http/response_store.hpp.
+    /// Stored Responses replies (previous_response_id, item_reference):
+    /// http/responses/response_store.hpp.
     response_store_limits responses_store;
-    /// Request line + headers, and a chunked body's trailers: 431 past it. The connection's read
-    /// buffer is bounded by it too, so no header or trailer block can grow memory without end.
-    std::uint32_t max_header_bytes = 16384;
-    /// Open connections; a connection past the cap is answered 503 + Retry-After and closed.
-    std::uint32_t max_connections = 1024;
-    std::chrono::milliseconds read_timeout{30000};
-    std::chrono::milliseconds write_timeout{30000};
-    std::chrono::milliseconds sse_ping{10000};
-    std::size_t sse_buffer_bytes = 1 << 20;
     std::vector<std::string> api_keys; ///< empty = open
     /// Groups of API keys that share one prefix-cache scope (http/cache_scope.hpp).
     std::vector<std::vector<std::string>> cache_share_groups;
@@ -85,10 +49,6 @@ struct server_options {
     /// `admin_open` (local use) lets them through without a key.
     std::vector<std::string> admin_keys;
     bool admin_open = false;
-    /// CORS: the origins browser pages may call from ("*" = any); empty = no CORS headers. No
-    /// cookie or HTTP-auth credentials are ever allowed (the API's keys travel in headers the
-    /// page sets itself), so "*" can never expose a user's session.
-    std::vector<std::string> cors_origins;
     std::string default_model;
     /// Model states and executor info for /v1/models, /health and bitnet_model_info. Null: the
     /// models are listed from admission's queue stats only.
@@ -97,21 +57,14 @@ struct server_options {
     /// the server makes its own.
     std::shared_ptr<metrics> shared_metrics;
     build_info build;
-    /// The node's cluster actor (actors/cluster_node.hpp): GET /v1/cluster asks it, and in a
-    /// cluster (`clustered`) model management rolls across the nodes through it. Null: a single
+    /// The node's cluster actor (actors/cluster/cluster_node.hpp): GET /v1/cluster asks it, and in
+    /// a cluster (`clustered`) model management rolls across the nodes through it. Null: a single
     /// node without one (GET /v1/cluster answers with this node alone).
     msg::cluster_actor cluster;
     bool clustered = false;
-    /// The first request id; a cluster node starts its ids at a prefix of its own, so ids are
-    /// unique across the nodes a request may pass through.
-    std::uint64_t first_request_id = 1;
     /// Serve the test hook POST /v1/models/{alias}/crash (admin): kills the alias's serving
     /// executor as a crash would. Only builds with test hooks turn it on (conf: test_hooks).
     bool test_hooks = false;
-    /// HTTPS: PEM certificate chain and key (http/tls_context.hpp has the TLS policy). Both
-    /// empty: plain HTTP. With them the port speaks only HTTPS; plain HTTP gets a 400.
-    std::string tls_cert;
-    std::string tls_key;
 };
 
 class server {
@@ -141,7 +94,7 @@ public:
     /// Stops everything and joins the io threads.
     void stop();
 
-    struct impl; ///< opaque (http/server_impl.hpp, internal: Beast and CAF stay out of here)
+    struct impl; ///< opaque (http/routes/server_impl.hpp, internal: Beast and CAF stay out of here)
 
 private:
     std::unique_ptr<impl> impl_;

@@ -1,34 +1,32 @@
-// One HTTP connection (class session) and the request in progress on it. The class is one
-// object on one strand, but its members are defined by concern, one file each:
-//   session.cpp             transport: reading under limits, plain responses, keep-alive, linger
-//                           close, the disconnect watch, safely(), the drain cut
-//   session_tls.cpp         HTTPS: telling a TLS hello from plain HTTP, the handshake, the clean
-//                           refusal of plain HTTP on a TLS port, the TLS close
-//   session_sse.cpp         the SSE writer: chunk framing, pings, the slow-reader cap, 499 aborts
+// One HTTP connection as the routes see it (class session, a transport/connection.hpp connection)
+// and the request in progress on it. The class is one object on one strand, but its members are
+// defined by concern, one file each:
+//   session.cpp             the request's side of the transport's hooks: the drain cut, a gone
+//                           client, an internal failure, each family's headers and error shape,
+//                           the stream's head
 //   session_dispatch.cpp    auth, routing and media type, then the switch on route_id
 //   handlers_inference.cpp  inference routes: start, the sink's token/done/fail events
 //   handlers_status.cpp     health, metrics, stats, models (a snapshot of the actors)
 //   handlers_models.cpp     model management: load, rollback, unload, the crash hook, tickets
 //   handlers_text.cpp       tokenize, detokenize
+//   handlers_cluster.cpp    the cluster's members and rolls
+//   handlers_choices.cpp    n > 1: each choice's tokens and end
+//   handlers_messages.cpp   Anthropic's Messages stream and reply
+//   handlers_responses.cpp  OpenAI's Responses stream, reply and store
+//   session_trace.cpp       the GenAI attributes of the request's span, log correlation
 // Every handler runs under safely(): no exception leaves a session. Internal to http/.
 #pragma once
 
 #include "common/trace.hpp"
+#include "http/api_json.hpp"
 #include "http/api_render.hpp"
-#include "http/connection_stream.hpp"
 #include "http/errors.hpp"
 #include "http/inference_sink.hpp"
-#include "http/log_context.hpp"
-#include "http/routes.hpp"
-#include "http/server_impl.hpp"
+#include "http/observe/log_context.hpp"
+#include "http/routes/routes.hpp"
+#include "http/routes/server_impl.hpp"
+#include "http/transport/connection.hpp"
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/error.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 #include <boost/json/object.hpp>
 #include <caf/actor.hpp>
 #include <caf/error.hpp>
@@ -49,33 +47,15 @@
 namespace bitnet::http {
 
 /// The inference routes' shapes: native (plain or streamed) and the two OpenAI ones.
-/// The API family of an inference route; `messages` is Anthropic's (http/api_anthropic.hpp),
-/// `responses` OpenAI's Responses API (http/api_responses.hpp).
+/// The API family of an inference route; `messages` is Anthropic's
+/// (http/anthropic/api_anthropic.hpp), `responses` OpenAI's Responses API
+/// (http/responses/api_responses.hpp).
 enum class route_kind { native, native_stream, completions, chat, messages, responses };
 
-class session : public std::enable_shared_from_this<session> {
+class session final : public connection {
 public:
-    using tcp = boost::asio::ip::tcp;
-    using steady = std::chrono::steady_clock;
-    using request = boost::beast::http::request<boost::beast::http::string_body>;
-
     session(tcp::socket&& s, server::impl& srv);
-    ~session();
-    session(const session&) = delete;
-    session& operator=(const session&) = delete;
-
-    /// Registers for cut_all and starts reading on the strand.
-    void run();
-
-    /// Past max_connections: answer 503 + Retry-After without reading the request, then close
-    /// (over TLS after the handshake, so the client can read it).
-    void refuse_overloaded();
-
-    /// The end of a drain whose deadline passed (on the strand): a request still in progress is
-    /// cancelled (its sink dies, so the batcher frees its KV) and answered properly: a stream
-    /// ends with an error event and finish_reason "cancelled", a plain request gets a 503
-    /// `draining` error body. Idle connections are closed; nothing is cut mid-write.
-    void cut();
+    ~session() override;
 
 private:
     /// The request in progress on this connection (one at a time: HTTP/1.1 without pipelining
@@ -119,7 +99,7 @@ private:
         bool parallel_tool_calls = true; ///< the request's parallel_tool_calls (echoed)
         bool tool_opened = false;        ///< the stream sent the call's id and name
         bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
-        bool store = false;     ///< responses: keep the reply (http/response_store.hpp)
+        bool store = false;     ///< responses: keep the reply (http/responses/response_store.hpp)
         bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
         bool token_logprob = true;    ///< native stream: token events carry the logprob
         std::string input_items;      ///< responses: the input as stored items (a JSON array)
@@ -138,91 +118,35 @@ private:
         std::vector<choice> choices;
     };
 
-    // ---- transport (session.cpp) -------------------------------------------------------
-
-    void answer_overloaded();
-    void do_read();
-    void on_read(boost::beast::error_code ec);
-
-    /// Runs one piece of the session's work; an exception never leaves it (it would end the io
-    /// thread and the process): the request in progress gets a 500 (or an error event when its
-    /// stream has begun), the connection closes, and the log says which request it was.
-    template <class F>
-    void safely(const char* what, F&& f) noexcept {
-        // The request's correlation fields, for JSON log lines only (text lines name the
-        // request themselves): nothing is built per token event otherwise.
-        const log_scope scope(json_logs() ? log_context() : log_fields{});
-        try {
-            f();
-        } catch (const std::exception& e) {
-            internal_failure(what, e.what());
-        } catch (...) {
-            internal_failure(what, "unknown exception");
-        }
+    [[nodiscard]] std::shared_ptr<session> self() {
+        return std::static_pointer_cast<session>(shared_from_this());
     }
-    void internal_failure(const char* what, const char* why) noexcept;
 
-    /// While a non-streamed reply is being generated nothing reads the socket: wait for it to
-    /// become readable. Readable with nothing to read is the peer's FIN: the client is gone, so
-    /// the request is cancelled (its KV freed) instead of generating for nobody.
-    void watch_disconnect();
-    void on_readable_while_busy();
+    // ---- the transport's hooks (session.cpp) ---------------------------------------------
 
-    void send_error(const std::string& route, const api_error& e, const std::string& req_id);
-    void send_json(const std::string& route, unsigned status, std::string body,
-                   const std::string& req_id = "-", const std::string& server_timing = {},
-                   std::uint32_t retry_after = 0, bool counted = false);
-    void write_response(const std::string& route, bool counted);
-    void linger_close();
-    void linger_read();
-    void close();
+    void handle(request req) override;
+    [[nodiscard]] std::string route_label(std::string_view method,
+                                          std::string_view path) const override;
+    [[nodiscard]] bool request_open() const override { return call_.has_value(); }
+    [[nodiscard]] bool request_running() const override { return call_ && !call_->ended; }
+    [[nodiscard]] std::string request_id() const override { return call_ ? call_->req_id : "-"; }
+    void cut_request() override;
+    void request_gone() override;
+    void stream_sent() override { call_.reset(); }
+    void internal_failure(const char* what, const char* why) noexcept override;
+    [[nodiscard]] log_fields log_context() const override;
+    [[nodiscard]] std::string error_body_for(const std::string& route, const api_error& e,
+                                             const std::string& id) const override;
+    [[nodiscard]] std::vector<std::pair<std::string, std::string>>
+    family_headers(const std::string& route, const std::string& req_id) const override;
 
-    // ---- HTTPS (session_tls.cpp) -------------------------------------------------------
-
-    /// A TLS port's first step: read until the first bytes tell a TLS ClientHello from anything
-    /// else (under the read timeout, so a client that says nothing does not hold a slot), then
-    /// handshake with the current context, or refuse plain HTTP cleanly. Then read the request,
-    /// or (`overloaded`) answer 503.
-    void start_tls(bool overloaded);
-    void on_tls_detected(boost::beast::error_code ec, bool is_tls, bool overloaded);
-    void on_handshake(boost::beast::error_code ec, std::size_t used, bool overloaded);
-    /// Plain HTTP on the TLS port: a 400 in plain HTTP saying the port speaks HTTPS, then close.
-    void refuse_plain_http();
-    /// The end of a TLS connection after its last response: close_notify, bounded, then close.
-    void tls_linger_close();
-    /// Under the disconnect watch, with bytes readable: whether they are the client leaving (an
-    /// alert record, e.g. close_notify, or the FIN behind it) rather than a pipelined request.
-    [[nodiscard]] bool tls_client_leaving();
-
-    // ---- the SSE writer (session_sse.cpp) ----------------------------------------------
-
+    /// The stream's head, then what each family opens its stream with (Responses: created and
+    /// the first item; chat: each choice's role).
     void begin_stream();
-    void arm_ping();
-    void sse_data(const std::string& payload);
-    void sse_event(const char* ev, const std::string& payload);
-    void enqueue_chunk(const std::string& data);
-    void enqueue_raw(std::string bytes);
-    void do_write();
-    void on_written(boost::beast::error_code ec);
+    /// The request's answer is complete: the stream's last chunk.
     void end_stream();
-    /// The client is gone (or too slow to keep up): cancel the sequence and close (499).
-    void abort_call();
 
     // ---- routing (session_dispatch.cpp) ------------------------------------------------
-
-    void handle(request req);
-
-    // ---- CORS (session_cors.cpp) --------------------------------------------------------
-
-    /// Reads the request's Origin: cors_origin_ is what the answer allows, or empty.
-    void note_origin(const request& req);
-    /// A CORS preflight (OPTIONS with Access-Control-Request-Method) on a known path, answered
-    /// here when CORS is configured: true when it was.
-    /// `route` is the matched pattern (the metrics label).
-    bool answer_preflight(const request& req, const std::string& route, bool path_known);
-    /// The CORS headers of the answer, as raw header lines (the SSE preamble) or on res_.
-    [[nodiscard]] std::string cors_header_lines() const;
-    void set_cors_headers();
 
     /// Why a caller holding `key` may not use a route that needs `need`, or nothing.
     [[nodiscard]] std::optional<api_error> authorize(role need, const std::string& key) const;
@@ -240,6 +164,8 @@ private:
     // ---- inference (handlers_inference.cpp) --------------------------------------------
 
     void start_inference(const std::string& route, route_kind kind, const std::string& body);
+    [[nodiscard]] msg::generate_request
+    generate_request_of(call& c, inference_input& in, route_kind kind, std::uint64_t id) const;
     [[nodiscard]] std::shared_ptr<sink_target> make_sink_target();
     void on_token(msg::token_event ev);
     void on_echo(msg::token_event ev);
@@ -286,17 +212,8 @@ private:
 
     // ---- tracing (session_trace.cpp) ----------------------------------------------------
 
-    /// The request's trace context (traceparent, or a new trace) and, when it is sampled and the
-    /// route is not a probe or scrape, its HTTP server span.
+    /// The request's trace context and, unless the route is a probe or scrape, its span.
     void begin_trace(const request& req, const route_match& m);
-    /// The `traceresponse` header's value (W3C): the trace id and the server span's id; empty
-    /// before the first request.
-    [[nodiscard]] std::string traceresponse() const;
-    /// An attribute on the server span (nothing when the request is not sampled).
-    void trace_attr(std::string key, trace::value v);
-    /// Ends the server span with the status the client saw (499: it left first); `error`
-    /// marks it failed with that message.
-    void end_trace(unsigned status, std::string_view request_id, const std::string& error = {});
     /// The GenAI request attributes on the server span (gen_ai.operation.name, .request.*),
     /// and the prompt text when otlp_include_text allows.
     void trace_request(const msg::generate_request& g, route_kind kind);
@@ -304,10 +221,6 @@ private:
     /// `total` sums the choices' usage when there are several.
     void trace_usage(const std::vector<msg::completion>& choices,
                      const msg::completion* total = nullptr);
-    /// " trace=<id>" for the request log's lines (empty without a trace).
-    [[nodiscard]] std::string trace_note() const;
-    /// The correlation fields of log lines written for the request in progress (JSON logs).
-    [[nodiscard]] log_fields log_context() const;
 
     // ---- health, metrics, stats, models (handlers_status.cpp) --------------------------
 
@@ -362,34 +275,10 @@ private:
 
     // ---- state -------------------------------------------------------------------------
 
-    connection_stream stream_;
     server::impl& srv_;
-    std::shared_ptr<session_registry> reg_;
-    std::uint64_t reg_id_ = 0;
-    boost::asio::steady_timer ping_;
-    boost::beast::flat_buffer buf_;
-    std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
-    boost::beast::http::response<boost::beast::http::string_body> res_;
+    std::shared_ptr<request_registry> requests_;
     std::optional<call> call_;
-    std::deque<std::string> out_;
-    std::size_t queued_bytes_ = 0;
-    bool writing_ = false;
-    bool sse_ = false;
-    bool stream_done_ = false;
-    bool keep_alive_ = true;
-    bool closed_ = false;
-    bool watching_ = false;
-    bool responding_ = false; ///< a plain response is being written
     std::string client_key_;
-    /// The Access-Control-Allow-Origin this request's answer carries (session_cors.cpp); empty:
-    /// none (no CORS configured, no Origin, or one not allowed).
-    std::string cors_origin_;
-    /// The request's trace: the caller's or a new trace id, with this server's span id.
-    trace::context trace_;
-    /// Its HTTP server span while the request runs (sampled requests only).
-    std::optional<trace::span_record> span_;
-    std::array<char, 4096> linger_buf_{};
-    std::size_t linger_left_ = 0;
 };
 
 } // namespace bitnet::http

@@ -1,9 +1,9 @@
 // The session's route block: a parsed request is matched against the route table (routes.hpp),
 // its caller's key checked against the route's role, its media type checked, and the route's
 // handler called. Every answer the layer gives by itself (401, 403, 404, 405, 415) starts here.
-#include "http/openapi.hpp"
-#include "http/request_errors.hpp"
-#include "http/session.hpp"
+#include "http/routes/openapi.hpp"
+#include "http/routes/session.hpp"
+#include "http/transport/request_errors.hpp"
 
 #include <boost/beast/core/string.hpp>
 #include <boost/json/parse.hpp>

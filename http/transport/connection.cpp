@@ -1,19 +1,15 @@
-// The session's transport: its life in the registry, reading a request under the body, header
-// and trailer limits, plain responses (status, headers, keep-alive, drain closes), the linger
-// close that keeps a last response from being lost to an RST, the disconnect watch of a plain
-// request being generated, the net under every handler (safely/internal_failure), and the cut
-// at the end of a drain.
-#include "http/session.hpp"
+// The connection's transport: its life in the registry, reading a request under the body,
+// header and trailer limits, plain responses (status, headers, keep-alive, drain closes), the
+// linger close that keeps a last response from being lost to an RST, the disconnect watch of a
+// plain request being generated, and the cut at the end of a drain.
+#include "http/transport/connection.hpp"
 
-#include "http/api_anthropic.hpp"
-#include "http/request_errors.hpp"
+#include "http/transport/request_errors.hpp"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <caf/exit_reason.hpp>
-#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
@@ -26,23 +22,22 @@ namespace beast = boost::beast;
 namespace bhttp = beast::http;
 namespace net = boost::asio;
 
-session::session(tcp::socket&& s, server::impl& srv)
+connection::connection(tcp::socket&& s, listener& net)
     : stream_(std::move(s))
-    , srv_(srv)
-    , reg_(srv.sessions)
+    , net_(net)
+    , reg_(net.connections)
     , ping_(stream_.get_executor()) {
     ++reg_->open;
 }
 
-session::~session() {
+connection::~connection() {
     if (!closed_)
         --reg_->open;
     std::lock_guard lk(reg_->mu);
     reg_->cut.erase(reg_id_);
-    reg_->sinks.erase(reg_id_);
 }
 
-void session::run() {
+void connection::run() {
     {
         std::lock_guard lk(reg_->mu);
         reg_id_ = reg_->next++;
@@ -52,27 +47,27 @@ void session::run() {
         });
     }
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-        if (self->srv_.tls)
+        if (self->net_.tls)
             return self->start_tls(false);
         self->do_read();
     });
 }
 
-void session::refuse_overloaded() {
+void connection::refuse_overloaded() {
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
-        if (self->srv_.tls)
+        if (self->net_.tls)
             return self->start_tls(true);
         self->answer_overloaded();
     });
 }
 
-void session::answer_overloaded() {
-    srv_.m.rejected("too_many_connections");
+void connection::answer_overloaded() {
+    net_.m.rejected("too_many_connections");
     keep_alive_ = false;
     api_error e{503,
                 "overloaded",
                 "too_many_connections",
-                "the server has max_connections (" + std::to_string(srv_.opt.max_connections) +
+                "the server has max_connections (" + std::to_string(net_.conf.max_connections) +
                     ") connections open",
                 "",
                 "retry shortly, or against another replica",
@@ -80,65 +75,34 @@ void session::answer_overloaded() {
     send_error("-", e, "-");
 }
 
-void session::cut() {
+void connection::cut() {
     keep_alive_ = false;
-    if (call_ && !call_->ended) {
-        if (call_->sink)
-            caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
-        call_->cut = true;
-        msg::completion c;
-        c.finish_reason = "cancelled";
-        c.model = call_->model;
-        c.prompt_tokens = call_->prompt_tokens;
-        c.completion_tokens = static_cast<std::uint32_t>(call_->n_tokens);
-        const auto us = [this](steady::time_point t) {
-            return std::chrono::duration_cast<std::chrono::microseconds>(t - call_->start).count();
-        };
-        c.total_us = us(steady::now());
-        if (call_->first_token != steady::time_point{}) {
-            c.ttft_us = us(call_->first_token);
-            c.decode_us = c.total_us - c.ttft_us;
-        }
-        if (call_->n_choices <= 1)
-            return on_done(std::move(c));
-        // n > 1: every choice still running ends here, each with its own tokens; the last one
-        // sends the usage, the drain error and [DONE] (or, before the stream began, the 503).
-        for (std::uint32_t i = 0; i < call_->n_choices; ++i) {
-            if (!call_ || call_->ended)
-                break;
-            if (i < call_->choices.size() && call_->choices[i].done)
-                continue;
-            auto ci = c;
-            ci.choice = i;
-            ci.completion_tokens = i < call_->choices.size() ? call_->choices[i].n_tokens : 0;
-            on_done(std::move(ci));
-        }
-        return;
-    }
-    if (!responding_ && out_.empty() && !call_)
+    if (request_running())
+        return cut_request();
+    if (!responding_ && out_.empty() && !request_open())
         close();
 }
 
 // ---- reading -----------------------------------------------------------------------------
 
-void session::do_read() {
+void connection::do_read() {
     trace_ = {}; // a refusal of what comes next must not carry the last request's trace
     parser_.emplace();
-    parser_->body_limit(srv_.opt.max_body_bytes);
-    parser_->header_limit(srv_.opt.max_header_bytes);
+    parser_->body_limit(net_.conf.max_body_bytes);
+    parser_->header_limit(net_.conf.max_header_bytes);
     // The parser buffers a chunked body's trailers whole and bounds them by nothing but this
     // buffer; body bytes pass through it in pieces, so the bound costs them nothing.
-    buf_.max_size(srv_.opt.max_header_bytes + 1024);
-    stream_.expires_after(srv_.opt.read_timeout);
+    buf_.max_size(net_.conf.max_header_bytes + 1024);
+    stream_.expires_after(net_.conf.read_timeout);
     bhttp::async_read(
         stream_, buf_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
 }
 
-void session::on_read(beast::error_code ec) {
+void connection::on_read(beast::error_code ec) {
     if (!ec)
         return safely("request", [&] { handle(parser_->release()); });
-    if (auto refusal = read_refusal(ec, {srv_.opt.max_body_bytes, srv_.opt.max_header_bytes})) {
+    if (auto refusal = read_refusal(ec, {net_.conf.max_body_bytes, net_.conf.max_header_bytes})) {
         // The rest of what the client sent cannot be framed: answer, then close. A body too
         // large came after whole headers (Beast refuses a Content-Length past the limit before
         // it marks them done): its route is known, and answers in its API's shape (Anthropic's
@@ -150,53 +114,22 @@ void session::on_read(beast::error_code ec) {
             std::string target(h.target());
             if (auto q = target.find('?'); q != std::string::npos)
                 target.resize(q);
-            if (const auto m = match_route(h.method_string(), target, srv_.opt.test_hooks); m.found)
-                route = std::string(m.label);
+            route = route_label(h.method_string(), target);
         }
         return send_error(route, *refusal, "-");
     }
     close(); // the client went away or timed out: nobody to answer
 }
 
-void session::internal_failure(const char* what, const char* why) noexcept {
-    try {
-        const auto id = call_ ? call_->req_id : "-";
-        spdlog::error("{}: internal error while handling the {}: {}", id, what, why);
-        keep_alive_ = false;
-        api_error e{500,
-                    "server_error",
-                    "internal_error",
-                    "the server failed while handling this request",
-                    "",
-                    "",
-                    0};
-        if (call_ && !call_->ended && sse_) {
-            srv_.m.request_done(call_->route, 500, 0);
-            sse_event("error", error_body(e, call_->req_id));
-            return end_stream();
-        }
-        if (call_ && call_->sink)
-            caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
-        if (!responding_ && !sse_ && !closed_) {
-            auto route = call_ ? call_->route : std::string("-");
-            call_.reset();
-            return send_error(route, e, id);
-        }
-        close();
-    } catch (...) {
-        close();
-    }
-}
-
 // ---- the disconnect watch ----------------------------------------------------------------
 
-void session::watch_disconnect() {
+void connection::watch_disconnect() {
     stream_.expires_never(); // a long generation must not trip the read timeout
     watching_ = true;
     stream_.socket().async_wait(tcp::socket::wait_read,
                                 [self = shared_from_this()](beast::error_code ec) {
                                     self->watching_ = false;
-                                    if (ec || !self->call_ || self->call_->ended || self->sse_)
+                                    if (ec || !self->request_running() || self->sse_)
                                         return;
                                     self->on_readable_while_busy();
                                 });
@@ -208,7 +141,7 @@ void session::watch_disconnect() {
 /// is the peer's FIN, EAGAIN was a stale event (watch again), data is a pipelined request
 /// (the client is still there). Trusting the stale event dropped about one connection in a
 /// thousand without an answer.
-void session::on_readable_while_busy() {
+void connection::on_readable_while_busy() {
     char byte = 0;
     const auto fd = stream_.socket().native_handle();
     const auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
@@ -218,7 +151,7 @@ void session::on_readable_while_busy() {
         return;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
         spdlog::debug("{}: stale readiness event while the reply is generated; watching again",
-                      call_->req_id);
+                      request_id());
         return watch_disconnect();
     }
     abort_call();
@@ -226,25 +159,23 @@ void session::on_readable_while_busy() {
 
 // ---- plain responses ---------------------------------------------------------------------
 
-void session::send_error(const std::string& route, const api_error& e, const std::string& req_id) {
+void connection::send_error(const std::string& route, const api_error& e,
+                            const std::string& req_id) {
     // Every error body carries a request id, also for requests refused before they got one.
-    const auto id = req_id == "-" ? "req-" + std::to_string(srv_.next_id.fetch_add(1)) : req_id;
-    // Anthropic's routes answer in Anthropic's error shape, whatever refused the request.
-    const bool anthropic = route.rfind("/v1/messages", 0) == 0;
-    send_json(route, e.status, anthropic ? anthropic_error_body(e, id) : error_body(e, id), id, {},
-              e.retry_after_s);
+    const auto id = req_id == "-" ? "req-" + std::to_string(net_.next_id.fetch_add(1)) : req_id;
+    // Each API family answers in its own error shape, whatever refused the request.
+    send_json(route, e.status, error_body_for(route, e, id), id, {}, e.retry_after_s);
 }
 
-void session::send_json(const std::string& route, unsigned status, std::string body,
-                        const std::string& req_id, const std::string& server_timing,
-                        std::uint32_t retry_after, bool counted) {
+void connection::send_json(const std::string& route, unsigned status, std::string body,
+                           const std::string& req_id, const std::string& server_timing,
+                           std::uint32_t retry_after, bool counted) {
     res_ = {static_cast<bhttp::status>(status), 11};
     res_.set(bhttp::field::content_type, "application/json");
     if (req_id != "-") {
         res_.set("X-Request-Id", req_id);
-        // Anthropic's SDK reads its own header name (err.requestID, message._request_id).
-        if (route.rfind("/v1/messages", 0) == 0)
-            res_.set("request-id", req_id);
+        for (const auto& [name, value] : family_headers(route, req_id))
+            res_.set(name, value);
     }
     if (!server_timing.empty())
         res_.set("Server-Timing", server_timing);
@@ -254,10 +185,10 @@ void session::send_json(const std::string& route, unsigned status, std::string b
     write_response(route, counted);
 }
 
-void session::write_response(const std::string& route, bool counted) {
+void connection::write_response(const std::string& route, bool counted) {
     // Every answer names itself (the README's promise), also those that started no request.
     if (res_.find("X-Request-Id") == res_.end())
-        res_.set("X-Request-Id", "req-" + std::to_string(srv_.next_id.fetch_add(1)));
+        res_.set("X-Request-Id", "req-" + std::to_string(net_.next_id.fetch_add(1)));
     if (auto tr = traceresponse(); !tr.empty())
         res_.set("traceresponse", tr);
     end_trace(res_.result_int(), std::string_view(res_["X-Request-Id"]));
@@ -268,19 +199,19 @@ void session::write_response(const std::string& route, bool counted) {
         watching_ = false;
     }
     if (!counted && !route.empty()) {
-        srv_.m.request_done(route, res_.result_int(), 0);
+        net_.m.request_done(route, res_.result_int(), 0);
         // Refusals before a request started (validation, auth, routing) are logged too;
         // probes and scrapes stay out of the log.
         if (res_.result_int() >= 400)
             spdlog::info("{} {} {}{}", std::string(res_["X-Request-Id"]), route, res_.result_int(),
                          trace_note());
     }
-    if (srv_.draining)
+    if (net_.draining)
         keep_alive_ = false;
     set_cors_headers();
     res_.keep_alive(keep_alive_);
     res_.prepare_payload();
-    stream_.expires_after(srv_.opt.write_timeout);
+    stream_.expires_after(net_.conf.write_timeout);
     responding_ = true;
     bhttp::async_write(stream_, res_,
                        [self = shared_from_this()](beast::error_code ec, std::size_t) {
@@ -293,13 +224,25 @@ void session::write_response(const std::string& route, bool counted) {
                        });
 }
 
+std::string connection::error_body_for(const std::string& route, const api_error& e,
+                                       const std::string& id) const {
+    (void)route;
+    return error_body(e, id);
+}
+
+std::vector<std::pair<std::string, std::string>>
+connection::family_headers(const std::string& route, const std::string& req_id) const {
+    (void)route, (void)req_id;
+    return {};
+}
+
 // ---- closing -----------------------------------------------------------------------------
 
 /// Closes after our last response without losing it: closing a socket whose receive buffer
 /// still holds unread bytes (the rest of a refused request) sends RST, and the client may then
 /// never see the response. So: shut down our side, read and discard what is left for a
 /// bounded time and size, then close.
-void session::linger_close() {
+void connection::linger_close() {
     if (closed_)
         return;
     if (stream_.tls())
@@ -313,7 +256,7 @@ void session::linger_close() {
     linger_read();
 }
 
-void session::linger_read() {
+void connection::linger_read() {
     stream_.async_read_some(net::buffer(linger_buf_),
                             [self = shared_from_this()](beast::error_code ec, std::size_t n) {
                                 if (ec || n >= self->linger_left_)
@@ -323,13 +266,12 @@ void session::linger_read() {
                             });
 }
 
-void session::close() {
+void connection::close() {
     if (closed_)
         return;
     closed_ = true;
     // A request whose answer never went out: the client sees nothing, as when it leaves.
-    end_trace(499, call_ ? std::string_view(call_->req_id) : std::string_view("-"),
-              "the connection closed before the answer");
+    end_trace(499, request_id(), "the connection closed before the answer");
     --reg_->open;
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);

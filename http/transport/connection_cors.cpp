@@ -4,8 +4,8 @@
 // the methods and headers the page may use, before any key check (browsers send no key with a
 // preflight). Credentials (cookies, HTTP auth) are never allowed: the API's keys are headers the
 // page sets itself, so even "*" exposes no user's session.
-#include "http/request_errors.hpp"
-#include "http/session.hpp"
+#include "http/transport/connection.hpp"
+#include "http/transport/request_errors.hpp"
 
 #include <algorithm>
 
@@ -26,9 +26,9 @@ bool plain_header_list(std::string_view v) {
 
 } // namespace
 
-void session::note_origin(const request& req) {
+void connection::note_origin(const request& req) {
     cors_origin_.clear();
-    const auto& allowed = srv_.opt.cors_origins;
+    const auto& allowed = net_.conf.cors_origins;
     const auto origin = std::string(req[bhttp::field::origin]);
     if (allowed.empty() || origin.empty())
         return;
@@ -38,7 +38,7 @@ void session::note_origin(const request& req) {
         cors_origin_ = origin;
 }
 
-std::string session::cors_header_lines() const {
+std::string connection::cors_header_lines() const {
     if (cors_origin_.empty())
         return {};
     std::string out = "Access-Control-Allow-Origin: " + cors_origin_ + "\r\n";
@@ -49,7 +49,7 @@ std::string session::cors_header_lines() const {
     return out;
 }
 
-void session::set_cors_headers() {
+void connection::set_cors_headers() {
     if (cors_origin_.empty())
         return;
     res_.set(bhttp::field::access_control_allow_origin, cors_origin_);
@@ -59,8 +59,8 @@ void session::set_cors_headers() {
              "X-Request-Id, Retry-After, Server-Timing");
 }
 
-bool session::answer_preflight(const request& req, const std::string& route, bool path_known) {
-    if (srv_.opt.cors_origins.empty() || req.method() != bhttp::verb::options ||
+bool connection::answer_preflight(const request& req, const std::string& route, bool path_known) {
+    if (net_.conf.cors_origins.empty() || req.method() != bhttp::verb::options ||
         req[bhttp::field::access_control_request_method].empty() || !path_known)
         return false;
     if (cors_origin_.empty()) {

@@ -1,11 +1,11 @@
-// The session's HTTPS start and end: the first bytes of a connection on a TLS port tell a TLS
+// The connection's HTTPS start and end: the first bytes of a connection on a TLS port tell a TLS
 // ClientHello (record type 0x16) from plain HTTP; a hello is handshaken with the context current
 // at that moment (a SIGHUP reload changes it for later connections only), anything else gets a
 // plain-HTTP 400 saying the port speaks HTTPS (nginx's 497 idea) and the connection closes. Both
 // run under the read timeout, so a client that connects and says nothing, or stalls mid-
 // handshake, is dropped like an idle keep-alive connection. After the last response the TLS
 // close sends close_notify, bounded, before the socket closes.
-#include "http/session.hpp"
+#include "http/transport/connection.hpp"
 
 #include <boost/beast/core/detect_ssl.hpp>
 #include <spdlog/spdlog.h>
@@ -33,9 +33,9 @@ std::string peer_of(net::ip::tcp::socket& s) {
 
 } // namespace
 
-void session::start_tls(bool overloaded) {
-    buf_.max_size(srv_.opt.max_header_bytes + 1024);
-    stream_.expires_after(srv_.opt.read_timeout);
+void connection::start_tls(bool overloaded) {
+    buf_.max_size(net_.conf.max_header_bytes + 1024);
+    stream_.expires_after(net_.conf.read_timeout);
     beast::async_detect_ssl(
         stream_.tcp_layer(), buf_,
         [self = shared_from_this(), overloaded](beast::error_code ec, bool is_tls) {
@@ -43,12 +43,12 @@ void session::start_tls(bool overloaded) {
         });
 }
 
-void session::on_tls_detected(beast::error_code ec, bool is_tls, bool overloaded) {
+void connection::on_tls_detected(beast::error_code ec, bool is_tls, bool overloaded) {
     if (ec)
         return close(); // gone or silent past the read timeout before saying anything
     if (!is_tls)
         return refuse_plain_http();
-    stream_.engage_tls(srv_.tls->current());
+    stream_.engage_tls(net_.tls->current());
     // The hello is already in buf_: the handshake starts from it. (The default argument: Beast
     // 1.81 checks this overload's handler against void(error_code), asio calls it with the
     // bytes used too.)
@@ -59,12 +59,12 @@ void session::on_tls_detected(beast::error_code ec, bool is_tls, bool overloaded
         });
 }
 
-void session::on_handshake(beast::error_code ec, std::size_t used, bool overloaded) {
+void connection::on_handshake(beast::error_code ec, std::size_t used, bool overloaded) {
     buf_.consume(used);
     if (ec) {
         // Scanners, old clients (TLS < 1.2), clients that do not trust our certificate: not
         // the server's failure, so not a warning; counted in bitnet_tls_handshake_failures_total.
-        srv_.m.tls_handshake_failed();
+        net_.m.tls_handshake_failed();
         spdlog::debug("https: TLS handshake with {} failed: {}", peer_of(stream_.socket()),
                       ec.message());
         return close();
@@ -74,7 +74,7 @@ void session::on_handshake(beast::error_code ec, std::size_t used, bool overload
     do_read();
 }
 
-void session::refuse_plain_http() {
+void connection::refuse_plain_http() {
     keep_alive_ = false;
     api_error e{400,
                 "invalid_request_error",
@@ -93,7 +93,7 @@ void session::refuse_plain_http() {
 /// mean the client is gone. An alert is record type 21 under TLS 1.2; TLS 1.3 hides the type,
 /// but an encrypted alert is an application-data record of 19 bytes (2 of alert, 1 of inner
 /// type, a 16-byte AEAD tag), which no HTTP request fits in.
-bool session::tls_client_leaving() {
+bool connection::tls_client_leaving() {
     const auto fd = stream_.socket().native_handle();
     pollfd p{fd, POLLRDHUP, 0};
     if (::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0)
@@ -109,7 +109,7 @@ bool session::tls_client_leaving() {
     return head[0] == k_alert || (head[0] == k_application_data && body == 19);
 }
 
-void session::tls_linger_close() {
+void connection::tls_linger_close() {
     stream_.expires_after(std::chrono::seconds(2));
     stream_.tls_stream().async_shutdown(
         [self = shared_from_this()](beast::error_code) { self->close(); });

@@ -1,15 +1,13 @@
-// The listener and the server's lifecycle: start (bind, listen, the io threads), the accept
-// loop with its back-off when descriptors run out and its refusal past max_connections, the
-// drain (begin_drain, cut_all), and stop. Connections are sessions (session.hpp); the state
-// they share is server::impl (server_impl.hpp).
-#include "http/server.hpp"
+// The listener: start (TLS context, bind, listen, the io threads), the accept loop with its
+// back-off when descriptors run out and its refusal past max_connections, the cut at the end of
+// a drain, and the io threads' end. Each accepted socket becomes a connection through the
+// factory given to start (connection.hpp).
+#include "http/transport/listener.hpp"
 
-#include "http/server_impl.hpp"
-#include "http/session.hpp"
+#include "http/transport/connection.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
-#include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -42,31 +40,38 @@ void run_io(net::io_context& ioc) {
 
 } // namespace
 
+listener::listener(const transport_options& c, std::shared_ptr<metrics> mp)
+    : conf(c)
+    , metrics_ptr(std::move(mp))
+    , m(*metrics_ptr) {
+    next_id = conf.first_request_id;
+}
+
 // The accept loop never ends while the acceptor is open: every error re-arms it.
-void server::impl::do_accept() {
-    acceptor->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
-        if (ec == net::error::operation_aborted || !acceptor->is_open())
-            return; // closed by stop()
+void listener::do_accept() {
+    acceptor_->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
+        if (ec == net::error::operation_aborted || !acceptor_->is_open())
+            return; // closed by stop_io()
         if (ec)
             return on_accept_error(ec);
-        auto sess = std::make_shared<session>(std::move(s), *this);
-        if (sessions->open.load() > static_cast<int>(opt.max_connections))
-            sess->refuse_overloaded(); // counted open above: more than the cap is open now
+        auto conn = make_(std::move(s));
+        if (connections->open.load() > static_cast<int>(conf.max_connections))
+            conn->refuse_overloaded(); // counted open above: more than the cap is open now
         else
-            sess->run();
+            conn->run();
         do_accept();
     });
 }
 
-void server::impl::on_accept_error(const beast::error_code& ec) {
+void listener::on_accept_error(const beast::error_code& ec) {
     // Out of descriptors or kernel memory, accepting again at once would spin on the same
     // error: wait a moment (closing connections free descriptors). Any other error concerns one
     // connection (reset before it was taken): accept the next at once.
     const bool exhausted = ec == net::error::no_descriptors || ec.value() == ENFILE ||
                            ec == net::error::no_buffer_space || ec == net::error::no_memory;
     const auto now = steady::now();
-    if (now - last_accept_warning > std::chrono::seconds(1)) {
-        last_accept_warning = now;
+    if (now - last_accept_warning_ > std::chrono::seconds(1)) {
+        last_accept_warning_ = now;
         spdlog::warn("accept failed: {}{}", ec.message(),
                      exhausted ? " (retrying every 50 ms; raise the descriptor limit or lower "
                                  "max_connections)"
@@ -74,114 +79,72 @@ void server::impl::on_accept_error(const beast::error_code& ec) {
     }
     if (!exhausted)
         return do_accept();
-    if (!accept_backoff)
-        accept_backoff.emplace(acceptor->get_executor());
-    accept_backoff->expires_after(std::chrono::milliseconds(50));
-    accept_backoff->async_wait([this](beast::error_code wec) {
-        if (!wec && acceptor->is_open())
+    if (!accept_backoff_)
+        accept_backoff_.emplace(acceptor_->get_executor());
+    accept_backoff_->expires_after(std::chrono::milliseconds(50));
+    accept_backoff_->async_wait([this](beast::error_code wec) {
+        if (!wec && acceptor_->is_open())
             do_accept();
     });
 }
 
-server::server(caf::actor_system& sys, msg::admission_actor admission, server_options opt)
-    : impl_(std::make_unique<impl>(sys, std::move(admission), std::move(opt))) {}
-
-server::~server() {
-    stop();
-}
-
-result<std::uint16_t> server::start() {
-    auto& i = *impl_;
+result<std::uint16_t> listener::start(factory make) {
+    make_ = std::move(make);
     beast::error_code ec;
-    auto addr = net::ip::make_address(i.opt.address, ec);
+    auto addr = net::ip::make_address(conf.address, ec);
     if (ec)
         return error{errc::invalid_argument,
-                     "listen address '" + i.opt.address + "': " + ec.message()};
-    if (!i.opt.tls_cert.empty() || !i.opt.tls_key.empty()) {
-        auto ctx = load_tls_context(i.opt.tls_cert, i.opt.tls_key);
+                     "listen address '" + conf.address + "': " + ec.message()};
+    if (!conf.tls_cert.empty() || !conf.tls_key.empty()) {
+        auto ctx = load_tls_context(conf.tls_cert, conf.tls_key);
         BITNET_TRY(ctx);
-        i.tls = std::make_unique<tls_contexts>(i.opt.tls_cert, i.opt.tls_key, std::move(*ctx));
+        tls = std::make_unique<tls_contexts>(conf.tls_cert, conf.tls_key, std::move(*ctx));
     }
-    tcp::endpoint ep{addr, i.opt.port};
-    i.acceptor.emplace(net::make_strand(i.ioc));
-    i.acceptor->open(ep.protocol(), ec);
+    tcp::endpoint ep{addr, conf.port};
+    acceptor_.emplace(net::make_strand(ioc));
+    acceptor_->open(ep.protocol(), ec);
     if (!ec)
-        i.acceptor->set_option(net::socket_base::reuse_address(true), ec);
+        acceptor_->set_option(net::socket_base::reuse_address(true), ec);
     if (!ec)
-        i.acceptor->bind(ep, ec);
+        acceptor_->bind(ep, ec);
     if (!ec)
-        i.acceptor->listen(net::socket_base::max_listen_connections, ec);
+        acceptor_->listen(net::socket_base::max_listen_connections, ec);
     if (ec)
-        return error{errc::io_error, "cannot listen on " + i.opt.address + ":" +
-                                         std::to_string(i.opt.port) + ": " + ec.message()};
-    const auto port = i.acceptor->local_endpoint().port();
-    i.do_accept();
-    for (unsigned t = 0; t < std::max(1u, i.opt.io_threads); ++t)
-        i.threads.emplace_back([&i] { run_io(i.ioc); });
+        return error{errc::io_error, "cannot listen on " + conf.address + ":" +
+                                         std::to_string(conf.port) + ": " + ec.message()};
+    const auto port = acceptor_->local_endpoint().port();
+    do_accept();
+    for (unsigned t = 0; t < std::max(1u, conf.io_threads); ++t)
+        threads_.emplace_back([this] { run_io(ioc); });
     return port;
 }
 
-result<void> server::reload_tls() {
-    if (!impl_->tls)
-        return {};
-    auto r = impl_->tls->reload();
-    impl_->m.tls_reload(r.has_value());
-    return r;
-}
-
-void server::begin_drain() {
-    impl_->draining = true;
-}
-
-std::size_t server::cut_all() {
+void listener::cut_all() {
     std::vector<std::function<void()>> cuts;
     {
-        std::lock_guard lk(impl_->sessions->mu);
-        for (const auto& [id, f] : impl_->sessions->cut)
+        std::lock_guard lk(connections->mu);
+        for (const auto& [id, f] : connections->cut)
             cuts.push_back(f);
     }
-    const auto n = static_cast<std::size_t>(std::max(0, impl_->sessions->calls.load()));
     for (auto& f : cuts)
         f();
-    return n;
 }
 
-std::size_t server::active_requests() const {
-    return static_cast<std::size_t>(std::max(0, impl_->sessions->calls.load()));
+std::size_t listener::open_connections() const {
+    return static_cast<std::size_t>(std::max(0, connections->open.load()));
 }
 
-std::size_t server::open_connections() const {
-    return static_cast<std::size_t>(std::max(0, impl_->sessions->open.load()));
-}
-
-void server::stop() {
-    if (!impl_)
-        return;
-    if (impl_->acceptor)
-        net::post(impl_->acceptor->get_executor(), [&i = *impl_] {
+void listener::stop_io() {
+    if (acceptor_)
+        net::post(acceptor_->get_executor(), [this] {
             beast::error_code ec;
-            i.acceptor->close(ec);
+            acceptor_->close(ec);
         });
-    impl_->ioc.stop();
-    for (auto& t : impl_->threads)
+    ioc.stop();
+    for (auto& t : threads_)
         if (t.joinable())
             t.join();
-    impl_->threads.clear();
-    // A sink (on a CAF thread) may still hold its session, whose socket and timers need the
-    // io_context this server owns: end every sink and wait (bounded) until none holds a session,
-    // so that no session outlives the io_context.
-    std::vector<caf::actor> sinks;
-    {
-        std::lock_guard lk(impl_->sessions->mu);
-        for (const auto& [id, sink] : impl_->sessions->sinks)
-            sinks.push_back(sink);
-    }
-    for (const auto& sink : sinks)
-        caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
-    for (int i = 0; i < 500 && impl_->sessions->sink_targets->load() > 0; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (const int left = impl_->sessions->sink_targets->load(); left > 0)
-        spdlog::warn("http stop: {} request sink(s) still hold a connection after 5 s", left);
+    threads_.clear();
 }
 
 } // namespace bitnet::http

@@ -1,4 +1,4 @@
-#include "http/request_errors.hpp"
+#include "http/transport/request_errors.hpp"
 
 #include <boost/beast/http/error.hpp>
 

@@ -1,4 +1,4 @@
-#include "http/tls_context.hpp"
+#include "http/transport/tls_context.hpp"
 
 #include <boost/asio/ssl/context.hpp>
 

@@ -1,7 +1,8 @@
-// The cluster side of bitnet-server's start-up (actors/cluster_node.hpp): the actor system's
-// remoting modules (CAF's middleman, and its OpenSSL module for mutual-certificate TLS), the node's
-// name, and the cluster actor published on the cluster port. A node without --cluster-listen still
-// gets a cluster actor (GET /v1/cluster answers with it alone) but loads no remoting at all.
+// The cluster side of bitnet-server's start-up (actors/cluster/cluster_node.hpp): the actor
+// system's remoting modules (CAF's middleman, and its OpenSSL module for mutual-certificate TLS),
+// the node's name, and the cluster actor published on the cluster port. A node without
+// --cluster-listen still gets a cluster actor (GET /v1/cluster answers with it alone) but loads no
+// remoting at all.
 #pragma once
 
 #include "common/error.hpp"

@@ -1,9 +1,9 @@
 // The devices at start-up: what the CUDA runtime reports (one log line per device, or why there
 // are none), the configured `devices` expanded into the placement list every model version runs
-// on (actors/device_placements.hpp), and the same for /health.
+// on (actors/supervisor/device_placements.hpp), and the same for /health.
 #pragma once
 
-#include "http/server.hpp"
+#include "http/routes/server.hpp"
 
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
-// The text side of a model file for its versions' text actors (actors/text_actor.hpp): the
-// tokenizer (read from the GGUF without loading weights) and the recognised chat template.
+// The text side of a model file for its versions' text actors (actors/supervisor/text_actor.hpp):
+// the tokenizer (read from the GGUF without loading weights) and the recognised chat template.
 #pragma once
 
 #include "actors/supervisor/text_actor.hpp"

@@ -13,7 +13,7 @@
 // through: asio empties the queue before each OpenSSL call and reads it right after
 // SSL_get_error, so emptying it here would turn a failed handshake into an error code 0, which
 // asio takes for success; and the log line would blame the cluster.
-#include "http/tls_context.hpp"
+#include "http/transport/tls_context.hpp"
 
 #include <spdlog/spdlog.h>
 

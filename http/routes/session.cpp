@@ -1,0 +1,156 @@
+// The session's side of the transport's hooks (transport/connection.hpp): its place in the
+// request registry, the end of a request cut by the drain deadline or left by its client, the
+// answer to an internal failure, each API family's request-id header and error shape, and the
+// stream's head with each family's opening events.
+#include "http/routes/session.hpp"
+
+#include "http/anthropic/api_anthropic.hpp"
+
+#include <caf/exit_reason.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace bitnet::http {
+
+namespace {
+
+/// Anthropic's routes answer in Anthropic's shapes (its error body, its request-id header).
+bool anthropic_route(const std::string& route) {
+    return route.rfind("/v1/messages", 0) == 0;
+}
+
+} // namespace
+
+session::session(tcp::socket&& s, server::impl& srv)
+    : connection(std::move(s), srv)
+    , srv_(srv)
+    , requests_(srv.requests) {}
+
+session::~session() {
+    std::lock_guard lk(requests_->mu);
+    requests_->sinks.erase(reg_id_);
+}
+
+std::string session::route_label(std::string_view method, std::string_view path) const {
+    const auto m = match_route(method, path, srv_.opt.test_hooks);
+    return m.found ? std::string(m.label) : std::string("-");
+}
+
+std::string session::error_body_for(const std::string& route, const api_error& e,
+                                    const std::string& id) const {
+    return anthropic_route(route) ? anthropic_error_body(e, id) : error_body(e, id);
+}
+
+std::vector<std::pair<std::string, std::string>>
+session::family_headers(const std::string& route, const std::string& req_id) const {
+    // Anthropic's SDK reads its own header name (err.requestID, message._request_id).
+    if (anthropic_route(route))
+        return {{"request-id", req_id}};
+    return {};
+}
+
+void session::cut_request() {
+    if (call_->sink)
+        caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
+    call_->cut = true;
+    msg::completion c;
+    c.finish_reason = "cancelled";
+    c.model = call_->model;
+    c.prompt_tokens = call_->prompt_tokens;
+    c.completion_tokens = static_cast<std::uint32_t>(call_->n_tokens);
+    const auto us = [this](steady::time_point t) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(t - call_->start).count();
+    };
+    c.total_us = us(steady::now());
+    if (call_->first_token != steady::time_point{}) {
+        c.ttft_us = us(call_->first_token);
+        c.decode_us = c.total_us - c.ttft_us;
+    }
+    if (call_->n_choices <= 1)
+        return on_done(std::move(c));
+    // n > 1: every choice still running ends here, each with its own tokens; the last one
+    // sends the usage, the drain error and [DONE] (or, before the stream began, the 503).
+    for (std::uint32_t i = 0; i < call_->n_choices; ++i) {
+        if (!call_ || call_->ended)
+            break;
+        if (i < call_->choices.size() && call_->choices[i].done)
+            continue;
+        auto ci = c;
+        ci.choice = i;
+        ci.completion_tokens = i < call_->choices.size() ? call_->choices[i].n_tokens : 0;
+        on_done(std::move(ci));
+    }
+}
+
+/// The sequence is cancelled (its sink dies, the batcher frees its KV); counted and logged as
+/// 499, the status nobody receives.
+void session::request_gone() {
+    if (!call_ || call_->ended)
+        return;
+    if (call_->sink)
+        caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
+    call_->ended = true;
+    const auto secs = std::chrono::duration<double>(steady::now() - call_->start).count();
+    srv_.m.request_done(call_->route, 499, secs);
+    spdlog::info("{} {} {} 499 client_closed tokens_sent={} total_ms={}{}", call_->req_id,
+                 call_->route, sse_ ? "stream" : "plain", call_->n_tokens, fixed(secs * 1000.0, 3),
+                 trace_note());
+    trace_attr("gen_ai.usage.output_tokens", static_cast<std::int64_t>(call_->n_tokens));
+    end_trace(499, call_->req_id);
+}
+
+void session::internal_failure(const char* what, const char* why) noexcept {
+    try {
+        const auto id = call_ ? call_->req_id : "-";
+        spdlog::error("{}: internal error while handling the {}: {}", id, what, why);
+        keep_alive_ = false;
+        api_error e{500,
+                    "server_error",
+                    "internal_error",
+                    "the server failed while handling this request",
+                    "",
+                    "",
+                    0};
+        if (call_ && !call_->ended && sse_) {
+            srv_.m.request_done(call_->route, 500, 0);
+            sse_event("error", error_body(e, call_->req_id));
+            return end_stream();
+        }
+        if (call_ && call_->sink)
+            caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
+        if (!responding_ && !sse_ && !closed_) {
+            auto route = call_ ? call_->route : std::string("-");
+            call_.reset();
+            return send_error(route, e, id);
+        }
+        close();
+    } catch (...) {
+        close();
+    }
+}
+
+void session::begin_stream() {
+    open_stream(call_->req_id, call_->route);
+    // Every choice opens with its role, as OpenAI streams n > 1 (the SDK's stream helper
+    // refuses a choice whose first delta has none); a tool call's with content null, not "" (an
+    // empty string is an empty text part to the AI SDK).
+    // Messages: message_start carries the prompt's token count, known with the first token; it
+    // goes out then (stream_messages_token).
+    if (call_->kind == route_kind::responses)
+        responses_stream_head();
+    if (call_->kind == route_kind::chat)
+        for (std::uint32_t i = 0; i < std::max<std::uint32_t>(call_->n_choices, 1); ++i)
+            sse_data(chat_chunk(head(),
+                                call_->tool_call ? R"({"role":"assistant","content":null})"
+                                                 : R"({"role":"assistant","content":""})",
+                                "null", "null", i));
+}
+
+void session::end_stream() {
+    call_->ended = true;
+    finish_stream();
+}
+
+} // namespace bitnet::http

@@ -1,0 +1,42 @@
+// The server options the transport reads (limits, timeouts, CORS, TLS files, the listen
+// address): plain values, so routes/server.hpp can extend them without pulling in asio.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bitnet::http {
+
+/// What the transport needs to know of the server's options (routes/server.hpp's server_options
+/// adds the rest).
+struct transport_options {
+    std::string address = "127.0.0.1";
+    std::uint16_t port = 0; ///< 0 = ephemeral
+    unsigned io_threads = 1;
+    std::uint64_t max_body_bytes = 1 << 20;
+    /// Request line + headers, and a chunked body's trailers: 431 past it. The connection's read
+    /// buffer is bounded by it too, so no header or trailer block can grow memory without end.
+    std::uint32_t max_header_bytes = 16384;
+    /// Open connections; a connection past the cap is answered 503 + Retry-After and closed.
+    std::uint32_t max_connections = 1024;
+    std::chrono::milliseconds read_timeout{30000};
+    std::chrono::milliseconds write_timeout{30000};
+    std::chrono::milliseconds sse_ping{10000};
+    std::size_t sse_buffer_bytes = 1 << 20;
+    /// CORS: the origins browser pages may call from ("*" = any); empty = no CORS headers. No
+    /// cookie or HTTP-auth credentials are ever allowed (the API's keys travel in headers the
+    /// page sets itself), so "*" can never expose a user's session.
+    std::vector<std::string> cors_origins;
+    /// The first request id; a cluster node starts its ids at a prefix of its own, so ids are
+    /// unique across the nodes a request may pass through.
+    std::uint64_t first_request_id = 1;
+    /// HTTPS: PEM certificate chain and key (transport/tls_context.hpp has the TLS policy). Both
+    /// empty: plain HTTP. With them the port speaks only HTTPS; plain HTTP gets a 400.
+    std::string tls_cert;
+    std::string tls_key;
+};
+
+} // namespace bitnet::http
