@@ -50,7 +50,7 @@ plant() {
 plant kernels '"model/engine/engine.hpp"' 'kernels/ may include common/ only of ours'
 plant kernels '"messages/types.hpp"' 'kernels/ may include common/ only of ours'
 plant kernels '<caf/all.hpp>' 'kernels/ must not include CAF, Beast or Asio'
-plant model '"actors/batcher.hpp"' 'model/ must not include actors/, http/ or messages/'
+plant model '"actors/batcher/batcher.hpp"' 'model/ must not include actors/, http/ or messages/'
 plant model '"messages/types.hpp"' 'model/ must not include actors/, http/ or messages/'
 plant model '<caf/actor_system.hpp>' 'model/ must not include CAF, Beast or Asio'
 plant model '<boost/beast/http.hpp>' 'model/ must not include CAF, Beast or Asio'
@@ -60,12 +60,38 @@ plant model/tokenizer '"model/engine/engine.hpp"' 'model/tokenizer/ may include 
 plant model/sampling '"model/tokenizer/tokenizer.hpp"' 'model/sampling/ must not include the other model sub-rooms'
 plant http '"model/engine/engine.hpp"' 'http/ must not include model/ or kernels/ (it talks to messages/)'
 plant http '<kernels/rope.hpp>' 'http/ must not include model/ or kernels/ (it talks to messages/)'
-plant actors '"http/server.hpp"' 'actors/ must not include http/'
-plant messages '"actors/batcher.hpp"' 'messages/ must not include actors/ or http/'
-plant messages '"http/server.hpp"' 'messages/ must not include actors/ or http/'
+plant actors '"http/routes/server.hpp"' 'actors/ must not include http/'
+plant messages '"actors/batcher/batcher.hpp"' 'messages/ must not include actors/ or http/'
+plant messages '"http/routes/server.hpp"' 'messages/ must not include actors/ or http/'
+
+# Sub-rooms: each is its own library too, so the compiler refuses these as well; the check names
+# the rule before a build.
+plant actors '"actors/batcher/batcher.hpp"' "actors/'s shared files must not include its sub-rooms"
+plant actors/cluster '"actors/batcher/batcher.hpp"' "actors/cluster/ may include actors/'s shared files only of the actors"
+plant actors/executor '"actors/supervisor/supervisor.hpp"' "actors/executor/ may include actors/'s shared files only of the actors"
+plant actors/batcher '"actors/admission/admission.hpp"' 'actors/batcher/ may include actors/cluster/ (the peer gate) only of the actor sub-rooms'
+plant actors/supervisor '"actors/admission/admission.hpp"' 'actors/supervisor/ must not include actors/admission/'
+plant actors/batcher '<caf/io/middleman.hpp>' 'only actors/cluster/ may include CAF remoting (caf/io, caf/openssl)'
+plant actors '<caf/openssl/manager.hpp>' 'only actors/cluster/ may include CAF remoting (caf/io, caf/openssl)'
+plant http/observe '"http/api_json.hpp"' 'http/observe/ must not include the rest of http/'
+plant http '"http/transport/connection.hpp"' "http/'s shared files may include http/observe/ only of its sub-rooms"
+plant http/openai '"http/anthropic/api_anthropic.hpp"' 'http/openai/ (an API family) must not include another family, transport/ or routes/'
+plant http/anthropic '"http/openai/echo_render.hpp"' 'http/anthropic/ (an API family) must not include another family, transport/ or routes/'
+plant http/responses '"http/routes/session.hpp"' 'http/responses/ (an API family) must not include another family, transport/ or routes/'
+plant http/transport '"http/routes/session.hpp"' 'http/transport/ must not include the API families or routes/'
+plant model/engine/weights '"model/engine/engine.hpp"' 'model/engine/weights/ (the ternary layouts) must not include the rest of the engine'
+plant model/engine '"model/engine/cpu/cpu_engine.hpp"' "model/engine/'s shared files must not include an engine or placement/"
+plant model/engine/cpu '"model/engine/cuda/cuda_engine.hpp"' 'model/engine/cpu/ must not include the CUDA engine or placement/'
+plant model/engine/cuda '"model/engine/cpu/cpu_engine.hpp"' 'model/engine/cuda/ must not include the CPU engine or placement/'
 
 # Allowed edges stay allowed, and only real directives count.
-printf '#pragma once\n#include "kernels/rope.hpp"\n// #include "http/server.hpp"\n' >"$tmp/model/planted_ok.hpp"
+printf '#pragma once\n#include "actors/cluster/peer_gate.hpp"\n#include "actors/trace_spans.hpp"\n' >"$tmp/actors/batcher/planted_ok.hpp"
+printf '#pragma once\n#include "http/anthropic/api_anthropic.hpp"\n#include "http/transport/connection.hpp"\n' >"$tmp/http/routes/planted_ok.hpp"
+run_check
+rm -f "$tmp/actors/batcher/planted_ok.hpp" "$tmp/http/routes/planted_ok.hpp"
+[ "$rc" -eq 0 ] || fail "batcher -> cluster and routes -> a family and transport should pass, got $rc: $out"
+
+printf '#pragma once\n#include "kernels/rope.hpp"\n// #include "http/routes/server.hpp"\n' >"$tmp/model/planted_ok.hpp"
 run_check
 rm -f "$tmp/model/planted_ok.hpp"
 [ "$rc" -eq 0 ] || fail "model -> kernels and a commented include should pass, got $rc: $out"

@@ -21,15 +21,21 @@ cd "$root"
 ours='[<"]'
 caf_or_net='<(caf/|boost/beast|boost/asio)'
 
-# One rule a line: ROOM;ERE matched against the text after "#include";what the rule says
-# (";" separates: "|" is the regex alternation).
+# One rule a line: ROOMS;ERE matched against the text after "#include";what the rule says
+# (";" separates: "|" is the regex alternation). ROOMS is one or more folders separated by blanks;
+# a folder is read with its sub-folders, FOLDER/* is its own files only (a room's shared files,
+# beside its sub-rooms).
 # Rooms and dependencies not listed here are allowed on purpose:
 #   model -> kernels, common          the model is built on the kernels
 #   model/ sub-rooms: gguf <- tokenizer <- engine; sampling stands alone; engine -> all three;
 #                     constrain -> tokenizer (and what it includes)
 #   messages -> model, common, CAF    model value types only (sampling_params, seq_chunk), as the map allows
 #   actors -> messages, model, kernels, common, CAF
+#   actors/ sub-rooms: cluster <- batcher <- supervisor <- admission, executor <- supervisor;
+#                      all -> actors/' shared files (trace_spans)
 #   http -> messages, common, CAF, Beast/Asio (http bridges asio threads to actors)
+#   http/ sub-rooms: observe <- shared files <- openai, anthropic, responses, transport <- routes
+#   model/engine/ sub-rooms: weights <- shared files <- cpu, cuda <- placement
 rules=(
     "kernels;${ours}(model|messages|actors|http|conf|tools)/;kernels/ may include common/ only of ours"
     "kernels;${caf_or_net};kernels/ must not include CAF, Beast or Asio"
@@ -41,8 +47,28 @@ rules=(
     # constrain masks the vocabulary, so it reads the tokenizer's pieces; it knows nothing of the
     # engine or the sampler (the executor applies its mask to the logits before sampling).
     "model/constrain;${ours}model/(sampling|engine)/;model/constrain/ may include model/tokenizer/ only of the model sub-rooms"
+    # model/engine/: the shared files are what both engines build on; each engine stands alone.
+    "model/engine/weights;${ours}model/engine/([a-z_]+\.hpp|cpu/|cuda/|placement/);model/engine/weights/ (the ternary layouts) must not include the rest of the engine"
+    "model/engine/*;${ours}model/engine/(cpu|cuda|placement)/;model/engine/'s shared files must not include an engine or placement/"
+    "model/engine/cpu;${ours}model/engine/(cuda|placement)/;model/engine/cpu/ must not include the CUDA engine or placement/"
+    "model/engine/cuda;${ours}model/engine/(cpu|placement)/;model/engine/cuda/ must not include the CPU engine or placement/"
     "http;${ours}(model|kernels)/;http/ must not include model/ or kernels/ (it talks to messages/)"
+    # http/: observe at the bottom, the families' shared files above it, each family and the
+    # transport on those, routes on top; one API family never includes another.
+    "http/observe;${ours}http/([a-z_]+\.hpp|openai/|anthropic/|responses/|transport/|routes/);http/observe/ must not include the rest of http/"
+    "http/*;${ours}http/(openai|anthropic|responses|transport|routes)/;http/'s shared files may include http/observe/ only of its sub-rooms"
+    "http/openai;${ours}http/(anthropic|responses|transport|routes)/;http/openai/ (an API family) must not include another family, transport/ or routes/"
+    "http/anthropic;${ours}http/(openai|responses|transport|routes)/;http/anthropic/ (an API family) must not include another family, transport/ or routes/"
+    "http/responses;${ours}http/(openai|anthropic|transport|routes)/;http/responses/ (an API family) must not include another family, transport/ or routes/"
+    "http/transport;${ours}http/(openai|anthropic|responses|routes)/;http/transport/ must not include the API families or routes/"
     "actors;${ours}http/;actors/ must not include http/"
+    # actors/: one sub-room per actor; the cluster is the only one that knows CAF remoting.
+    "actors/*;${ours}actors/[a-z_]+/;actors/'s shared files must not include its sub-rooms"
+    "actors/cluster;${ours}actors/(admission|batcher|executor|supervisor)/;actors/cluster/ may include actors/'s shared files only of the actors"
+    "actors/executor;${ours}actors/(admission|batcher|supervisor|cluster)/;actors/executor/ may include actors/'s shared files only of the actors"
+    "actors/batcher;${ours}actors/(admission|supervisor|executor)/;actors/batcher/ may include actors/cluster/ (the peer gate) only of the actor sub-rooms"
+    "actors/supervisor;${ours}actors/admission/;actors/supervisor/ must not include actors/admission/"
+    "actors/* actors/admission actors/batcher actors/executor actors/supervisor;<caf/(io|openssl)/;only actors/cluster/ may include CAF remoting (caf/io, caf/openssl)"
     "messages;${ours}(actors|http)/;messages/ must not include actors/ or http/"
 )
 
@@ -52,11 +78,32 @@ sources=(--include='*.hpp' --include='*.cpp' --include='*.h' --include='*.cc'
          --include='*.cu' --include='*.cuh' --include='*.ipp' --include='*.inl')
 
 violations=0
+# The files a room spec names, one per line: a folder with its sub-folders, or FOLDER/* its own
+# files only.
+room_files() {
+    local spec="$1"
+    if [[ "$spec" == */\* ]]; then
+        local dir="${spec%/\*}"
+        [ -d "$dir" ] && find "$dir" -maxdepth 1 -type f \( -name '*.hpp' -o -name '*.cpp' -o \
+            -name '*.h' -o -name '*.cc' -o -name '*.cu' -o -name '*.cuh' -o -name '*.ipp' -o \
+            -name '*.inl' \) | sort
+    elif [ -d "$spec" ]; then
+        echo "$spec"
+    fi
+}
+
 for rule in "${rules[@]}"; do
-    IFS=';' read -r room pattern what <<<"$rule"
-    [ -d "$room" ] || continue
+    IFS=';' read -r rooms pattern what <<<"$rule"
+    targets=()
+    read -ra room_list <<<"$rooms" # split on blanks, never glob "FOLDER/*"
+    for room in "${room_list[@]}"; do
+        while IFS= read -r f; do
+            [ -n "$f" ] && targets+=("$f")
+        done < <(room_files "$room")
+    done
+    [ "${#targets[@]}" -gt 0 ] || continue
     # grep -rn prints "path:line:text"; exit 1 means no match, anything above is a real error.
-    hits=$(grep -rnE "${sources[@]}" "${directive}${pattern}" "$room" || [ $? -eq 1 ])
+    hits=$(grep -rnHE "${sources[@]}" "${directive}${pattern}" "${targets[@]}" || [ $? -eq 1 ])
     [ -n "$hits" ] || continue
     while IFS= read -r hit; do
         [[ "$hit" =~ ^([^:]+):([0-9]+):[[:space:]]*(.*)$ ]]
