@@ -312,7 +312,7 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
     const bool text = req.text.form != msg::prompt_form::ids;
     auto it = st.models.find(alias);
     // Another node's replica when it ranks before this node's (a faster device class, or the
-    // same class and less work; actors/device_placements.hpp), or this node has none.
+    // same class and less work; actors/supervisor/device_placements.hpp), or this node has none.
     // Requests with n > 1 stay on this node when it serves the alias: the stream relay follows
     // one choice per request (a moved stream resumes from the tokens it delivered).
     if (it == st.models.end() && req.n > 1 && best_remote(st, alias) != nullptr)
@@ -393,6 +393,59 @@ caf::result<bool> route(admission_pointer self, const std::string& alias,
     return true;
 }
 
+/// A submission inside its admission span: receipt to hand-over (tokenization included), or
+/// the refusal with its reason.
+caf::result<msg::request_id> submit_traced(admission_pointer self, msg::generate_request& req,
+                                           msg::sink_actor& sink) {
+    auto span = open_shared_span(req.trace, "bitnet.admission");
+    if (span)
+        span_attr(span->s, "gen_ai.request.model",
+                  req.model.empty() ? default_alias(self->state) : req.model);
+    auto res = submit(self, req, sink, span);
+    if (span && res.flag == caf::rt_error) {
+        const auto err = msg::from_caf_error(res.err);
+        span_attr(span->s, "bitnet.admission.outcome", std::string("refused"));
+        span_attr(span->s, "bitnet.admission.reason", std::string(errc_name(err.value())));
+        span_error(span->s, err.message);
+    }
+    return res;
+}
+
+/// Readiness: not while draining, and only while the default alias is served here or by a
+/// remote replica.
+std::tuple<bool, std::string> readiness(admission_state& st) {
+    if (st.draining)
+        return {false, "draining"};
+    const auto alias = default_alias(st);
+    if (st.models.count(alias) == 0 && best_remote(st, alias) == nullptr)
+        return {false, st.opt.default_model.empty() && alias.empty()
+                           ? std::string("no model is served")
+                           : "default model '" + alias + "' is not ready"};
+    return {true, "ready"};
+}
+
+/// This node's replicas, as the cluster's heartbeats carry them. A draining node offers none:
+/// peers stop routing to it at the next heartbeat.
+std::vector<msg::replica_view> local_views(const admission_state& st) {
+    std::vector<msg::replica_view> out;
+    if (st.draining)
+        return out;
+    for (const auto& [alias, q] : st.models)
+        out.push_back(local_view(st, alias, q));
+    return out;
+}
+
+/// The other nodes' replicas, as the cluster actor last saw them (this node's own left out, and
+/// any batcher already known to be gone).
+void note_remote_views(admission_state& st, std::vector<msg::replica_view>& views) {
+    st.remote.clear();
+    for (auto& v : views)
+        if (v.node != st.opt.node_name && v.batcher && !is_gone(st, v.batcher)) {
+            st.seen_remote.insert(v.alias);
+            st.remote[v.alias].push_back({std::move(v), 0, 0});
+        }
+}
+
 msg::admission_actor::behavior_type admission_fn(admission_pointer self, admission_options opt) {
     self->state.quota = key_quota(opt.key_quota);
     self->state.opt = std::move(opt);
@@ -405,22 +458,8 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
     // The relay lives as long as its admission (and no longer).
     self->link_to(self->state.relay);
     return {
-        [self](msg::submit_atom, msg::generate_request& req,
-               msg::sink_actor& sink) -> caf::result<msg::request_id> {
-            // The admission span: receipt to hand-over (tokenization included), or refusal.
-            auto span = open_shared_span(req.trace, "bitnet.admission");
-            if (span)
-                span_attr(span->s, "gen_ai.request.model",
-                          req.model.empty() ? default_alias(self->state) : req.model);
-            auto res = submit(self, req, sink, span);
-            if (span && res.flag == caf::rt_error) {
-                const auto err = msg::from_caf_error(res.err);
-                span_attr(span->s, "bitnet.admission.outcome", std::string("refused"));
-                span_attr(span->s, "bitnet.admission.reason", std::string(errc_name(err.value())));
-                span_error(span->s, err.message);
-            }
-            return res;
-        },
+        [self](msg::submit_atom, msg::generate_request& req, msg::sink_actor& sink)
+            -> caf::result<msg::request_id> { return submit_traced(self, req, sink); },
         [self](msg::cancel_atom, msg::request_id id) {
             // Request ids are unique across models; a batcher ignores ids it does not hold.
             for (auto& [alias, q] : self->state.models)
@@ -428,17 +467,7 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             self->send(self->state.relay, msg::cancel_atom_v, id);
         },
         [self](msg::drain_atom) { self->state.draining = true; },
-        [self](msg::ready_atom) -> std::tuple<bool, std::string> {
-            const auto& st = self->state;
-            if (st.draining)
-                return {false, "draining"};
-            const auto alias = default_alias(st);
-            if (st.models.count(alias) == 0 && best_remote(self->state, alias) == nullptr)
-                return {false, st.opt.default_model.empty() && alias.empty()
-                                   ? std::string("no model is served")
-                                   : "default model '" + alias + "' is not ready"};
-            return {true, "ready"};
-        },
+        [self](msg::ready_atom) { return readiness(self->state); },
         [self](msg::route_atom, const std::string& alias, msg::batcher_actor batcher,
                msg::text_actor text, const msg::executor_info& info) -> caf::result<bool> {
             return route(self, alias, std::move(batcher), std::move(text), info);
@@ -491,23 +520,9 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
                 out.push_back(q.last);
             return out;
         },
-        [self](msg::replicas_atom) {
-            std::vector<msg::replica_view> out;
-            // A draining node offers no replica: peers stop routing to it at the next heartbeat.
-            if (self->state.draining)
-                return out;
-            for (const auto& [alias, q] : self->state.models)
-                out.push_back(local_view(self->state, alias, q));
-            return out;
-        },
+        [self](msg::replicas_atom) { return local_views(self->state); },
         [self](msg::cluster_atom, std::vector<msg::replica_view>& views) {
-            auto& st = self->state;
-            st.remote.clear();
-            for (auto& v : views)
-                if (v.node != st.opt.node_name && v.batcher && !is_gone(st, v.batcher)) {
-                    st.seen_remote.insert(v.alias);
-                    st.remote[v.alias].push_back({std::move(v), 0, 0});
-                }
+            note_remote_views(self->state, views);
         },
         [self](msg::place_atom, const std::string& alias, const std::string& version,
                const caf::actor& gone) -> caf::result<msg::replica_view> {

@@ -447,6 +447,67 @@ void kick(batcher_pointer self) {
 
 namespace {
 
+/// Stopped with its version (a crash's restart, an unload, a rollback; the supervisor's reason is
+/// `cancelled`): every request it still holds, running or waiting, is told, so a retry can go
+/// where the model serves now; a relay on another node does not watch this batcher and would
+/// otherwise wait for ever. At the node's shutdown (user_shutdown) the requests other nodes placed
+/// here move on when their relays see the node go, so nothing is said. A normal exit reason is
+/// ignored, as CAF's default handler does.
+void stop_with_version(batcher_pointer self, caf::exit_msg& em) {
+    if (!em.reason || em.reason == caf::exit_reason::normal)
+        return;
+    if (msg::from_caf_error(em.reason).value() != errc::cancelled) {
+        self->quit(std::move(em.reason));
+        return;
+    }
+    auto& st = self->state;
+    const auto why = "the model's batcher stopped (" + caf::to_string(em.reason) +
+                     ") before this request finished";
+    std::unordered_set<msg::request_id> told;
+    for (const auto& [seq, lr] : st.live)
+        if (told.insert(lr.req.id).second)
+            emit_fail(self, lr, lr.req.id, msg::to_caf_error(errc::cancelled, why));
+    flush(self);
+    self->quit(std::move(em.reason));
+}
+
+/// The batcher's counters for admission's poll (and /v1/stats, /metrics).
+msg::batcher_stats stats_of(const batcher_state& st) {
+    const auto ps = st.policy->stats();
+    msg::batcher_stats out;
+    out.model = st.opt.model;
+    out.waiting = ps.waiting;
+    out.waiting_prompt_tokens = ps.waiting_prompt_tokens;
+    out.running = ps.running;
+    out.kv_blocks_used = ps.kv_blocks_used;
+    out.kv_blocks_total = ps.kv_blocks_total;
+    out.steps = st.steps;
+    out.preemptions = ps.preemptions;
+    out.finished = st.finished;
+    out.model_version = st.opt.model_version;
+    out.outstanding_tokens = ps.outstanding_tokens;
+    out.schema_compilations = model::constrain::schema_cache::shared().compilations();
+    const auto mc = model::constrain::mask_cache::shared().snapshot();
+    out.mask_cache_budget_bytes = mc.budget_bytes;
+    out.mask_cache_bytes = mc.bytes;
+    out.mask_cache_masks = mc.masks;
+    out.mask_cache_schemas = mc.schemas;
+    out.mask_cache_hits = mc.hits;
+    out.mask_cache_misses = mc.misses;
+    out.mask_cache_evictions = mc.evictions;
+    out.prefix_query_tokens = st.prefix_query_tokens;
+    out.prefix_hit_tokens = st.prefix_hit_tokens;
+    out.prompt_tokens_computed = st.prompt_tokens_computed;
+    out.greedy_screened_tokens = st.greedy_screened_tokens;
+    out.spec_drafted_tokens = ps.spec_drafted;
+    out.spec_accepted_tokens = ps.spec_accepted;
+    out.spec_grammar_drafted_tokens = ps.spec_grammar_drafted;
+    out.spec_grammar_accepted_tokens = ps.spec_grammar_accepted;
+    out.spec_model_drafted_tokens = ps.spec_model_drafted;
+    out.spec_model_accepted_tokens = ps.spec_model_accepted;
+    return out;
+}
+
 msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_order order,
                                              msg::executor_actor executor,
                                              std::shared_ptr<const model::tokenizer> tokenizer) {
@@ -455,29 +516,7 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
     init.opt = std::move(order);
     init.tokenizer = std::move(tokenizer);
     init.executor = std::move(executor);
-    self->set_exit_handler([self](caf::exit_msg& em) {
-        // Stopped with its version (a crash's restart, an unload, a rollback; the supervisor's
-        // reason is `cancelled`): every request it still holds, running or waiting, is told, so
-        // a retry can go where the model serves now; a relay on another node does not watch this
-        // batcher and would otherwise wait for ever. At the node's shutdown (user_shutdown) the
-        // requests other nodes placed here move on when their relays see the node go, so nothing
-        // is said. A normal exit reason is ignored, as CAF's default handler does.
-        if (!em.reason || em.reason == caf::exit_reason::normal)
-            return;
-        if (msg::from_caf_error(em.reason).value() != errc::cancelled) {
-            self->quit(std::move(em.reason));
-            return;
-        }
-        auto& st = self->state;
-        const auto why = "the model's batcher stopped (" + caf::to_string(em.reason) +
-                         ") before this request finished";
-        std::unordered_set<msg::request_id> told;
-        for (const auto& [seq, lr] : st.live)
-            if (told.insert(lr.req.id).second)
-                emit_fail(self, lr, lr.req.id, msg::to_caf_error(errc::cancelled, why));
-        flush(self);
-        self->quit(std::move(em.reason));
-    });
+    self->set_exit_handler([self](caf::exit_msg& em) { stop_with_version(self, em); });
     self->set_down_handler([self](caf::down_msg& dm) {
         // A sink died (the HTTP session is gone): cancel its request wherever it is.
         auto& st = self->state;
@@ -517,42 +556,7 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
             self->state.tick_pending = false;
             kick(self);
         },
-        [self](msg::stats_atom) {
-            const auto& st = self->state;
-            const auto ps = st.policy->stats();
-            msg::batcher_stats out;
-            out.model = st.opt.model;
-            out.waiting = ps.waiting;
-            out.waiting_prompt_tokens = ps.waiting_prompt_tokens;
-            out.running = ps.running;
-            out.kv_blocks_used = ps.kv_blocks_used;
-            out.kv_blocks_total = ps.kv_blocks_total;
-            out.steps = st.steps;
-            out.preemptions = ps.preemptions;
-            out.finished = st.finished;
-            out.model_version = st.opt.model_version;
-            out.outstanding_tokens = ps.outstanding_tokens;
-            out.schema_compilations = model::constrain::schema_cache::shared().compilations();
-            const auto mc = model::constrain::mask_cache::shared().snapshot();
-            out.mask_cache_budget_bytes = mc.budget_bytes;
-            out.mask_cache_bytes = mc.bytes;
-            out.mask_cache_masks = mc.masks;
-            out.mask_cache_schemas = mc.schemas;
-            out.mask_cache_hits = mc.hits;
-            out.mask_cache_misses = mc.misses;
-            out.mask_cache_evictions = mc.evictions;
-            out.prefix_query_tokens = st.prefix_query_tokens;
-            out.prefix_hit_tokens = st.prefix_hit_tokens;
-            out.prompt_tokens_computed = st.prompt_tokens_computed;
-            out.greedy_screened_tokens = st.greedy_screened_tokens;
-            out.spec_drafted_tokens = ps.spec_drafted;
-            out.spec_accepted_tokens = ps.spec_accepted;
-            out.spec_grammar_drafted_tokens = ps.spec_grammar_drafted;
-            out.spec_grammar_accepted_tokens = ps.spec_grammar_accepted;
-            out.spec_model_drafted_tokens = ps.spec_model_drafted;
-            out.spec_model_accepted_tokens = ps.spec_model_accepted;
-            return out;
-        },
+        [self](msg::stats_atom) { return stats_of(self->state); },
     };
 }
 

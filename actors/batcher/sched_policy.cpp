@@ -234,8 +234,39 @@ step_plan policy::schedule(clock::time_point now) {
     share_fairly(plan, budget, seqs_left);
     const auto preemptions_at_start = preemptions_;
 
-    // 1. Decodes: one token for every running sequence that waits for its next token, oldest
-    //    first. A sequence that cannot get a block preempts the newest running sequence.
+    plan_decodes(plan, budget, seqs_left, now);
+
+    // While streams decode, prompts get only what is left of decoding_batch_tokens, so the step
+    // every running stream waits on stays short (prompts take the whole max_batch_tokens only
+    // when nobody waits on the step).
+    if (plan.n_tokens > 0)
+        budget = std::min(budget, cfg_.decoding_batch_tokens > plan.n_tokens
+                                      ? cfg_.decoding_batch_tokens - plan.n_tokens
+                                      : 0u);
+
+    // A tenant's prompt chunks take at most its share of what is left for prompts while other
+    // tenants want prompt tokens too (fair shares).
+    auto shares = plan_prompt_shares(budget);
+    plan_prefills(plan, shares, budget, seqs_left);
+    // A step that had to preempt admits nothing: the blocks just freed belong to the sequences
+    // that needed them, not to newcomers that would be preempted again next step (vLLM v1 rule).
+    if (preemptions_ == preemptions_at_start)
+        plan_admissions(plan, shares, budget, seqs_left, now);
+    // 4. Speculation, with what the step leaves: decode chunks grow by draft tokens to verify.
+    if (cfg_.spec_max_draft > 0)
+        plan_drafts(plan, budget);
+    // Everything that ended since the last plan (including in this one) is released before this
+    // plan's chunks run, so the blocks counted free above are free in the engine too.
+    plan.release.insert(plan.release.end(), pending_release_.begin(), pending_release_.end());
+    pending_release_.clear();
+    pending_release_blocks_ = 0;
+    return plan;
+}
+
+// 1. Decodes: one token for every running sequence that waits for its next token, oldest first.
+//    A sequence that cannot get a block preempts the newest running sequence.
+void policy::plan_decodes(step_plan& plan, std::uint32_t& budget, std::uint32_t& seqs_left,
+                          clock::time_point now) {
     for (std::size_t i = 0; i < running_.size() && budget > 0 && seqs_left > 0; ++i) {
         const auto id = running_[i];
         auto& s = seqs_.at(id);
@@ -255,21 +286,13 @@ step_plan policy::schedule(clock::time_point now) {
             break;
         }
     }
+}
 
-    // While streams decode, prompts get only what is left of decoding_batch_tokens, so the step
-    // every running stream waits on stays short (prompts take the whole max_batch_tokens only
-    // when nobody waits on the step).
-    if (plan.n_tokens > 0)
-        budget = std::min(budget, cfg_.decoding_batch_tokens > plan.n_tokens
-                                      ? cfg_.decoding_batch_tokens - plan.n_tokens
-                                      : 0u);
-
-    // A tenant's prompt chunks take at most its share of what is left for prompts while other
-    // tenants want prompt tokens too (fair shares).
-    auto shares = plan_prompt_shares(budget);
-    // 2. Prefills already under way continue, oldest first, as large as the budget allows: the
-    //    oldest prompt finishes before a newer one starts (first come, first served; across
-    //    tenants, within the fair shares).
+// 2. Prefills already under way continue, oldest first, as large as the budget allows: the
+//    oldest prompt finishes before a newer one starts (first come, first served; across
+//    tenants, within the fair shares).
+void policy::plan_prefills(step_plan& plan, prompt_shares& shares, std::uint32_t& budget,
+                           std::uint32_t& seqs_left) {
     for (std::size_t i = 0; i < running_.size() && budget > 0 && seqs_left > 0; ++i) {
         const auto id = running_[i];
         auto& s = seqs_.at(id);
@@ -291,14 +314,14 @@ step_plan policy::schedule(clock::time_point now) {
             --seqs_left;
         }
     }
+}
 
-    // 3. Admissions by weighted priority while budget, sequence slots and blocks allow. The head
-    //    of the chosen queue that does not fit stops admission (no overtaking by smaller prompts,
-    //    which would starve long ones).
-    // A step that had to preempt admits nothing: the blocks just freed belong to the sequences
-    // that needed them, not to newcomers that would be preempted again next step (vLLM v1 rule).
-    const bool preempted_now = preemptions_ != preemptions_at_start;
-    while (budget > 0 && seqs_left > 0 && !preempted_now) {
+// 3. Admissions by weighted priority while budget, sequence slots and blocks allow. The head of
+//    the chosen queue that does not fit stops admission (no overtaking by smaller prompts, which
+//    would starve long ones).
+void policy::plan_admissions(step_plan& plan, prompt_shares& shares, std::uint32_t& budget,
+                             std::uint32_t& seqs_left, clock::time_point now) {
+    while (budget > 0 && seqs_left > 0) {
         const int p = next_priority();
         if (p < 0)
             break;
@@ -324,15 +347,6 @@ step_plan policy::schedule(clock::time_point now) {
         budget -= n;
         --seqs_left;
     }
-    // 4. Speculation, with what the step leaves: decode chunks grow by draft tokens to verify.
-    if (cfg_.spec_max_draft > 0)
-        plan_drafts(plan, budget);
-    // Everything that ended since the last plan (including in this one) is released before this
-    // plan's chunks run, so the blocks counted free above are free in the engine too.
-    plan.release.insert(plan.release.end(), pending_release_.begin(), pending_release_.end());
-    pending_release_.clear();
-    pending_release_blocks_ = 0;
-    return plan;
 }
 
 void policy::birth_choices(const step_plan& plan) {

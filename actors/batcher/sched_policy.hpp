@@ -343,6 +343,13 @@ private:
     /// and a later request of another tenant is not.
     [[nodiscard]] std::size_t pick_waiting(std::size_t p, const prompt_shares& ps,
                                            std::uint32_t budget) const;
+    // schedule()'s three passes, in order; each spends `budget` and `seqs_left`.
+    void plan_decodes(step_plan& plan, std::uint32_t& budget, std::uint32_t& seqs_left,
+                      clock::time_point now);
+    void plan_prefills(step_plan& plan, prompt_shares& shares, std::uint32_t& budget,
+                       std::uint32_t& seqs_left);
+    void plan_admissions(step_plan& plan, prompt_shares& shares, std::uint32_t& budget,
+                         std::uint32_t& seqs_left, clock::time_point now);
     /// The sequence slots `s` counts for in its tenant's share (n choices before they fork).
     [[nodiscard]] static std::uint32_t seq_weight(const sequence& s) noexcept;
 

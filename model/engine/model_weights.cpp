@@ -143,28 +143,10 @@ private:
     std::set<std::string> formats_;
 };
 
-} // namespace
-
-result<model_weights> load_model_weights(const gguf_file& file, const model_config& c,
-                                         const model_tensors& t, const weight_load_options& opt) {
-    model_weights w;
-    auto embd = copy_embedding(*t.token_embd, c);
-    if (!embd)
-        return embd.error();
-    w.token_embd = std::move(*embd);
-    w.owned_bytes += w.token_embd.data.size();
-    auto on = read_f32_vector(t.output_norm, c.n_embd);
-    if (!on)
-        return on.error();
-    w.output_norm = std::move(*on);
-    if (t.rope_freqs != nullptr) {
-        auto rf = read_f32_vector(t.rope_freqs, c.head_dim / 2);
-        if (!rf)
-            return rf.error();
-        w.rope_freqs = std::move(*rf);
-    }
-
-    // Logits: the tied embedding, or llama's separate output tensor, as F16.
+/// The logits matrix: the tied embedding, or llama's separate output tensor, as F16; with
+/// q8_logits its Q8_0 copy instead, with greedy_screen a Q8_0 screen beside it.
+result<void> load_logits(const gguf_file& file, const model_config& c, const model_tensors& t,
+                         const weight_load_options& opt, model_weights& w) {
     w.logits_bytes = std::uint64_t{c.n_vocab} * c.n_embd * 2;
     const gguf_tensor* out = c.tied_output || t.output == nullptr ? t.token_embd : t.output;
     if (out == t.token_embd && out->type == ggml_type::f16) {
@@ -203,6 +185,31 @@ result<model_weights> load_model_weights(const gguf_file& file, const model_conf
         w.logits_screen = kernels::make_q8_0_screen(w.logits_f16, c.n_vocab, c.n_embd, opt.family);
         w.owned_bytes += w.logits_screen->bytes();
     }
+    return {};
+}
+
+} // namespace
+
+result<model_weights> load_model_weights(const gguf_file& file, const model_config& c,
+                                         const model_tensors& t, const weight_load_options& opt) {
+    model_weights w;
+    auto embd = copy_embedding(*t.token_embd, c);
+    if (!embd)
+        return embd.error();
+    w.token_embd = std::move(*embd);
+    w.owned_bytes += w.token_embd.data.size();
+    auto on = read_f32_vector(t.output_norm, c.n_embd);
+    if (!on)
+        return on.error();
+    w.output_norm = std::move(*on);
+    if (t.rope_freqs != nullptr) {
+        auto rf = read_f32_vector(t.rope_freqs, c.head_dim / 2);
+        if (!rf)
+            return rf.error();
+        w.rope_freqs = std::move(*rf);
+    }
+
+    BITNET_TRY(load_logits(file, c, t, opt, w));
 
     projection_loader loader(opt);
     auto load = [&](const gguf_tensor* tensor, const gguf_tensor* mult,

@@ -18,11 +18,11 @@
 #include "compute_pool.hpp"
 #include "conf/server_config.hpp"
 #include "device_startup.hpp"
-#include "http/log_context.hpp"
-#include "http/metrics.hpp"
-#include "http/otlp_exporter.hpp"
-#include "http/server.hpp"
-#include "http/tls_context.hpp"
+#include "http/observe/log_context.hpp"
+#include "http/observe/metrics.hpp"
+#include "http/observe/otlp_exporter.hpp"
+#include "http/routes/server.hpp"
+#include "http/transport/tls_context.hpp"
 #include "kernels/compute_pool.hpp"
 #include "kernels/cpu_features.hpp"
 #include "messages/errors.hpp"
@@ -239,6 +239,8 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     if (cfg.test_hooks != 0)
         spdlog::warn("test_hooks is set but this build has no test hooks: ignored");
 #endif
+    ho.clustered = server::clustered(cfg);
+    ho.first_request_id = server::first_request_id(cfg);
     return ho;
 }
 
@@ -302,6 +304,79 @@ int drain_and_stop(caf::actor_system& sys, const conf::server_config& cfg, http:
     return 0;
 }
 
+/// Tracing, when otlp_endpoint is set: the endpoint and headers checked as the exporter reads
+/// them, the recorder configured, the exporter started (null without an endpoint).
+result<std::unique_ptr<http::otlp_exporter>> start_tracing(const conf::server_config& cfg,
+                                                           const std::string& node) {
+    if (cfg.otlp_endpoint.empty())
+        return std::unique_ptr<http::otlp_exporter>();
+    auto target = http::parse_otlp_endpoint(cfg.otlp_endpoint);
+    auto headers = http::parse_otlp_headers(cfg.otlp_headers);
+    if (!target)
+        return target.error();
+    if (!headers)
+        return headers.error();
+    trace::recorder::process().configure({.enabled = true,
+                                          .sample_ratio = cfg.otlp_sample_ratio,
+                                          .queue_spans = cfg.otlp_queue_spans,
+                                          .include_text = cfg.otlp_include_text != 0});
+    http::otlp_options o;
+    o.endpoint = cfg.otlp_endpoint;
+    o.headers = std::move(*headers);
+    o.timeout = std::chrono::milliseconds(cfg.otlp_timeout_ms);
+    const auto version = build_info().version;
+    o.resource = {{"service.name", std::string("bitnet-serve")},
+                  {"service.instance.id", node},
+                  {"service.version", version}};
+    o.scope_version = version;
+    auto exporter = std::make_unique<http::otlp_exporter>(std::move(o));
+    spdlog::info("tracing: spans go to {}{} as OTLP/HTTP protobuf (sample ratio {})",
+                 target->tls ? "https://" : "http://",
+                 target->host + ":" + target->port + target->path, cfg.otlp_sample_ratio);
+    return exporter;
+}
+
+/// SIGTERM, SIGINT and SIGHUP are taken synchronously by the main thread: blocked before any
+/// thread starts, so every thread inherits the mask. SIGHUP re-reads the HTTPS certificate; it
+/// must never take the default action (ending the process), TLS or not.
+sigset_t block_signals() {
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    return sigs;
+}
+
+void log_compute(const conf::server_config& cfg, const std::string& threads_why) {
+    spdlog::info("compute: {} thread(s) ({}), an idle one spins {} before it sleeps (spin {})",
+                 cfg.n_threads, threads_why,
+                 cfg.compute_spin_count == 0
+                     ? std::string("not at all")
+                     : std::to_string(cfg.compute_spin_count) + " iterations",
+                 cfg.compute_spin_count);
+}
+
+/// Admission's caps and quotas; in a cluster, the node's name and the relay's counters.
+actors::admission_options admission_options_for(const conf::server_config& cfg,
+                                                const std::string& node,
+                                                const std::shared_ptr<http::metrics>& metrics) {
+    actors::admission_options ao;
+    ao.default_model = cfg.default_entry() ? cfg.default_entry()->alias : std::string{};
+    ao.max_waiting_requests = cfg.max_waiting_requests;
+    ao.max_waiting_prompt_tokens = cfg.max_waiting_prompt_tokens;
+    ao.key_quota = {cfg.quota_requests_per_minute, cfg.quota_burst};
+    if (server::clustered(cfg)) {
+        ao.node_name = node;
+        ao.on_migrated = [metrics] { metrics->migrated(); };
+        ao.on_relay_batch = [metrics](const std::string& peer, std::uint64_t bytes) {
+            metrics->link(peer, "in", "stream", bytes);
+        };
+    }
+    return ao;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -335,15 +410,7 @@ int main(int argc, char** argv) {
         }
     }
 
-    // Signals are taken synchronously by the main thread: block them before any thread starts
-    // so every thread inherits the mask. SIGHUP re-reads the HTTPS certificate; it must never
-    // take the default action (ending the process), TLS or not.
-    sigset_t sigs;
-    sigemptyset(&sigs);
-    sigaddset(&sigs, SIGTERM);
-    sigaddset(&sigs, SIGINT);
-    sigaddset(&sigs, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    const sigset_t sigs = block_signals();
 
     const auto node = server::node_name_of(*cfg);
     if (!node) {
@@ -352,61 +419,24 @@ int main(int argc, char** argv) {
     }
     if (cfg->log_format == "json")
         http::use_json_logs(*node);
-    spdlog::info("compute: {} thread(s) ({}), an idle one spins {} before it sleeps (spin {})",
-                 cfg->n_threads, threads_why,
-                 cfg->compute_spin_count == 0
-                     ? std::string("not at all")
-                     : std::to_string(cfg->compute_spin_count) + " iterations",
-                 cfg->compute_spin_count);
+    log_compute(*cfg, threads_why);
     // Tracing: the endpoint and headers as the exporter reads them, checked before anything
     // starts; the exporter's thread outlives the HTTP server (declared before it), so the spans
     // of the last requests still go out at shutdown.
     std::unique_ptr<http::otlp_exporter> exporter;
-    if (!cfg->otlp_endpoint.empty()) {
-        auto target = http::parse_otlp_endpoint(cfg->otlp_endpoint);
-        auto headers = http::parse_otlp_headers(cfg->otlp_headers);
-        if (!target || !headers) {
-            std::fprintf(stderr, "bitnet-server: config: %s\n",
-                         (!target ? target.error() : headers.error()).to_string().c_str());
-            return 2;
-        }
-        trace::recorder::process().configure({.enabled = true,
-                                              .sample_ratio = cfg->otlp_sample_ratio,
-                                              .queue_spans = cfg->otlp_queue_spans,
-                                              .include_text = cfg->otlp_include_text != 0});
-        http::otlp_options o;
-        o.endpoint = cfg->otlp_endpoint;
-        o.headers = std::move(*headers);
-        o.timeout = std::chrono::milliseconds(cfg->otlp_timeout_ms);
-        const auto version = build_info().version;
-        o.resource = {{"service.name", std::string("bitnet-serve")},
-                      {"service.instance.id", *node},
-                      {"service.version", version}};
-        o.scope_version = version;
-        exporter = std::make_unique<http::otlp_exporter>(std::move(o));
-        spdlog::info("tracing: spans go to {}{} as OTLP/HTTP protobuf (sample ratio {})",
-                     target->tls ? "https://" : "http://",
-                     target->host + ":" + target->port + target->path, cfg->otlp_sample_ratio);
+    if (auto started = start_tracing(*cfg, *node); !started) {
+        std::fprintf(stderr, "bitnet-server: config: %s\n", started.error().to_string().c_str());
+        return 2;
+    } else {
+        exporter = std::move(*started);
     }
     system_config caf_cfg(*cfg);
     caf::actor_system sys{caf_cfg};
     spdlog::info("actor system up ({} CAF threads)", cfg->caf_threads);
     model::constrain::mask_cache::shared().set_budget(cfg->mask_cache_bytes);
 
-    actors::admission_options ao;
-    ao.default_model = cfg->default_entry() ? cfg->default_entry()->alias : std::string{};
-    ao.max_waiting_requests = cfg->max_waiting_requests;
-    ao.max_waiting_prompt_tokens = cfg->max_waiting_prompt_tokens;
-    ao.key_quota = {cfg->quota_requests_per_minute, cfg->quota_burst};
     auto metrics = std::make_shared<http::metrics>();
-    if (server::clustered(*cfg)) {
-        ao.node_name = *node;
-        ao.on_migrated = [metrics] { metrics->migrated(); };
-        ao.on_relay_batch = [metrics](const std::string& peer, std::uint64_t bytes) {
-            metrics->link(peer, "in", "stream", bytes);
-        };
-    }
-    auto admission = actors::spawn_admission(sys, ao);
+    auto admission = actors::spawn_admission(sys, admission_options_for(*cfg, *node, metrics));
 
     auto step_metrics = spawn_step_metrics(sys, metrics);
     const auto devices = server::start_devices(cfg->devices);
@@ -427,8 +457,6 @@ int main(int argc, char** argv) {
     ho.supervisor = supervisor;
     ho.shared_metrics = metrics;
     ho.cluster = *cluster;
-    ho.clustered = server::clustered(*cfg);
-    ho.first_request_id = server::first_request_id(*cfg);
     http::server srv(sys, admission, ho);
     // The cluster actor first: it stops its heartbeats, so peers see this node leave.
     const std::vector<caf::actor> stop_order{caf::actor_cast<caf::actor>(*cluster),
