@@ -1,12 +1,13 @@
 // How a cluster's membership state, routing state and messages grow with the node count N, the
 // models per node k and the streams per step s (README, "Scaling out"). Sizes are measured, not
 // guessed: the real message types (messages/cluster.hpp) serialized with CAF's binary serializer
-// as the per-link counters count them (actors/wire_size.hpp), a replica's executor_info asked of a
-// real executor on --model (its engine description and kernel timings ride in every heartbeat).
-// The rates then follow from the protocol (actors/cluster_node.hpp: a full mesh, every node sends
-// its report to every peer each heartbeat interval; actors/stream_relay.hpp: one stream_batch per
-// step per requesting node). --frame-bytes adds what BASP puts around each message on the wire
-// (bench/cluster_bench.mjs measures it: the router's TCP bytes against its serialized bytes).
+// as the per-link counters count them (actors/cluster/wire_size.hpp), a replica's executor_info
+// asked of a real executor on --model (its engine description and kernel timings ride in every
+// heartbeat). The rates then follow from the protocol (actors/cluster/cluster_node.hpp: a full
+// mesh, every node sends its report to every peer each heartbeat interval;
+// actors/cluster/stream_relay.hpp: one stream_batch per step per requesting node). --frame-bytes
+// adds what BASP puts around each message on the wire (bench/cluster_bench.mjs measures it: the
+// router's TCP bytes against its serialized bytes).
 //
 //   cluster_scaling --model 2b4t.gguf [--interval-ms 250] [--models 1,4] [--streams 1,8,32]
 //                   [--nodes 2,4,8,16,32,64] [--frame-bytes 0] [--node-tps 45]
@@ -14,8 +15,8 @@
 // --node-tps: generated tokens/s of one node (measured by cluster_bench), to price heartbeats per
 // generated token.
 #include "actors/admission/admission.hpp"
-#include "actors/executor/executor.hpp"
 #include "actors/cluster/wire_size.hpp"
+#include "actors/executor/executor.hpp"
 #include "messages/errors.hpp"
 #include "messages/type_ids.hpp"
 

@@ -1,5 +1,6 @@
 // What a cluster peer may do (README, "Scaling out"): a node is trusted with a set of roles, taken
-// from its certificate over TLS (actors/peer_identity.hpp) or declared by it in insecure mode.
+// from its certificate over TLS (actors/cluster/peer_identity.hpp) or declared by it in insecure
+// mode.
 //   replica  it is sent requests (its replicas are routed to);
 //   router   it may place requests on other nodes' replicas (and use their text actors);
 //   admin    it may order model operations on other nodes (with the admin key's proof too).

@@ -1,7 +1,7 @@
 // Distributed tracing, the part every room may use: W3C trace context (traceparent), the span
 // records the server produces, and the process's span queue that the OTLP exporter drains
-// (http/otlp_exporter.hpp). Recording a span is a few field moves and one lock; with tracing off
-// (no otlp_endpoint) nothing is sampled, so no span is ever built.
+// (http/observe/otlp_exporter.hpp). Recording a span is a few field moves and one lock; with
+// tracing off (no otlp_endpoint) nothing is sampled, so no span is ever built.
 #pragma once
 
 #include <array>

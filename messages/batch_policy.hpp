@@ -1,5 +1,5 @@
 // A batcher's scheduling settings: a plain value with no CAF in the header, used by the policy
-// (actors/sched_policy.hpp) and carried in a batcher order (messages/orders.hpp).
+// (actors/batcher/sched_policy.hpp) and carried in a batcher order (messages/orders.hpp).
 #pragma once
 
 #include "messages/ids.hpp"

@@ -1,7 +1,8 @@
-// The values the nodes of a cluster exchange over CAF remoting (actors/cluster_node.hpp): who is a
-// member, which model replicas each node serves and how busy they are (a heartbeat carries all of
-// it), and a step's output for the streams a remote node routed here, batched per step per node.
-// Plain structs with their CAF inspect overloads, registered under the same names in every node.
+// The values the nodes of a cluster exchange over CAF remoting (actors/cluster/cluster_node.hpp):
+// who is a member, which model replicas each node serves and how busy they are (a heartbeat carries
+// all of it), and a step's output for the streams a remote node routed here, batched per step per
+// node. Plain structs with their CAF inspect overloads, registered under the same names in every
+// node.
 #pragma once
 
 #include "messages/ids.hpp"
@@ -44,7 +45,7 @@ struct replica_view {
     std::uint32_t running = 0;
     std::uint32_t waiting = 0;
     /// The placement its executor runs on ("cpu", "cuda:N", "sim:N"): routing prefers the
-    /// fastest device class first (actors/device_placements.hpp, ranks_before).
+    /// fastest device class first (actors/supervisor/device_placements.hpp, ranks_before).
     std::string device;
 };
 
@@ -182,9 +183,9 @@ typename Inspector::result_type inspect(Inspector& f, roll_order& x) {
 
 /// One node's part of a rolling operation, sent by the node that runs the roll to the target's
 /// cluster actor. `proof` is HMAC-SHA256 under the admin key of the request that started the
-/// roll over every other field (actors/order_proof.hpp): the target runs the order only when one
-/// of its own admin keys gives the same proof, it is the named target, and `issued_ms` is within
-/// five minutes of its clock. A peer without the admin key cannot make one.
+/// roll over every other field (actors/cluster/order_proof.hpp): the target runs the order only
+/// when one of its own admin keys gives the same proof, it is the named target, and `issued_ms` is
+/// within five minutes of its clock. A peer without the admin key cannot make one.
 struct node_order {
     std::string kind; ///< load | rollback | unload
     load_order load;  ///< `alias` for every kind
@@ -200,7 +201,7 @@ typename Inspector::result_type inspect(Inspector& f, node_order& x) {
              x.proof);
 }
 
-/// Who a node is, sent with its join and with the answer to one (actors/peer_identity.hpp).
+/// Who a node is, sent with its join and with the answer to one (actors/cluster/peer_identity.hpp).
 /// Over TLS: its certificate chain (PEM, leaf first) and a signature by the certificate's key
 /// over its name, the CAF node ids of signer and receiver and `issued_ms`; the receiver checks
 /// the chain against the cluster CA, the name against the certificate, and takes the roles from

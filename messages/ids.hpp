@@ -1,5 +1,6 @@
 // The ids and the priority every layer shares: defined here once, with no CAF in the header, so
-// the plain scheduling policy (actors/sched_policy.hpp) uses the very types the messages carry.
+// the plain scheduling policy (actors/batcher/sched_policy.hpp) uses the very types the messages
+// carry.
 #pragma once
 
 #include <cstddef>

@@ -54,16 +54,16 @@ using text_actor = caf::typed_actor<
     caf::replies_to<tokenize_atom, std::string, bool, bool>::with<std::vector<token_id>>,
     caf::replies_to<detokenize_atom, std::vector<token_id>>::with<std::string>>;
 
-/// Front door: caps, priorities, readiness, draining. In a cluster (actors/cluster_node.hpp) it
-/// also sees every other node's replicas: `cluster(replicas)` replaces them (the cluster actor
-/// sends the replicas of the nodes that are up at every change), and a request goes to the
-/// replica of its alias with the least outstanding work, here or on another node; a request
-/// placed on another node runs through this node's stream relay. `replicas` answers this node's
-/// own replicas with their load (for the heartbeat); `down(node)` drops a lost node's replicas
-/// and has the relay move its streams; `place(alias, version, gone)` picks the replica a lost
-/// stream continues on: the same version, on a node that is up (replica_lost when none), never
-/// the batcher `gone` (null, or one that stopped under the stream: a crash's restart, an unload),
-/// which is dropped from the view and from later heartbeats' views. `submit` errors:
+/// Front door: caps, priorities, readiness, draining. In a cluster
+/// (actors/cluster/cluster_node.hpp) it also sees every other node's replicas: `cluster(replicas)`
+/// replaces them (the cluster actor sends the replicas of the nodes that are up at every change),
+/// and a request goes to the replica of its alias with the least outstanding work, here or on
+/// another node; a request placed on another node runs through this node's stream relay. `replicas`
+/// answers this node's own replicas with their load (for the heartbeat); `down(node)` drops a lost
+/// node's replicas and has the relay move its streams; `place(alias, version, gone)` picks the
+/// replica a lost stream continues on: the same version, on a node that is up (replica_lost when
+/// none), never the batcher `gone` (null, or one that stopped under the stream: a crash's restart,
+/// an unload), which is dropped from the view and from later heartbeats' views. `submit` errors:
 /// invalid_argument (a prompt or stop token id outside the vocabulary), prompt_too_long (no room
 /// left in the context or the KV pool), queue_full (cap hit or draining; the message says which),
 /// not_found (unknown model), unavailable (the model's last version failed, or its first is still
@@ -121,9 +121,9 @@ using supervisor_actor =
                      caf::reacts_to<stage_atom, std::uint64_t, std::string, std::string>,
                      caf::reacts_to<tick_atom>>;
 
-/// The stream relay of a node (actors/stream_relay.hpp): the requests this node's admission placed
-/// on another node's replica. `submit(req, sink, replica)` places one there (answering as the
-/// batcher does); `stream(batch)` is a batcher's step output for them, handed to each request's
+/// The stream relay of a node (actors/cluster/stream_relay.hpp): the requests this node's admission
+/// placed on another node's replica. `submit(req, sink, replica)` places one there (answering as
+/// the batcher does); `stream(batch)` is a batcher's step output for them, handed to each request's
 /// sink; `down(node)` moves the streams running on a lost node to another replica of the same
 /// version (or ends them with replica_lost); `cancel(id)` follows a request wherever it runs.
 using relay_actor = caf::typed_actor<
@@ -131,14 +131,14 @@ using relay_actor = caf::typed_actor<
     caf::reacts_to<stream_atom, stream_batch>, caf::reacts_to<down_atom, std::string>,
     caf::reacts_to<cancel_atom, request_id>>;
 
-/// One per node (actors/cluster_node.hpp): membership, heartbeats, failure detection and the
-/// rolling model operations. Peers call `join(report, proof) -> (report, proof)` when they connect
-/// and send `heartbeat(report)` every cluster_heartbeat_ms; `members` answers GET /v1/cluster;
-/// `roll` starts a rolling operation over the nodes that serve an alias (answered at once with a
-/// ticket, like the supervisor's operations; only from this node's own actors); `node_op` is a
-/// peer's roll ordering this node (checked: a member, and the admin key's proof); `models` is
-/// this node's supervisor's list for a member polling its roll; `ready(address)` starts it once it
-/// listens at `address` (what peers are told to dial); `tick` is its timer.
+/// One per node (actors/cluster/cluster_node.hpp): membership, heartbeats, failure detection and
+/// the rolling model operations. Peers call `join(report, proof) -> (report, proof)` when they
+/// connect and send `heartbeat(report)` every cluster_heartbeat_ms; `members` answers GET
+/// /v1/cluster; `roll` starts a rolling operation over the nodes that serve an alias (answered at
+/// once with a ticket, like the supervisor's operations; only from this node's own actors);
+/// `node_op` is a peer's roll ordering this node (checked: a member, and the admin key's proof);
+/// `models` is this node's supervisor's list for a member polling its roll; `ready(address)` starts
+/// it once it listens at `address` (what peers are told to dial); `tick` is its timer.
 using cluster_actor = caf::typed_actor<
     caf::replies_to<join_atom, node_report, join_proof>::with<node_report, join_proof>,
     caf::reacts_to<heartbeat_atom, node_report>, caf::replies_to<members_atom>::with<cluster_view>,

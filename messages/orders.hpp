@@ -21,11 +21,11 @@ namespace bitnet::msg {
 struct executor_order {
     std::string alias; ///< the model alias, for logs
     /// Which engine builds from `engine`: "gguf" (model::engine::load, the real one) or a kind
-    /// the process registered (actors/engine_kinds.hpp; tests register stand-in engines).
+    /// the process registered (actors/executor/engine_kinds.hpp; tests register stand-in engines).
     std::string engine_kind = "gguf";
     model::engine_options engine; ///< engine.model_path is the model file
     /// Where it runs: "auto" (the first CUDA device when one is usable, else the CPU), "cpu",
-    /// "cuda" (= cuda:0), "cuda:N" or "sim:N" (actors/device_placements.hpp).
+    /// "cuda" (= cuda:0), "cuda:N" or "sim:N" (actors/supervisor/device_placements.hpp).
     std::string device = "auto";
     /// End-of-generation ids reported in executor_info for the batcher's policy; empty = the
     /// engine tokenizer's eog_ids().
@@ -44,7 +44,7 @@ struct executor_order {
 };
 
 /// Everything a batcher needs besides its executor and, in this process, its tokenizer (a
-/// pointer to the version's text side, handed beside the order: actors/batcher.hpp).
+/// pointer to the version's text side, handed beside the order: actors/batcher/batcher.hpp).
 struct batcher_order {
     std::string model;         ///< alias, for completions and stats
     std::string model_version; ///< reported in completions

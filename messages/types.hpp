@@ -177,8 +177,8 @@ struct generate_request {
     /// first decoded, token events continue at index n_resumed, max_tokens counts them, the
     /// sampler continues its draws after them, and their text (already sent) is not sent again.
     std::uint32_t n_resumed = 0;
-    /// The requesting node's stream relay (actors/stream_relay.hpp) when the request came from
-    /// another node: the batcher sends it the request's events batched per step
+    /// The requesting node's stream relay (actors/cluster/stream_relay.hpp) when the request came
+    /// from another node: the batcher sends it the request's events batched per step
     /// (stream_batch), not one message per token to the sink. Null = events go to the sink.
     caf::actor relay;
     /// echo (OpenAI completions): the batcher sends the prompt back first, as one token_event

@@ -3,10 +3,10 @@
 // pool can never hold: 400s, so one bad request never reaches a batched step and a too-long
 // prompt is never a 503 that clients retry forever), then refuses early what the system cannot take
 // (503 queue_full with a Retry-After estimated from the measured drain rate, draining, unknown
-// model), refuses a key past its quota (429 with Retry-After, actors/key_quota.hpp), and
+// model), refuses a key past its quota (429 with Retry-After, actors/admission/key_quota.hpp), and
 // delegates the rest to the model's batcher, which answers the caller directly.
-// A text or chat prompt is first tokenized by the text actor (actors/text_actor.hpp) of the
-// version the alias serves when the request arrives, and then checked and queued on that same
+// A text or chat prompt is first tokenized by the text actor (actors/supervisor/text_actor.hpp) of
+// the version the alias serves when the request arrives, and then checked and queued on that same
 // version's batcher, even if the alias flips in between: the version that tokenizes a request is
 // the version that runs it. /v1/tokenize and /v1/detokenize go to the serving version's text actor
 // through admission too.
@@ -15,8 +15,8 @@
 // In a cluster the replicas of other nodes join the choice (the cluster actor sends them with the
 // load their heartbeats carried): a request goes to the replica of its alias with the least
 // outstanding work (tokens to prefill and to generate), here or there. One placed on another node
-// goes through this node's stream relay (actors/stream_relay.hpp, spawned and owned here), which
-// carries its stream on to another replica if that node is lost.
+// goes through this node's stream relay (actors/cluster/stream_relay.hpp, spawned and owned here),
+// which carries its stream on to another replica if that node is lost.
 #pragma once
 
 #include "actors/admission/key_quota.hpp"
@@ -42,8 +42,8 @@ struct admission_options {
     quota_limits key_quota; ///< per API key (requests without one share a bucket); 0 = off
     /// This node's name in a cluster (replica views, logs); empty on a single node.
     std::string node_name;
-    /// The stream relay's metrics hooks (actors/stream_relay.hpp): a stream moved to another
-    /// replica; a step's batch of stream output arrived from a peer (its bytes).
+    /// The stream relay's metrics hooks (actors/cluster/stream_relay.hpp): a stream moved to
+    /// another replica; a step's batch of stream output arrived from a peer (its bytes).
     std::function<void()> on_migrated;
     std::function<void(const std::string& peer, std::uint64_t bytes)> on_relay_batch;
 };

@@ -1,5 +1,5 @@
-// Admission's routing to other nodes' replicas (actors/admission.hpp, "In a cluster"): the
-// replica on the fastest device class with the least outstanding work (ranks_before), requests
+// Admission's routing to other nodes' replicas (actors/admission/admission.hpp, "In a cluster"):
+// the replica on the fastest device class with the least outstanding work (ranks_before), requests
 // tokenized by a remote text actor and handed to the stream relay, and the replica a lost stream
 // continues on.
 #include "actors/admission/admission_state.hpp"

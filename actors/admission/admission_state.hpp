@@ -4,8 +4,8 @@
 #pragma once
 
 #include "actors/admission/admission.hpp"
-#include "actors/supervisor/device_placements.hpp"
 #include "actors/admission/key_quota.hpp"
+#include "actors/supervisor/device_placements.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 
@@ -111,7 +111,7 @@ using admission_pointer = msg::admission_actor::stateful_pointer<admission_state
 [[nodiscard]] std::uint64_t load_of(const model_queue& q);
 [[nodiscard]] std::uint64_t load_of(const remote_replica& r);
 /// How routing ranks a replica: its device's speed class, then its outstanding work
-/// (actors/device_placements.hpp, ranks_before).
+/// (actors/supervisor/device_placements.hpp, ranks_before).
 [[nodiscard]] replica_rank rank_of(const model_queue& q);
 [[nodiscard]] replica_rank rank_of(const remote_replica& r);
 /// The best replica of `alias` on another node (fastest device class, then least loaded), of

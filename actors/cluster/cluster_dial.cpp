@@ -1,5 +1,5 @@
-// The cluster actor's dialing half (actors/cluster_node.hpp): this node's join proof and the
-// check of a peer's, joining through a peer, and dialing the --join addresses and the members
+// The cluster actor's dialing half (actors/cluster/cluster_node.hpp): this node's join proof and
+// the check of a peer's, joining through a peer, and dialing the --join addresses and the members
 // without a link with exponential backoff and jitter.
 #include "actors/cluster/cluster_internal.hpp"
 

@@ -80,7 +80,7 @@ member* sending_member(pointer self) {
 }
 
 /// A peer's part of a roll: run on this node's supervisor when the peer is a member and the
-/// order is proven (actors/order_proof.hpp); otherwise refused and logged.
+/// order is proven (actors/cluster/order_proof.hpp); otherwise refused and logged.
 caf::result<msg::operation_ticket> on_node_order(pointer self, msg::node_order& o) {
     auto& st = self->state;
     const auto* m = sending_member(self);

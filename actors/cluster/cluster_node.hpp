@@ -12,18 +12,18 @@
 //     listens again.
 //   - Routing state: at every tick admission gets the replicas of the nodes that are up; when a
 //     node goes down admission drops its replicas at once and its stream relay moves the streams
-//     that ran there (actors/stream_relay.hpp). A node that comes back is routed to again.
-//   - Trust (actors/peer_identity.hpp, common/peer_roles.hpp): over TLS a join carries the
+//     that ran there (actors/cluster/stream_relay.hpp). A node that comes back is routed to again.
+//   - Trust (actors/cluster/peer_identity.hpp, common/peer_roles.hpp): over TLS a join carries the
 //     node's certificate and a signature binding its name to its process and this link, so a
 //     peer cannot join under another node's name; its roles come from the certificate. Only a
 //     member's own process may heartbeat under its name. Admission routes only to members with
 //     the replica role, and this node's replicas take work only from members with the router
-//     role (actors/peer_gate.hpp).
+//     role (actors/cluster/peer_gate.hpp).
 //   - Rolling operations (actors/cluster_rolls.hpp): load, rollback and unload run node after node
 //     through each node's own supervisor; a failure stops the roll and undoes it. A peer's
 //     supervisor is never handed out: each node's part goes to its cluster actor as a node_order
-//     proven with the admin key (actors/order_proof.hpp), and only this node's own actors may
-//     start a roll here.
+//     proven with the admin key (actors/cluster/order_proof.hpp), and only this node's own actors
+//     may start a roll here.
 #pragma once
 
 #include "actors/cluster/peer_identity.hpp"
@@ -61,14 +61,14 @@ struct cluster_options {
     msg::admission_actor admission;
     msg::supervisor_actor supervisor;
     /// This node's admin settings (admin_api_keys, admin_open): a peer's model operation runs here
-    /// only with a proof one of these keys gives (actors/order_proof.hpp), or with no key
+    /// only with a proof one of these keys gives (actors/cluster/order_proof.hpp), or with no key
     /// configured and admin_open. The roll this node runs proves its orders with the key of the
     /// HTTP request that started it.
     std::vector<std::string> admin_keys;
     bool admin_open = false;
     /// Over TLS: this node's certificate and key, which sign its joins, and the cluster CA, which
-    /// checks its peers' (actors/peer_identity.hpp). Null in insecure mode, where a peer's name
-    /// and roles are what it says.
+    /// checks its peers' (actors/cluster/peer_identity.hpp). Null in insecure mode, where a peer's
+    /// name and roles are what it says.
     std::shared_ptr<const node_credential> credential;
     std::shared_ptr<const peer_checker> checker;
     /// Every node holds one shared certificate (the shared-Secret recipe): a peer's name is not

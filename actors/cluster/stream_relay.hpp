@@ -4,11 +4,12 @@
 //     the request's output here batched per step (one stream_batch per step per node, however
 //     many streams and tokens), and it hands each event to the request's sink;
 //   - it keeps what every stream has delivered so far (its generated token ids), so that when the
-//     node running it is lost (a broken link, or missed heartbeats: actors/cluster_node.hpp) the
-//     stream continues on another replica of the same version: that replica prefills the prompt
-//     plus the delivered tokens (computed as they were first computed, msg::generate_request::
-//     n_resumed) and resumes the sampler where it stopped. The client sees one stream: the same
-//     request id, no token twice (events from the lost placement are dropped), none lost;
+//     node running it is lost (a broken link, or missed heartbeats:
+//     actors/cluster/cluster_node.hpp) the stream continues on another replica of the same version:
+//     that replica prefills the prompt plus the delivered tokens (computed as they were first
+//     computed, msg::generate_request:: n_resumed) and resumes the sampler where it stopped. The
+//     client sees one stream: the same request id, no token twice (events from the lost placement
+//     are dropped), none lost;
 //   - the same when the replica's model stops under the stream while its node lives (a crash and
 //     its restart in place, an unload or rollback there: the batcher fails its requests with
 //     `cancelled`): admission is told never to choose that batcher again;

@@ -1,5 +1,6 @@
-// Prefix caching around an executor's step (actors/executor_internal.hpp): cached whole blocks
-// attached in place of computing them, hits counted per sequence, filled blocks offered back.
+// Prefix caching around an executor's step (actors/executor/executor_internal.hpp): cached whole
+// blocks attached in place of computing them, hits counted per sequence, filled blocks offered
+// back.
 #include "actors/executor/executor_internal.hpp"
 
 #include <algorithm>

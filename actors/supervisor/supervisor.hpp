@@ -58,8 +58,8 @@ struct model_spec {
     /// The version's text side (tokenizer, chat template): its text actor is spawned beside its
     /// batcher and routed to admission with it.
     text_options text;
-    /// The placements it may run on, in preference order (actors/device_placements.hpp): the
-    /// executor starts on executor.device (normally the first); when that placement fails to
+    /// The placements it may run on, in preference order (actors/supervisor/device_placements.hpp):
+    /// the executor starts on executor.device (normally the first); when that placement fails to
     /// load, fails its warm-up or crashes, the executor starts again on the next one, the CPU
     /// last. Empty: executor.device, then the CPU.
     std::vector<std::string> devices;

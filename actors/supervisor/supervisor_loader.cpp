@@ -174,7 +174,7 @@ void stop_pair(supervisor_pointer self, version_rec& v) {
         self->demonitor(v.batcher.address());
         // At shutdown the node goes away as a whole, and requests other nodes placed here move on
         // when their relays see it go; any other stop (a crash's restart, an unload, a rollback's
-        // loser) tells the batcher's requests so they can be retried (actors/batcher.cpp).
+        // loser) tells the batcher's requests so they can be retried (actors/batcher/batcher.cpp).
         if (self->state.stopping)
             self->send_exit(v.batcher, caf::exit_reason::user_shutdown);
         else

@@ -89,7 +89,7 @@ msg::text_actor::behavior_type text_fn(msg::text_actor::pointer self, text_optio
     if (batcher)
         self->link_to(batcher);
     // Peers tokenize here for the requests they place on this node's batcher: only members
-    // with the router role may (actors/peer_gate.hpp).
+    // with the router role may (actors/cluster/peer_gate.hpp).
     auto admitted = [self] {
         return peer_gate::process().allows(self->current_sender(), self->node(), role_router);
     };

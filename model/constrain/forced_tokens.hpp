@@ -2,7 +2,7 @@
 // it, the rest of an enum member once its prefix is unique), the bytes are known before the model
 // is asked. Speculative decoding drafts them as tokens, and the verification step confirms them
 // in one pass instead of one pass each. The drafts are guesses of how the model would tokenize
-// those bytes; exactness comes from verification (actors/sched_spec.cpp), not from here.
+// those bytes; exactness comes from verification (actors/batcher/sched_spec.cpp), not from here.
 #pragma once
 
 #include "model/constrain/byte_matcher.hpp"

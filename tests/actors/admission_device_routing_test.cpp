@@ -1,7 +1,7 @@
 // Admission's choice between replicas of one alias on other nodes' devices (place_atom, the
 // choice a moved stream and a new request make): the fastest device class first, the least
-// outstanding work second (actors/device_placements.hpp has the rule as a plain function); a
-// batcher that stopped under a stream is never chosen again.
+// outstanding work second (actors/supervisor/device_placements.hpp has the rule as a plain
+// function); a batcher that stopped under a stream is never chosen again.
 #include "actors/actor_test_config.hpp"
 #include "actors/admission/admission.hpp"
 #include "messages/errors.hpp"

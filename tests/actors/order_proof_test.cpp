@@ -1,5 +1,5 @@
-// Proofs on cluster-wide model operations (actors/order_proof.hpp): a node runs a peer's order
-// only when one of its own admin keys gives the order's proof, the order names it, and it was
+// Proofs on cluster-wide model operations (actors/cluster/order_proof.hpp): a node runs a peer's
+// order only when one of its own admin keys gives the order's proof, the order names it, and it was
 // issued within five minutes; any change to the order breaks the proof.
 #include "actors/cluster/order_proof.hpp"
 

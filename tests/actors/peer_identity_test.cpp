@@ -1,7 +1,8 @@
-// Join proofs (actors/peer_identity.hpp) with certificates from deploy/cluster/make-certs.sh:
-// a proof passes only for the name its certificate carries, the link it was made for (signer and
-// receiver), a time within the skew, a chain the cluster CA signed and an untouched signature;
-// the roles are the certificate's role URIs, or replica and router when it has none.
+// Join proofs (actors/cluster/peer_identity.hpp) with certificates from
+// deploy/cluster/make-certs.sh: a proof passes only for the name its certificate carries, the link
+// it was made for (signer and receiver), a time within the skew, a chain the cluster CA signed and
+// an untouched signature; the roles are the certificate's role URIs, or replica and router when it
+// has none.
 #include "actors/cluster/peer_identity.hpp"
 
 #include "server/certs.hpp"

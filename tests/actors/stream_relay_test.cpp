@@ -1,10 +1,10 @@
-// The stream relay (actors/stream_relay.hpp) when the replica running a relayed stream stops while
-// its node lives (a crash and its restart in place, an unload or rollback there): its batcher fails
-// the request with `cancelled`, and the relay continues the stream on another replica of the same
-// version, from the tokens it delivered, never on the stopped batcher; a second stop under the same
-// stream ends it (a request that crashes its executor must not crash every replica in turn). The
-// relay and admission are the real actors; the two replicas are stand-in batchers that record what
-// they are sent and emit the step output a test gives them.
+// The stream relay (actors/cluster/stream_relay.hpp) when the replica running a relayed stream
+// stops while its node lives (a crash and its restart in place, an unload or rollback there): its
+// batcher fails the request with `cancelled`, and the relay continues the stream on another replica
+// of the same version, from the tokens it delivered, never on the stopped batcher; a second stop
+// under the same stream ends it (a request that crashes its executor must not crash every replica
+// in turn). The relay and admission are the real actors; the two replicas are stand-in batchers
+// that record what they are sent and emit the step output a test gives them.
 #include "actors/cluster/stream_relay.hpp"
 
 #include "actors/actor_test_config.hpp"

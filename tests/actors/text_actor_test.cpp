@@ -1,8 +1,8 @@
-// The text side of a version (actors/text_actor.hpp) and how admission routes text through it:
-// encoding prompts and chats with the version's tokenizer and template, the errors naming their
-// field, /v1/tokenize and /v1/detokenize answers; and, with stand-in text actors and batchers
-// whose message order the test drives, that a request tokenized by one version runs on that
-// version even when the alias flips while it is tokenized, and that admission answers the flip
+// The text side of a version (actors/supervisor/text_actor.hpp) and how admission routes text
+// through it: encoding prompts and chats with the version's tokenizer and template, the errors
+// naming their field, /v1/tokenize and /v1/detokenize answers; and, with stand-in text actors and
+// batchers whose message order the test drives, that a request tokenized by one version runs on
+// that version even when the alias flips while it is tokenized, and that admission answers the flip
 // only once that request is in the old batcher's mailbox.
 #include "actors/supervisor/text_actor.hpp"
 

@@ -1,8 +1,9 @@
-// The scheduler splits prompts into chunks under a per-step budget (actors/sched_policy.cpp).
-// That must not change answers: a prompt prefilled in chunks of 2 or more tokens gives the bits
-// of the unsplit prefill, so greedy output does not depend on how the prompt was cut. A chunk of
-// exactly one token is computed as a decode (attention probabilities rounded to F16, as
-// bitnet.cpp does), which is why the policy never plans one for a prompt position.
+// The scheduler splits prompts into chunks under a per-step budget
+// (actors/batcher/sched_policy.cpp). That must not change answers: a prompt prefilled in chunks of
+// 2 or more tokens gives the bits of the unsplit prefill, so greedy output does not depend on how
+// the prompt was cut. A chunk of exactly one token is computed as a decode (attention probabilities
+// rounded to F16, as bitnet.cpp does), which is why the policy never plans one for a prompt
+// position.
 #include "engine_fixture.hpp"
 
 #include <random>

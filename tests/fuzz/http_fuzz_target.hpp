@@ -7,12 +7,12 @@
 // validated inference request keeps its invariants. Any violation aborts (a finding).
 #pragma once
 
-#include "http/api_anthropic.hpp"
+#include "http/anthropic/api_anthropic.hpp"
 #include "http/api_json.hpp"
-#include "http/api_responses.hpp"
-#include "http/request_errors.hpp"
-#include "http/response_store.hpp"
-#include "http/routes.hpp"
+#include "http/responses/api_responses.hpp"
+#include "http/responses/response_store.hpp"
+#include "http/routes/routes.hpp"
+#include "http/transport/request_errors.hpp"
 #include "model/tokenizer/chat_template.hpp"
 
 #include <boost/beast/core/flat_buffer.hpp>

@@ -1,7 +1,7 @@
-// Anthropic's Messages API shapes (http/api_anthropic.hpp): a request becomes the chat request
-// that asks the same (system, text and tool blocks, tools and tool_choice), refusals name the
-// Messages field, and replies, stop reasons, usage and errors are Anthropic's.
-#include "http/api_anthropic.hpp"
+// Anthropic's Messages API shapes (http/anthropic/api_anthropic.hpp): a request becomes the chat
+// request that asks the same (system, text and tool blocks, tools and tool_choice), refusals name
+// the Messages field, and replies, stop reasons, usage and errors are Anthropic's.
+#include "http/anthropic/api_anthropic.hpp"
 
 #include <boost/json.hpp>
 #include <doctest/doctest.h>

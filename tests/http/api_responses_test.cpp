@@ -1,8 +1,8 @@
-// OpenAI's Responses API shapes (http/api_responses.hpp): input items become the chat request that
-// asks the same (instructions, messages with text parts, function calls and their outputs, tools,
-// tool_choice, text.format), refusals name the Responses field, and the response object and
-// output items are the Responses shapes.
-#include "http/api_responses.hpp"
+// OpenAI's Responses API shapes (http/responses/api_responses.hpp): input items become the chat
+// request that asks the same (instructions, messages with text parts, function calls and their
+// outputs, tools, tool_choice, text.format), refusals name the Responses field, and the response
+// object and output items are the Responses shapes.
+#include "http/responses/api_responses.hpp"
 
 #include <boost/json.hpp>
 #include <doctest/doctest.h>

@@ -2,8 +2,8 @@
 // CUDA runtime's report) and each model's device, reason and fallbacks; /v1/models/{alias} the
 // same; and the fallback counter's series in /metrics.
 #include "http/api_render.hpp"
-#include "http/metrics.hpp"
-#include "http/server.hpp"
+#include "http/observe/metrics.hpp"
+#include "http/routes/server.hpp"
 
 #include <boost/json.hpp>
 #include <doctest/doctest.h>

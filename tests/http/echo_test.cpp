@@ -1,7 +1,7 @@
 // Completions `echo` (prompt logprobs for evaluation harnesses): what the parser accepts and
 // refuses, and the prompt's logprobs columns in OpenAI's legacy shape (first token null).
 #include "http/api_json.hpp"
-#include "http/echo_render.hpp"
+#include "http/openai/echo_render.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // /metrics carries every name of the contract, including the vLLM aliases.
-#include "http/metrics.hpp"
+#include "http/observe/metrics.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,8 +1,8 @@
 // The OpenAPI document built into the binary against the route table: the same operations, no
 // more and no fewer, security that matches each route's role, and references that resolve. The
 // live shapes are checked by the npm suite (tests/clients/openapi.test.mjs).
-#include "http/openapi.hpp"
-#include "http/routes.hpp"
+#include "http/routes/openapi.hpp"
+#include "http/routes/routes.hpp"
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>

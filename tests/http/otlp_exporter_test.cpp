@@ -1,9 +1,9 @@
-// The OTLP exporter's configuration parsing (http/otlp_exporter.hpp) and the JSON log line
-// (http/log_context.hpp). The exporter's network behaviour (batches, retries, drops) runs against
-// a real collector in tests/server/tracing_test.cpp.
-#include "http/otlp_exporter.hpp"
+// The OTLP exporter's configuration parsing (http/observe/otlp_exporter.hpp) and the JSON log line
+// (http/observe/log_context.hpp). The exporter's network behaviour (batches, retries, drops) runs
+// against a real collector in tests/server/tracing_test.cpp.
+#include "http/observe/otlp_exporter.hpp"
 
-#include "http/log_context.hpp"
+#include "http/observe/log_context.hpp"
 
 #include <boost/json.hpp>
 #include <doctest/doctest.h>

@@ -1,6 +1,6 @@
 // The per-second window behind /v1/stats' tokens/s: whole seconds, the current one excluded,
 // slots a minute old forgotten.
-#include "http/rate_window.hpp"
+#include "http/observe/rate_window.hpp"
 
 #include <doctest/doctest.h>
 

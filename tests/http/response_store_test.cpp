@@ -1,7 +1,7 @@
 // The Responses store: replies kept per API key and named later (previous_response_id,
 // item_reference), bounded by count, age and bytes, oldest first; and the request expansion that
 // fills the stored parts in or refuses a name that is not kept.
-#include "http/response_store.hpp"
+#include "http/responses/response_store.hpp"
 
 #include <boost/json.hpp>
 #include <doctest/doctest.h>

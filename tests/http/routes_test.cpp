@@ -1,7 +1,7 @@
 // The route table as a pure function: every route found by its method and path, literal paths
 // before {alias}, 405 versus 404, the role a caller needs before either, and labels that never
 // carry client text.
-#include "http/routes.hpp"
+#include "http/routes/routes.hpp"
 
 #include <doctest/doctest.h>
 

@@ -6,7 +6,7 @@
 #include "actors/fake_vocab.hpp"
 #include "actors/supervisor/supervisor.hpp"
 #include "http/api_json.hpp"
-#include "http/server.hpp"
+#include "http/routes/server.hpp"
 #include "messages/errors.hpp"
 
 #include <boost/asio/connect.hpp>

@@ -1,12 +1,12 @@
-// A cluster on loopback losing nodes under load (actors/cluster_node.hpp, actors/stream_relay.hpp):
-// three real bitnet-server processes, a router without a model and two replicas of bitnet.cpp's
-// tiny file (greedy margins down to 0.003, so a stream resumed in any way but exactly diverges).
-// A replica killed (SIGKILL) or hung (SIGSTOP) in the middle of 32 streams: every stream completes
-// through the router, one id each, byte-identical to what a single node produces. A node that
-// comes back (SIGCONT, or a restart under its name) is up again and takes work. A replica whose
-// model crashes (the test hook) and restarts in place: its streams continue on the other one, as
-// for a lost node. With no replica left, streams end with replica_lost and new requests get 503 +
-// Retry-After.
+// A cluster on loopback losing nodes under load (actors/cluster/cluster_node.hpp,
+// actors/cluster/stream_relay.hpp): three real bitnet-server processes, a router without a model
+// and two replicas of bitnet.cpp's tiny file (greedy margins down to 0.003, so a stream resumed in
+// any way but exactly diverges). A replica killed (SIGKILL) or hung (SIGSTOP) in the middle of 32
+// streams: every stream completes through the router, one id each, byte-identical to what a single
+// node produces. A node that comes back (SIGCONT, or a restart under its name) is up again and
+// takes work. A replica whose model crashes (the test hook) and restarts in place: its streams
+// continue on the other one, as for a lost node. With no replica left, streams end with
+// replica_lost and new requests get 503 + Retry-After.
 #include "cluster_process.hpp"
 
 namespace bitnet::test {

@@ -1,5 +1,5 @@
-// Real bitnet-server processes forming a cluster on loopback (actors/cluster_node.hpp), for the
-// cluster tests: each node is started with its own flags and working directory, can be killed,
+// Real bitnet-server processes forming a cluster on loopback (actors/cluster/cluster_node.hpp), for
+// the cluster tests: each node is started with its own flags and working directory, can be killed,
 // stopped (SIGSTOP), continued and restarted with the same flags, and its HTTP and cluster ports
 // are read from its log. Plus a streaming client that collects a completion's SSE events. Waits
 // are bounded polls for a state (never timing assertions).

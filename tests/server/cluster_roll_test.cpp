@@ -1,8 +1,8 @@
 // Rolling model operations across a cluster of real bitnet-server processes on loopback
-// (actors/cluster_rolls.cpp): POST /v1/models/load on any node swaps the alias node after node
-// under live traffic, a failure on a later node rolls the earlier ones back, nodes that would serve
-// different bytes under one version are refused, and "nodes" restricts the roll. Each node loads
-// its own working directory's relative path, as nodes on different machines would.
+// (actors/cluster/cluster_rolls.cpp): POST /v1/models/load on any node swaps the alias node after
+// node under live traffic, a failure on a later node rolls the earlier ones back, nodes that would
+// serve different bytes under one version are refused, and "nodes" restricts the roll. Each node
+// loads its own working directory's relative path, as nodes on different machines would.
 #include "server/cluster_process.hpp"
 
 #include <array>

@@ -4,7 +4,7 @@
 #include "actors/cluster/peer_identity.hpp"
 #include "basp_guard.hpp"
 #include "conf/host_port.hpp"
-#include "http/metrics.hpp"
+#include "http/observe/metrics.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
