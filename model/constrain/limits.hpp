@@ -29,6 +29,11 @@ inline constexpr std::int64_t max_compile_ms = 2000;
 inline constexpr std::size_t max_pattern_bytes = 1u << 20;
 inline constexpr std::size_t max_pattern_nesting = 64;
 inline constexpr std::size_t max_pattern_states = 63;
+/// Characters after which the lengths a pattern's states can still take must repeat (their
+/// period and preperiod: realistic patterns repeat within a few dozen), and the bytes of one
+/// schema's length tables together.
+inline constexpr std::uint32_t max_length_period = 4096;
+inline constexpr std::size_t max_length_table_bytes = 4u << 20;
 /// Nesting of the JSON value being written (objects and arrays).
 inline constexpr std::uint32_t max_value_depth = 32;
 /// Digits of a number: integer part, fraction, exponent.
