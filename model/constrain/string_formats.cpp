@@ -20,10 +20,9 @@ namespace {
 // RFC 3339 full-time with its offset (JSON Schema's "time" needs one); fractions of a second to 6
 // digits; second 60 is never written (a leap second is valid only at the end of a UTC day that
 // had one, which no grammar can know).
+#define BITNET_HOUR_MINUTE "([01][0-9]|2[0-3]):[0-5][0-9]"
 #define BITNET_TIME                                                                                \
-    "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,6})?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5]["  \
-    "0-"                                                                                           \
-    "9])"
+    BITNET_HOUR_MINUTE ":[0-5][0-9](\\.[0-9]{1,6})?([Zz]|[+-]" BITNET_HOUR_MINUTE ")"
 #define BITNET_OCTET "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 // RFC 1123 label: letters, digits and hyphens, no hyphen first or last, 63 bytes at most.
 #define BITNET_LABEL "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
@@ -67,6 +66,7 @@ constexpr std::array<format_def, 9> formats{{
 #undef BITNET_MONTH_DAY
 #undef BITNET_DATE
 #undef BITNET_TIME
+#undef BITNET_HOUR_MINUTE
 #undef BITNET_OCTET
 #undef BITNET_LABEL
 #undef BITNET_ATEXT
