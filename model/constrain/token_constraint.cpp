@@ -50,6 +50,7 @@ std::shared_ptr<const vocab_index> vocab_index::build(const tokenizer& tok) {
         if (piece.empty())
             continue;
         v->pieces[static_cast<std::size_t>(id)] = piece;
+        v->max_piece_bytes = std::max(v->max_piece_bytes, static_cast<std::uint32_t>(piece.size()));
         std::uint32_t at = 0;
         for (char ch : piece) {
             const auto b = static_cast<std::uint8_t>(ch);
@@ -190,7 +191,7 @@ token_mask compiled_constraint::mask_by_scan(const byte_matcher& m) const {
 
 result<std::shared_ptr<const token_mask>>
 compiled_constraint::mask_for(const byte_matcher& m, const cancel_token* cancel) const {
-    const auto key = m.key();
+    const auto key = mask_key(m);
     auto& cache = mask_cache::shared();
     if (auto hit = cache.find(id_, key))
         return hit;
