@@ -45,6 +45,10 @@ inline constexpr std::size_t max_live_configs = 4096;
 /// Work of one token mask: configuration steps (one configuration taking one byte), and time.
 inline constexpr std::uint64_t max_mask_steps = 20'000'000;
 inline constexpr std::int64_t max_mask_ms = 2000;
+/// What one step waits, in all, for the masks of its sequences after its forward pass (they
+/// were computed during it, off the step's path): a sequence whose mask is not ready by then is
+/// sampled in a later step, so no schema holds the other sequences' tokens.
+inline constexpr std::int64_t max_step_mask_ms = 5;
 
 } // namespace bitnet::model::constrain::limits
 

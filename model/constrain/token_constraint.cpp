@@ -189,6 +189,10 @@ token_mask compiled_constraint::mask_by_scan(const byte_matcher& m) const {
     return mask;
 }
 
+std::shared_ptr<const token_mask> compiled_constraint::cached_mask(const byte_matcher& m) const {
+    return mask_cache::shared().find(id_, mask_key(m), false);
+}
+
 result<std::shared_ptr<const token_mask>>
 compiled_constraint::mask_for(const byte_matcher& m, const cancel_token* cancel) const {
     const auto key = mask_key(m);

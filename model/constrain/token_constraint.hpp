@@ -70,6 +70,8 @@ public:
     [[nodiscard]] std::string mask_key(const byte_matcher& m) const {
         return m.mask_key(g_, vocab_->max_piece_bytes);
     }
+    /// The mask of state `m` if the cache has it (null otherwise); computes nothing.
+    [[nodiscard]] std::shared_ptr<const token_mask> cached_mask(const byte_matcher& m) const;
     /// The same mask by the trie walk, uncached and with the same budget.
     [[nodiscard]] result<token_mask> mask_within_budget(const byte_matcher& m,
                                                         const cancel_token* cancel) const;
@@ -108,6 +110,9 @@ public:
     [[nodiscard]] bool complete() const { return m_.complete(c_->rules()); }
     [[nodiscard]] bool dead() const noexcept { return m_.dead(); }
     [[nodiscard]] const byte_matcher& state() const noexcept { return m_; }
+    [[nodiscard]] const std::shared_ptr<const compiled_constraint>& compiled() const noexcept {
+        return c_;
+    }
 
 private:
     std::shared_ptr<const compiled_constraint> c_;
