@@ -22,6 +22,9 @@ constexpr auto idle_mask_wait = std::chrono::milliseconds(50);
 constexpr auto stuck_after =
     std::chrono::milliseconds(model::constrain::limits::max_mask_ms + 1000);
 
+/// How often a long wait for a mask looks at the executor's cancel flag.
+constexpr auto cancel_check = std::chrono::milliseconds(100);
+
 /// Generated tokens the constraint has still to take (a sequence re-prefilled after a
 /// preemption replays them once its whole prefix is back).
 void catch_up(seq_state& s) {
@@ -79,8 +82,17 @@ result<std::optional<std::span<const float>>> masked_row(executor_state& st, seq
         if (!s.mask_job)
             s.mask_job = st.masks->submit(con.compiled(), con.state());
         auto& j = *s.mask_job;
-        if (!j.wait_until(wait_for(st, j)))
-            return std::optional<std::span<const float>>{};
+        // In slices, so a wait without end still ends when the executor is replaced.
+        const auto until = wait_for(st, j);
+        while (!j.wait_until(std::min(until, clock::now() + cancel_check))) {
+            if (st.cancel && st.cancel->cancelled.load()) {
+                st.masks->cancel();
+                return error{errc::cancelled, "structured output: the mask was cancelled",
+                             "response_format"};
+            }
+            if (clock::now() >= until)
+                return std::optional<std::span<const float>>{};
+        }
         const auto& m = j.mask();
         if (!m)
             return error{m.error().value() == errc::cancelled ? errc::cancelled

@@ -64,6 +64,9 @@ public:
     /// for the same state, if any). The thread starts with the first job.
     [[nodiscard]] std::shared_ptr<job> submit(std::shared_ptr<const compiled_constraint> c,
                                               const byte_matcher& m);
+    /// Ends the job under way and every later one with errc::cancelled (the executor is being
+    /// replaced: its schema loops stop at their next check).
+    void cancel() noexcept { stop_.cancelled.store(true); }
     /// Jobs submitted and not yet done.
     [[nodiscard]] std::size_t pending() const;
 
