@@ -18,9 +18,10 @@ using clock = std::chrono::steady_clock;
 /// nobody else waits on it, and waiting less would only send the next such step sooner.
 constexpr auto idle_mask_wait = std::chrono::milliseconds(50);
 
-/// A mask under way longer than its own budget (limits::max_mask_ms) and this grace is stuck.
-constexpr auto stuck_after =
-    std::chrono::milliseconds(model::constrain::limits::max_mask_ms + 1000);
+/// A mask under way this long in wall time is stuck: its own budget (limits::max_mask_ms) is CPU
+/// time, which a worker below the kernels' priority may take a while to get on a busy machine,
+/// so the bound is generous, and still half of the default step_timeout_ms.
+constexpr auto stuck_after = std::chrono::milliseconds(15 * model::constrain::limits::max_mask_ms);
 
 /// How often a long wait for a mask looks at the executor's cancel flag.
 constexpr auto cancel_check = std::chrono::milliseconds(100);

@@ -42,7 +42,8 @@ inline constexpr std::uint32_t number_fraction_digits = 15;
 inline constexpr std::uint32_t number_exponent_digits = 3;
 /// Live matcher configurations after one byte (ambiguous alternatives still open at once).
 inline constexpr std::size_t max_live_configs = 4096;
-/// Work of one token mask: configuration steps (one configuration taking one byte), and time.
+/// Work of one token mask: configuration steps (one configuration taking one byte), and the CPU
+/// time of the thread computing it.
 inline constexpr std::uint64_t max_mask_steps = 20'000'000;
 inline constexpr std::int64_t max_mask_ms = 2000;
 /// What one step waits, in all, for the masks of its sequences after its forward pass (they
