@@ -1,7 +1,9 @@
-// Structured output's worst schemas against an ordinary stream: the inter-token gaps of one plain
-// greedy stream alone, then while a request with a pathological schema (the abuse table's hang and
-// stall rows) runs beside it, in interleaved rounds; medians of p50/p99/max gaps and their ratios.
-// The schemas that are refused (400) are sent too, to show they cost nothing. Loopback only.
+// Structured output's worst schemas against an ordinary stream: the inter-token gaps and the total
+// time of one plain greedy stream alone, then while requests with a pathological schema (the
+// abuse table's hang and stall rows; an anyOf of 32 long strings, whose every token was a new
+// matcher state, 8 requests at once and one with n: 8) run beside it, in interleaved rounds;
+// medians of p50/p99/max gaps, of the totals, and their ratios. The schemas that are refused
+// (400) are sent too, to show they cost nothing. Loopback only.
 //
 //   node bench/schema_stall.mjs --port 8080 [--host 127.0.0.1] [--rounds 3] [--max-tokens 48]
 //        [--vocab 4096] [--only NAME]
@@ -58,9 +60,12 @@ function cases() {
     const tools = Array.from({ length: 1000 }, (_, i) => ({ type: 'function', function: {
         name: `tool_${i}`, parameters: { type: 'object', properties: { x: { type: 'integer' } },
             required: ['x'], additionalProperties: false } } }));
-    const rf = (schema) => ({ prompt: 'x', max_tokens: a.maxTokens, temperature: 1, seed: 1,
-        response_format: { type: 'json_schema', json_schema: { name: 't', schema } } });
+    const rf = (schema, extra = {}) => ({ prompt: 'x', max_tokens: a.maxTokens, temperature: 1, seed: 1,
+        response_format: { type: 'json_schema', json_schema: { name: 't', schema } }, ...extra });
+    const strings32 = { anyOf: Array.from({ length: 32 }, (_, i) => ({ type: 'string', maxLength: 100000 + i })) };
     return [
+        ['anyOf of 32 long strings x8', '/v1/completions', rf(strings32), 8],
+        ['anyOf of 32 long strings, n: 8', '/v1/completions', rf(strings32, { n: 8 })],
         ['plain object schema', '/v1/completions', rf({ type: 'object', properties: { a: { type: 'string' } } })],
         ['left recursion (400)', '/v1/completions', rf({ anyOf: [{ $ref: '#' }, { $ref: '#' }, { $ref: '#' }] })],
         ['12,000 nested groups (400)', '/v1/completions', rf({ type: 'string', pattern: '('.repeat(12000) + 'a' + ')'.repeat(12000) })],
@@ -85,28 +90,31 @@ const ordinary = () => streamOne(a, promptFor(0, 16, a.vocab));
 
 console.log(`# schema_stall: ${a.host}:${a.port}, ordinary stream ${a.maxTokens} tokens greedy, ` +
             `${a.rounds} interleaved rounds (alone, beside) per schema; gaps in ms`);
-console.log('| schema | abusive request: status, ms (median) | alone p50 / p99 / max | beside p50 / p99 / max | ratio p50 / p99 |');
-console.log('|---|---|---|---|---|');
+console.log('| schema | abusive request: status, ms (median) | alone p50 / p99 / max | beside p50 / p99 / max | ratio p50 / p99 | total alone / beside, ratio |');
+console.log('|---|---|---|---|---|---|');
 await ordinary(); // warm-up
-for (const [name, path, body] of cases()) {
+for (const [name, path, body, copies = 1] of cases()) {
     if (a.only && !name.includes(a.only)) continue;
-    const alone = { p50: [], p99: [], max: [] }, beside = { p50: [], p99: [], max: [] };
+    const alone = { p50: [], p99: [], max: [], e2e: [] }, beside = { p50: [], p99: [], max: [], e2e: [] };
     const abuse = [];
     let status = '';
     for (let r = 0; r < a.rounds; ++r) {
         const solo = await ordinary();
         alone.p50.push(pct(solo.gaps, 0.5)); alone.p99.push(pct(solo.gaps, 0.99)); alone.max.push(Math.max(...solo.gaps));
-        // The abusive request first, the ordinary stream right after it, both in flight at once.
-        const bad = post(path, body);
+        alone.e2e.push(solo.e2e);
+        // The abusive requests first, the ordinary stream right after them, all in flight at once.
+        const bad = Array.from({ length: copies }, () => post(path, body));
         await new Promise((res) => setTimeout(res, 20));
         const both = await ordinary();
-        const b = await bad;
-        status = String(b.status);
-        abuse.push(b.ms);
+        const bs = await Promise.all(bad);
+        status = [...new Set(bs.map((b) => String(b.status)))].join('/');
+        abuse.push(Math.max(...bs.map((b) => b.ms)));
         beside.p50.push(pct(both.gaps, 0.5)); beside.p99.push(pct(both.gaps, 0.99)); beside.max.push(Math.max(...both.gaps));
+        beside.e2e.push(both.e2e);
     }
     const A = [median(alone.p50), median(alone.p99), median(alone.max)];
     const B = [median(beside.p50), median(beside.p99), median(beside.max)];
+    const [ea, eb] = [median(alone.e2e), median(beside.e2e)];
     console.log(`| ${name} | ${status}, ${f(median(abuse))} | ${A.map(f).join(' / ')} | ${B.map(f).join(' / ')} | ` +
-                `${f(B[0] / A[0])} / ${f(B[1] / A[1])} |`);
+                `${f(B[0] / A[0])} / ${f(B[1] / A[1])} | ${f(ea)} / ${f(eb)}, ${f(eb / ea)} |`);
 }

@@ -23,6 +23,7 @@ packages=(
                                      # time, curl --cacert as the client
     json-schema-test-suite           # the official JSON Schema cases (tests/constrain)
     python3-jsonschema               # the schema fuzzer's independent validator (tests/fuzz)
+    python3-rfc3987                  # its `uri` format checker
     nodejs npm                       # the npm client suite (tests/clients; its packages:
                                      # tests/clients/install.sh, run by make deps)
 )

@@ -336,13 +336,17 @@ struct step_chunk {
     /// Speculative decoding with a draft model: after this chunk's sample, the draft model
     /// proposes up to this many tokens to follow it (step_result::drafts). 0 = none.
     std::uint32_t draft_next = 0;
+    /// Structured output: the sequence's sample was deferred (step_result::deferred) and is
+    /// drawn now from the logits row the executor kept, once its mask is ready. part holds no
+    /// token; the forward pass does not see the chunk.
+    bool resume_sample = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
     return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token,
              x.json_schema, x.prefix_tokens, x.reuse_blocks, x.prefix_scope, x.fork_to,
-             x.fork_params, x.n_draft, x.draft_next);
+             x.fork_params, x.n_draft, x.draft_next, x.resume_sample);
 }
 
 /// A draft model's proposal for a sequence: tokens to follow its last sample, for the next step
@@ -444,13 +448,16 @@ struct step_result {
     std::string kernels{};
     /// Speculative decoding: the draft model's proposals for chunks with draft_next.
     std::vector<draft_proposal> drafts{};
+    /// Structured output: sequences whose token mask was not ready within the step's mask
+    /// budget. Their logits row is kept; the batcher plans a resume_sample chunk for each.
+    std::vector<std::uint64_t> deferred{};
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_result& x) {
     return f(caf::meta::type_name("step_result"), x.step, x.samples, x.step_us, x.kv_blocks_free,
              x.failed, x.prompt_scores, x.prefix_hit_tokens, x.prompt_tokens_computed, x.extended,
-             x.extended_to, x.hit_seqs, x.hit_tokens, x.kernels, x.drafts,
+             x.extended_to, x.hit_seqs, x.hit_tokens, x.kernels, x.drafts, x.deferred,
              x.greedy_screened_tokens);
 }
 

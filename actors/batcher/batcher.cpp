@@ -263,6 +263,7 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
     st.prompt_tokens_computed += r.prompt_tokens_computed;
     st.greedy_screened_tokens += r.greedy_screened_tokens;
     auto out = st.policy->update_from_output(plan, samples, now);
+    st.policy->sample_deferred(r.deferred); // after births: a choice may be deferred too
     for (const auto& d : r.drafts)
         st.policy->offer_drafts(d.seq, d.tokens);
     if (st.opt.step_observer && !plan.chunks.empty())
@@ -382,6 +383,7 @@ void kick_step(batcher_pointer self) {
         sc.part = c.part;
         sc.n_draft = c.n_draft;
         sc.draft_next = c.draft_next;
+        sc.resume_sample = c.resume;
         if (auto it = st.live.find(c.part.seq); it != st.live.end()) {
             sc.params = it->second.req.params;
             sc.n_sampled = it->second.n_generated;

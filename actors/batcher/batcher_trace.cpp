@@ -73,8 +73,8 @@ void trace_step_sent(batcher_state& st, const sched::step_plan& plan) {
     }
     for (const auto& c : plan.chunks) {
         auto it = st.live.find(c.part.seq);
-        if (it == st.live.end() || it->second.trace.span == 0)
-            continue;
+        if (c.resume || it == st.live.end() || it->second.trace.span == 0)
+            continue; // a deferred sample resumed is no chunk of its own
         auto& lr = it->second;
         any = true;
         const auto n = static_cast<std::int64_t>(c.part.tokens.size());

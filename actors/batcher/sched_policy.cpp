@@ -190,9 +190,32 @@ std::uint32_t policy::prompt_safe_chunk(const sequence& s, std::uint32_t n) cons
     return n == 1 && remaining > 1 ? 0 : n;
 }
 
+void policy::plan_resume(request_id id, sequence& s, step_plan& plan) {
+    chunk c;
+    c.part.seq = id;
+    c.part.pos0 = s.n_cached;
+    c.part.want_logits = true;
+    c.part.decoded_from = s.n_prompt == 1 ? 0 : s.n_prompt;
+    c.epoch = s.epoch;
+    c.resume = true;
+    plan.chunks.push_back(std::move(c));
+    s.awaiting_sample = false; // until the executor defers it again
+}
+
+void policy::sample_deferred(std::span<const request_id> ids) {
+    for (auto id : ids) {
+        auto it = seqs_.find(id);
+        // Only a running sequence whose every token is computed waits for a sample.
+        if (it != seqs_.end() && it->second.st == state::running &&
+            it->second.n_cached == it->second.tokens.size())
+            it->second.awaiting_sample = true;
+    }
+}
+
 void policy::preempt(request_id id, step_plan& plan, std::uint32_t& budget,
                      std::uint32_t& seqs_left) {
     auto& s = seqs_.at(id);
+    s.awaiting_sample = false; // recomputed: its last chunk samples again
     // If this step already gave it a chunk, take the chunk back.
     if (auto it = std::find_if(plan.chunks.begin(), plan.chunks.end(),
                                [&](const chunk& c) { return c.part.seq == id; });
@@ -200,7 +223,7 @@ void policy::preempt(request_id id, step_plan& plan, std::uint32_t& budget,
         const auto n = static_cast<std::uint32_t>(it->part.tokens.size());
         budget += n;
         plan.n_tokens -= n;
-        ++seqs_left;
+        seqs_left += it->resume ? 0 : 1; // a resume chunk took no slot
         plan.chunks.erase(it);
     }
     kv_blocks_free_ += private_blocks(s);
@@ -234,6 +257,11 @@ step_plan policy::schedule(clock::time_point now) {
     share_fairly(plan, budget, seqs_left);
     const auto preemptions_at_start = preemptions_;
 
+    // 0. Samples the executor deferred (their masks were not ready) are drawn from the rows it
+    //    kept: no pass computes them, so they take neither token budget nor sequence slots.
+    for (const auto id : running_)
+        if (auto& s = seqs_.at(id); s.awaiting_sample)
+            plan_resume(id, s, plan);
     plan_decodes(plan, budget, seqs_left, now);
 
     // While streams decode, prompts get only what is left of decoding_batch_tokens, so the step

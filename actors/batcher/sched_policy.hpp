@@ -122,6 +122,9 @@ struct chunk {
     /// Draft model: after this chunk's sample, the executor's draft model proposes up to this
     /// many tokens to follow it (offer_drafts), for the next step.
     std::uint32_t draft_next = 0;
+    /// Structured output: no tokens, the sample the executor deferred (sample_deferred) is drawn
+    /// from the row it kept; the forward pass does not see the chunk.
+    bool resume = false;
 
     /// Whether a sample for sequence `id` answers this chunk (its own, or a fork's).
     [[nodiscard]] bool want_logits_for(request_id id) const noexcept {
@@ -226,6 +229,11 @@ public:
                                                   std::span<const sample> samples,
                                                   clock::time_point now);
 
+    /// Structured output: the executor deferred these sequences' samples (their masks were not
+    /// ready within the step's mask budget). Each gets a resume chunk in the next plans until
+    /// its sample comes; it takes no token budget or sequence slot (no pass computes it).
+    void sample_deferred(std::span<const request_id> ids);
+
     /// The executor could not run `plan`: every sequence in it ends with finish_reason::error
     /// (reported by take_finished()); the engine left their KV untouched, they are released.
     void step_failed(const step_plan& plan, clock::time_point now);
@@ -271,8 +279,9 @@ private:
         std::uint32_t n_cached = 0;   ///< tokens whose KV is computed
         std::uint32_t n_blocks = 0;   ///< KV blocks held
         std::uint32_t n_generated = 0;
-        std::uint32_t epoch = 0; ///< bumped on preemption
-        bool forked = false;     ///< n > 1: its choices exist
+        std::uint32_t epoch = 0;      ///< bumped on preemption
+        bool forked = false;          ///< n > 1: its choices exist
+        bool awaiting_sample = false; ///< its sample was deferred (sample_deferred)
         /// Speculative decoding: drafts to propose next time (halved while none are accepted,
         /// doubled while all are), and decode steps to sit out after drafts that all failed.
         std::uint32_t spec_k = 0;
@@ -294,6 +303,8 @@ private:
     /// Removes a sequence, frees its blocks (released with the next plan) and records why.
     void end(request_id id, finish_reason reason, clock::time_point now,
              std::vector<finished_seq>& out);
+    /// A resume chunk for `s`, whose sample the executor deferred.
+    void plan_resume(request_id id, sequence& s, step_plan& plan);
     /// Releases a running sequence's KV and puts it back at the head of its priority's queue.
     void preempt(request_id id, step_plan& plan, std::uint32_t& budget, std::uint32_t& seqs_left);
     /// `n` shrunk so that no prompt position is computed in a chunk of exactly one token (the

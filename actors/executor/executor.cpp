@@ -35,8 +35,13 @@ namespace {
 using executor_detail::attach_cached;
 using executor_detail::extend_cached;
 using executor_detail::load_draft_model;
+using executor_detail::masked_row;
+using executor_detail::prefetch_masks;
 using executor_detail::propose_drafts;
 using executor_detail::publish_prefix;
+using executor_detail::resume_sample;
+using executor_detail::sample_into;
+using executor_detail::set_mask_deadline;
 
 /// The request's sampler; settings the sampler refuses (http/ validates the same ranges, so only
 /// a direct caller can send them) fall back to greedy rather than failing the whole batch.
@@ -110,31 +115,6 @@ result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
     return {};
 }
 
-/// The logits row of a constrained sequence with every token its schema does not allow at -inf.
-/// Errors when no token fits (a sequence cut by the context, or a schema whose value cannot be
-/// finished from here).
-result<std::span<const float>> masked_row(executor_state& st, seq_state& s,
-                                          std::span<const float> row) {
-    auto& con = *s.constraint;
-    if (s.replay > 0) {
-        const auto from = s.tokens.size() - std::min<std::size_t>(s.replay, s.tokens.size());
-        for (auto i = from; i < s.tokens.size(); ++i)
-            (void)con.accept(s.tokens[i]);
-        s.replay = 0;
-    }
-    auto allowed = con.allowed(st.cancel.get());
-    if (!allowed)
-        return error{allowed.error().value() == errc::cancelled ? errc::cancelled
-                                                                : errc::invalid_argument,
-                     allowed.error().message, "response_format"};
-    const bool any = model::constrain::apply_mask(**allowed, row, st.masked);
-    if (!any)
-        return error{errc::invalid_argument,
-                     "structured output: no token can continue the JSON value here",
-                     "response_format"};
-    return std::span<const float>(st.masked);
-}
-
 /// Whether `c`'s rows are wanted for their first maximum alone (seq_chunk::greedy_only): greedy
 /// draws that report no logprob, with no schema mask and no choices forked from them; a chunk
 /// verifying drafts draws from each of its rows so. An engine with a greedy screen then skips
@@ -153,31 +133,6 @@ std::uint32_t prompt_positions(const model::seq_chunk& part) {
     const auto end = part.pos0 + static_cast<std::uint32_t>(part.tokens.size());
     const auto lim = std::min(end, part.decoded_from);
     return lim > part.pos0 ? lim - part.pos0 : 0;
-}
-
-/// Draws `seq`'s next token from `logits` with its sampler into `out`, under its schema's mask
-/// when it has one (the matcher then takes the token).
-result<void> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
-                         std::span<const float> logits, msg::step_result& out) {
-    if (s.constraint) {
-        auto m = masked_row(st, s, logits);
-        if (!m)
-            return m.error();
-        logits = *m;
-    }
-    auto smp = s.sampler.sample(logits, s.tokens);
-    if (!smp)
-        return smp.error();
-    if (s.constraint)
-        (void)s.constraint->accept(smp->token);
-    msg::sampled_token t{seq, smp->token, smp->logprob, {}, {}};
-    for (const auto& alt : smp->top_logprobs) {
-        t.top_tokens.push_back(alt.token);
-        t.top_logprobs.push_back(alt.logprob);
-    }
-    // The sampled token joins s.tokens when it comes back as the next chunk.
-    out.samples.push_back(std::move(t));
-    return {};
 }
 
 /// Speculative decoding: `c` holds the sequence's last token, then c.n_draft drafts, and the
@@ -201,9 +156,20 @@ void verify_drafts(executor_state& st, const msg::step_chunk& c, const model::st
     s.tokens.push_back(toks[0]);
     std::uint32_t accepted = 0;
     for (std::uint32_t j = 0; j <= c.n_draft; ++j) {
-        if (auto r = sample_into(st, s, c.part.seq, so.row(first + j, n_vocab), out); !r)
+        auto r = sample_into(st, s, c.part.seq, so.row(first + j, n_vocab), out);
+        if (!r)
             return fail_seq(st, c, r.error(), out);
-        if (j == c.n_draft || out.samples.back().token != toks[j + 1])
+        if (!*r && j > 0) {
+            // A mask not ready after an accepted draft: verification ends with that draft as
+            // the step's last token, as if sampled there (its position is dropped and decoded
+            // next step, when its mask is there); only a first row defers its sample.
+            out.deferred.pop_back();
+            std::vector<float>().swap(s.pending_row);
+            s.tokens.pop_back();
+            --accepted;
+            break;
+        }
+        if (!*r || j == c.n_draft || out.samples.back().token != toks[j + 1])
             break;
         s.tokens.push_back(toks[j + 1]); // accepted: its KV is the decode it would have been
         ++accepted;
@@ -314,6 +280,7 @@ result<void> run_pass(executor_state& st, const msg::step_batch& batch,
     auto so = try_step(*st.engine, chunks);
     if (!so)
         return so.error();
+    set_mask_deadline(st);
     for (const auto& p : chunks)
         out.prompt_tokens_computed += prompt_positions(p);
     out.greedy_screened_tokens += so->screened_rows;
@@ -351,8 +318,13 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
     std::vector<std::size_t> picked;
     picked.reserve(batch.chunks.size());
     std::vector<model::seq_chunk> parts(batch.chunks.size());
+    std::vector<std::size_t> resumed; ///< deferred samples drawn in this step
     for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
         const auto& c = batch.chunks[i];
+        if (c.resume_sample) {
+            resumed.push_back(i);
+            continue;
+        }
         if (auto ok = check_ids(c, n_vocab); !ok) {
             fail_seq(st, c, ok.error(), out);
             continue;
@@ -372,6 +344,11 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
         picked.push_back(i);
     }
     extend_cached(st, batch, parts, picked, out);
+    st.step_start = t0;
+    st.step_has_pass = !picked.empty();
+    prefetch_masks(st, batch);
+    if (!st.step_has_pass)
+        set_mask_deadline(st);
     if (!picked.empty()) {
         if (auto r = run_pass(st, batch, parts, picked, out); !r) {
             if (picked.size() == 1)
@@ -380,6 +357,9 @@ result<msg::step_result> run_step(executor_state& st, const msg::step_batch& bat
                 run_apart(st, batch, parts, picked, out);
         }
     }
+    for (auto i : resumed)
+        if (auto r = resume_sample(st, batch.chunks[i], out); !r)
+            fail_seq(st, batch.chunks[i], r.error(), out);
     for (const auto& c : batch.chunks)
         publish_prefix(st, c.part.seq);
     propose_drafts(st, batch, out);

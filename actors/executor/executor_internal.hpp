@@ -3,11 +3,13 @@
 #pragma once
 
 #include "messages/interfaces.hpp"
+#include "model/constrain/mask_worker.hpp"
 #include "model/constrain/token_constraint.hpp"
 #include "model/engine/placement/device_choice.hpp"
 #include "model/engine/engine.hpp"
 #include "model/sampling/sampler.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +39,11 @@ struct seq_state {
     std::uint64_t prefix_scope = 0; ///< the cache scope its blocks are looked up and offered in
     /// Draft model: positions of this sequence its KV holds (executor_draft.cpp).
     std::uint32_t draft_kv = 0;
+    /// Structured output (executor_masks.cpp): the mask of the constraint's current state on the
+    /// mask worker (null when cached or not asked for), and the logits row of a sample deferred
+    /// until that mask is ready (empty when none).
+    std::shared_ptr<model::constrain::mask_worker::job> mask_job{};
+    std::vector<float> pending_row{};
 };
 
 struct executor_state {
@@ -51,8 +58,37 @@ struct executor_state {
     std::string kernels; ///< the ops' kernel families, joined (step_result::kernels)
     /// Speculative decoding: the draft model (executor_order::draft_model), null when none.
     std::unique_ptr<model::engine> draft;
+    /// Structured output: masks not in the cache are computed here, off the step's path.
+    std::unique_ptr<model::constrain::mask_worker> masks =
+        std::make_unique<model::constrain::mask_worker>();
+    /// The step being run: when it started, and until when its samples wait for masks.
+    std::chrono::steady_clock::time_point step_start{};
+    std::chrono::steady_clock::time_point mask_deadline{};
+    bool step_has_pass = false;
     static inline const char* name = "executor";
 };
+
+/// Structured output (executor_masks.cpp). Before the pass: the masks the step's constrained
+/// samples need that are not cached go to the mask worker, to be computed during the pass.
+void prefetch_masks(executor_state& st, const msg::step_batch& batch);
+/// The logits row of a constrained sequence with every token its schema does not allow at -inf,
+/// or nothing when its mask is not ready within the step's mask budget (the sample is deferred).
+/// Errors when no token fits, or the mask could not be computed.
+[[nodiscard]] result<std::optional<std::span<const float>>>
+masked_row(executor_state& st, seq_state& s, std::span<const float> row);
+/// Draws `seq`'s next token from `logits` with its sampler into `out`, under its schema's mask
+/// when it has one (the matcher then takes the token). False when the mask was not ready within
+/// the step's budget: the sample is deferred (the row kept in s.pending_row, `seq` in
+/// out.deferred) and nothing is drawn, so the sampler's next draw is the same later.
+[[nodiscard]] result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
+                                       std::span<const float> logits, msg::step_result& out);
+/// A sample deferred in an earlier step (step_chunk::resume_sample), drawn from the row kept for
+/// it once its mask is ready (or deferred again). Errors fail the sequence.
+[[nodiscard]] result<void> resume_sample(executor_state& st, const msg::step_chunk& c,
+                                         msg::step_result& out);
+/// After the pass: until when the step's samples wait for masks (limits::max_step_mask_ms, or
+/// longer when the step had no pass and nobody waits on it).
+void set_mask_deadline(executor_state& st);
 
 /// Prefix caching: attaches the cached whole blocks at the start of `c`'s chunk and returns what
 /// is left to compute (executor_prefix.cpp has the rules); hits go to `out`.

@@ -77,8 +77,9 @@ void extend_cached(executor_state& st, const msg::step_batch& batch,
     for (std::size_t i = 0; i < batch.chunks.size(); ++i) {
         const auto& c = batch.chunks[i];
         auto it = st.seqs.find(c.part.seq);
-        if (!parts[i].tokens.empty() || it == st.seqs.end() || !it->second.attaching)
-            continue;
+        if (!parts[i].tokens.empty() || c.resume_sample || it == st.seqs.end() ||
+            !it->second.attaching)
+            continue; // (a resumed sample computes nothing and attaches nothing)
         auto& s = it->second;
         const auto free = eng.kv_blocks_free();
         const auto spare = free > need ? static_cast<std::uint32_t>(free - need) : 0u;

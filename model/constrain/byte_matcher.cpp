@@ -339,12 +339,61 @@ bool byte_matcher::finished() const noexcept {
            std::all_of(configs_.begin(), configs_.end(), [](const auto& c) { return c.empty(); });
 }
 
-std::string byte_matcher::key() const {
+namespace {
+
+std::string serialize(const std::vector<frame_stack>& configs) {
     std::string k;
-    for (const auto& c : configs_) {
+    for (const auto& c : configs) {
         const auto n = static_cast<std::uint32_t>(c.size());
         k.append(reinterpret_cast<const char*>(&n), sizeof n);
         k.append(reinterpret_cast<const char*>(c.data()), c.size() * sizeof(frame));
+    }
+    return k;
+}
+
+/// Marks of a string frame's count in a mask key (frame::aux is 0 in every real string frame).
+constexpr std::uint16_t count_far = 1;   ///< no bound is within reach of one token
+constexpr std::uint16_t count_below = 2; ///< minLength is out of reach of one token
+
+} // namespace
+
+std::string byte_matcher::key() const {
+    return serialize(configs_);
+}
+
+std::string byte_matcher::mask_key(const grammar& g, std::uint32_t max_token_bytes) const {
+    // A token adds at most max_token_bytes code points to a string (a code point takes at least
+    // one byte). Within them the count meets minLength only at the closing quote, maxLength at
+    // each character, and a pattern's fit (pattern_regex::fits) only through how much of
+    // maxLength is left, which decides nothing once it is at least the pattern's longest
+    // shortest completion. So every count in these zones gives the same mask. (Configurations
+    // stay in their order: equal keys still mean equal states up to those counts.)
+    std::string k;
+    for (const auto& c : configs_) {
+        const auto n_frames = static_cast<std::uint32_t>(c.size());
+        k.append(reinterpret_cast<const char*>(&n_frames), sizeof n_frames);
+        if (c.empty())
+            continue;
+        k.append(reinterpret_cast<const char*>(c.data()), (c.size() - 1) * sizeof(frame));
+        frame f = c.back();
+        const node& n = g.nodes[f.node];
+        if (n.kind == node_kind::string && f.phase != 0) {
+            // Without a pattern, the bytes a UTF-8 sequence under way still needs depend on its
+            // phase alone, not on the bits of the code point so far.
+            if (n.regex < 0 && f.phase >= internal::str_cont1)
+                f.y = 0;
+            const std::uint64_t reach =
+                std::uint64_t{max_token_bytes} +
+                (n.regex >= 0 ? g.regexes[static_cast<std::size_t>(n.regex)].longest_first() : 0);
+            if (f.x >= n.min_count && (n.max_count == unbounded || n.max_count - f.x >= reach)) {
+                f.aux = count_far;
+                f.x = 0;
+            } else if (n.regex < 0 && std::uint64_t{f.x} + max_token_bytes < n.min_count) {
+                f.aux = count_below;
+                f.x = 0;
+            }
+        }
+        k.append(reinterpret_cast<const char*>(&f), sizeof f);
     }
     return k;
 }

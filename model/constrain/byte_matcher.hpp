@@ -54,6 +54,11 @@ public:
     [[nodiscard]] bool finished() const noexcept;
     /// The state as bytes: equal keys, equal futures.
     [[nodiscard]] std::string key() const;
+    /// The state as bytes for the token mask: key(), except that a string's code point count
+    /// is left out where no token of at most `max_token_bytes` bytes can meet a bound with it
+    /// (far from maxLength, past minLength, and for a pattern or format farther than its
+    /// longest shortest completion), so those states share one mask.
+    [[nodiscard]] std::string mask_key(const grammar& g, std::uint32_t max_token_bytes) const;
     /// Live configurations.
     [[nodiscard]] std::size_t width() const noexcept { return configs_.size(); }
 

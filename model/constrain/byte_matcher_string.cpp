@@ -8,17 +8,35 @@
 
 namespace bitnet::model::constrain::internal {
 
-/// A code point of the string's contents is complete.
+namespace {
+
+/// The lengths the rest of a string may have once it holds `count` code points: at least what
+/// minLength still asks, at most what maxLength leaves.
+std::pair<std::uint64_t, std::uint64_t> rest_of(const node& n, std::uint32_t count) {
+    const std::uint64_t lo = count < n.min_count ? n.min_count - count : 0;
+    const std::uint64_t hi = n.max_count == unbounded ? pattern_regex::no_cap
+                             : count <= n.max_count   ? n.max_count - count
+                                                      : 0;
+    return {lo, hi};
+}
+
+} // namespace
+
+/// A code point of the string's contents is complete. With a pattern or format it is taken only
+/// when some completion still matches within the length bounds (rest_of), so a string never
+/// reaches its cap half written.
 bool stepper::on_char(frame& f, const node& n, std::uint32_t cp) {
+    const auto nx = f.x + 1;
     if (n.count_cap > 0 || n.max_count != unbounded) {
-        const auto nx = f.x + 1;
         if (nx > n.max_count)
             return false;
         f.x = std::min(nx, n.count_cap);
     }
     if (n.regex >= 0) {
-        f.z = g_.regexes[static_cast<std::size_t>(n.regex)].step(f.z, cp);
-        if (f.z == 0)
+        const auto& re = g_.regexes[static_cast<std::size_t>(n.regex)];
+        f.z = re.step(f.z, cp);
+        const auto [lo, hi] = rest_of(n, nx);
+        if (f.z == 0 || !re.fits(f.z, lo, hi))
             return false;
     }
     f.phase = str_body;
@@ -31,7 +49,10 @@ bool stepper::on_char(frame& f, const node& n, std::uint32_t cp) {
 bool stepper::possible(const frame& f, const node& n, std::uint32_t lo, std::uint32_t hi) const {
     if (n.max_count != unbounded && f.x + 1 > n.max_count)
         return false;
-    return n.regex < 0 || g_.regexes[static_cast<std::size_t>(n.regex)].can_step(f.z, lo, hi);
+    if (n.regex < 0)
+        return true;
+    const auto [rlo, rhi] = rest_of(n, f.x + 1);
+    return g_.regexes[static_cast<std::size_t>(n.regex)].can_step_within(f.z, lo, hi, rlo, rhi);
 }
 
 /// The code points a UTF-8 sequence can still become, after its bytes so far.

@@ -29,6 +29,11 @@ inline constexpr std::int64_t max_compile_ms = 2000;
 inline constexpr std::size_t max_pattern_bytes = 1u << 20;
 inline constexpr std::size_t max_pattern_nesting = 64;
 inline constexpr std::size_t max_pattern_states = 63;
+/// Characters after which the lengths a pattern's states can still take must repeat (their
+/// period and preperiod: realistic patterns repeat within a few dozen), and the bytes of one
+/// schema's length tables together.
+inline constexpr std::uint32_t max_length_period = 4096;
+inline constexpr std::size_t max_length_table_bytes = 4u << 20;
 /// Nesting of the JSON value being written (objects and arrays).
 inline constexpr std::uint32_t max_value_depth = 32;
 /// Digits of a number: integer part, fraction, exponent.
@@ -37,9 +42,14 @@ inline constexpr std::uint32_t number_fraction_digits = 15;
 inline constexpr std::uint32_t number_exponent_digits = 3;
 /// Live matcher configurations after one byte (ambiguous alternatives still open at once).
 inline constexpr std::size_t max_live_configs = 4096;
-/// Work of one token mask: configuration steps (one configuration taking one byte), and time.
+/// Work of one token mask: configuration steps (one configuration taking one byte), and the CPU
+/// time of the thread computing it.
 inline constexpr std::uint64_t max_mask_steps = 20'000'000;
 inline constexpr std::int64_t max_mask_ms = 2000;
+/// What one step waits, in all, for the masks of its sequences after its forward pass (they
+/// were computed during it, off the step's path): a sequence whose mask is not ready by then is
+/// sampled in a later step, so no schema holds the other sequences' tokens.
+inline constexpr std::int64_t max_step_mask_ms = 5;
 
 } // namespace bitnet::model::constrain::limits
 

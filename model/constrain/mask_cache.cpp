@@ -22,7 +22,8 @@ void mask_cache::set_budget(std::uint64_t bytes) {
     evict_to(budget_);
 }
 
-std::shared_ptr<const token_mask> mask_cache::find(std::uint64_t schema, const std::string& state) {
+std::shared_ptr<const token_mask> mask_cache::find(std::uint64_t schema, const std::string& state,
+                                                   bool count_miss) {
     std::lock_guard lk(mu_);
     auto s = schemas_.find(schema);
     if (s != schemas_.end())
@@ -31,7 +32,8 @@ std::shared_ptr<const token_mask> mask_cache::find(std::uint64_t schema, const s
             ++hits_;
             return it->second->mask;
         }
-    ++misses_;
+    if (count_miss)
+        ++misses_;
     return nullptr;
 }
 

@@ -39,8 +39,10 @@ public:
 
     /// A new budget; evicts at once down to it.
     void set_budget(std::uint64_t bytes);
-    [[nodiscard]] std::shared_ptr<const token_mask> find(std::uint64_t schema,
-                                                         const std::string& state);
+    /// The cached mask, or null (counted as a miss when `count_miss`: a lookup that hands the
+    /// state to a worker, whose own lookup counts, does not count twice).
+    [[nodiscard]] std::shared_ptr<const token_mask>
+    find(std::uint64_t schema, const std::string& state, bool count_miss = true);
     void put(std::uint64_t schema, const std::string& state,
              std::shared_ptr<const token_mask> mask);
     /// Drops every mask of `schema` (its compiled constraint is gone).

@@ -1,10 +1,6 @@
 #include "model/constrain/pattern_regex.hpp"
 
-#include "model/constrain/schema_errors.hpp"
-
 #include <algorithm>
-#include <memory>
-#include <optional>
 #include <string>
 
 namespace bitnet::model::constrain {
@@ -13,486 +9,18 @@ namespace {
 
 constexpr std::uint64_t sticky_match = 1ULL << 63; ///< a match was seen and the end is free
 constexpr std::uint32_t max_states = limits::max_pattern_states;
-constexpr std::uint32_t no_limit = 0xFFFFFFFF;
-constexpr std::uint32_t max_cp = 0x10FFFF;
+constexpr std::size_t max_format_states = 4096;
 
-struct ast {
-    enum kind_t { chr, cat, alt, rep } kind = cat;
-    std::int32_t cls = -1;
-    std::vector<std::unique_ptr<ast>> kids;
-    std::uint32_t min = 0, max = 0;
-};
-
-error unsupported(std::string_view pattern, const std::string& what) {
-    return error{errc::unsupported,
-                 "pattern \"" + cut_utf8(pattern, 40) + "\": " + what +
-                     " is not supported (supported: literals, ., [classes], \\d \\w \\s, groups, "
-                     "|, * + ? {n,m}, ^ first and $ last)"};
-}
-
-/// Decodes one UTF-8 code point at `i` (a malformed byte is taken as itself).
-std::uint32_t next_cp(std::string_view s, std::size_t& i) {
-    const auto b = static_cast<std::uint8_t>(s[i++]);
-    int more = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : b >= 0xC0 ? 1 : 0;
-    std::uint32_t cp = more == 3 ? b & 0x07 : more == 2 ? b & 0x0F : more == 1 ? b & 0x1F : b;
-    for (; more > 0 && i < s.size(); --more)
-        cp = (cp << 6) | (static_cast<std::uint8_t>(s[i++]) & 0x3F);
-    return cp;
+/// The length table of a graph given as per-state successor lists.
+result<std::shared_ptr<const length_table>>
+table_of(const std::vector<std::vector<std::uint32_t>>& succ, const std::vector<bool>& fin) {
+    auto t = length_table::build(succ, fin, limits::max_length_period);
+    if (!t)
+        return t.error();
+    return std::make_shared<const length_table>(std::move(*t));
 }
 
 } // namespace
-
-void pattern_regex::char_class::normalize() {
-    auto& r = ranges;
-    // Code points past Unicode (from malformed UTF-8 in the pattern) cannot occur in a string.
-    std::erase_if(r, [](const auto& x) { return x.first > max_cp; });
-    for (auto& x : r)
-        x.second = std::min(x.second, max_cp);
-    std::sort(r.begin(), r.end());
-    std::size_t out = 0;
-    for (const auto& [lo, hi] : r) {
-        if (out > 0 && std::uint64_t{lo} <= std::uint64_t{r[out - 1].second} + 1) {
-            r[out - 1].second = std::max(r[out - 1].second, hi);
-            continue;
-        }
-        r[out++] = {lo, hi};
-    }
-    r.resize(out);
-    if (negated) {
-        // The complement over all code points, so a lookup never needs to know.
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> comp;
-        std::uint32_t next = 0;
-        for (const auto& [lo, hi] : r) {
-            if (lo > next)
-                comp.emplace_back(next, lo - 1);
-            next = hi + 1;
-        }
-        if (next <= max_cp && (r.empty() || r.back().second < max_cp))
-            comp.emplace_back(next, max_cp);
-        r = std::move(comp);
-        negated = false;
-    }
-    r.shrink_to_fit();
-}
-
-bool pattern_regex::char_class::contains(std::uint32_t cp) const noexcept {
-    return intersects(cp, cp);
-}
-
-bool pattern_regex::char_class::intersects(std::uint32_t lo, std::uint32_t hi) const noexcept {
-    // The first range that ends at or after lo: it meets [lo, hi] when it starts by hi.
-    auto it = std::lower_bound(ranges.begin(), ranges.end(), lo,
-                               [](const auto& r, std::uint32_t v) { return r.second < v; });
-    return it != ranges.end() && it->first <= hi;
-}
-
-bool pattern_regex::can_step(std::uint64_t state, std::uint32_t lo, std::uint32_t hi) const {
-    if (!anchored_start_ || (state & sticky_match))
-        return true; // a new attempt can start at any character
-    for (std::uint64_t m = state & ~sticky_match; m; m &= m - 1) {
-        const auto k = static_cast<std::size_t>(__builtin_ctzll(m));
-        for (const auto& [cls, t] : moves_[k])
-            if (classes_[static_cast<std::size_t>(cls)].intersects(lo, hi))
-                return true;
-    }
-    return false;
-}
-
-struct regex_builder {
-    std::string_view pat;
-    std::size_t i = 0;
-    std::vector<pattern_regex::char_class> classes;
-    std::optional<error> err;
-    std::size_t depth = 0; ///< groups open around the parse position
-
-    bool at_end() const { return i >= pat.size(); }
-    char peek() const { return pat[i]; }
-
-    void fail(const std::string& what) {
-        if (!err)
-            err = unsupported(pat, what);
-    }
-
-    std::int32_t add_class(pattern_regex::char_class c) {
-        classes.push_back(std::move(c));
-        return static_cast<std::int32_t>(classes.size() - 1);
-    }
-
-    /// `\d`-style escapes as ranges; false when `c` is not one.
-    static bool shorthand(char c, pattern_regex::char_class& out) {
-        using R = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
-        const R digit{{'0', '9'}};
-        const R word{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-        const R space{{'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680},
-                      {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
-                      {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
-        switch (c) {
-        case 'd':
-            out.ranges = digit;
-            return true;
-        case 'D':
-            out.ranges = digit;
-            out.negated = true;
-            return true;
-        case 'w':
-            out.ranges = word;
-            return true;
-        case 'W':
-            out.ranges = word;
-            out.negated = true;
-            return true;
-        case 's':
-            out.ranges = space;
-            return true;
-        case 'S':
-            out.ranges = space;
-            out.negated = true;
-            return true;
-        default:
-            return false;
-        }
-    }
-
-    /// The code point an escape stands for (after the backslash), or nothing when unsupported.
-    std::optional<std::uint32_t> escaped_cp() {
-        if (at_end()) {
-            fail("a trailing backslash");
-            return std::nullopt;
-        }
-        const char c = pat[i++];
-        switch (c) {
-        case 'n':
-            return '\n';
-        case 't':
-            return '\t';
-        case 'r':
-            return '\r';
-        case 'f':
-            return '\f';
-        case 'v':
-            return '\v';
-        case '0':
-            return 0;
-        default:
-            break;
-        }
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-            fail(std::string("the escape \\") + c);
-            return std::nullopt;
-        }
-        return static_cast<std::uint8_t>(c);
-    }
-
-    std::unique_ptr<ast> leaf(std::int32_t cls) {
-        auto a = std::make_unique<ast>();
-        a->kind = ast::chr;
-        a->cls = cls;
-        return a;
-    }
-
-    std::unique_ptr<ast> parse_class() { // after '['
-        pattern_regex::char_class c;
-        if (!at_end() && peek() == '^') {
-            c.negated = true;
-            ++i;
-        }
-        bool first = true;
-        while (!at_end() && (peek() != ']' || first)) {
-            first = false;
-            std::uint32_t lo = 0;
-            if (peek() == '\\') {
-                ++i;
-                pattern_regex::char_class sh;
-                if (!at_end() && shorthand(peek(), sh)) {
-                    ++i;
-                    if (sh.negated) {
-                        fail("a negated shorthand inside a class");
-                        return nullptr;
-                    }
-                    c.ranges.insert(c.ranges.end(), sh.ranges.begin(), sh.ranges.end());
-                    continue;
-                }
-                auto e = escaped_cp();
-                if (!e)
-                    return nullptr;
-                lo = *e;
-            } else {
-                lo = next_cp(pat, i);
-            }
-            std::uint32_t hi = lo;
-            if (i + 1 < pat.size() && peek() == '-' && pat[i + 1] != ']') {
-                ++i;
-                if (peek() == '\\') {
-                    ++i;
-                    auto e = escaped_cp();
-                    if (!e)
-                        return nullptr;
-                    hi = *e;
-                } else {
-                    hi = next_cp(pat, i);
-                }
-                if (hi < lo) {
-                    fail("a class range out of order");
-                    return nullptr;
-                }
-            }
-            c.ranges.emplace_back(lo, hi);
-        }
-        if (at_end()) {
-            fail("an unclosed [");
-            return nullptr;
-        }
-        ++i; // ']'
-        c.normalize();
-        return leaf(add_class(std::move(c)));
-    }
-
-    std::unique_ptr<ast> parse_atom() {
-        const char c = peek();
-        if (c == '(') {
-            // The parser recurses once per group: its depth is bounded here, and so is the tree's
-            // (and the recursion of its destructor and of build()).
-            if (++depth > limits::max_pattern_nesting) {
-                fail("groups nested deeper than " + std::to_string(limits::max_pattern_nesting) +
-                     " (limit max_pattern_nesting)");
-                return nullptr;
-            }
-            ++i;
-            if (i + 1 < pat.size() && peek() == '?') {
-                if (pat[i + 1] != ':') {
-                    fail("lookaround or named groups");
-                    return nullptr;
-                }
-                i += 2;
-            }
-            auto inner = parse_alt();
-            if (!inner)
-                return nullptr;
-            if (at_end() || peek() != ')') {
-                fail("an unclosed (");
-                return nullptr;
-            }
-            ++i;
-            --depth;
-            return inner;
-        }
-        if (c == '[') {
-            ++i;
-            return parse_class();
-        }
-        if (c == '.') {
-            ++i;
-            pattern_regex::char_class any;
-            any.ranges = {{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}};
-            any.negated = true;
-            any.normalize();
-            return leaf(add_class(std::move(any)));
-        }
-        if (c == '^' || c == '$') {
-            fail("an anchor inside the pattern");
-            return nullptr;
-        }
-        if (c == '*' || c == '+' || c == '?' || c == '{' || c == ')' || c == ']' || c == '}') {
-            fail(std::string("a bare ") + c);
-            return nullptr;
-        }
-        std::uint32_t cp = 0;
-        if (c == '\\') {
-            ++i;
-            pattern_regex::char_class sh;
-            if (!at_end() && shorthand(peek(), sh)) {
-                ++i;
-                sh.normalize();
-                return leaf(add_class(std::move(sh)));
-            }
-            auto e = escaped_cp();
-            if (!e)
-                return nullptr;
-            cp = *e;
-        } else {
-            cp = next_cp(pat, i);
-        }
-        pattern_regex::char_class one;
-        one.ranges = {{cp, cp}};
-        if (cp > max_cp) {
-            fail("a character outside Unicode");
-            return nullptr;
-        }
-        return leaf(add_class(std::move(one)));
-    }
-
-    bool read_int(std::uint32_t& out) {
-        const std::size_t s = i;
-        out = 0;
-        while (!at_end() && peek() >= '0' && peek() <= '9' && out < 1000)
-            out = out * 10 + static_cast<std::uint32_t>(pat[i++] - '0');
-        return i > s;
-    }
-
-    std::unique_ptr<ast> parse_repeat() {
-        auto a = parse_atom();
-        bool quantified = false;
-        while (a && !at_end()) {
-            std::uint32_t mn = 0, mx = 0;
-            const char c = peek();
-            if (c == '*')
-                mn = 0, mx = no_limit;
-            else if (c == '+')
-                mn = 1, mx = no_limit;
-            else if (c == '?')
-                mn = 0, mx = 1;
-            else if (c == '{') {
-                ++i;
-                if (!read_int(mn)) {
-                    fail("a { that is not a count");
-                    return nullptr;
-                }
-                mx = mn;
-                if (!at_end() && peek() == ',') {
-                    ++i;
-                    if (!read_int(mx))
-                        mx = no_limit;
-                }
-                if (at_end() || peek() != '}' || mx < mn) {
-                    fail("a malformed {n,m}");
-                    return nullptr;
-                }
-            } else {
-                break;
-            }
-            if (quantified) {
-                // ECMA-262 refuses "a**" and "a{2}{3}" ("nothing to repeat"); refusing it here
-                // also keeps the tree one node deep per quantifier.
-                fail("a quantifier after a quantifier");
-                return nullptr;
-            }
-            quantified = true;
-            ++i;
-            if (!at_end() && peek() == '?') {
-                ++i; // lazy: the same language
-            }
-            auto r = std::make_unique<ast>();
-            r->kind = ast::rep;
-            r->min = mn;
-            r->max = mx;
-            r->kids.push_back(std::move(a));
-            a = std::move(r);
-        }
-        return a;
-    }
-
-    std::unique_ptr<ast> parse_cat() {
-        auto a = std::make_unique<ast>();
-        a->kind = ast::cat;
-        while (!at_end() && peek() != '|' && peek() != ')') {
-            auto k = parse_repeat();
-            if (!k)
-                return nullptr;
-            a->kids.push_back(std::move(k));
-        }
-        return a;
-    }
-
-    std::unique_ptr<ast> parse_alt() {
-        auto first = parse_cat();
-        if (!first || at_end() || peek() != '|')
-            return first;
-        auto a = std::make_unique<ast>();
-        a->kind = ast::alt;
-        a->kids.push_back(std::move(first));
-        while (!at_end() && peek() == '|') {
-            ++i;
-            auto k = parse_cat();
-            if (!k)
-                return nullptr;
-            a->kids.push_back(std::move(k));
-        }
-        return a;
-    }
-
-    // ---- the epsilon-NFA ----
-    struct eps_state {
-        std::vector<std::pair<std::int32_t, std::uint32_t>> moves; ///< (class, target)
-        std::vector<std::uint32_t> eps;
-    };
-    std::vector<eps_state> st;
-
-    std::uint32_t fresh() {
-        st.emplace_back();
-        if (st.size() > 4096)
-            fail("a pattern this large");
-        return static_cast<std::uint32_t>(st.size() - 1);
-    }
-
-    std::uint32_t build(const ast& a, std::uint32_t entry) {
-        if (err)
-            return entry;
-        switch (a.kind) {
-        case ast::chr: {
-            const auto e = fresh();
-            st[entry].moves.emplace_back(a.cls, e);
-            return e;
-        }
-        case ast::cat: {
-            auto cur = entry;
-            for (const auto& k : a.kids)
-                cur = build(*k, cur);
-            return cur;
-        }
-        case ast::alt: {
-            const auto exit = fresh();
-            for (const auto& k : a.kids) {
-                const auto s = fresh();
-                st[entry].eps.push_back(s);
-                const auto x = build(*k, s);
-                st[x].eps.push_back(exit);
-            }
-            return exit;
-        }
-        case ast::rep: {
-            auto cur = entry;
-            for (std::uint32_t n = 0; n < a.min && !err; ++n) {
-                const auto s = fresh();
-                st[cur].eps.push_back(s);
-                cur = build(*a.kids[0], s);
-            }
-            if (a.max == no_limit) {
-                const auto loop = fresh();
-                st[cur].eps.push_back(loop);
-                const auto body = fresh();
-                st[loop].eps.push_back(body);
-                const auto x = build(*a.kids[0], body);
-                st[x].eps.push_back(loop);
-                return loop;
-            }
-            for (std::uint32_t n = a.min; n < a.max && !err; ++n) {
-                const auto s = fresh();
-                st[cur].eps.push_back(s);
-                const auto x = build(*a.kids[0], s);
-                const auto e = fresh();
-                st[cur].eps.push_back(e);
-                st[x].eps.push_back(e);
-                cur = e;
-            }
-            return cur;
-        }
-        }
-        return entry;
-    }
-
-    std::vector<std::uint32_t> closure(std::uint32_t s) const {
-        std::vector<std::uint32_t> out{s};
-        std::vector<bool> seen(st.size());
-        seen[s] = true;
-        for (std::size_t k = 0; k < out.size(); ++k)
-            for (auto e : st[out[k]].eps)
-                if (!seen[e]) {
-                    seen[e] = true;
-                    out.push_back(e);
-                }
-        return out;
-    }
-};
 
 result<pattern_regex> pattern_regex::compile(std::string_view pattern) {
     if (pattern.size() > limits::max_pattern_bytes)
@@ -501,78 +29,157 @@ result<pattern_regex> pattern_regex::compile(std::string_view pattern) {
                          " bytes is over the limit max_pattern_bytes (" +
                          std::to_string(limits::max_pattern_bytes) + ")",
                      "max_pattern_bytes"};
-    regex_builder b;
-    std::string_view body = pattern;
+    auto nfa = parse_pattern(pattern);
+    if (!nfa)
+        return nfa.error();
+    if (nfa->moves.size() > max_states)
+        return pattern_unsupported(pattern, "a pattern needing more than " +
+                                                std::to_string(max_states) +
+                                                " NFA states (limit max_pattern_states)");
     pattern_regex out;
-    if (!body.empty() && body.front() == '^') {
-        out.anchored_start_ = true;
-        body.remove_prefix(1);
+    out.anchored_start_ = nfa->anchored_start;
+    out.anchored_end_ = nfa->anchored_end;
+    std::vector<std::vector<std::uint32_t>> succ(nfa->moves.size());
+    for (std::size_t k = 0; k < nfa->moves.size(); ++k) {
+        if (nfa->match[k])
+            out.match_mask_ |= 1ULL << k;
+        for (const auto& [cls, t] : nfa->moves[k])
+            succ[k].push_back(t);
     }
-    if (!body.empty() && body.back() == '$' && (body.size() < 2 || body[body.size() - 2] != '\\')) {
-        out.anchored_end_ = true;
-        body.remove_suffix(1);
-    }
-    b.pat = body;
-    auto tree = b.parse_alt();
-    if (!b.err && !b.at_end())
-        b.fail("an unmatched )");
-    if (b.err || !tree)
-        return b.err ? *b.err : unsupported(pattern, "this pattern");
-    const auto entry = b.fresh();
-    const auto final_state = b.build(*tree, entry);
-    if (b.err)
-        return *b.err;
-    // The states that matter are the entry and every target of a character move; a set of them
-    // (before closure) is the matcher's state.
-    std::vector<std::int32_t> index(b.st.size(), -1);
-    std::vector<std::uint32_t> important{entry};
-    index[entry] = 0;
-    for (const auto& s : b.st)
-        for (const auto& [cls, t] : s.moves)
-            if (index[t] < 0) {
-                index[t] = static_cast<std::int32_t>(important.size());
-                important.push_back(t);
-            }
-    if (important.size() > max_states)
-        return unsupported(pattern, "a pattern needing more than " + std::to_string(max_states) +
-                                        " NFA states (limit max_pattern_states)");
-    out.classes_ = std::move(b.classes);
-    out.states_.resize(important.size());
-    out.moves_.resize(important.size());
-    for (std::size_t k = 0; k < important.size(); ++k)
-        for (auto s : b.closure(important[k])) {
-            if (s == final_state) {
-                out.states_[k].match = true;
-                out.match_mask_ |= 1ULL << k;
-            }
-            for (const auto& [cls, t] : b.st[s].moves)
-                out.moves_[k].emplace_back(cls, static_cast<std::uint32_t>(index[t]));
-        }
+    auto lengths = table_of(succ, nfa->match);
+    if (!lengths)
+        return lengths.error();
+    out.lengths_ = std::move(*lengths);
+    for (std::size_t k = 0; k < nfa->moves.size(); ++k)
+        if (out.lengths_->first(static_cast<std::uint32_t>(k)) != length_table::none)
+            out.live_mask_ |= 1ULL << k;
+    out.classes_ = std::move(nfa->classes);
+    out.moves_ = std::move(nfa->moves);
     out.start_ = 1ULL;
     if (!out.anchored_end_ && (out.start_ & out.match_mask_))
         out.start_ |= sticky_match;
     return out;
 }
 
+result<pattern_regex> pattern_regex::determinized(std::string_view pattern,
+                                                  std::initializer_list<std::string_view> also) {
+    auto dfa_of = [](std::string_view p) -> result<pattern_dfa> {
+        auto nfa = parse_pattern(p);
+        if (!nfa)
+            return nfa.error();
+        return determinize(*nfa, max_format_states);
+    };
+    auto d = dfa_of(pattern);
+    if (!d)
+        return d.error();
+    for (auto p : also) {
+        auto e = dfa_of(p);
+        if (!e)
+            return e.error();
+        auto both = intersect(*d, *e, max_format_states);
+        if (!both)
+            return both.error();
+        d = std::move(*both);
+    }
+    std::vector<std::vector<std::uint32_t>> succ(d->edges.size());
+    for (std::size_t s = 0; s < d->edges.size(); ++s)
+        for (const auto& e : d->edges[s])
+            succ[s].push_back(e.to);
+    auto lengths = table_of(succ, d->accept);
+    if (!lengths)
+        return lengths.error();
+    pattern_regex out;
+    out.anchored_start_ = out.anchored_end_ = true;
+    out.lengths_ = std::move(*lengths);
+    out.dfa_ = std::make_shared<const pattern_dfa>(std::move(*d));
+    out.start_ = pattern_dfa::start;
+    return out;
+}
+
+std::uint64_t pattern_regex::settle(std::uint64_t next) const noexcept {
+    if (!anchored_start_)
+        next |= 1ULL;
+    next &= live_mask_;
+    if (!anchored_end_ && (next & match_mask_))
+        return sticky_match; // matched with a free end: nothing else matters any more
+    return next;
+}
+
 std::uint64_t pattern_regex::step(std::uint64_t state, std::uint32_t cp) const noexcept {
-    std::uint64_t next = state & sticky_match;
-    for (std::uint64_t m = state & ~sticky_match; m; m &= m - 1) {
+    if (dfa_)
+        return state == 0 ? 0 : dfa_->step(static_cast<std::uint32_t>(state), cp);
+    if (state & sticky_match)
+        return sticky_match;
+    std::uint64_t next = 0;
+    for (std::uint64_t m = state; m; m &= m - 1) {
         const auto k = static_cast<std::size_t>(__builtin_ctzll(m));
         for (const auto& [cls, t] : moves_[k])
             if (classes_[static_cast<std::size_t>(cls)].contains(cp))
                 next |= 1ULL << t;
     }
-    if (!anchored_start_)
-        next |= 1ULL;
-    if (!anchored_end_ && (next & match_mask_))
-        next |= sticky_match;
-    if (next & sticky_match)
-        return sticky_match; // matched with a free end: nothing else matters any more
-    return next;
+    return settle(next);
 }
 
 bool pattern_regex::accepts(std::uint64_t state) const noexcept {
+    if (dfa_)
+        return state != 0 && dfa_->accept[static_cast<std::size_t>(state)];
     return (state & sticky_match) != 0 || (state & match_mask_) != 0;
+}
+
+std::uint64_t pattern_regex::next_length(std::uint64_t state, std::uint64_t lo) const noexcept {
+    if (state & sticky_match)
+        return lo;
+    // A search with a free end matches every length from its shortest match on.
+    const std::uint64_t from = anchored_end_ ? lo : 0;
+    std::uint64_t best = length_table::none;
+    for (std::uint64_t m = state; m; m &= m - 1)
+        best = std::min(best, lengths_->next(static_cast<std::uint32_t>(__builtin_ctzll(m)), from));
+    if (!anchored_start_) {
+        // The entry comes back after every character: a match may start at any later one.
+        const auto e0 = lengths_->first(0);
+        if (e0 != length_table::none)
+            best = std::min(best, std::max(from, e0 + 1));
+    }
+    if (!anchored_end_ && best != length_table::none)
+        best = std::max(best, lo);
+    return best;
+}
+
+bool pattern_regex::fits(std::uint64_t state, std::uint64_t lo, std::uint64_t hi) const noexcept {
+    if (state == 0 || lo > hi)
+        return false;
+    const auto k =
+        dfa_ ? lengths_->next(static_cast<std::uint32_t>(state), lo) : next_length(state, lo);
+    return k != length_table::none && k <= hi;
+}
+
+bool pattern_regex::can_step_within(std::uint64_t state, std::uint32_t cp_lo, std::uint32_t cp_hi,
+                                    std::uint64_t lo, std::uint64_t hi) const {
+    if (state == 0)
+        return false;
+    if (dfa_) {
+        for (const auto& e : dfa_->edges[static_cast<std::size_t>(state)])
+            if (e.lo <= cp_hi && cp_lo <= e.hi && fits(e.to, lo, hi))
+                return true;
+        return false;
+    }
+    if (state & sticky_match)
+        return lo <= hi;
+    // The state after a character holds at least one of these targets (and the entry of a
+    // search): completions of a set are those of its members, so one target that fits is enough.
+    for (std::uint64_t m = state; m; m &= m - 1) {
+        const auto k = static_cast<std::size_t>(__builtin_ctzll(m));
+        for (const auto& [cls, t] : moves_[k])
+            if (classes_[static_cast<std::size_t>(cls)].intersects(cp_lo, cp_hi) &&
+                fits(settle(1ULL << t), lo, hi))
+                return true;
+    }
+    return !anchored_start_ && fits(settle(0), lo, hi);
+}
+
+std::uint64_t pattern_regex::longest_first() const noexcept {
+    // A search also ends one character after the entry's shortest match at the latest.
+    return lengths_->longest_first() + (anchored_start_ ? 0 : 1);
 }
 
 } // namespace bitnet::model::constrain

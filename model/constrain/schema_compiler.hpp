@@ -134,6 +134,7 @@ private:
     std::map<std::string, std::uint32_t> refs_;
     std::vector<pending_ref> pending_;
     std::map<std::string, std::int32_t> regex_ids_; ///< a pattern is compiled once
+    std::size_t table_bytes_ = 0;                   ///< of the patterns' length tables
     std::map<std::string, std::int32_t> trie_ids_;  ///< one exclusion trie per name list
     std::uint32_t any_ = no_node;
     std::uint32_t nothing_ = no_node;
@@ -360,6 +361,9 @@ private:
     std::uint32_t number(const json::object& o, const std::string& path);
 
     std::int32_t regex_of(std::string_view pattern, const std::string& path, const char* kw);
+    /// Format `name`'s automaton in the grammar, and the length cap it implies.
+    std::int32_t format_of(const std::string& name, const std::string& path,
+                           std::uint32_t& max_length);
 
     std::uint32_t string(const json::object& o, const std::string& path);
 

@@ -217,7 +217,35 @@ std::int32_t compiler::regex_of(std::string_view pattern, const std::string& pat
             unsupported(kw, path, "(" + re.error().message + ")");
         return -1;
     }
+    // Each pattern's length table is the client's to size: the schema's are bounded together.
+    table_bytes_ += re->table_bytes();
+    if (table_bytes_ > limits::max_length_table_bytes) {
+        fail(limit_error("max_length_table_bytes", limits::max_length_table_bytes,
+                         "the length tables of the schema's patterns need more bytes than that"));
+        return -1;
+    }
     g_.regexes.push_back(std::move(*re));
+    const auto id = static_cast<std::int32_t>(g_.regexes.size() - 1);
+    regex_ids_.emplace(key, id);
+    return id;
+}
+
+std::int32_t compiler::format_of(const std::string& name, const std::string& path,
+                                 std::uint32_t& max_length) {
+    const auto fg = format_grammar(name);
+    if (!fg) {
+        unsupported("format", path, "\"" + excerpt(name) + "\"");
+        return -1;
+    }
+    if (!*fg) {
+        fail(fg->error());
+        return -1;
+    }
+    max_length = (*fg)->max_length;
+    const std::string key = "\0format:" + name; // no pattern starts with a NUL
+    if (auto it = regex_ids_.find(key); it != regex_ids_.end())
+        return it->second;
+    g_.regexes.push_back(*(*fg)->language); // shares the format's automaton
     const auto id = static_cast<std::int32_t>(g_.regexes.size() - 1);
     regex_ids_.emplace(key, id);
     return id;
@@ -231,22 +259,42 @@ std::uint32_t compiler::string(const json::object& o, const std::string& path) {
     const auto* f = o.if_contains("format");
     if (p && f)
         return unsupported("format", path, "beside \"pattern\"");
+    std::string what;
     if (p) {
         if (!p->is_string())
             return invalid(path, "pattern must be a string");
         n.regex = regex_of(p->get_string(), path, "pattern");
+        what = "pattern \"" + excerpt(std::string(p->get_string())) + "\"";
     }
     if (f) {
         if (!f->is_string())
             return invalid(path, "format must be a string");
-        const auto fg = format_grammar(f->get_string());
-        if (!fg)
-            return unsupported("format", path, "\"" + excerpt(std::string(f->get_string())) + "\"");
-        n.regex = regex_of(fg->pattern, path, "format");
-        if (fg->max_length > 0)
-            n.max_count = std::min(n.max_count, fg->max_length);
+        std::uint32_t cap = 0;
+        n.regex = format_of(std::string(f->get_string()), path, cap);
+        if (cap > 0)
+            n.max_count = std::min(n.max_count, cap);
+        what = "format \"" + excerpt(std::string(f->get_string())) + "\"";
     }
+    if (err_)
+        return nothing();
     n.count_cap = cap_of(0, n.min_count, n.max_count);
+    // The string is written only where some completion still fits both: a pattern or format
+    // that has no value within the lengths at all is the client's mistake, said now.
+    if (n.regex >= 0 && n.min_count <= n.max_count) {
+        const auto& re = g_.regexes[static_cast<std::size_t>(n.regex)];
+        const std::uint64_t hi = n.max_count == unbounded ? pattern_regex::no_cap : n.max_count;
+        if (!re.fits(re.start(), n.min_count, hi)) {
+            std::string bounds;
+            if (o.contains("minLength"))
+                bounds += "minLength " + std::to_string(n.min_count);
+            if (o.contains("maxLength"))
+                bounds += (bounds.empty() ? "" : " and ") + std::string("maxLength ") +
+                          std::to_string(n.max_count);
+            if (bounds.empty())
+                bounds = "its own length cap (" + std::to_string(n.max_count) + ")";
+            return invalid(path, what + " has no value whose length fits " + bounds);
+        }
+    }
     return add(std::move(n));
 }
 

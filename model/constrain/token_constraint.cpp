@@ -9,6 +9,8 @@
 #include <optional>
 #include <string_view>
 
+#include <time.h>
+
 namespace bitnet::model::constrain {
 
 namespace {
@@ -50,6 +52,7 @@ std::shared_ptr<const vocab_index> vocab_index::build(const tokenizer& tok) {
         if (piece.empty())
             continue;
         v->pieces[static_cast<std::size_t>(id)] = piece;
+        v->max_piece_bytes = std::max(v->max_piece_bytes, static_cast<std::uint32_t>(piece.size()));
         std::uint32_t at = 0;
         for (char ch : piece) {
             const auto b = static_cast<std::uint8_t>(ch);
@@ -82,6 +85,12 @@ compiled_constraint::~compiled_constraint() {
 
 namespace {
 
+std::int64_t thread_cpu_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
 error too_ambiguous() {
     return error{errc::invalid_argument,
                  "structured output: the schema is ambiguous here, with more than " +
@@ -96,7 +105,9 @@ error too_ambiguous() {
 struct compiled_constraint::walk_budget {
     std::uint64_t work = 0;
     std::uint64_t max_work = ~0ULL;
-    std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+    /// CPU time of the computing thread (a mask worker below the kernels' priority may wait for
+    /// a core: that is no work of the mask's).
+    std::int64_t deadline_ns = std::numeric_limits<std::int64_t>::max();
     const cancel_token* cancel = nullptr;
     std::uint32_t calls = 0;
     std::optional<error> stop;
@@ -113,7 +124,7 @@ struct compiled_constraint::walk_budget {
         else if ((++calls & 255) == 0) {
             if (cancel && cancel->cancelled.load(std::memory_order_relaxed))
                 stop = error{errc::cancelled, "structured output: the mask was cancelled"};
-            else if (std::chrono::steady_clock::now() > deadline)
+            else if (thread_cpu_ns() > deadline_ns)
                 stop = error{errc::invalid_argument,
                              "structured output: the allowed tokens of this state took more than " +
                                  std::to_string(limits::max_mask_ms) +
@@ -164,7 +175,7 @@ result<token_mask> compiled_constraint::mask_within_budget(const byte_matcher& m
     token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
     walk_budget b;
     b.max_work = limits::max_mask_steps;
-    b.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limits::max_mask_ms);
+    b.deadline_ns = thread_cpu_ns() + limits::max_mask_ms * 1'000'000;
     b.cancel = cancel;
     if (!m.dead())
         walk(0, m, mask, b);
@@ -188,9 +199,13 @@ token_mask compiled_constraint::mask_by_scan(const byte_matcher& m) const {
     return mask;
 }
 
+std::shared_ptr<const token_mask> compiled_constraint::cached_mask(const byte_matcher& m) const {
+    return mask_cache::shared().find(id_, mask_key(m), false);
+}
+
 result<std::shared_ptr<const token_mask>>
 compiled_constraint::mask_for(const byte_matcher& m, const cancel_token* cancel) const {
-    const auto key = m.key();
+    const auto key = mask_key(m);
     auto& cache = mask_cache::shared();
     if (auto hit = cache.find(id_, key))
         return hit;

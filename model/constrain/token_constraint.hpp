@@ -44,6 +44,7 @@ struct vocab_index {
     std::vector<std::string> pieces; ///< per id; empty = never emitted as text (control tokens)
     std::vector<std::int32_t> eog;
     std::int32_t n_vocab = 0;
+    std::uint32_t max_piece_bytes = 0; ///< the longest piece (byte_matcher::mask_key)
 
     [[nodiscard]] static std::shared_ptr<const vocab_index> build(const tokenizer& tok);
 };
@@ -65,6 +66,12 @@ public:
     /// budget (`param` names the limit), or `cancel` was set (errc::cancelled).
     [[nodiscard]] result<std::shared_ptr<const token_mask>>
     mask_for(const byte_matcher& m, const cancel_token* cancel = nullptr) const;
+    /// The mask cache's key of state `m`: states with one key have one mask.
+    [[nodiscard]] std::string mask_key(const byte_matcher& m) const {
+        return m.mask_key(g_, vocab_->max_piece_bytes);
+    }
+    /// The mask of state `m` if the cache has it (null otherwise); computes nothing.
+    [[nodiscard]] std::shared_ptr<const token_mask> cached_mask(const byte_matcher& m) const;
     /// The same mask by the trie walk, uncached and with the same budget.
     [[nodiscard]] result<token_mask> mask_within_budget(const byte_matcher& m,
                                                         const cancel_token* cancel) const;
@@ -103,6 +110,9 @@ public:
     [[nodiscard]] bool complete() const { return m_.complete(c_->rules()); }
     [[nodiscard]] bool dead() const noexcept { return m_.dead(); }
     [[nodiscard]] const byte_matcher& state() const noexcept { return m_; }
+    [[nodiscard]] const std::shared_ptr<const compiled_constraint>& compiled() const noexcept {
+        return c_;
+    }
 
 private:
     std::shared_ptr<const compiled_constraint> c_;

@@ -1,16 +1,24 @@
 // In-tree mutation fuzzer for structured output: JSON Schemas (the official test suite's, the
 // abuse table's, and a few everyday ones) mutated byte by byte (with a dictionary of schema
 // keywords) and structurally (wrapped in anyOf, $defs/$ref, arrays, required properties), then
-// compiled and walked with random bytes through the byte matcher. Properties checked per case:
-// no crash (ASan in CI), the compile ends within its budget or with a clean error, every step
-// and the case within a time and memory bound, and every value the matcher completes is written
-// to OUT (JSON lines) for tests/fuzz/check_schema_outputs.py to validate with an independent
-// JSON Schema validator.
-// Usage: fuzz_schema SECONDS SEED OUT [SUITE_DIR]; exits non-zero on a broken property.
+// compiled and walked with random bytes through the byte matcher, and (every third schema) with
+// random tokens through both real tokenizers, each token drawn uniformly among those the mask
+// allows (temperature 1 over equal logits: the widest sampling can be). Properties checked per
+// case: no crash (ASan in CI), the compile ends within its budget or with a clean error, every
+// step and the case within a time and memory bound, and every value the matcher completes (a
+// token walk: ended with an end-of-generation token) is written to OUT (JSON lines) for
+// tests/fuzz/check_schema_outputs.py to validate with an independent JSON Schema validator,
+// formats asserted.
+// Usage: fuzz_schema SECONDS SEED OUT [SUITE_DIR [MODEL_GGUF LLAMA3_TOKENIZER_JSON]]; exits
+// non-zero on a broken property.
 #include "byte_mutator.hpp"
 #include "model/constrain/byte_matcher.hpp"
 #include "model/constrain/json_schema.hpp"
 #include "model/constrain/limits.hpp"
+#include "model/constrain/token_constraint.hpp"
+#include "model/gguf/gguf_reader.hpp"
+#include "model/tokenizer/tokenizer.hpp"
+#include "tools/hf_tokenizer_import.hpp"
 
 #include <boost/json.hpp>
 
@@ -44,6 +52,19 @@ std::vector<std::string> table_schemas() {
         R"({"type":"string","format":"date-time"})",
         R"({"type":"string","pattern":"^(a|b)*c{2,3}[^x-z]$"})",
         R"({"type":"array","prefixItems":[{"type":"boolean"},{"const":3}],"items":{"type":"number"}})",
+        R"({"type":"string","format":"date"})",
+        R"({"type":"string","format":"time"})",
+        R"({"type":"string","format":"email"})",
+        R"({"type":"string","format":"email","maxLength":20})",
+        R"({"type":"string","format":"hostname"})",
+        R"({"type":"string","format":"hostname","minLength":70,"maxLength":90})",
+        R"({"type":"string","format":"uri","maxLength":30})",
+        R"({"type":"string","format":"ipv6"})",
+        R"({"type":"string","format":"ipv4"})",
+        R"({"type":"string","format":"uuid"})",
+        R"({"type":"string","pattern":"^[a-z]+@x\\.io$","maxLength":10})",
+        R"({"type":"string","pattern":"^(ab)+$","minLength":5,"maxLength":9})",
+        R"({"type":"object","properties":{"when":{"type":"string","format":"date-time"},"host":{"type":"string","format":"hostname","maxLength":12}},"required":["when","host"],"additionalProperties":false})",
     };
     std::string defs;
     for (int i = 0; i < 12; ++i)
@@ -134,16 +155,74 @@ walk_result walk(const grammar& g, std::mt19937_64& rng, std::size_t max_bytes) 
     return out;
 }
 
+/// A random walk of at most `max_tokens` tokens, each drawn uniformly among those the mask
+/// allows; complete when it drew an end-of-generation token. Stops early past `until`.
+walk_result token_walk(const std::shared_ptr<const compiled_constraint>& c, std::mt19937_64& rng,
+                       std::size_t max_tokens, clk::time_point until) {
+    walk_result out;
+    token_constraint tc(c);
+    const auto& v = c->vocab();
+    for (std::size_t n = 0; n < max_tokens && clk::now() < until; ++n) {
+        auto mask = tc.allowed();
+        if (!mask)
+            return out; // past a mask budget: a clean error, not a value
+        std::vector<std::int32_t> ids;
+        for (std::int32_t id = 0; id < v.n_vocab; ++id)
+            if (mask_has(**mask, id))
+                ids.push_back(id);
+        if (ids.empty()) {
+            out.dead_end = true;
+            return out;
+        }
+        const auto id = ids[rng() % ids.size()];
+        if (std::find(v.eog.begin(), v.eog.end(), id) != v.eog.end()) {
+            out.complete = tc.complete();
+            return out;
+        }
+        if (!tc.accept(id)) {
+            out.dead_end = true;
+            return out;
+        }
+        out.text += v.pieces[static_cast<std::size_t>(id)];
+    }
+    return out;
+}
+
+/// The real tokenizers the token walks use: the default model's and Llama-3's (when given).
+std::vector<std::pair<std::string, model::tokenizer>> load_tokenizers(int argc, char** argv) {
+    std::vector<std::pair<std::string, model::tokenizer>> out;
+    if (argc <= 6)
+        return out;
+    if (auto f = model::gguf_file::open(argv[5]))
+        if (auto v = model::read_tokenizer_vocab(*f))
+            if (auto t = model::tokenizer::create(*v))
+                out.emplace_back("default", std::move(*t));
+    // Its end-of-generation ids come from the tokenizer_config.json beside it.
+    std::string config = argv[6];
+    if (const auto at = config.rfind("tokenizer.json"); at != std::string::npos)
+        config.replace(at, std::string("tokenizer.json").size(), "tokenizer_config.json");
+    if (auto v = tools::import_hf_tokenizer_file(argv[6], config))
+        if (auto t = model::tokenizer::create(*v))
+            out.emplace_back("llama3", std::move(*t));
+    if (out.size() != 2)
+        std::cerr << "fuzz_schema: a tokenizer did not load; token walks use " << out.size()
+                  << "\n";
+    return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     if (argc < 4) {
-        std::cerr << "usage: fuzz_schema SECONDS SEED OUT [SUITE_DIR]\n";
+        std::cerr << "usage: fuzz_schema SECONDS SEED OUT [SUITE_DIR [MODEL_GGUF "
+                     "LLAMA3_TOKENIZER_JSON]]\n";
         return 2;
     }
     const double seconds = std::stod(argv[1]);
     const std::uint64_t seed = std::stoull(argv[2]);
     std::ofstream out(argv[3]);
+    const auto tokenizers = load_tokenizers(argc, argv);
+    std::uint64_t token_walks = 0, token_values = 0;
     auto pool_text = table_schemas();
     for (auto& s : suite_schemas(argc > 4 ? argv[4] : ""))
         pool_text.push_back(std::move(s));
@@ -206,6 +285,22 @@ int main(int argc, char** argv) {
                 ++outputs;
             }
         }
+        // Every third schema also through a real tokenizer (alternating), within half the case's
+        // bound: a mask per token over a 128k vocabulary costs far more than a byte.
+        if (!tokenizers.empty() && compiled % 3 == 1) {
+            const auto& [name, tok] = tokenizers[(compiled / 3) % tokenizers.size()];
+            auto c = schema_cache::shared().get(text, tok);
+            if (c) {
+                ++token_walks;
+                const auto r = token_walk(*c, rng, 48, t0 + case_limit / 2);
+                if (r.complete && !r.text.empty()) {
+                    json::object line{{"schema", text}, {"instance", r.text}, {"via", name}};
+                    out << json::serialize(line) << "\n";
+                    ++outputs;
+                    ++token_values;
+                }
+            }
+        }
         if (clk::now() - t0 > case_limit) {
             std::cerr << "fuzz_schema: a case took past its bound (seed " << seed << ", case "
                       << cases << "): " << text.substr(0, 400) << "\n";
@@ -219,6 +314,7 @@ int main(int argc, char** argv) {
     }
     std::cout << "fuzz_schema: " << cases << " schemas in " << seconds << " s (seed " << seed
               << "): " << compiled << " compiled, " << refused << " refused cleanly, " << outputs
-              << " values written, " << dead_ends << " walks ended in a dead end\n";
+              << " values written (" << token_values << " from " << token_walks << " token walks), "
+              << dead_ends << " walks ended in a dead end\n";
     return 0;
 }

@@ -1,0 +1,155 @@
+// Sampling under a schema's mask in the executor's step: token masks from the cache, or from the
+// mask worker (model/constrain/mask_worker.hpp), which computes a missing one while the forward
+// pass runs. The step waits for its sequences' masks max_step_mask_ms in all after the pass; a
+// sequence whose mask is still not ready has its sample deferred (its logits row kept, the batcher
+// plans a resume_sample chunk) instead of holding every other sequence's token. A worker that is
+// truly stuck still stops the step: past its own budget a mask is waited for without end, so the
+// step's watchdog sees it.
+#include "actors/executor/executor_internal.hpp"
+#include "messages/errors.hpp"
+
+namespace bitnet::actors::executor_detail {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// A step with no forward pass (only deferred samples) waits this long for one of its masks:
+/// nobody else waits on it, and waiting less would only send the next such step sooner.
+constexpr auto idle_mask_wait = std::chrono::milliseconds(50);
+
+/// A mask under way this long in wall time is stuck: its own budget (limits::max_mask_ms) is CPU
+/// time, which a worker below the kernels' priority may take a while to get on a busy machine,
+/// so the bound is generous, and still half of the default step_timeout_ms.
+constexpr auto stuck_after = std::chrono::milliseconds(15 * model::constrain::limits::max_mask_ms);
+
+/// How often a long wait for a mask looks at the executor's cancel flag.
+constexpr auto cancel_check = std::chrono::milliseconds(100);
+
+/// Generated tokens the constraint has still to take (a sequence re-prefilled after a
+/// preemption replays them once its whole prefix is back).
+void catch_up(seq_state& s) {
+    auto& con = *s.constraint;
+    const auto from = s.tokens.size() - std::min<std::size_t>(s.replay, s.tokens.size());
+    for (auto i = from; i < s.tokens.size(); ++i)
+        (void)con.accept(s.tokens[i]);
+    s.replay = 0;
+}
+
+/// Until when `j` is waited for in this step.
+clock::time_point wait_for(const executor_state& st, const model::constrain::mask_worker::job& j) {
+    if (auto started = j.started(); started && clock::now() - *started > stuck_after)
+        return clock::time_point::max();
+    // A mask asked for in an earlier step has had its wait there; it is taken when ready.
+    if (j.queued() < st.step_start && st.step_has_pass)
+        return clock::now();
+    return st.mask_deadline;
+}
+
+} // namespace
+
+void prefetch_masks(executor_state& st, const msg::step_batch& batch) {
+    for (const auto& c : batch.chunks) {
+        if (!c.part.want_logits)
+            continue;
+        auto it = st.seqs.find(c.part.seq);
+        if (it == st.seqs.end() || !it->second.constraint)
+            continue;
+        auto& s = it->second;
+        // A replay waits for the chunk's tokens (masked_row asks then); a job already asked for
+        // is for this same state (it is dropped whenever the constraint takes a token).
+        if (s.replay > 0 || s.mask_job)
+            continue;
+        const auto& con = *s.constraint;
+        if (!con.compiled()->cached_mask(con.state()))
+            s.mask_job = st.masks->submit(con.compiled(), con.state());
+    }
+}
+
+void set_mask_deadline(executor_state& st) {
+    st.mask_deadline =
+        clock::now() + (st.step_has_pass
+                            ? std::chrono::milliseconds(model::constrain::limits::max_step_mask_ms)
+                            : std::chrono::milliseconds(idle_mask_wait));
+}
+
+result<std::optional<std::span<const float>>> masked_row(executor_state& st, seq_state& s,
+                                                         std::span<const float> row) {
+    auto& con = *s.constraint;
+    if (s.replay > 0)
+        catch_up(s);
+    auto mask = con.compiled()->cached_mask(con.state());
+    if (!mask) {
+        if (!s.mask_job)
+            s.mask_job = st.masks->submit(con.compiled(), con.state());
+        auto& j = *s.mask_job;
+        // In slices, so a wait without end still ends when the executor is replaced.
+        const auto until = wait_for(st, j);
+        while (!j.wait_until(std::min(until, clock::now() + cancel_check))) {
+            if (st.cancel && st.cancel->cancelled.load()) {
+                st.masks->cancel();
+                return error{errc::cancelled, "structured output: the mask was cancelled",
+                             "response_format"};
+            }
+            if (clock::now() >= until)
+                return std::optional<std::span<const float>>{};
+        }
+        const auto& m = j.mask();
+        if (!m)
+            return error{m.error().value() == errc::cancelled ? errc::cancelled
+                                                              : errc::invalid_argument,
+                         m.error().message, "response_format"};
+        mask = *m;
+    }
+    const bool any = model::constrain::apply_mask(*mask, row, st.masked);
+    if (!any)
+        return error{errc::invalid_argument,
+                     "structured output: no token can continue the JSON value here",
+                     "response_format"};
+    return std::optional<std::span<const float>>(std::span<const float>(st.masked));
+}
+
+result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
+                         std::span<const float> logits, msg::step_result& out) {
+    if (s.constraint) {
+        auto m = masked_row(st, s, logits);
+        if (!m)
+            return m.error();
+        if (!*m) {
+            if (s.pending_row.data() != logits.data())
+                s.pending_row.assign(logits.begin(), logits.end());
+            out.deferred.push_back(seq);
+            return false;
+        }
+        logits = **m;
+    }
+    auto smp = s.sampler.sample(logits, s.tokens);
+    if (!smp)
+        return smp.error();
+    if (s.constraint) {
+        (void)s.constraint->accept(smp->token);
+        s.mask_job.reset(); // it was for the state before the token
+        std::vector<float>().swap(s.pending_row);
+    }
+    msg::sampled_token t{seq, smp->token, smp->logprob, {}, {}};
+    for (const auto& alt : smp->top_logprobs) {
+        t.top_tokens.push_back(alt.token);
+        t.top_logprobs.push_back(alt.logprob);
+    }
+    // The sampled token joins s.tokens when it comes back as the next chunk.
+    out.samples.push_back(std::move(t));
+    return true;
+}
+
+result<void> resume_sample(executor_state& st, const msg::step_chunk& c, msg::step_result& out) {
+    auto it = st.seqs.find(c.part.seq);
+    if (it == st.seqs.end() || it->second.pending_row.empty())
+        return error{errc::internal,
+                     "no deferred sample to resume for seq " + std::to_string(c.part.seq)};
+    auto& s = it->second;
+    if (auto r = sample_into(st, s, c.part.seq, s.pending_row, out); !r)
+        return r.error();
+    return {};
+}
+
+} // namespace bitnet::actors::executor_detail
