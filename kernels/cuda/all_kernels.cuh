@@ -10,4 +10,5 @@
 #include "kernels/cuda/quantize.cuh"
 #include "kernels/cuda/rope.cuh"
 #include "kernels/cuda/rope_kv.cuh"
+#include "kernels/cuda/sample.cuh"
 #include "kernels/cuda/ternary_gemm.cuh"

@@ -205,6 +205,58 @@ struct embed_args {
     std::uint32_t ldx = 0;
 };
 
+/// One row's sampling on the device (sample.cuh): model::sampling_params' chain with the CPU
+/// sampler's semantics and order (repetition penalty, top-k, top-p, min-p, temperature, one draw),
+/// preceded by what the CPU sampler does not have: a logit bias, then OpenAI's presence and
+/// frequency penalties after the repetition penalty (logit -= presence · (count > 0) +
+/// frequency · count). `uniform` is the row's draw in [0, 1), taken on the host from the
+/// sequence's own RNG (model::sampler::take_uniform), so seeded sampling continues the same
+/// stream whichever side samples. The tokens a penalty or bias touches are entries
+/// [adjust_begin, adjust_end) of sample_args::adjust.
+struct sample_row_params {
+    float temperature = 0.0f; ///< 0: greedy
+    std::int32_t top_k = 0;
+    float top_p = 1.0f;
+    float min_p = 0.0f;
+    float repetition_penalty = 1.0f;
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    double uniform = 0.0;
+    std::uint32_t adjust_begin = 0;
+    std::uint32_t adjust_end = 0;
+};
+/// A distinct token of a row's penalties and bias.
+struct sample_adjust {
+    std::int32_t token = 0;
+    std::uint32_t count = 0;     ///< occurrences, for the presence and frequency penalties
+    std::uint32_t in_window = 0; ///< 1: in the repetition penalty's window (repeat_last_n)
+    float bias = 0.0f;           ///< added to the logit before any penalty
+};
+/// What the device sampled for a row: the token, its logprob (the log-softmax of the penalised,
+/// temperature-free row, as model::sampler reports it), and a status: 0 ok; 1 a NaN logit (the
+/// lowest such id in `detail`); 2 the row's maximum is not finite.
+struct sample_result {
+    std::int32_t token = 0;
+    float logprob = 0.0f;
+    std::int32_t status = 0;
+    std::int32_t detail = 0;
+};
+/// Samples n_rows rows: row i from logits row logits_row[i] (or i), with params[i]. work (floats)
+/// and keys (the sort's, n_pow2 = the next power of two ≥ n_vocab) are [n_rows] scratch rows.
+struct sample_args {
+    const float* logits = nullptr;
+    std::uint32_t ldl = 0;
+    std::uint32_t n_vocab = 0;
+    std::uint32_t n_rows = 0;
+    const std::int32_t* logits_row = nullptr;
+    const sample_row_params* params = nullptr;
+    const sample_adjust* adjust = nullptr;
+    float* work = nullptr;
+    std::uint64_t* keys = nullptr;
+    std::uint32_t n_pow2 = 0;
+    sample_result* out = nullptr;
+};
+
 /// Every kernel, for the launch tables of the device and of the simulation (ops.hpp).
 #define BITNET_CUDA_KERNELS(X)                                                                     \
     X(rms_norm)                                                                                    \
@@ -218,6 +270,7 @@ struct embed_args {
     X(add)                                                                                         \
     X(norm_quantize)                                                                               \
     X(rope_kv)                                                                                     \
-    X(embed)
+    X(embed)                                                                                       \
+    X(sample)
 
 } // namespace bitnet::kernels::cuda

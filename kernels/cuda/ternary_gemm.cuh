@@ -205,11 +205,6 @@ struct ternary_gemm_tiled_kernel {
     static BITNET_DEVICE void body(const block& b, const args& a) {
         BITNET_SHARED std::uint32_t w_s[tile_rows][padded_words];
         BITNET_SHARED std::int32_t q_s[tile_tokens][chunk_q_words];
-#if defined(__CUDACC__)
-        __shared__ bool last_block;
-#else
-        bool last_block = false; // (g++ cannot see that thread 0's phase always writes it)
-#endif
         const std::uint32_t words = a.cols / ternary_gpu_word_cols;
         const std::uint32_t chunks = words / chunk_words;
         const std::uint32_t split = b.x() % a.splits;
@@ -273,6 +268,20 @@ struct ternary_gemm_tiled_kernel {
             });
             return;
         }
+        meet_split(b, a, acc, row_tile, each_output);
+    }
+
+    /// Split-K's end: the block adds its sums into the tile's workspace; the tile's last block to
+    /// arrive turns them into the outputs and leaves the workspace zeroed.
+    template <class EachOutput>
+    static BITNET_DEVICE void meet_split(const block& b, const args& a,
+                                         per_thread<std::int32_t> (&acc)[tokens_per_thread],
+                                         std::uint32_t row_tile, EachOutput each_output) {
+#if defined(__CUDACC__)
+        __shared__ bool last_block;
+#else
+        bool last_block = false; // (g++ cannot see that thread 0's phase always writes it)
+#endif
         const std::uint32_t tile = b.y() * row_tiles(a.rows) + row_tile;
         std::int32_t* sums = a.split_sums + static_cast<std::size_t>(tile) * tile_outputs;
         b.threads([&](unsigned t) {
