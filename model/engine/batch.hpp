@@ -63,6 +63,10 @@ struct seq_chunk {
 /// only the token (and its logprob) comes back instead of a row of n_vocab logits. The device
 /// sampler equals model::sampler for the same row, settings and draw (kernels/cuda/sample.cuh).
 struct device_sample {
+    /// The most distinct tokens one row's penalty window, counted tokens and bias may touch
+    /// together (the engine's staging holds this many per row; more is refused).
+    static constexpr std::uint32_t max_adjusted_tokens = 1024;
+
     std::size_t chunk = 0;  ///< index of the chunk in the step's batch
     sampling_params params; ///< n_logprobs must be 0 (alternatives are host work)
     double uniform = 0.0;   ///< the draw, model::sampler::take_uniform(), when not greedy

@@ -13,7 +13,7 @@ namespace bitnet::model {
 
 /// The most distinct tokens one row's penalties and bias may touch (the window, the counted
 /// tokens and the bias together): the staging buffers hold this many per sampled row.
-inline constexpr std::uint32_t max_adjusted_tokens = 1024;
+inline constexpr std::uint32_t max_adjusted_tokens = device_sample::max_adjusted_tokens;
 
 /// An upper bound on the distinct tokens `s` touches (what step_sampled checks against
 /// max_adjusted_tokens before anything runs).
