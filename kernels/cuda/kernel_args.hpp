@@ -224,6 +224,9 @@ struct sample_row_params {
     double uniform = 0.0;
     std::uint32_t adjust_begin = 0;
     std::uint32_t adjust_end = 0;
+    /// 0: the logprob is not delivered (model::sampling_params::report_logprob), so its sum over
+    /// the vocabulary is skipped and sample_result::logprob is 0.
+    std::uint32_t want_logprob = 1;
 };
 /// A distinct token of a row's penalties and bias.
 struct sample_adjust {

@@ -286,9 +286,16 @@ struct sample_kernel {
     }
 
     /// 4. The logprob of `token` (log_normalizer, then logprob_of), written with the result.
-    static BITNET_DEVICE void finish(const block& b, const args& a, const float* z,
-                                     std::uint32_t token, state& s) {
+    static BITNET_DEVICE void finish(const block& b, const args& a, const sample_row_params& p,
+                                     const float* z, std::uint32_t token, state& s) {
         const std::uint32_t n = a.n_vocab;
+        if (p.want_logprob == 0) {
+            b.threads([&](unsigned t) {
+                if (t == 0)
+                    a.out[b.x()] = {static_cast<std::int32_t>(token), 0.0f, 0, 0};
+            });
+            return;
+        }
         const double z_max = s.z_max;
         auto e = [&](std::uint32_t i) { return exp_of(static_cast<double>(z[i]) - z_max); };
         block_sum(b, n, e, s.scan);
@@ -331,7 +338,7 @@ struct sample_kernel {
         }
         const std::uint32_t token =
             p.temperature == 0.0f ? s.argmax : sample_token(b, a, p, z, keys, s);
-        finish(b, a, z, token, s);
+        finish(b, a, p, z, token, s);
     }
 };
 

@@ -67,9 +67,11 @@ struct device_sample {
     /// together (the engine's staging holds this many per row; more is refused).
     static constexpr std::uint32_t max_adjusted_tokens = 1024;
 
-    std::size_t chunk = 0;  ///< index of the chunk in the step's batch
-    sampling_params params; ///< n_logprobs must be 0 (alternatives are host work)
-    double uniform = 0.0;   ///< the draw, model::sampler::take_uniform(), when not greedy
+    std::size_t chunk = 0; ///< index of the chunk in the step's batch
+    /// n_logprobs must be 0 (alternatives are host work); without report_logprob the logprob
+    /// is not computed (device_sampled::logprob 0)
+    sampling_params params;
+    double uniform = 0.0; ///< the draw, model::sampler::take_uniform(), when not greedy
     /// The sequence's recent tokens, oldest first: the repetition penalty's window is their last
     /// params.repeat_last_n (all with -1), as model::sampler::sample's `recent`.
     std::vector<std::int32_t> recent;

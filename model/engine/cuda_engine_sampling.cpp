@@ -40,6 +40,7 @@ cuda::sample_row_params device_sample_row(const device_sample& s, std::uint32_t 
     r.presence_penalty = s.presence_penalty;
     r.frequency_penalty = s.frequency_penalty;
     r.uniform = s.uniform;
+    r.want_logprob = p.report_logprob ? 1 : 0;
     // Ordered by id so that the list, and with it the device's writes, do not depend on the
     // order the tokens came in.
     std::map<std::int32_t, cuda::sample_adjust> by_token;
@@ -70,6 +71,7 @@ cuda::sample_row_params device_sample_row(const device_sample& s, std::uint32_t 
 cuda::sample_row_params greedy_sample_row(std::uint32_t at) {
     cuda::sample_row_params r;
     r.temperature = 0.0f;
+    r.want_logprob = 0;
     r.adjust_begin = at;
     r.adjust_end = at;
     return r;

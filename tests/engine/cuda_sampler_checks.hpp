@@ -205,6 +205,35 @@ inline void check_sampler_penalties_and_bias(kc::ops& o, bool exact) {
     }
 }
 
+/// Without report_logprob the device skips the logprob's sum over the vocabulary: the same
+/// tokens, and 0 for the logprob.
+inline void check_sampler_without_logprob(kc::ops& o) {
+    const std::uint32_t n_vocab = 1000;
+    const std::vector<float> z = sampler_rows(3, n_vocab, 17);
+    for (const float t : {0.0f, 0.8f}) {
+        model::sampling_params p;
+        p.temperature = t;
+        p.top_k = 30;
+        p.seed = 5;
+        p.report_logprob = false;
+        auto cpu = model::sampler::create(p).value();
+        auto twin = model::sampler::create(p).value();
+        std::vector<model::device_sample> reqs(3);
+        for (auto& r : reqs) {
+            r.params = p;
+            r.uniform = t != 0.0f ? twin.take_uniform() : 0.0;
+        }
+        const auto got = device_draw(o, z, n_vocab, reqs);
+        for (std::uint32_t r = 0; r < 3; ++r) {
+            const auto want =
+                cpu.sample(std::span<const float>(z.data() + std::size_t{r} * n_vocab, n_vocab));
+            REQUIRE(want);
+            CHECK(got[r].token == want->token);
+            CHECK(got[r].logprob == 0.0f);
+        }
+    }
+}
+
 /// A NaN logit and a row without a finite maximum: refused as model::sampler refuses them.
 inline void check_sampler_refusals(kc::ops& o) {
     const std::uint32_t n_vocab = 40;

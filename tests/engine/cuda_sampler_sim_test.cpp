@@ -21,6 +21,11 @@ TEST_CASE("cuda_sim device sampler: presence and frequency penalties and logit b
     cuda::check_sampler_penalties_and_bias(*o, true);
 }
 
+TEST_CASE("cuda_sim device sampler without report_logprob: the same tokens, no logprob") {
+    const auto o = kernels::cuda::make_simulated_ops();
+    cuda::check_sampler_without_logprob(*o);
+}
+
 TEST_CASE("cuda_sim device sampler refuses NaN and infinite rows as model::sampler does") {
     const auto o = kernels::cuda::make_simulated_ops();
     cuda::check_sampler_refusals(*o);
