@@ -23,6 +23,7 @@
 #include "kernels/cpu_features.hpp"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/parallel.hpp"
+#include "model/engine/cuda/cuda_engine.hpp"
 #include "model/engine/engine.hpp"
 #include "model/engine/placement/engine_placement.hpp"
 #include "model/engine/model_config.hpp"
@@ -87,9 +88,16 @@ std::vector<std::int32_t> random_tokens(std::size_t n, std::uint32_t n_vocab, st
 /// N sequences with a short prompt each, then `steps` decode steps of all N together.
 /// Returns decode tokens/s (all sequences).
 /// With `greedy_only` the decode chunks ask for their greedy token alone (the screen's rows, when
-/// the engine keeps one: --greedy-screen).
+/// the engine keeps one: --greedy-screen). An engine that samples on its device (the CUDA
+/// engine) draws the greedy tokens there, as the server has it do: only token ids come back.
 double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t steps,
                            bool greedy_only = false) {
+    const bool on_device = e.samples_on_device() && !greedy_only;
+    std::vector<model::device_sample> samples(on_device ? n_seq : 0);
+    for (std::size_t s = 0; s < samples.size(); ++s) {
+        samples[s].chunk = s;
+        samples[s].params.temperature = 0.0f;
+    }
     const std::uint32_t n_vocab = e.config().n_vocab;
     std::vector<model::seq_chunk> batch;
     for (std::size_t s = 0; s < n_seq; ++s)
@@ -111,15 +119,19 @@ double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t step
     }
     const auto t0 = clock_type::now();
     for (std::size_t i = 0; i < steps; ++i) {
-        auto out = e.step(batch);
+        auto out = on_device ? e.step_sampled(batch, samples) : e.step(batch);
         if (!out) {
             std::fprintf(stderr, "decode failed: %s\n", out.error().to_string().c_str());
             std::exit(1);
         }
         for (std::size_t s = 0; s < n_seq; ++s) {
-            const auto row = out->row(s, n_vocab);
-            batch[s].tokens = {
-                static_cast<std::int32_t>(std::max_element(row.begin(), row.end()) - row.begin())};
+            if (on_device) {
+                batch[s].tokens = {out->sampled[s].token};
+            } else {
+                const auto row = out->row(s, n_vocab);
+                batch[s].tokens = {static_cast<std::int32_t>(
+                    std::max_element(row.begin(), row.end()) - row.begin())};
+            }
             batch[s].pos0 += 1;
         }
     }
@@ -127,6 +139,30 @@ double decode_tokens_per_s(model::engine& e, std::size_t n_seq, std::size_t step
     for (const auto& c : batch)
         e.release(c.seq);
     return static_cast<double>(n_seq * steps) / dt;
+}
+
+/// The CUDA engine's launches per decode step (the fused plan; on a device one graph replays it)
+/// at 1 and `most` sequences, and the memory it holds on each side. Nothing for other engines.
+void print_cuda_launches(model::engine& e, std::size_t most) {
+    const auto* ce = dynamic_cast<const model::cuda_engine*>(&e);
+    if (ce == nullptr)
+        return;
+    for (std::size_t n : {std::size_t{1}, most}) {
+        decode_tokens_per_s(e, n, 2);
+        const auto& st = ce->last_step();
+        std::printf("launches per decode step, %zu sequence(s): %llu kernels in %llu graph "
+                    "launch(es) (%s, %u rows)\n",
+                    n, static_cast<unsigned long long>(st.kernels),
+                    static_cast<unsigned long long>(st.graphs),
+                    st.replayed ? "a recorded plan replayed" : "launched one by one", st.rows);
+    }
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("device memory allocated at load: %.1f MiB; host: embedding %.1f MiB, peak RSS "
+                "%.1f MiB\n",
+                static_cast<double>(ce->device_bytes()) / 1048576.0,
+                static_cast<double>(ce->host_bytes()) / 1048576.0,
+                static_cast<double>(ru.ru_maxrss) / 1024.0);
 }
 
 double prefill_tokens_per_s(model::engine& e, std::size_t n_tokens) {
@@ -485,6 +521,7 @@ int main(int argc, char** argv) {
         fig.prefill_tokens = prefill;
         fig.prefill_tps = median(pf);
     }
+    print_cuda_launches(e, batches.empty() ? 1 : *std::max_element(batches.begin(), batches.end()));
     if (where->kind != "cpu") {
         // The CPU's ceilings say nothing of a device: the device's own bandwidth instead.
         const double bytes = static_cast<double>(e.bytes_per_decode_token());

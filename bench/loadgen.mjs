@@ -6,7 +6,9 @@
 //
 //   node bench/loadgen.mjs --port 8080 --concurrency 1,8,32,64,128 --max-tokens 100
 //        [--rounds 1] [--prompt-tokens 16] [--route /v1/inference/stream] [--warmup 1]
-//        [--json FILE]
+//        [--json FILE] [--ignore-eos 1] [--temperature 0]
+// --ignore-eos 1 sends "ignore_eos": true, so that streams run to max_tokens; the `exact` column
+// counts the streams that got exactly max_tokens tokens (all of them, when the server honours it).
 //
 // Each level starts `concurrency` clients at once; each client sends `rounds` requests one after
 // the other (greedy, prompt = token ids so every level does the same work). The level's wall time
@@ -19,7 +21,7 @@ function parseArgs(argv) {
     const a = {
         host: '127.0.0.1', port: 8080, concurrency: [1, 8, 32, 64, 128], maxTokens: 100,
         rounds: 1, promptTokens: 16, route: '/v1/inference/stream', warmup: 1, json: '',
-        vocab: 500, timeoutMs: 600000,
+        vocab: 500, timeoutMs: 600000, ignoreEos: false, temperature: 0,
     };
     for (let i = 2; i < argv.length; i += 2) {
         const k = argv[i], v = argv[i + 1];
@@ -34,6 +36,8 @@ function parseArgs(argv) {
         else if (k === '--json') a.json = v;
         else if (k === '--vocab') a.vocab = Number(v);
         else if (k === '--timeout-ms') a.timeoutMs = Number(v);
+        else if (k === '--ignore-eos') a.ignoreEos = v === '1' || v === 'true';
+        else if (k === '--temperature') a.temperature = Number(v);
         else { console.error(`unknown flag ${k}`); process.exit(2); }
     }
     return a;
@@ -63,8 +67,9 @@ async function level(a, c) {
     const itl = ok.flatMap((r) => r.gaps).sort((x, y) => x - y);
     const finishes = {};
     for (const r of ok) finishes[r.finish] = (finishes[r.finish] || 0) + 1;
+    const exact = ok.filter((r) => r.tokens === a.maxTokens).length;
     return {
-        concurrency: c, requests: results.length, ok: ok.length, errors, finishes, wall_s: wall,
+        concurrency: c, requests: results.length, ok: ok.length, exact, errors, finishes, wall_s: wall,
         tokens, tokens_per_s: tokens / wall,
         ttft_ms: { p50: pct(ttft, 0.5), p90: pct(ttft, 0.9), p99: pct(ttft, 0.99) },
         itl_ms: { p50: pct(itl, 0.5), p90: pct(itl, 0.9), p99: pct(itl, 0.99) },
@@ -75,15 +80,17 @@ async function level(a, c) {
 const a = parseArgs(process.argv);
 for (let w = 0; w < a.warmup; ++w) await level(a, 1); // page the weights in
 console.log(`# loadgen: ${a.route} on ${a.host}:${a.port}, ${a.promptTokens}-token prompts, ` +
-    `max_tokens ${a.maxTokens}, ${a.rounds} request(s) per client, greedy`);
-console.log('| clients | ok/requests | tokens | tok/s | TTFT p50/p90/p99 ms | ITL p50/p90/p99 ms | e2e p50/p90/p99 ms | errors | finish |');
-console.log('|---|---|---|---|---|---|---|---|---|');
+    `max_tokens ${a.maxTokens}, ${a.rounds} request(s) per client, ` +
+    `${a.temperature === 0 ? 'greedy' : `temperature ${a.temperature}`}` +
+    `${a.ignoreEos ? ', ignore_eos' : ''}`);
+console.log('| clients | ok/requests | exact | tokens | tok/s | TTFT p50/p90/p99 ms | ITL p50/p90/p99 ms | e2e p50/p90/p99 ms | errors | finish |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 const all = [];
 for (const c of a.concurrency) {
     const r = await level(a, c);
     all.push(r);
     const t = (o) => `${fmt(o.p50)} / ${fmt(o.p90)} / ${fmt(o.p99)}`;
-    console.log(`| ${c} | ${r.ok}/${r.requests} | ${r.tokens} | ${r.tokens_per_s.toFixed(1)} | ${t(r.ttft_ms)} | ` +
+    console.log(`| ${c} | ${r.ok}/${r.requests} | ${r.exact} | ${r.tokens} | ${r.tokens_per_s.toFixed(1)} | ${t(r.ttft_ms)} | ` +
         `${t(r.itl_ms)} | ${t(r.e2e_ms)} | ${JSON.stringify(r.errors)} | ${JSON.stringify(r.finishes)} |`);
 }
 if (a.json) fs.writeFileSync(a.json, JSON.stringify(all, null, 2));

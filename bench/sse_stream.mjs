@@ -19,7 +19,13 @@ export function promptFor(i, n, vocab) {
 /// while they run and compare their texts and timestamps around a kill.
 export function streamOne(a, prompt, trace = null) {
     return new Promise((resolve) => {
-        const body = JSON.stringify({ prompt, max_tokens: a.maxTokens, temperature: 0 });
+        // ignore_eos (a.ignoreEos): every stream runs to max_tokens, so that each level does the
+        // same work; servers that do not know the field ignore it, and loadgen counts the streams
+        // that got exactly max_tokens.
+        const body = JSON.stringify({
+            prompt, max_tokens: a.maxTokens, temperature: a.temperature ?? 0,
+            ...(a.ignoreEos ? { ignore_eos: true } : {}),
+        });
         const t0 = performance.now();
         let first = 0, last = 0, tokens = 0, finish = '', buf = '', settled = false;
         const gaps = [];

@@ -59,9 +59,10 @@ using executor_pointer = msg::executor_actor::stateful_pointer<executor_state>;
 /// One forward pass; an exception (an allocation failing, say) is this pass's error, not the
 /// actor's end (the engine leaves the KV cache as it was either way). A device's failure is not:
 /// it goes on to the step handler, which ends the executor (see there).
-result<model::step_output> try_step(model::engine& eng, std::span<const model::seq_chunk> chunks) {
+result<model::step_output> try_step(model::engine& eng, std::span<const model::seq_chunk> chunks,
+                                    std::span<const model::device_sample> samples = {}) {
     try {
-        return eng.step(chunks);
+        return samples.empty() ? eng.step(chunks) : eng.step_sampled(chunks, samples);
     } catch (const kernels::cuda::device_error&) {
         throw;
     } catch (const std::exception& e) {
@@ -277,7 +278,8 @@ result<void> run_pass(executor_state& st, const msg::step_batch& batch,
     chunks.reserve(picked.size());
     for (auto i : picked)
         chunks.push_back(parts[i]);
-    auto so = try_step(*st.engine, chunks);
+    const auto samples = executor_detail::device_samples(st, batch, picked);
+    auto so = try_step(*st.engine, chunks, samples);
     if (!so)
         return so.error();
     set_mask_deadline(st);
@@ -285,7 +287,11 @@ result<void> run_pass(executor_state& st, const msg::step_batch& batch,
         out.prompt_tokens_computed += prompt_positions(p);
     out.greedy_screened_tokens += so->screened_rows;
     for (std::size_t k = 0; k < picked.size(); ++k)
-        if (score_prompt_chunk(st, batch.chunks[picked[k]], *so, k, out))
+        if (const auto* d = executor_detail::device_sampled_for(*so, k)) {
+            if (auto r = executor_detail::take_device_sample(st, batch.chunks[picked[k]], *d, out);
+                !r)
+                fail_seq(st, batch.chunks[picked[k]], r.error(), out);
+        } else if (score_prompt_chunk(st, batch.chunks[picked[k]], *so, k, out))
             sample_chunk(st, batch.chunks[picked[k]], *so,
                          k < so->rows_for_chunk.size() ? so->rows_for_chunk[k]
                                                        : model::step_output::no_row,

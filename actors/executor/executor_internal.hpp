@@ -110,4 +110,19 @@ load_draft_model(const msg::executor_order& order, const model::engine& main);
 /// draft_next, into out.drafts.
 void propose_drafts(executor_state& st, const msg::step_batch& batch, msg::step_result& out);
 
+/// Sampling on the engine's device (executor_device_sampling.cpp): one device_sample for each
+/// chunk of the pass `picked` whose draw the device can make (none when the engine cannot).
+[[nodiscard]] std::vector<model::device_sample> device_samples(const executor_state& st,
+                                                               const msg::step_batch& batch,
+                                                               std::span<const std::size_t> picked);
+/// The device's draw for the pass's chunk k, or null when the host samples it.
+[[nodiscard]] const model::device_sampled* device_sampled_for(const model::step_output& so,
+                                                              std::size_t k);
+/// The device's draw for `c` taken as sample_into takes the host's: the chunk joins the
+/// sequence's tokens, the sampler's draw is used up, the token goes to `out`; the device's
+/// refusal (a NaN row) is the sequence's error, as the host sampler's is.
+[[nodiscard]] result<void> take_device_sample(executor_state& st, const msg::step_chunk& c,
+                                              const model::device_sampled& d,
+                                              msg::step_result& out);
+
 } // namespace bitnet::actors::executor_detail

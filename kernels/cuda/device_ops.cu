@@ -3,12 +3,14 @@
 // stream, and the launch table: every kernel of BITNET_CUDA_KERNELS launched through its group's
 // launch() (all_kernels.cuh) as `kernel_of<K>`, which runs the same body the simulated grid runs.
 // Errors become device_error with the runtime's words; a kernel's failure shows at finish().
+// replay_plan captures a launch plan into a CUDA graph once and launches the graph after.
 #include "kernels/cuda/all_kernels.cuh"
 #include "kernels/cuda/ops.hpp"
 #include "kernels/cuda/runtime_error.hpp"
 
 #include <cuda_runtime.h>
 
+#include <memory>
 #include <string>
 
 namespace bitnet::kernels::cuda {
@@ -29,13 +31,28 @@ __global__ void kernel_of(typename K::args a) {
 struct device_launcher {
     cudaStream_t stream = nullptr;
     const std::string* name = nullptr;
+    std::uint64_t kernels = 0;
 
     template <class K>
     void run(const launch_shape& s, const typename K::args& a) {
+        ++kernels;
         kernel_of<K><<<dim3(s.grid_x, s.grid_y), s.threads, 0, stream>>>(a);
         // A bad configuration shows at once; a fault inside the kernel shows at finish().
         if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess)
             fail(device_failure::launch_failed, *name, "kernel launch", e);
+    }
+};
+
+/// A launch plan as the device replays it: the instantiated graph and its kernel count.
+struct device_graph {
+    cudaGraphExec_t exec = nullptr;
+    std::uint64_t kernels = 0;
+    int device = 0;
+    ~device_graph() {
+        if (exec != nullptr) {
+            cudaSetDevice(device);
+            cudaGraphExecDestroy(exec);
+        }
     }
 };
 
@@ -130,6 +147,19 @@ public:
             fail(device_failure::launch_failed, name_, "cudaStreamSynchronize", e);
     }
 
+    void replay_plan(const launch_plan& p) override {
+        select();
+        if (!p.device_graph)
+            p.device_graph = capture(p);
+        const auto& g = *static_cast<const device_graph*>(p.device_graph.get());
+        if (const cudaError_t e = cudaGraphLaunch(g.exec, stream_); e != cudaSuccess)
+            fail(device_failure::launch_failed, name_, "cudaGraphLaunch", e);
+        launcher_.kernels += g.kernels;
+        ++graphs_;
+    }
+    std::uint64_t kernels_launched() const noexcept override { return launcher_.kernels; }
+    std::uint64_t graphs_launched() const noexcept override { return graphs_; }
+
 #define BITNET_DEVICE_RUN(kname)                                                                   \
     void run(const kname##_args& a) override {                                                     \
         select();                                                                                  \
@@ -145,6 +175,36 @@ private:
         if (const cudaError_t e = cudaSetDevice(index_); e != cudaSuccess)
             fail(failure_of(e, device_failure::no_device), name_, "cudaSetDevice", e);
     }
+    /// The plan's launches captured from the stream into a graph (nothing runs while capturing)
+    /// and instantiated. A launch() that throws (bad arguments) ends the capture first.
+    std::shared_ptr<void> capture(const launch_plan& p) {
+        if (const cudaError_t e = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed);
+            e != cudaSuccess)
+            fail(device_failure::launch_failed, name_, "cudaStreamBeginCapture", e);
+        const std::uint64_t before = launcher_.kernels;
+        cudaGraph_t graph = nullptr;
+        try {
+            run_plan(p);
+        } catch (...) {
+            cudaStreamEndCapture(stream_, &graph);
+            if (graph != nullptr)
+                cudaGraphDestroy(graph);
+            launcher_.kernels = before;
+            throw;
+        }
+        const std::uint64_t kernels = launcher_.kernels - before;
+        launcher_.kernels = before; // counted when replayed
+        if (const cudaError_t e = cudaStreamEndCapture(stream_, &graph); e != cudaSuccess)
+            fail(device_failure::launch_failed, name_, "cudaStreamEndCapture", e);
+        auto g = std::make_shared<device_graph>();
+        g->device = index_;
+        g->kernels = kernels;
+        const cudaError_t e = cudaGraphInstantiate(&g->exec, graph, 0);
+        cudaGraphDestroy(graph);
+        if (e != cudaSuccess)
+            fail(device_failure::launch_failed, name_, "cudaGraphInstantiate", e);
+        return g;
+    }
     void copy_async(void* dst, const void* src, std::size_t bytes, cudaMemcpyKind kind) {
         if (bytes == 0)
             return;
@@ -158,6 +218,7 @@ private:
     std::string describe_;
     cudaStream_t stream_ = nullptr;
     device_launcher launcher_;
+    std::uint64_t graphs_ = 0;
 };
 
 } // namespace

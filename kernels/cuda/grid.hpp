@@ -24,11 +24,13 @@
 
 #if defined(__CUDACC__)
 #define BITNET_DEVICE __device__ __forceinline__
+#define BITNET_HOST_DEVICE __host__ __device__ __forceinline__
 #define BITNET_SHARED __shared__
 #else
 #include <array>
 #include <cstring>
 #define BITNET_DEVICE inline
+#define BITNET_HOST_DEVICE inline
 #define BITNET_SHARED
 #endif
 
@@ -91,6 +93,27 @@ __device__ __forceinline__ int dp4a(int a, int b, int c) {
     return __dp4a(a, b, c);
 }
 
+/// Integer atomics and the fence of a split reduction (ternary_gemm.cuh's split-K): integer
+/// additions are exact in any order, so the blocks of a split may meet in any order.
+__device__ __forceinline__ void atomic_add(std::int32_t* p, std::int32_t v) {
+    atomicAdd(reinterpret_cast<int*>(p), static_cast<int>(v));
+}
+/// The old value, and `v` left in its place.
+__device__ __forceinline__ std::int32_t atomic_exchange(std::int32_t* p, std::int32_t v) {
+    return atomicExch(reinterpret_cast<int*>(p), static_cast<int>(v));
+}
+/// Adds 1; returns the value before.
+__device__ __forceinline__ std::uint32_t atomic_increment(std::uint32_t* p) {
+    return atomicAdd(reinterpret_cast<unsigned*>(p), 1u);
+}
+__device__ __forceinline__ void atomic_reset(std::uint32_t* p) {
+    atomicExch(reinterpret_cast<unsigned*>(p), 0u);
+}
+/// Makes this thread's global writes visible to every block before its later writes are.
+__device__ __forceinline__ void thread_fence() {
+    __threadfence();
+}
+
 #else // the simulated grid
 
 struct block {
@@ -147,6 +170,23 @@ inline int dp4a(int a, int b, int c) {
              static_cast<int>(static_cast<std::int8_t>(static_cast<std::uint32_t>(b) >> (8 * i)));
     return c;
 }
+
+/// The device's atomics, where blocks run one after the other: plain reads and writes.
+inline void atomic_add(std::int32_t* p, std::int32_t v) {
+    *p += v;
+}
+inline std::int32_t atomic_exchange(std::int32_t* p, std::int32_t v) {
+    const std::int32_t old = *p;
+    *p = v;
+    return old;
+}
+inline std::uint32_t atomic_increment(std::uint32_t* p) {
+    return (*p)++;
+}
+inline void atomic_reset(std::uint32_t* p) {
+    *p = 0;
+}
+inline void thread_fence() {}
 
 /// Runs `body(block)` for every block of `shape`, one after the other (blocks never talk to each
 /// other within a launch, so any order is a legal schedule).

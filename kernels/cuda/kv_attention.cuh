@@ -38,6 +38,80 @@ struct kv_append_kernel {
     }
 };
 
+/// Phase 2 of paged_attention_kernel below for positions [p_begin, p_end) of row r, head h: q
+/// rounded to F16 into q16 (BITNET_SHARED, head_dim floats), then each score into s[p]. The
+/// same code whether one block walks every position or the scores kernel splits them.
+BITNET_DEVICE void attention_scores(const block& b, const paged_attention_args& a, unsigned h,
+                                    unsigned r, unsigned p_begin, unsigned p_end, float* q16,
+                                    float* s) {
+    const unsigned nt = b.size();
+    const unsigned hd = a.head_dim;
+    const unsigned bt = a.block_tokens;
+    const std::size_t row_stride = static_cast<std::size_t>(a.n_kv_head) * hd;
+    const std::size_t kv_offset = static_cast<std::size_t>(h / (a.n_head / a.n_kv_head)) * hd;
+    const std::uint64_t* k_tiles = a.k_tiles + a.table[r];
+    const float* q = a.q + static_cast<std::size_t>(r) * a.ldq + static_cast<std::size_t>(h) * hd;
+    b.threads([&](unsigned t) {
+        for (unsigned d = t; d < hd; d += nt)
+            q16[d] = f16_to_f32(f32_to_f16(q[d]));
+    });
+    b.sync();
+    constexpr unsigned lanes = 16;
+    const unsigned groups = nt / lanes;
+    per_thread<float> dot;
+    for (unsigned p0 = p_begin; p0 < p_end; p0 += groups) {
+        b.threads([&](unsigned t) {
+            const unsigned p = p0 + t / lanes;
+            float acc = 0.0f;
+            if (p < p_end) {
+                const std::uint16_t* k =
+                    a.pool + k_tiles[p / bt] + (p % bt) * row_stride + kv_offset;
+                for (unsigned d = t % lanes; d < hd; d += lanes)
+                    acc = fmaf(f16_to_f32(k[d]), q16[d], acc);
+            }
+            dot[t] = acc;
+        });
+        group_sum(b, dot, lanes);
+        b.threads([&](unsigned t) {
+            const unsigned p = p0 + t / lanes;
+            if (t % lanes == 0 && p < p_end)
+                s[p] = mul_rn(dot[t], a.scale);
+        });
+    }
+    b.sync();
+}
+
+/// A row's context, clamped to the scratch (the engine sizes max_ctx to the longest context, so
+/// the clamp never changes a valid launch).
+BITNET_DEVICE unsigned attention_context(const paged_attention_args& a, unsigned r) {
+    return a.n_ctx[r] < a.max_ctx ? a.n_ctx[r] : a.max_ctx;
+}
+
+/// Long contexts: the scores of every (head, row) split over blocks of split_positions positions
+/// (grid.x = head + n_head · split), each one attention_scores over its range, so that one row's
+/// scores are many blocks' work instead of one block's loop; paged_attention_kernel then runs
+/// from phase 3. Each score is the same expression either way, so the split changes no bit.
+struct attention_scores_kernel {
+    using args = paged_attention_args;
+    static constexpr unsigned threads = 128;
+    static constexpr unsigned split_positions = 64;
+    static constexpr unsigned max_head_dim = 512;
+
+    static BITNET_DEVICE void body(const block& b, const args& a) {
+        const unsigned h = b.x() % a.n_head;
+        const unsigned split = b.x() / a.n_head;
+        const unsigned r = b.y();
+        const unsigned n = attention_context(a, r);
+        const unsigned begin = split * split_positions;
+        if (begin >= n)
+            return;
+        const unsigned end = begin + split_positions < n ? begin + split_positions : n;
+        BITNET_SHARED float q16[max_head_dim];
+        float* s = a.scratch + (static_cast<std::size_t>(r) * a.n_head + h) * a.max_ctx;
+        attention_scores(b, a, h, r, begin, end, q16, s);
+    }
+};
+
 /// One block per (query head, row), 128 threads, in the phases of kernels::attention_one_token:
 ///  1. q rounded to F16, into shared memory;
 ///  2. scores: a group of 16 threads per position, thread j of the group accumulating the
@@ -72,16 +146,11 @@ struct paged_attention_kernel {
         const unsigned nt = b.size();
         const unsigned hd = a.head_dim;
         const unsigned bt = a.block_tokens;
-        // A context longer than the scratch would write past it: clamp (the engine sizes
-        // max_ctx to the longest context, so this never changes a valid launch).
-        const unsigned n = a.n_ctx[r] < a.max_ctx ? a.n_ctx[r] : a.max_ctx;
+        const unsigned n = attention_context(a, r);
         const bool round_probs = a.round_probs != nullptr && a.round_probs[r] != 0;
         const std::size_t row_stride = static_cast<std::size_t>(a.n_kv_head) * hd;
         const std::size_t kv_offset = static_cast<std::size_t>(h / (a.n_head / a.n_kv_head)) * hd;
-        const std::uint64_t* k_tiles = a.k_tiles + a.table[r];
         const std::uint64_t* v_tiles = a.v_tiles + a.table[r];
-        const float* q =
-            a.q + static_cast<std::size_t>(r) * a.ldq + static_cast<std::size_t>(h) * hd;
         float* out = a.out + static_cast<std::size_t>(r) * a.ldo + static_cast<std::size_t>(h) * hd;
         float* s = a.scratch + (static_cast<std::size_t>(r) * a.n_head + h) * a.max_ctx;
 
@@ -91,34 +160,8 @@ struct paged_attention_kernel {
         BITNET_SHARED float inv_shared;
         const unsigned n_warps = nt / warp_size;
 
-        b.threads([&](unsigned t) {
-            for (unsigned d = t; d < hd; d += nt)
-                q16[d] = f16_to_f32(f32_to_f16(q[d]));
-        });
-        b.sync();
-
-        const unsigned groups = nt / lanes;
-        per_thread<float> dot;
-        for (unsigned p0 = 0; p0 < n; p0 += groups) {
-            b.threads([&](unsigned t) {
-                const unsigned p = p0 + t / lanes;
-                float acc = 0.0f;
-                if (p < n) {
-                    const std::uint16_t* k =
-                        a.pool + k_tiles[p / bt] + (p % bt) * row_stride + kv_offset;
-                    for (unsigned d = t % lanes; d < hd; d += lanes)
-                        acc = fmaf(f16_to_f32(k[d]), q16[d], acc);
-                }
-                dot[t] = acc;
-            });
-            group_sum(b, dot, lanes);
-            b.threads([&](unsigned t) {
-                const unsigned p = p0 + t / lanes;
-                if (t % lanes == 0 && p < n)
-                    s[p] = mul_rn(dot[t], a.scale);
-            });
-        }
-        b.sync();
+        if (a.score_splits == 0)
+            attention_scores(b, a, h, r, 0, n, q16, s);
 
         per_thread<float> mx;
         b.threads([&](unsigned t) {
@@ -197,8 +240,18 @@ void launch(const paged_attention_args& a, Launcher& l) {
         throw std::invalid_argument("paged_attention: block_tokens must be positive");
     if (a.n_rows > 65535u)
         throw std::invalid_argument("paged_attention: more than 65535 rows in one launch");
+    paged_attention_args p = a;
+    p.score_splits = 0;
+    using scores = attention_scores_kernel;
+    if (a.max_ctx > 2 * scores::split_positions) {
+        p.score_splits = (a.max_ctx + scores::split_positions - 1) / scores::split_positions;
+        if (std::uint64_t{p.score_splits} * a.n_head > 0x7fffffffu)
+            throw std::invalid_argument("paged_attention: too many heads × positions");
+        l.template run<scores>(launch_shape{a.n_head * p.score_splits, a.n_rows, scores::threads},
+                               p);
+    }
     l.template run<paged_attention_kernel>(
-        launch_shape{a.n_head, a.n_rows, paged_attention_kernel::threads}, a);
+        launch_shape{a.n_head, a.n_rows, paged_attention_kernel::threads}, p);
 }
 
 } // namespace bitnet::kernels::cuda

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "kernels/cuda/kernel_args.hpp"
+#include "kernels/cuda/launch_plan.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -68,6 +69,25 @@ public:
 #define BITNET_CUDA_OPS_RUN(name) virtual void run(const name##_args& a) = 0;
     BITNET_CUDA_KERNELS(BITNET_CUDA_OPS_RUN)
 #undef BITNET_CUDA_OPS_RUN
+
+    /// Every launch of `p`, in order, one by one (through run()).
+    void run_plan(const launch_plan& p);
+    /// `p` as a replay: on a device one CUDA graph launch (captured from `p` the first time and
+    /// kept in p.device_graph; the arguments must not change between replays, only the contents
+    /// of the buffers they point to); elsewhere run_plan(p).
+    virtual void replay_plan(const launch_plan& p) {
+        run_plan(p);
+    }
+
+    /// Kernels this ops has launched (a launch() that runs two kernels counts two; a graph
+    /// replay counts the kernels of its graph), and graph launches among them: what the
+    /// benchmarks report as launches per step. 0 where an ops does not count.
+    [[nodiscard]] virtual std::uint64_t kernels_launched() const noexcept {
+        return 0;
+    }
+    [[nodiscard]] virtual std::uint64_t graphs_launched() const noexcept {
+        return 0;
+    }
 };
 
 /// The simulated grid on the host: every kernel body run block by block (grid.hpp).

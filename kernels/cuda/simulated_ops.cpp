@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
+#include <variant>
 
 #include <unistd.h>
 
@@ -14,8 +16,10 @@ namespace bitnet::kernels::cuda {
 namespace {
 
 struct sim_launcher {
+    std::uint64_t kernels = 0;
     template <class K>
     void run(const launch_shape& shape, const typename K::args& a) {
+        ++kernels;
         simulate(shape, [&](const block& b) { K::body(b, a); });
     }
 };
@@ -64,11 +68,25 @@ public:
     BITNET_CUDA_KERNELS(BITNET_SIM_RUN)
 #undef BITNET_SIM_RUN
 
+    std::uint64_t kernels_launched() const noexcept override {
+        return launcher_.kernels;
+    }
+
 private:
     sim_launcher launcher_;
 };
 
 } // namespace
+
+void ops::run_plan(const launch_plan& p) {
+    for (const any_launch& l : p.launches())
+        std::visit(
+            [this](const auto& a) {
+                if constexpr (!std::is_same_v<std::decay_t<decltype(a)>, std::monostate>)
+                    run(a);
+            },
+            l);
+}
 
 std::unique_ptr<ops> make_simulated_ops() {
     return std::make_unique<simulated_ops>();

@@ -4,10 +4,14 @@
 // decode token is a chunk of length 1 (vLLM's "{req_id: num_tokens}" idea).
 #pragma once
 
+#include "model/sampling/sampling_params.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace bitnet::model {
@@ -55,6 +59,43 @@ struct seq_chunk {
     }
 };
 
+/// A chunk whose last row the engine samples on its own device (engine::step_sampled), so that
+/// only the token (and its logprob) comes back instead of a row of n_vocab logits. The device
+/// sampler equals model::sampler for the same row, settings and draw (kernels/cuda/sample.cuh).
+struct device_sample {
+    /// The most distinct tokens one row's penalty window, counted tokens and bias may touch
+    /// together (the engine's staging holds this many per row; more is refused).
+    static constexpr std::uint32_t max_adjusted_tokens = 1024;
+
+    std::size_t chunk = 0; ///< index of the chunk in the step's batch
+    /// n_logprobs must be 0 (alternatives are host work); without report_logprob the logprob
+    /// is not computed (device_sampled::logprob 0)
+    sampling_params params;
+    double uniform = 0.0; ///< the draw, model::sampler::take_uniform(), when not greedy
+    /// The sequence's recent tokens, oldest first: the repetition penalty's window is their last
+    /// params.repeat_last_n (all with -1), as model::sampler::sample's `recent`.
+    std::vector<std::int32_t> recent;
+    /// OpenAI's penalties over `counted` (each occurrence counts once: the generated tokens),
+    /// logit -= presence · (count > 0) + frequency · count, applied after the repetition
+    /// penalty; and a logit bias, added first. model::sampler has neither (0 and empty: its
+    /// chain exactly).
+    float presence_penalty = 0.0f;
+    float frequency_penalty = 0.0f;
+    std::vector<std::int32_t> counted;
+    std::vector<std::pair<std::int32_t, float>> logit_bias;
+    bool return_logits = false; ///< the row's logits come back as well
+};
+
+/// What the device sampled for a device_sample (same order): the token and its logprob as
+/// model::sampler reports them, or why the row could not be sampled (model::sampler's refusals:
+/// a NaN logit, no finite maximum).
+struct device_sampled {
+    std::size_t chunk = 0;
+    std::int32_t token = 0;
+    float logprob = 0.0f;
+    std::string error; ///< empty: sampled
+};
+
 /// Result of one step: a row of n_vocab floats for every chunk with want_logits, in chunk order,
 /// or, for a chunk with all_logits, one row per token (consecutive, first token first).
 /// Chunks without either (intermediate prefill pieces) cost no logits work.
@@ -69,6 +110,9 @@ struct step_output {
     /// chunk index -> row of the chunk's FIRST token when it asked for all_logits (its token j
     /// is row first + j), else no_row. Empty when no chunk of the step asked.
     std::vector<std::size_t> first_row_for_chunk;
+    /// engine::step_sampled: one entry per device_sample, in their order. A sampled chunk's row
+    /// is in `logits` (rows_for_chunk) only when it asked for return_logits.
+    std::vector<device_sampled> sampled;
     /// Rows answered by the engine's greedy screen (greedy_only chunks of an engine that keeps
     /// one): each cost a pass over the screen's copy instead of the whole logits product.
     std::uint32_t screened_rows = 0;

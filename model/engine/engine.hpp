@@ -99,6 +99,18 @@ public:
     /// or KV blocks run out (errc::kv_exhausted); a pass that fails part-way (an allocation
     /// throwing) rolls every sequence's cache back too, so the caller may rerun the others.
     [[nodiscard]] virtual result<step_output> step(std::span<const seq_chunk> batch) = 0;
+
+    /// Whether step_sampled samples on the engine's device (the CUDA engine).
+    [[nodiscard]] virtual bool samples_on_device() const noexcept { return false; }
+    /// step(), with the last rows of the chunks `samples` name sampled on the device into
+    /// step_output::sampled; those rows' logits come back only when a sample asks. unsupported
+    /// where samples_on_device() is false; invalid_argument for a sample naming no chunk that
+    /// wants logits, or asking for alternatives (n_logprobs).
+    [[nodiscard]] virtual result<step_output> step_sampled(std::span<const seq_chunk> batch,
+                                                           std::span<const device_sample> samples) {
+        (void)batch, (void)samples;
+        return error(errc::unsupported, "this engine does not sample on a device");
+    }
 };
 
 } // namespace bitnet::model

@@ -37,6 +37,18 @@ public:
     [[nodiscard]] result<sampled> sample(std::span<const float> logits,
                                          std::span<const std::int32_t> recent = {});
 
+    /// The uniform draw in [0, 1) that the next non-greedy sample() would take, taken now: for
+    /// an engine that samples on its device (the CUDA engine's sampler draws with it, so a seeded
+    /// sequence continues the same stream whichever side samples). Advances the RNG as that
+    /// sample() would; greedy draws take none, so call it only when temperature is not 0.
+    [[nodiscard]] double take_uniform() { return next_uniform(); }
+    /// The same draw without taking it (the RNG stays where it is): a device step that may fail
+    /// peeks, and takes the draw once its token is in.
+    [[nodiscard]] double peek_uniform() const {
+        auto rng = rng_;
+        return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+    }
+
     /// Puts the RNG where it stands after `n_sampled` earlier calls to sample() (a sequence that
     /// was preempted and re-prefilled continues its draws instead of restarting them). Every
     /// non-greedy sample() takes exactly one 64-bit draw; greedy takes none.

@@ -168,9 +168,16 @@ TEST_CASE("cuda engine: describe() on the simulated grid says where it runs and 
     CHECK(d.find("GPU ternary layout") != std::string::npos);
     CHECK(d.find("I2_S") != std::string::npos);
     const auto& ce = dynamic_cast<const model::cuda_engine&>(*e);
-    // The host keeps the token embedding only: n_vocab rows of n_embd F16.
-    CHECK(ce.host_bytes() == std::uint64_t{e->config().n_vocab} * e->config().n_embd * 2);
+    // The embedding is the tied F16 logits matrix: gathered on the device, nothing on the host.
+    CHECK(d.find("gathered on the device") != std::string::npos);
+    CHECK(ce.host_bytes() == 0);
     CHECK(e->kv_blocks_free() == e->kv_blocks_total());
+    // Asked to look embeddings up on the host, it keeps n_vocab rows of n_embd F16 there.
+    model::cuda_buffer_caps caps;
+    caps.gather_embeddings = false;
+    auto h = load_sim_engine(make_model(dir, "bitnet-b1.58"), 64ull << 20, &caps);
+    CHECK(dynamic_cast<const model::cuda_engine&>(*h).host_bytes() ==
+          std::uint64_t{e->config().n_vocab} * e->config().n_embd * 2);
 }
 
 TEST_CASE("cuda engine: a failed launch rolls the step back and goes on as the device's failure") {

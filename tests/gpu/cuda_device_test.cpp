@@ -5,6 +5,7 @@
 // line and passes, so the suite can run in every CI job.
 #include "kernels/cuda/ops.hpp"
 #include "kernels/cuda_kernel_checks.hpp"
+#include "kernels/cuda_kernel_checks_fused.hpp"
 #include "kernels/cuda_kernel_checks_kv_attention.hpp"
 #include "kernels/cuda_kernel_checks_norm_rope_elementwise.hpp"
 
@@ -127,4 +128,20 @@ TEST_CASE("gpu an impossible allocation throws out_of_memory") {
     } catch (const kc::device_error& e) {
         CHECK(e.kind() == kc::device_failure::out_of_memory);
     }
+}
+
+TEST_CASE("gpu split-K ternary GEMM with segments and accumulate equals the CPU bit for bit") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_stacked_gemm_table(*o);
+}
+
+TEST_CASE("gpu norm_quantize, rope_kv and embed equal their unfused twins bit for bit") {
+    const auto o = device_or_skip();
+    if (!o)
+        return;
+    test::cuda::check_norm_quantize_table(*o);
+    test::cuda::check_rope_kv_table(*o);
+    test::cuda::check_embed(*o);
 }

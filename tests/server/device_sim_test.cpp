@@ -6,6 +6,8 @@
 #include "server/model_admin.hpp"
 #include "server/server_process.hpp"
 
+#include <cstring>
+
 using namespace bitnet;
 
 namespace {
@@ -59,4 +61,26 @@ TEST_CASE("--devices sim:0 serves through the CUDA engine and answers as the CPU
     };
     CHECK(!text_of(a.body).empty());
     CHECK(text_of(a.body) == text_of(b.body));
+
+    // The native stream's token ids and logprobs, seeded sampling with top-k and a repetition
+    // penalty: on sim:0 the CUDA engine's device sampler draws them (the executor hands it the
+    // sequence's draw), on the CPU model::sampler does; the same tokens, the same logprobs.
+    const std::string native =
+        R"({"model":"tiny","prompt":"Once upon a time","max_tokens":12,"temperature":0.9,)"
+        R"("top_k":40,"repetition_penalty":1.3,"seed":11,"stream":true})";
+    const auto ids_and_logprobs = [](const std::string& sse) {
+        std::string out;
+        for (const char* key : {"\"token_id\":", "\"logprob\":"})
+            for (std::size_t at = 0; (at = sse.find(key, at)) != std::string::npos;) {
+                at += std::strlen(key);
+                out += sse.substr(at, sse.find_first_of(",}", at) - at) + "|";
+            }
+        return out;
+    };
+    auto c = sim.post("/v1/inference/stream", native);
+    auto d = cpu.post("/v1/inference/stream", native);
+    REQUIRE(c.status == 200);
+    REQUIRE(d.status == 200);
+    CHECK(c.body.find("\"logprob\":") != std::string::npos); // the comparison has logprobs
+    CHECK(ids_and_logprobs(c.body) == ids_and_logprobs(d.body));
 }

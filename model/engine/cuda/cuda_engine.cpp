@@ -1,12 +1,12 @@
-// cuda_engine's step: the forward pass of spec §3.4 as a sequence of kernel launches on the ops'
-// one stream, in the CPU engine's order and with its rounding points (each kernel's contract in
-// kernels/cuda/kernel_args.hpp names the CPU kernel it matches).
+// cuda_engine's step: the batch validated and appended as the CPU engine does, the step's tables
+// written into their fixed device buffers, the launch plan run (or a recorded one replayed), and
+// the sampled tokens and the logits rows asked for brought back (cuda_engine.hpp).
 #include "model/engine/cuda/cuda_engine.hpp"
 
+#include "model/engine/cuda/cuda_engine_sampling.hpp"
 #include "model/engine/step_bookkeeping.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -16,16 +16,38 @@ namespace bitnet::model {
 
 namespace cuda = kernels::cuda;
 
+namespace {
+
+std::uint32_t pow2_at_least(std::uint32_t n) {
+    std::uint32_t p = 1;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+/// A recorded plan's context bound: the longest context rounded up to a power of two (64 at
+/// least), but never past what the RoPE table (and so the KV pool) can hold.
+std::uint32_t context_bucket(std::uint32_t max_ctx, std::uint32_t positions) {
+    return std::min(pow2_at_least(std::max<std::uint32_t>(max_ctx, 64)), positions);
+}
+
+} // namespace
+
 std::string cuda_engine::describe() const {
     std::ostringstream s;
     s << ops_->describe() << ": " << config_.arch_name << ", " << config_.n_layer
       << " layers, n_embd " << config_.n_embd << ", vocab " << config_.n_vocab << "; weights "
       << formats_
       << " repacked at load into the GPU ternary layout (2 bits a weight, 16 columns a 32-bit "
-         "word, dp4a-ready); logits F16 on the device; KV "
+         "word, dp4a-ready; Q/K/V and gate/up stacked); logits F16 on the device; KV "
       << cache_.n_blocks_total() << " blocks of " << cache_.block_tokens()
-      << " tokens (F16, on the device); " << device_bytes_ << " bytes of device memory; the host "
-      << "keeps the token embedding for lookups (" << host_weights_.owned_bytes << " bytes); ";
+      << " tokens (F16, on the device); " << device_bytes_ << " bytes of device memory; ";
+    if (device_embedding_)
+        s << "token embeddings gathered on the device from the tied F16 logits matrix; ";
+    else
+        s << "the host keeps the token embedding for lookups (" << host_weights_.owned_bytes
+          << " bytes); ";
+    s << "decode steps of up to " << recorded_rows_ << " sequences replayed as recorded plans; ";
     if (ops_->simulated())
         s << "kernels run and checked against the CPU kernels on the simulated grid (host)";
     else
@@ -35,6 +57,32 @@ std::string cuda_engine::describe() const {
 }
 
 result<step_output> cuda_engine::step(std::span<const seq_chunk> batch) {
+    return run_step(batch, {});
+}
+
+result<step_output> cuda_engine::step_sampled(std::span<const seq_chunk> batch,
+                                              std::span<const device_sample> samples) {
+    std::vector<bool> taken(batch.size(), false);
+    for (const device_sample& s : samples) {
+        if (s.chunk >= batch.size() || !batch[s.chunk].want_logits || taken[s.chunk])
+            return error(errc::invalid_argument,
+                         "device sampling: sample for chunk " + std::to_string(s.chunk) +
+                             " names no chunk of the step that wants logits, or one twice");
+        taken[s.chunk] = true;
+        if (s.params.n_logprobs != 0)
+            return error(errc::invalid_argument,
+                         "device sampling: alternatives (n_logprobs) are sampled on the host");
+        BITNET_TRY(validate(s.params));
+        if (adjusted_tokens_bound(s) > max_adjusted_tokens)
+            return error(errc::invalid_argument, "device sampling: more than " +
+                                                     std::to_string(max_adjusted_tokens) +
+                                                     " penalised or biased tokens in one row");
+    }
+    return run_step(batch, samples);
+}
+
+result<step_output> cuda_engine::run_step(std::span<const seq_chunk> batch,
+                                          std::span<const device_sample> samples) {
     if (batch.empty())
         return step_output{};
     BITNET_TRY(validate_step(batch, config_, cache_, opt_.max_batch_tokens));
@@ -47,7 +95,7 @@ result<step_output> cuda_engine::step(std::span<const seq_chunk> batch) {
         cache_, batch,
         [&] {
             try {
-                return forward(batch);
+                return forward(batch, samples);
             } catch (const cuda::device_error& e) {
                 fault = e;
                 throw;
@@ -80,27 +128,16 @@ void cuda_engine::settle_after_failure() noexcept {
     }
 }
 
-step_output cuda_engine::forward(std::span<const seq_chunk> batch) {
-    copy_pending_blocks();
-    const std::uint32_t T = prepare_step(batch);
-    for (std::uint32_t l = 0; l < config_.n_layer; ++l) {
-        attention_block(l, T);
-        ffn_block(l, T);
-    }
-    return logits_for(batch);
-}
-
-// The step's tables on the host (pinned), then one upload each: embeddings, positions, where each
-// token's K/V row goes, and for attention each row's block list, context and decode semantics.
-std::uint32_t cuda_engine::prepare_step(std::span<const seq_chunk> batch) {
+// Every row's token (or embedding, looked up on the host), position, KV destination, block list,
+// context and decode semantics, in the pinned staging arrays. Returns the rows.
+std::uint32_t cuda_engine::fill_rows(std::span<const seq_chunk> batch, std::uint32_t& n_tiles) {
     const std::uint32_t n_embd = config_.n_embd;
     auto* embd = embd_host_.as<float>();
     std::uint32_t t = 0;
-    std::uint32_t n_tiles = 0;
     for (const seq_chunk& c : batch) {
         // Every row of a chunk reads its sequence's one block list (after this step's append).
         const auto blocks = cache_.block_table(c.seq);
-        if (n_tiles + blocks.size() > tiles_capacity_)
+        if (n_tiles + blocks.size() + 1 > tiles_capacity_) // + 1: the padding rows' trash tile
             throw std::logic_error("the step's block tables exceed their buffer");
         const std::uint32_t first = n_tiles;
         for (kv_cache::block_id b : blocks) {
@@ -110,7 +147,10 @@ std::uint32_t cuda_engine::prepare_step(std::span<const seq_chunk> batch) {
         }
         for (std::uint32_t j = 0; j < c.tokens.size(); ++j, ++t) {
             const std::uint32_t pos = c.pos0 + j;
-            embedding_row(host_weights_, n_embd, c.tokens[j], embd + std::size_t{t} * n_embd);
+            if (device_embedding_)
+                tokens_.h()[t] = c.tokens[j];
+            else
+                embedding_row(host_weights_, n_embd, c.tokens[j], embd + std::size_t{t} * n_embd);
             pos_.h()[t] = static_cast<std::int32_t>(pos);
             k_dst_.h()[t] = cache_.k_row_offset(c.seq, 0, pos);
             v_dst_.h()[t] = cache_.v_row_offset(c.seq, 0, pos);
@@ -121,10 +161,31 @@ std::uint32_t cuda_engine::prepare_step(std::span<const seq_chunk> batch) {
             round_.h()[t] = c.decodes(pos) ? 1 : 0;
         }
     }
-    const std::uint32_t T = t;
-    // Attention launches whose rows × context fit the scores' scratch (one row always fits).
+    return t;
+}
+
+// Rows [from, to) of a recorded plan's bucket that the step does not fill: token 0 at position
+// 0, its K/V into the trash block (never a sequence's), attending to that one position.
+void cuda_engine::pad_rows(std::uint32_t from, std::uint32_t to, std::uint32_t trash_tile) {
+    const std::uint32_t n_embd = config_.n_embd;
+    for (std::uint32_t t = from; t < to; ++t) {
+        if (device_embedding_)
+            tokens_.h()[t] = 0;
+        else
+            std::fill_n(embd_host_.as<float>() + std::size_t{t} * n_embd, n_embd, 0.0f);
+        pos_.h()[t] = 0;
+        k_dst_.h()[t] = cache_.k_tile_offset(trash_block_, 0);
+        v_dst_.h()[t] = cache_.v_tile_offset(trash_block_, 0);
+        table_.h()[t] = trash_tile;
+        n_ctx_.h()[t] = 1;
+        round_.h()[t] = 1;
+    }
+}
+
+// Attention launches whose rows × context fit the scores' scratch (one row always fits).
+void cuda_engine::plan_attention_groups(const step_layout& L) {
     groups_.clear();
-    for (std::uint32_t r = 0; r < T; ++r) {
+    for (std::uint32_t r = 0; r < L.T; ++r) {
         const std::uint32_t ctx = n_ctx_.h()[r];
         if (!groups_.empty()) {
             attention_group& g = groups_.back();
@@ -137,8 +198,109 @@ std::uint32_t cuda_engine::prepare_step(std::span<const seq_chunk> batch) {
         }
         groups_.push_back({r, r + 1, ctx});
     }
-    auto up = [&](auto& s, std::size_t n) { ops_->upload(s.d(), s.h(), n * sizeof(*s.h())); };
-    ops_->upload(x_.as<void>(), embd, std::size_t{T} * n_embd * sizeof(float));
+}
+
+// The sampler's rows in slot order (the order of their logits rows): settings, adjustments and
+// the row each reads within its logits launch. A recorded plan samples every row of its bucket;
+// the rows no sample asked for draw greedily and are not read.
+void cuda_engine::fill_samples(std::span<const device_sample> samples, const step_layout& L) {
+    std::vector<std::int32_t> request_of_slot;
+    for (std::size_t r = 0; r < L.sample_of_row.size(); ++r)
+        if (L.sample_of_row[r] >= 0) {
+            request_of_slot.resize(static_cast<std::size_t>(L.sample_of_row[r]) + 1, -1);
+            sample_rows_.h()[L.sample_of_row[r]] = static_cast<std::int32_t>(r % logits_rows_max_);
+        }
+    for (std::size_t i = 0; i < samples.size(); ++i)
+        request_of_slot[L.slot_of_sample[i]] = static_cast<std::int32_t>(i);
+    std::vector<cuda::sample_adjust> adjust;
+    for (std::size_t slot = 0; slot < request_of_slot.size(); ++slot) {
+        const std::int32_t i = request_of_slot[slot];
+        sample_params_.h()[slot] =
+            i < 0
+                ? greedy_sample_row(static_cast<std::uint32_t>(adjust.size()))
+                : device_sample_row(samples[static_cast<std::size_t>(i)], config_.n_vocab, adjust);
+    }
+    if (adjust.size() > adjust_capacity_)
+        throw std::logic_error("the step's sampling adjustments exceed their buffer");
+    std::copy(adjust.begin(), adjust.end(), sample_adjust_.h());
+    sample_slots_ = static_cast<std::uint32_t>(request_of_slot.size());
+    adjust_entries_ = static_cast<std::uint32_t>(adjust.size());
+}
+
+// Which rows the step computes, whether it replays a recorded plan, which logits rows go to the
+// host and which are sampled on the device; the host tables filled to match.
+cuda_engine::step_layout cuda_engine::prepare_step(std::span<const seq_chunk> batch,
+                                                   std::span<const device_sample> samples,
+                                                   const std::vector<std::size_t>& rows,
+                                                   const step_output& out, std::uint32_t& n_tiles) {
+    step_layout L;
+    n_tiles = 0;
+    L.real_rows = fill_rows(batch, n_tiles);
+    L.T = L.real_rows;
+    const bool decode_only = std::all_of(batch.begin(), batch.end(), [](const seq_chunk& c) {
+        return c.tokens.size() == 1 && c.want_logits && !c.all_logits;
+    });
+    if (decode_only && recorded_rows_ > 0) {
+        const std::uint32_t max_ctx = *std::max_element(n_ctx_.h(), n_ctx_.h() + L.real_rows);
+        const std::uint32_t bucket = pow2_at_least(L.real_rows);
+        const std::uint32_t ctx = context_bucket(max_ctx, rope_positions_);
+        if (bucket <= recorded_rows_ && bucket <= logits_rows_max_ &&
+            std::uint64_t{bucket} * ctx <= scratch_row_ctx_) {
+            L.recorded = true;
+            L.T = bucket;
+            L.key = {bucket, ctx, !samples.empty()};
+        }
+    }
+    L.logit_rows = rows;
+    for (std::uint32_t r = L.real_rows; L.recorded && r < L.T; ++r)
+        L.logit_rows.push_back(r); // padding: computed, never read
+    L.download.assign(L.logit_rows.size(), true);
+    std::fill(L.download.begin() + static_cast<std::ptrdiff_t>(rows.size()), L.download.end(),
+              false);
+    L.sample_of_row.assign(L.logit_rows.size(), -1);
+    L.slot_of_sample.resize(samples.size());
+    std::vector<std::int32_t> sample_at_row(L.logit_rows.size(), -1);
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const std::size_t row = out.rows_for_chunk[samples[i].chunk];
+        sample_at_row[row] = static_cast<std::int32_t>(i);
+        if (!samples[i].return_logits && !batch[samples[i].chunk].all_logits)
+            L.download[row] = false;
+    }
+    std::int32_t slot = 0;
+    for (std::size_t r = 0; r < L.logit_rows.size(); ++r)
+        if (sample_at_row[r] >= 0 || (L.recorded && !samples.empty())) {
+            L.sample_of_row[r] = slot;
+            if (sample_at_row[r] >= 0)
+                L.slot_of_sample[static_cast<std::size_t>(sample_at_row[r])] =
+                    static_cast<std::uint32_t>(slot);
+            ++slot;
+        }
+    if (L.recorded) {
+        k_tiles_.h()[n_tiles] = cache_.k_tile_offset(trash_block_, 0);
+        v_tiles_.h()[n_tiles] = cache_.v_tile_offset(trash_block_, 0);
+        pad_rows(L.real_rows, L.T, n_tiles++);
+        groups_.assign(1, {0, L.T, L.key.ctx});
+    } else {
+        plan_attention_groups(L);
+    }
+    for (std::size_t j = 0; j < L.logit_rows.size(); ++j)
+        rows_.h()[j] = static_cast<std::int32_t>(L.logit_rows[j]);
+    fill_samples(samples, L);
+    return L;
+}
+
+// One upload per table, of what the step filled (the device buffers stay where they are).
+void cuda_engine::upload_step(const step_layout& L, std::uint32_t n_tiles) {
+    auto up = [&](auto& s, std::size_t n) {
+        if (n > 0)
+            ops_->upload(s.d(), s.h(), n * sizeof(*s.h()));
+    };
+    const std::uint32_t T = L.T;
+    if (device_embedding_)
+        up(tokens_, T);
+    else
+        ops_->upload(x_.as<void>(), embd_host_.as<void>(),
+                     std::size_t{T} * config_.n_embd * sizeof(float));
     up(pos_, T);
     up(k_dst_, T);
     up(v_dst_, T);
@@ -147,201 +309,99 @@ std::uint32_t cuda_engine::prepare_step(std::span<const seq_chunk> batch) {
     up(round_, T);
     up(k_tiles_, n_tiles);
     up(v_tiles_, n_tiles);
-    return T;
+    up(rows_, L.logit_rows.size());
+    up(sample_rows_, sample_slots_);
+    up(sample_params_, sample_slots_);
+    up(sample_adjust_, adjust_entries_);
 }
 
-void cuda_engine::norm(const float* x, std::uint32_t ld, const device_memory& w,
-                       std::uint32_t n_rows, std::uint32_t n, float* y, const std::int32_t* rows) {
-    cuda::rms_norm_args a;
-    a.x = x;
-    a.ldx = ld;
-    a.weight = w.as<float>();
-    a.y = y;
-    a.ldy = n;
-    a.n_rows = n_rows;
-    a.n = n;
-    a.eps = config_.rms_eps;
-    a.rows = rows;
-    ops_->run(a);
-}
-
-// One int8 quantization of n_rows rows of k floats into acts_q_ / acts_scale_, feeding every
-// projection of that input (q/k/v share one, gate/up share one, as on the CPU).
-void cuda_engine::quantize(const float* x, std::uint32_t n_rows, std::uint32_t k) {
-    cuda::quantize_args a;
-    a.x = x;
-    a.ldx = k;
-    a.n_rows = n_rows;
-    a.k = k;
-    a.q = acts_q_.as<std::int8_t>();
-    a.ldq = k;
-    a.scale = acts_scale_.as<float>();
-    ops_->run(a);
-}
-
-void cuda_engine::bitlinear(const device_projection& p, std::uint32_t n_rows, float* y) {
-    cuda::ternary_gemm_args a;
-    a.w = p.w.as<std::uint8_t>();
-    a.rows = p.rows;
-    a.cols = p.cols;
-    a.w_scale = p.scale;
-    a.q = acts_q_.as<std::int8_t>();
-    a.ldq = p.cols;
-    a.act_scale = acts_scale_.as<float>();
-    a.n_rows = n_rows;
-    a.y = y;
-    a.ldy = p.rows;
-    a.out_multiplier = p.out_multiplier;
-    ops_->run(a);
-}
-
-// A block's input: the residual stream normed into cur, quantized once for its projections.
-void cuda_engine::norm_and_quantize(const device_memory& w, std::uint32_t T) {
-    norm(x_.as<float>(), config_.n_embd, w, T, config_.n_embd, cur_.as<float>());
-    quantize(cur_.as<float>(), T, config_.n_embd);
-}
-
-// A block's output: its n-wide rows `in` (sub-normed into cur when the model has sub-norms),
-// quantized, projected back to n_embd by `w` into cur, and added to the residual stream.
-void cuda_engine::block_output(const float* in, std::uint32_t n, const device_memory& sub_norm,
-                               const device_projection& w, std::uint32_t T) {
-    auto* cur = cur_.as<float>();
-    if (config_.has_sub_norms) {
-        norm(in, n, sub_norm, T, n, cur);
-        in = cur;
-    }
-    quantize(in, T, n);
-    bitlinear(w, T, cur); // its input now lives in acts_q_
-    cuda::add_args a;
-    a.x = x_.as<float>();
-    a.d = cur;
-    a.n = std::uint64_t{T} * config_.n_embd;
-    ops_->run(a);
-}
-
-// Norm, Q/K/V projections, RoPE, KV append, attention, (sub-norm), output projection, residual.
-void cuda_engine::attention_block(std::uint32_t l, std::uint32_t T) {
-    const model_config& c = config_;
-    const std::uint32_t n_q = c.n_embd_q();
-    const std::uint32_t n_kv = c.n_embd_kv();
-    const device_layer& L = layers_[l];
-    auto* q = q_.as<float>();
-    auto* k = k_.as<float>();
-    auto* v = v_.as<float>();
-    auto* attn = attn_.as<float>();
-
-    norm_and_quantize(L.attn_norm, T);
-    bitlinear(L.wq, T, q);
-    bitlinear(L.wk, T, k);
-    bitlinear(L.wv, T, v);
-
-    cuda::rope_args r;
-    r.n_rows = T;
-    r.head_dim = c.head_dim;
-    r.neox = c.rope == rope_style::neox;
-    r.cos_sin = rope_table_.as<float>();
-    r.pos = pos_.d();
-    r.x = q;
-    r.ldx = n_q;
-    r.n_heads = c.n_head;
-    ops_->run(r);
-    r.x = k;
-    r.ldx = n_kv;
-    r.n_heads = c.n_head_kv;
-    ops_->run(r);
-
-    // One table of layer-0 offsets for every layer: the pool's base moves by the layer's offset.
-    std::uint16_t* pool = kv_pool_.as<std::uint16_t>() + cache_.layer_offset(l);
-    cuda::kv_append_args kv;
-    kv.k = k;
-    kv.v = v;
-    kv.ld = n_kv;
-    kv.n_rows = T;
-    kv.n_kv = n_kv;
-    kv.pool = pool;
-    kv.k_dst = k_dst_.d();
-    kv.v_dst = v_dst_.d();
-    ops_->run(kv);
-
-    for (const attention_group& g : groups_) {
-        cuda::paged_attention_args a;
-        a.q = q + std::size_t{g.begin} * n_q;
-        a.ldq = n_q;
-        a.out = attn + std::size_t{g.begin} * n_q;
-        a.ldo = n_q;
-        a.n_rows = g.end - g.begin;
-        a.n_head = c.n_head;
-        a.n_kv_head = c.n_head_kv;
-        a.head_dim = c.head_dim;
-        a.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-        a.block_tokens = cache_.block_tokens();
-        a.pool = pool;
-        a.k_tiles = k_tiles_.d();
-        a.v_tiles = v_tiles_.d();
-        a.table = table_.d() + g.begin;
-        a.n_ctx = n_ctx_.d() + g.begin;
-        a.round_probs = round_.d() + g.begin;
-        a.scratch = scratch_.as<float>();
-        a.max_ctx = g.max_ctx;
-        ops_->run(a);
-    }
-
-    block_output(attn, n_q, L.attn_sub_norm, L.wo, T);
-}
-
-// Feed-forward block: gate and up share one quantized input (LLM_FFN_PAR), ReLU² gating.
-void cuda_engine::ffn_block(std::uint32_t l, std::uint32_t T) {
-    const std::uint32_t n_ff = config_.n_ff;
-    const device_layer& L = layers_[l];
-    auto* gate = gate_.as<float>();
-    auto* up = up_.as<float>();
-
-    norm_and_quantize(L.ffn_norm, T);
-    bitlinear(L.w_gate, T, gate);
-    bitlinear(L.w_up, T, up);
-    cuda::relu_sqr_gate_args g;
-    g.g = gate;
-    g.u = up;
-    g.z = gate;
-    g.n = std::uint64_t{T} * n_ff;
-    ops_->run(g);
-    block_output(gate, n_ff, L.ffn_sub_norm, L.w_down, T);
-}
-
-// The rows select_logits_rows picks (the CPU engine's rule): the final norm gathers exactly those
-// rows of the residual, then the F16 logits product, downloaded through the pinned buffer in
-// launches of at most logits_rows_max_ rows.
-step_output cuda_engine::logits_for(std::span<const seq_chunk> batch) {
-    const model_config& c = config_;
+step_output cuda_engine::forward(std::span<const seq_chunk> batch,
+                                 std::span<const device_sample> samples) {
+    const std::uint64_t kernels0 = ops_->kernels_launched();
+    const std::uint64_t graphs0 = ops_->graphs_launched();
+    copy_pending_blocks();
     step_output out;
     const std::vector<std::size_t> rows = select_logits_rows(batch, out);
-    const auto n_rows = static_cast<std::uint32_t>(rows.size());
-    for (std::uint32_t r = 0; r < n_rows; ++r)
-        rows_.h()[r] = static_cast<std::int32_t>(rows[r]);
-    if (n_rows > 0)
-        ops_->upload(rows_.d(), rows_.h(), n_rows * sizeof(std::int32_t));
-    out.logits.resize(std::size_t{n_rows} * c.n_vocab);
-    const std::size_t row_bytes = std::size_t{c.n_vocab} * sizeof(float);
-    for (std::uint32_t r0 = 0; r0 < n_rows; r0 += logits_rows_max_) {
-        const std::uint32_t n = std::min(logits_rows_max_, n_rows - r0);
-        norm(x_.as<float>(), c.n_embd, output_norm_, n, c.n_embd, cur_.as<float>(), rows_.d() + r0);
-        cuda::f16_gemm_args g;
-        g.w = logits_w_.as<std::uint16_t>();
-        g.rows = c.n_vocab;
-        g.cols = c.n_embd;
-        g.x = cur_.as<float>();
-        g.ldx = c.n_embd;
-        g.n_rows = n;
-        g.y = logits_.as<float>();
-        g.ldy = c.n_vocab;
-        ops_->run(g);
-        ops_->download(logits_host_.as<void>(), logits_.as<void>(), n * row_bytes);
-        ops_->finish();
-        std::memcpy(out.logits.data() + std::size_t{r0} * c.n_vocab, logits_host_.as<void>(),
-                    n * row_bytes);
+    std::uint32_t n_tiles = 0;
+    const step_layout L = prepare_step(batch, samples, rows, out, n_tiles);
+    upload_step(L, n_tiles);
+    const auto n_rows = static_cast<std::uint32_t>(L.logit_rows.size());
+    logits_rows_fetched_ = 0;
+    out.logits.resize(
+        static_cast<std::size_t>(std::count(L.download.begin(), L.download.end(), true)) *
+        config_.n_vocab);
+    if (L.recorded) {
+        cuda::launch_plan& plan = plans_[L.key];
+        if (plan.empty()) {
+            record_layers(plan, L.T);
+            record_logits(plan, 0, L.T, L);
+        }
+        ops_->replay_plan(plan);
+        fetch_logits(L, 0, n_rows, out);
+    } else {
+        cuda::launch_plan plan;
+        record_layers(plan, L.T);
+        ops_->run_plan(plan);
+        // The logits in launches of the buffer's rows, each brought back before the next.
+        for (std::uint32_t r0 = 0; r0 < n_rows; r0 += logits_rows_max_) {
+            const std::uint32_t n = std::min(logits_rows_max_, n_rows - r0);
+            cuda::launch_plan round;
+            record_logits(round, r0, n, L);
+            ops_->run_plan(round);
+            fetch_logits(L, r0, n, out);
+        }
     }
+    collect_samples(samples, L, out);
     ops_->finish(); // the step's work is done (and its failures reported) before it returns
+    last_step_ = {ops_->kernels_launched() - kernels0, ops_->graphs_launched() - graphs0,
+                  L.recorded, L.T};
     return out;
+}
+
+// The downloaded rows among logits rows [r0, r0 + n) (row r at row r - r0 of the buffer) into
+// out.logits, compacted in row order; rows_for_chunk and first_row_for_chunk renumbered to match
+// once the last launch is in (a chunk whose row stayed on the device has no_row).
+void cuda_engine::fetch_logits(const step_layout& L, std::uint32_t r0, std::uint32_t n,
+                               step_output& out) {
+    const std::size_t row_bytes = std::size_t{config_.n_vocab} * sizeof(float);
+    std::uint32_t j = 0;
+    for (std::uint32_t r = r0; r < r0 + n; ++r)
+        if (L.download[r])
+            ops_->download(logits_host_.as<char>() + j++ * row_bytes,
+                           logits_.as<char>() + (r - r0) * row_bytes, row_bytes);
+    ops_->finish();
+    std::memcpy(out.logits.data() + std::size_t{logits_rows_fetched_} * config_.n_vocab,
+                logits_host_.as<void>(), j * row_bytes);
+    logits_rows_fetched_ += j;
+    if (r0 + n < L.logit_rows.size())
+        return;
+    std::vector<std::size_t> index(L.logit_rows.size(), step_output::no_row);
+    std::size_t kept = 0;
+    for (std::size_t r = 0; r < index.size(); ++r)
+        if (L.download[r])
+            index[r] = kept++;
+    for (auto* v : {&out.rows_for_chunk, &out.first_row_for_chunk})
+        for (std::size_t& r : *v)
+            if (r != step_output::no_row)
+                r = index[r];
+}
+
+// The device's draws, one download, in the samples' order.
+void cuda_engine::collect_samples(std::span<const device_sample> samples, const step_layout& L,
+                                  step_output& out) {
+    if (samples.empty())
+        return;
+    ops_->download(sample_out_.h(), sample_out_.d(), sample_slots_ * sizeof(cuda::sample_result));
+    ops_->finish();
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        const cuda::sample_result& r = sample_out_.h()[L.slot_of_sample[i]];
+        device_sampled s{samples[i].chunk, r.token, r.logprob, {}};
+        if (r.status == 1)
+            s.error = "sampling: logit of token " + std::to_string(r.detail) + " is NaN";
+        else if (r.status != 0)
+            s.error = "sampling: logits row has +inf or no finite value";
+        out.sampled.push_back(std::move(s));
+    }
 }
 
 } // namespace bitnet::model

@@ -2,13 +2,17 @@
 // scalar family, whose layout is I2_S itself), then everything the step reads put on the device
 // once: projections repacked to the GPU layout, norms, the F16 logits matrix, the RoPE table, the
 // KV pool and the activation buffers of max_batch_tokens tokens. Nothing is allocated per step.
+#include "kernels/cuda/sample.cuh"
+#include "kernels/cuda/ternary_gemm.cuh"
 #include "kernels/cuda/ternary_gpu_layout.hpp"
 #include "kernels/rope.hpp"
 #include "model/engine/cuda/cuda_engine.hpp"
+#include "model/engine/cuda/cuda_engine_sampling.hpp"
 #include "model/engine/model_parts.hpp"
 
 #include <algorithm>
 #include <array>
+#include <stdexcept>
 #include <type_traits>
 
 namespace bitnet::model {
@@ -67,18 +71,33 @@ result<void> check_cuda_support(const model_config& c, const model_tensors& t) {
     return {};
 }
 
+/// Q/K/V, the output projection, gate/up and down: the four products a layer runs, each one
+/// matrix on the device (the first and third stacked from several of the file's).
+std::array<std::vector<const projection*>, 4> stacked_projections(const layer_weights& L) {
+    return {{{&L.wq, &L.wk, &L.wv}, {&L.wo}, {&L.w_gate, &L.w_up}, {&L.w_down}}};
+}
+
 std::uint64_t weight_device_bytes(const model_weights& w, const model_config& c) {
     std::uint64_t n = rounded(w.output_norm.size() * sizeof(float)) +
                       rounded(std::uint64_t{c.n_vocab} * c.n_embd * 2);
     for (const layer_weights& L : w.layers) {
         for (const auto* v : {&L.attn_norm, &L.attn_sub_norm, &L.ffn_norm, &L.ffn_sub_norm})
             n += rounded(v->size() * sizeof(float));
-        for (const named_projection& p : projections) {
-            const projection& pr = L.*p.member;
-            n += rounded(cuda::ternary_gpu_bytes(pr.w.rows, pr.w.cols));
+        for (const auto& group : stacked_projections(L)) {
+            std::uint64_t bytes = 0;
+            for (const projection* p : group)
+                bytes += cuda::ternary_gpu_bytes(p->w.rows, p->w.cols);
+            n += rounded(bytes);
         }
     }
     return n;
+}
+
+/// Whether the token embedding is the tied F16 logits matrix, whose rows the device can gather
+/// (embed.cuh) from the copy it holds for the logits: then the host keeps no embedding.
+bool embedding_on_device(const model_weights& w) {
+    return w.token_embd.type == ggml_type::f16 && w.logits_f16 != nullptr &&
+           reinterpret_cast<const std::uint8_t*>(w.logits_f16) == w.token_embd.data.data();
 }
 
 } // namespace
@@ -105,14 +124,33 @@ device_memory cuda_engine::upload_vector(const std::vector<T>& v) {
     return m;
 }
 
-cuda_engine::device_projection cuda_engine::upload_projection(const projection& p) {
+// One matrix of the GPU layout from `parts` (the same K) stacked in order, each part's rows with
+// its own scale and multiplier (device_projection's segments).
+cuda_engine::device_projection
+cuda_engine::upload_stacked(std::initializer_list<const projection*> parts) {
+    if (parts.size() == 0 || parts.size() > 3)
+        throw std::logic_error("a stacked projection has one to three parts");
     device_projection d;
-    d.rows = p.w.rows;
-    d.cols = p.w.cols;
-    d.scale = p.w.scale;
-    d.out_multiplier = p.out_multiplier;
-    // The scalar family's packed bytes are I2_S as the file stores them (pack_ternary).
-    const std::vector<std::uint8_t> gpu = cuda::pack_ternary_gpu(p.w.data.data(), d.rows, d.cols);
+    d.cols = (*parts.begin())->w.cols;
+    std::vector<std::uint8_t> gpu;
+    std::size_t i = 0;
+    for (const projection* p : parts) {
+        if (p->w.cols != d.cols)
+            throw std::logic_error("stacked projections must share K");
+        if (i == 0) {
+            d.scale = p->w.scale;
+            d.out_multiplier = p->out_multiplier;
+        } else {
+            d.seg_begin[i - 1] = d.rows;
+            d.seg_scale[i - 1] = p->w.scale;
+            d.seg_mult[i - 1] = p->out_multiplier;
+        }
+        // The scalar family's packed bytes are I2_S as the file stores them (pack_ternary).
+        const auto part = cuda::pack_ternary_gpu(p->w.data.data(), p->w.rows, d.cols);
+        gpu.insert(gpu.end(), part.begin(), part.end());
+        d.rows += p->w.rows;
+        ++i;
+    }
     d.w = alloc(gpu.size());
     ops_->upload(d.w.as<void>(), gpu.data(), gpu.size());
     ops_->finish(); // `gpu` must outlive the copy
@@ -131,10 +169,6 @@ void cuda_engine::upload_weights(model_weights& w) {
     ops_->upload(logits_w_.as<void>(), w.logits_f16, logits_n * 2);
     logits_bytes_ = logits_n * 2;
     layers_.resize(w.layers.size());
-    // In the order of `projections`.
-    const std::array<device_projection device_layer::*, 7> device_members{
-        &device_layer::wq,     &device_layer::wk,   &device_layer::wv,    &device_layer::wo,
-        &device_layer::w_gate, &device_layer::w_up, &device_layer::w_down};
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
         layer_weights& L = w.layers[l];
         device_layer& D = layers_[l];
@@ -142,13 +176,12 @@ void cuda_engine::upload_weights(model_weights& w) {
         D.attn_sub_norm = upload_vector(L.attn_sub_norm);
         D.ffn_norm = upload_vector(L.ffn_norm);
         D.ffn_sub_norm = upload_vector(L.ffn_sub_norm);
-        for (std::size_t i = 0; i < projections.size(); ++i) {
-            projection& host = L.*projections[i].member;
-            D.*device_members[i] = upload_projection(host);
-            host.w.data = kernels::aligned_buffer{}; // on the device now
-        }
-        ops_->finish(); // the norms' host vectors are read until here
-        L = layer_weights{};
+        D.qkv = upload_stacked({&L.wq, &L.wk, &L.wv});
+        D.wo = upload_stacked({&L.wo});
+        D.gate_up = upload_stacked({&L.w_gate, &L.w_up});
+        D.down = upload_stacked({&L.w_down});
+        ops_->finish();      // the norms' host vectors are read until here
+        L = layer_weights{}; // on the device now
     }
     device_weight_bytes_ = device_bytes_ - before;
 
@@ -166,10 +199,13 @@ void cuda_engine::upload_weights(model_weights& w) {
     rope_table_ = upload_vector(table);
     ops_->finish();
 
-    // What the host keeps: the embedding, whatever else the weights held is on the device.
+    // What the host keeps: the embedding when the device cannot gather it; whatever else the
+    // weights held is on the device.
     w.output_norm = {};
     w.rope_freqs = {};
     std::vector<layer_weights>().swap(w.layers);
+    if (device_embedding_)
+        w.token_embd.data = kernels::aligned_buffer{};
     w.owned_bytes = w.token_embd.data.size();
     w.projection_bytes = 0;
     w.logits_bytes = 0;
@@ -179,25 +215,38 @@ void cuda_engine::upload_weights(model_weights& w) {
     host_weights_ = std::move(w);
 }
 
-// Every per-step buffer, sized for max_batch_tokens rows. `dry` only adds up the device bytes
-// (the load's memory check), so that the check and the allocation cannot disagree.
-std::uint64_t cuda_engine::plan_buffers(const cuda_buffer_caps& caps, bool dry) {
+// Rows per logits launch, rows × context of the attention scratch, rows per sampler launch and
+// the largest recorded bucket, from the caps (every row of a step where that fits).
+void cuda_engine::size_step_buffers(const cuda_buffer_caps& caps) {
     const model_config& c = config_;
     const std::uint64_t T = opt_.max_batch_tokens;
-    const std::uint64_t n_wide = std::max({c.n_embd, c.n_embd_q(), c.n_ff});
     const std::uint64_t bt = cache_.block_tokens();
     // Rows share their chunk's block list, so a step lists at most one table per chunk (at most
-    // T chunks), each of at most the blocks of the longest sequence.
-    tiles_capacity_ = static_cast<std::uint32_t>(T * ((rope_positions_ + bt - 1) / bt));
-    // Logits rows per f16_gemm launch (at least one), and rows × context the attention scratch
-    // holds (at least one row at full context): every row of a step when that fits the caps.
+    // T chunks), each of at most the blocks of the longest sequence; and the trash tile.
+    tiles_capacity_ = static_cast<std::uint32_t>(T * ((rope_positions_ + bt - 1) / bt) + 1);
     logits_rows_max_ = static_cast<std::uint32_t>(
         std::clamp<std::uint64_t>(caps.logits_bytes / (std::uint64_t{c.n_vocab} * 4), 1, T));
     scratch_row_ctx_ = std::max<std::uint64_t>(
         rope_positions_,
         std::min<std::uint64_t>(T * rope_positions_,
                                 caps.attention_scratch_bytes / (std::uint64_t{c.n_head} * 4)));
+    sort_keys_ = cuda::sample_sort_size(c.n_vocab);
+    sample_rows_max_ = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+        caps.sampling_bytes / (std::uint64_t{c.n_vocab} * 4 + std::uint64_t{sort_keys_} * 8), 1,
+        logits_rows_max_));
+    adjust_capacity_ = static_cast<std::uint32_t>(T) * max_adjusted_tokens;
+    recorded_rows_ = 0;
+    for (std::uint32_t b = 1; b <= std::min<std::uint64_t>(caps.recorded_rows, T); b <<= 1)
+        recorded_rows_ = b;
+}
 
+// Every per-step buffer, sized for max_batch_tokens rows. `dry` only adds up the device bytes
+// (the load's memory check), so that the check and the allocation cannot disagree.
+std::uint64_t cuda_engine::plan_buffers(const cuda_buffer_caps& caps, bool dry) {
+    const model_config& c = config_;
+    const std::uint64_t T = opt_.max_batch_tokens;
+    const std::uint64_t n_wide = std::max({c.n_embd, c.n_embd_q(), c.n_ff});
+    size_step_buffers(caps);
     std::uint64_t total = 0;
     auto take = [&](device_memory& m, std::uint64_t bytes) {
         total += rounded(bytes);
@@ -213,23 +262,28 @@ std::uint64_t cuda_engine::plan_buffers(const cuda_buffer_caps& caps, bool dry) 
         take(s.dev, n * sizeof(T_elem));
         pin(s.host, n * sizeof(T_elem));
     };
-    take(kv_pool_, cache_.pool_bytes());
+    // The pool, and one block past it: the padding rows' trash block.
+    take(kv_pool_, cache_.pool_bytes() + kv_cache::block_bytes(cache_.options()));
     take(x_, T * c.n_embd * 4);
-    take(cur_, T * n_wide * 4);
-    take(q_, T * c.n_embd_q() * 4);
-    take(k_, T * c.n_embd_kv() * 4);
-    take(v_, T * c.n_embd_kv() * 4);
+    take(qkv_, T * (c.n_embd_q() + 2 * std::uint64_t{c.n_embd_kv()}) * 4);
     take(attn_, T * c.n_embd_q() * 4);
-    take(gate_, T * c.n_ff * 4);
-    take(up_, T * c.n_ff * 4);
+    take(gate_up_, T * std::max<std::uint64_t>(2 * std::uint64_t{c.n_ff}, c.n_embd) * 4);
     take(acts_q_, T * n_wide);
     take(acts_scale_, T * 4);
+    using tiled = cuda::ternary_gemm_tiled_kernel;
+    take(split_sums_, std::uint64_t{tiled::fill_blocks} * tiled::tile_outputs * 4);
+    take(split_counters_, std::uint64_t{tiled::fill_blocks} * 4);
     take(scratch_, scratch_row_ctx_ * c.n_head * 4);
     take(logits_, std::uint64_t{logits_rows_max_} * c.n_vocab * 4);
-    pin(embd_host_, T * c.n_embd * 4);
+    take(sample_work_, std::uint64_t{sample_rows_max_} * c.n_vocab * 4);
+    take(sample_keys_, std::uint64_t{sample_rows_max_} * sort_keys_ * 8);
+    if (!device_embedding_)
+        pin(embd_host_, T * c.n_embd * 4);
     pin(logits_host_, std::uint64_t{logits_rows_max_} * c.n_vocab * 4);
+    both(tokens_, T);
     both(pos_, T);
     both(rows_, T);
+    both(sample_rows_, T);
     both(k_dst_, T);
     both(v_dst_, T);
     both(table_, T);
@@ -237,6 +291,15 @@ std::uint64_t cuda_engine::plan_buffers(const cuda_buffer_caps& caps, bool dry) 
     both(round_, T);
     both(k_tiles_, tiles_capacity_);
     both(v_tiles_, tiles_capacity_);
+    both(sample_params_, T);
+    both(sample_adjust_, adjust_capacity_);
+    both(sample_out_, T);
+    if (!dry) { // the split-K workspace starts zeroed (each product leaves it so)
+        const std::vector<std::uint8_t> zeros(split_sums_.bytes(), 0);
+        ops_->upload(split_sums_.as<void>(), zeros.data(), split_sums_.bytes());
+        ops_->upload(split_counters_.as<void>(), zeros.data(), split_counters_.bytes());
+        ops_->finish();
+    }
     return total;
 }
 
@@ -272,6 +335,8 @@ result<std::unique_ptr<engine>> load_cuda_engine(const engine_options& opt,
         e->rope_positions_ = static_cast<std::uint32_t>(std::min<std::uint64_t>(
             e->config_.n_ctx_train,
             std::uint64_t{e->cache_.n_blocks_total()} * e->cache_.block_tokens()));
+        e->device_embedding_ = caps.gather_embeddings && embedding_on_device(parts->weights);
+        e->trash_block_ = e->cache_.n_blocks_total();
         need = weight_device_bytes(parts->weights, e->config_) +
                rounded(std::uint64_t{e->rope_positions_} * e->config_.head_dim * 4) +
                e->plan_buffers(caps, true);
