@@ -5,9 +5,9 @@
 #include "kernels/cuda/ops.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"
+#include "model/engine/model_config.hpp"
 #include "model/engine/placement/device_choice.hpp"
 #include "model/engine/placement/engine_placement.hpp"
-#include "model/engine/model_config.hpp"
 #include "model/gguf/ggml_type.hpp"
 #include "model/sampling/logprobs.hpp"
 #include "model/sampling/sampler.hpp"
@@ -156,16 +156,19 @@ std::uint32_t prompt_positions(const model::seq_chunk& part) {
 }
 
 /// Draws `seq`'s next token from `logits` with its sampler into `out`, under its schema's mask
-/// when it has one (the matcher then takes the token).
+/// when it has one (the matcher then takes the token). `n_generated`: how many of s.tokens' last
+/// entries the sequence generated (step_chunk::n_sampled, plus the drafts accepted before this
+/// row): the presence and frequency penalties count those, min_tokens compares with it.
 result<void> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
-                         std::span<const float> logits, msg::step_result& out) {
+                         std::span<const float> logits, std::size_t n_generated,
+                         msg::step_result& out) {
     if (s.constraint) {
         auto m = masked_row(st, s, logits);
         if (!m)
             return m.error();
         logits = *m;
     }
-    auto smp = s.sampler.sample(logits, s.tokens);
+    auto smp = s.sampler.sample(logits, s.tokens, n_generated);
     if (!smp)
         return smp.error();
     if (s.constraint)
@@ -201,7 +204,9 @@ void verify_drafts(executor_state& st, const msg::step_chunk& c, const model::st
     s.tokens.push_back(toks[0]);
     std::uint32_t accepted = 0;
     for (std::uint32_t j = 0; j <= c.n_draft; ++j) {
-        if (auto r = sample_into(st, s, c.part.seq, so.row(first + j, n_vocab), out); !r)
+        if (auto r = sample_into(st, s, c.part.seq, so.row(first + j, n_vocab),
+                                 std::size_t{c.n_sampled} + j, out);
+            !r)
             return fail_seq(st, c, r.error(), out);
         if (j == c.n_draft || out.samples.back().token != toks[j + 1])
             break;
@@ -246,10 +251,10 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
         seq_state k{std::move(smp), s.tokens, s.constraint, s.replay, {}, 0, false, 0, 0};
         st.seqs.insert_or_assign(child, std::move(k));
     }
-    if (auto r = sample_into(st, st.seqs.at(c.part.seq), c.part.seq, logits, out); !r)
+    if (auto r = sample_into(st, st.seqs.at(c.part.seq), c.part.seq, logits, c.n_sampled, out); !r)
         return fail_seq(st, c, r.error(), out);
     for (const auto child : c.fork_to)
-        if (auto r = sample_into(st, st.seqs.at(child), child, logits, out); !r) {
+        if (auto r = sample_into(st, st.seqs.at(child), child, logits, c.n_sampled, out); !r) {
             // A choice that cannot sample fails its request like the sequence it came from.
             st.engine->release(child);
             st.seqs.erase(child);
