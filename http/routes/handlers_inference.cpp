@@ -119,6 +119,12 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, c.req_id);
     auto& in = std::get<inference_input>(parsed);
+    if (in.native_stream && *in.native_stream != (kind == route_kind::native_stream))
+        return send_error(route,
+                          invalid_value("stream", "stream must agree with the route: POST "
+                                                  "/v1/inference/stream streams, POST "
+                                                  "/v1/inference answers once"),
+                          c.req_id);
     c.model = in.model.empty() ? srv_.opt.default_model : in.model;
     c.stream = kind == route_kind::native_stream || in.stream;
     c.include_usage = in.include_usage;
