@@ -2,8 +2,10 @@
 
 #include "common/exact_numbers.hpp"
 #include "http/api_messages.hpp"
+#include "http/api_sampling.hpp"
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
+#include "http/field_policy.hpp"
 
 #include <boost/json.hpp>
 
@@ -305,6 +307,11 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     if (!root.is_object())
         return invalid_value("", "the body must be a JSON object");
     const auto& o = root.get_object();
+    if (auto e = check_request_fields(kind == api_kind::chat          ? api_family::chat
+                                      : kind == api_kind::completions ? api_family::completions
+                                                                      : api_family::native,
+                                      o))
+        return *e;
     fields f(o);
     inference_input in;
 
@@ -316,6 +323,8 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     if (auto e = read_prompt(f, kind, in))
         return *e;
     read_sampling(f, kind, in);
+    if (auto e = read_logit_shaping(o, in))
+        return *e;
     if (auto e = read_stops(f, in))
         return *e;
     if (auto e = read_priority(f, in))
@@ -329,6 +338,10 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
         // One generation per native request: its reply has one text and one token list.
         return invalid_value("n", "the native routes generate one choice (n 1); ask "
                                   "/v1/completions or /v1/chat/completions for n > 1");
+    } else if (f.get("stream")) {
+        bool stream = false;
+        f.boolean("stream", stream); // the route decides; start_inference checks they agree
+        in.native_stream = stream;
     }
     // The prompt echo is one per request; choices fork only once the first token is sampled.
     if (in.echo && in.n > 1)
@@ -353,6 +366,8 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
         f.fail("n", "a forced tool call (tool_choice required or a named function) takes n 1");
     if (f.failed())
         return f.error();
+    if (auto e = check_logit_shaping(in))
+        return *e;
     return in;
 }
 

@@ -1,12 +1,14 @@
 // JSON <-> native structs for the inference routes. All request validation lives here, before
 // anything is queued: wrong types, out-of-range values and unknown enum values are a 400 that
-// names the field. Unknown fields are ignored (HTTP-API.md).
+// names the field. Which fields a route takes at all, and which it refuses or ignores, is
+// field_policy.hpp's table (README.md, "Request fields"), checked first.
 #pragma once
 
 #include "http/errors.hpp"
 #include "messages/types.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -35,6 +37,8 @@ struct inference_input {
     msg::priority prio = msg::priority::normal;
     std::uint32_t timeout_ms = 0;
     bool stream = false;
+    /// Native routes: the body's `stream`, when it has one (it must agree with the route).
+    std::optional<bool> native_stream;
     bool include_usage = false;
     /// Report the chosen tokens' log-probabilities (`params.n_logprobs` alternatives each).
     bool want_logprobs = false;

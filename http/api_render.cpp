@@ -4,7 +4,7 @@
 #include "http/api_render.hpp"
 
 #include "http/api_json.hpp"
-#include "http/build_info.hpp"
+#include "http/observe/build_info.hpp"
 
 #include <boost/json.hpp>
 

@@ -1,5 +1,7 @@
 #include "http/api_structured.hpp"
 
+#include "http/api_guided.hpp"
+
 #include <boost/json.hpp>
 
 namespace bitnet::http {
@@ -152,14 +154,17 @@ void force_call(inference_input& in, const tool_functions& fns, std::optional<st
 std::optional<api_error> read_tools(const json::object& body, inference_input& in) {
     const auto* tools = body.if_contains("tools");
     const auto* choice = body.if_contains("tool_choice");
-    if (!tools || tools->is_null())
+    if (tools && !tools->is_null() && !tools->is_array())
+        return invalid_value("tools", "tools must be an array of functions");
+    // No tools, or `tools: []` (what the Agents SDK sends for an agent without tools, as the
+    // upstream APIs take it): plain generation; only "none" and "auto" can be chosen then.
+    if (!tools || tools->is_null() || tools->get_array().empty())
         return choice && !choice->is_null() &&
-                       !(choice->is_string() && choice->get_string() == "none")
+                       !(choice->is_string() &&
+                         (choice->get_string() == "none" || choice->get_string() == "auto"))
                    ? std::optional<api_error>(
                          invalid_value("tool_choice", "tool_choice needs \"tools\""))
                    : std::nullopt;
-    if (!tools->is_array() || tools->get_array().empty())
-        return invalid_value("tools", "tools must be a non-empty array of functions");
     tool_functions fns;
     if (auto e = read_functions(tools->get_array(), fns))
         return e;
@@ -223,14 +228,15 @@ std::optional<api_error> read_structured(const json::object& body, api_kind kind
             in.json_schema = json::serialize(*s);
             in.schema_param = "json_schema";
         }
-        return std::nullopt;
+    } else {
+        if (const auto* rf = body.if_contains("response_format"); rf && !rf->is_null())
+            if (auto e = read_response_format(*rf, in))
+                return e;
+        if (kind == api_kind::chat)
+            if (auto e = read_tools(body, in))
+                return e;
     }
-    if (const auto* rf = body.if_contains("response_format"); rf && !rf->is_null())
-        if (auto e = read_response_format(*rf, in))
-            return e;
-    if (kind == api_kind::chat)
-        return read_tools(body, in);
-    return std::nullopt;
+    return read_guided(body, in);
 }
 
 std::string tool_call_id(const std::string& req_id, std::size_t i) {

@@ -15,7 +15,8 @@
 
 namespace bitnet::http {
 
-/// Reads `response_format`, `json_schema` (native), `tools` and `tool_choice` (chat) into
+/// Reads `response_format`, `json_schema` (native), `tools` and `tool_choice` (chat), and vLLM's
+/// guided fields (api_guided.hpp) into
 /// `in.json_schema`, `in.schema_param`, `in.tool_call` and `in.tool_name`. A call forced to one
 /// function (named, or the only tool under "required") generates only its arguments, under its
 /// parameters as the root schema (`in.tool_name` says whose); several functions under

@@ -39,9 +39,16 @@ using sampling = model::sampling_params; ///< the same type, under the messages'
 namespace bitnet::model {
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, logit_bias_entry& x) {
+    return f(caf::meta::type_name("logit_bias_entry"), x.token, x.bias);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
     return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
-             x.repetition_penalty, x.repeat_last_n, x.seed, x.n_logprobs, x.report_logprob);
+             x.repetition_penalty, x.repeat_last_n, x.presence_penalty, x.frequency_penalty,
+             x.logit_bias, x.min_tokens, x.ignore_eos, x.eog_ids, x.stop_ids, x.seed, x.n_logprobs,
+             x.report_logprob);
 }
 
 template <class Inspector>

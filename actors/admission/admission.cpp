@@ -88,7 +88,15 @@ result<void> check_request(const request_limits& lim, const msg::generate_reques
     if (lim.n_vocab == 0)
         return {};
     BITNET_TRY(check_ids(req.prompt, lim.n_vocab, "prompt"));
-    return check_ids(req.stop_token_ids, lim.n_vocab, "stop_token_ids");
+    BITNET_TRY(check_ids(req.stop_token_ids, lim.n_vocab, "stop_token_ids"));
+    for (const auto& e : req.params.logit_bias)
+        if (e.token < 0 || static_cast<std::uint32_t>(e.token) >= lim.n_vocab)
+            return error{errc::invalid_argument,
+                         "logit_bias names token id " + std::to_string(e.token) +
+                             ", outside the model's vocabulary of " + std::to_string(lim.n_vocab) +
+                             " tokens (ids 0.." + std::to_string(lim.n_vocab - 1) + ")",
+                         "logit_bias"};
+    return {};
 }
 
 namespace admission_detail {

@@ -67,8 +67,9 @@ struct request_limits {
 
 /// The caller's errors in `req`: prompt_too_long (param "prompt") when the prompt leaves no room
 /// for one generated token in the context window or in the whole KV pool; invalid_argument when a
-/// prompt id (param "prompt") or a stop token id (param "stop_token_ids") is outside the
-/// vocabulary. Messages name the limit and the offending value.
+/// prompt id (param "prompt"), a stop token id (param "stop_token_ids") or a logit_bias id
+/// (param "logit_bias") is outside the vocabulary. Messages name the limit and the offending
+/// value.
 [[nodiscard]] result<void> check_request(const request_limits& lim,
                                          const msg::generate_request& req);
 

@@ -19,6 +19,12 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
                                               msg::sink_actor sink, clock::time_point received,
                                               std::int64_t timeout) {
     auto& st = self->state;
+    // min_tokens and ignore_eos act on ids no client sends: the model's end-of-generation ids
+    // and the request's stop ids (model/sampling/sampling_params.hpp).
+    if (req.params.min_tokens > 0 || req.params.ignore_eos) {
+        req.params.eog_ids = st.opt.policy.eog_ids;
+        req.params.stop_ids = req.stop_token_ids;
+    }
     sched::seq_request sr;
     sr.id = req.id;
     sr.prompt = req.prompt;

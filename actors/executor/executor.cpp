@@ -5,9 +5,9 @@
 #include "kernels/cuda/ops.hpp"
 #include "messages/errors.hpp"
 #include "model/constrain/token_constraint.hpp"
+#include "model/engine/model_config.hpp"
 #include "model/engine/placement/device_choice.hpp"
 #include "model/engine/placement/engine_placement.hpp"
-#include "model/engine/model_config.hpp"
 #include "model/gguf/ggml_type.hpp"
 #include "model/sampling/logprobs.hpp"
 #include "model/sampling/sampler.hpp"
@@ -157,7 +157,8 @@ void verify_drafts(executor_state& st, const msg::step_chunk& c, const model::st
     s.tokens.push_back(toks[0]);
     std::uint32_t accepted = 0;
     for (std::uint32_t j = 0; j <= c.n_draft; ++j) {
-        auto r = sample_into(st, s, c.part.seq, so.row(first + j, n_vocab), out);
+        auto r = sample_into(st, s, c.part.seq, so.row(first + j, n_vocab),
+                             std::size_t{c.n_sampled} + j, out);
         if (!r)
             return fail_seq(st, c, r.error(), out);
         if (!*r && j > 0) {
@@ -213,10 +214,10 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
         seq_state k{std::move(smp), s.tokens, s.constraint, s.replay, {}, 0, false, 0, 0};
         st.seqs.insert_or_assign(child, std::move(k));
     }
-    if (auto r = sample_into(st, st.seqs.at(c.part.seq), c.part.seq, logits, out); !r)
+    if (auto r = sample_into(st, st.seqs.at(c.part.seq), c.part.seq, logits, c.n_sampled, out); !r)
         return fail_seq(st, c, r.error(), out);
     for (const auto child : c.fork_to)
-        if (auto r = sample_into(st, st.seqs.at(child), child, logits, out); !r) {
+        if (auto r = sample_into(st, st.seqs.at(child), child, logits, c.n_sampled, out); !r) {
             // A choice that cannot sample fails its request like the sequence it came from.
             st.engine->release(child);
             st.seqs.erase(child);

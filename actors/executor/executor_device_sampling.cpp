@@ -3,7 +3,8 @@
 // would have made them. The device sampler equals model::sampler for the same row, settings and
 // draw (kernels/cuda/sample.cuh), so a sequence gives the same tokens whichever side samples;
 // what it cannot do stays on the host: schema masks, alternatives (n_logprobs), choices forked
-// from a row, draft verification, prompt logprobs, and penalty windows past its staging.
+// from a row, draft verification, prompt logprobs, penalty windows past its staging, and the
+// logit bias, EOS hold-backs and presence/frequency penalties (sampler.hpp steps 2, 3 and 5).
 #include "actors/executor/executor_internal.hpp"
 
 #include <algorithm>
@@ -19,7 +20,11 @@ bool device_can_sample(const executor_state& st, const msg::step_chunk& c) {
     if (it == st.seqs.end() || it->second.constraint)
         return false;
     const model::sampling_params& p = it->second.sampler.params();
-    return p.n_logprobs == 0;
+    // The device sampler implements the repetition penalty of the shaping steps (sampler.hpp,
+    // steps 2-5); a row with a bias, a hold-back or an OpenAI penalty is drawn on the host.
+    const bool host_only_shaping = p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
+                                   !p.logit_bias.empty() || p.min_tokens > 0 || p.ignore_eos;
+    return p.n_logprobs == 0 && !host_only_shaping;
 }
 
 /// The sequence's tokens with the chunk's after them, the last `n` (the repetition penalty's

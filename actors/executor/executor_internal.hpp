@@ -80,8 +80,12 @@ masked_row(executor_state& st, seq_state& s, std::span<const float> row);
 /// when it has one (the matcher then takes the token). False when the mask was not ready within
 /// the step's budget: the sample is deferred (the row kept in s.pending_row, `seq` in
 /// out.deferred) and nothing is drawn, so the sampler's next draw is the same later.
+/// `n_generated`: how many of s.tokens' last entries the sequence generated (step_chunk::n_sampled,
+/// plus the drafts accepted before this row): the presence and frequency penalties count those,
+/// min_tokens compares with it.
 [[nodiscard]] result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
-                                       std::span<const float> logits, msg::step_result& out);
+                                       std::span<const float> logits, std::size_t n_generated,
+                                       msg::step_result& out);
 /// A sample deferred in an earlier step (step_chunk::resume_sample), drawn from the row kept for
 /// it once its mask is ready (or deferred again). Errors fail the sequence.
 [[nodiscard]] result<void> resume_sample(executor_state& st, const msg::step_chunk& c,

@@ -110,7 +110,8 @@ result<std::optional<std::span<const float>>> masked_row(executor_state& st, seq
 }
 
 result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
-                         std::span<const float> logits, msg::step_result& out) {
+                         std::span<const float> logits, std::size_t n_generated,
+                         msg::step_result& out) {
     if (s.constraint) {
         auto m = masked_row(st, s, logits);
         if (!m)
@@ -123,7 +124,7 @@ result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
         }
         logits = **m;
     }
-    auto smp = s.sampler.sample(logits, s.tokens);
+    auto smp = s.sampler.sample(logits, s.tokens, n_generated);
     if (!smp)
         return smp.error();
     if (s.constraint) {
@@ -147,7 +148,7 @@ result<void> resume_sample(executor_state& st, const msg::step_chunk& c, msg::st
         return error{errc::internal,
                      "no deferred sample to resume for seq " + std::to_string(c.part.seq)};
     auto& s = it->second;
-    if (auto r = sample_into(st, s, c.part.seq, s.pending_row, out); !r)
+    if (auto r = sample_into(st, s, c.part.seq, s.pending_row, c.n_sampled, out); !r)
         return r.error();
     return {};
 }

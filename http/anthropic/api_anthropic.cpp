@@ -1,6 +1,7 @@
 #include "http/anthropic/api_anthropic.hpp"
 
 #include "http/api_render.hpp"
+#include "http/field_policy.hpp"
 
 #include <boost/json.hpp>
 
@@ -182,6 +183,55 @@ std::string number_of(const std::string& req_id) {
     return req_id.substr(req_id.find('-') + 1);
 }
 
+/// Anthropic's structured output: `output_config.format` (or the beta's `output_format`), a
+/// {"type":"json_schema","schema":{...}}, as the chat route's response_format; `effort` (how
+/// much a thinking model spends) and anything else in output_config is refused.
+std::optional<api_error> translate_output_format(const json::object& body, json::object& out) {
+    const json::value* format = nullptr;
+    std::string param = "output_format";
+    if (const auto* oc = body.if_contains("output_config"); oc && !oc->is_null()) {
+        const auto* o = oc->if_object();
+        if (!o)
+            return bad("output_config", "output_config must be an object");
+        for (const auto& m : *o) {
+            if (m.value().is_null())
+                continue;
+            if (m.key() != "format")
+                return bad("output_config." + std::string(m.key()),
+                           "output_config." + std::string(m.key()) +
+                               " is not served: the model does not think (only format is)");
+            format = &m.value();
+            param = "output_config.format";
+        }
+    }
+    if (const auto* of = body.if_contains("output_format"); of && !of->is_null()) {
+        if (format)
+            return bad("output_format", "output_format and output_config.format: send one");
+        format = of;
+    }
+    if (!format)
+        return std::nullopt;
+    const auto* fo = format->if_object();
+    const auto* type = fo ? fo->if_contains("type") : nullptr;
+    const auto* schema = fo ? fo->if_contains("schema") : nullptr;
+    if (!type || !type->is_string() || type->get_string() != "json_schema" || !schema ||
+        !(schema->is_object() || schema->is_bool()))
+        return bad(param, param + " must be {\"type\": \"json_schema\", \"schema\": {...}}");
+    out["response_format"] =
+        json::object{{"type", "json_schema"},
+                     {"json_schema", json::object{{"name", "output"}, {"schema", *schema}}}};
+    return std::nullopt;
+}
+
+/// temperature, top_p and top_k as the chat route reads them: Anthropic's clients (LangChain's
+/// ChatAnthropic by default) send -1 for "not set", which Anthropic's API takes as such.
+void translate_sampling(const json::object& body, json::object& out) {
+    for (const char* k : {"temperature", "top_p", "top_k"})
+        if (const auto* v = body.if_contains(k);
+            v && !(v->is_number() && v->to_number<double>() == -1.0))
+            out[k] = *v;
+}
+
 } // namespace
 
 std::variant<std::string, api_error> messages_as_chat(std::string_view body) {
@@ -192,11 +242,13 @@ std::variant<std::string, api_error> messages_as_chat(std::string_view body) {
     const auto* o = root.if_object();
     if (!o)
         return invalid_value("", "the body must be a JSON object");
+    if (auto e = check_request_fields(api_family::messages, *o))
+        return *e;
     json::object out;
-    for (const char* k :
-         {"model", "temperature", "top_p", "top_k", "stream", "cache_salt", "speculative"})
+    for (const char* k : {"model", "stream", "cache_salt", "speculative", "timeout_ms", "priority"})
         if (const auto* v = o->if_contains(k))
             out[k] = *v;
+    translate_sampling(*o, out);
     const auto* max = o->if_contains("max_tokens");
     if (!max)
         return bad("max_tokens", "max_tokens is required: the most tokens to generate");
@@ -222,6 +274,8 @@ std::variant<std::string, api_error> messages_as_chat(std::string_view body) {
     out["messages"] = std::move(msgs);
     if (auto e = translate_tools(*o, out))
         return *e;
+    if (auto e = translate_output_format(*o, out))
+        return *e;
     return json::serialize(out);
 }
 
@@ -230,8 +284,18 @@ parse_result parse_messages(std::string_view body) {
     if (auto* e = std::get_if<api_error>(&chat))
         return *e;
     auto r = parse_inference(std::get<std::string>(chat), api_kind::chat);
+    // The structured output came from output_config.format (or the beta's output_format):
+    // errors, the schema compiler's too, name that field.
+    const std::string format_param = body.find("\"output_config\"") != std::string_view::npos
+                                         ? "output_config.format"
+                                         : "output_format";
     if (auto* e = std::get_if<api_error>(&r); e && e->param == "stop")
         e->param = "stop_sequences";
+    else if (e && e->param == "response_format")
+        e->param = format_param;
+    else if (auto* in = std::get_if<inference_input>(&r);
+             in && in->schema_param == "response_format")
+        in->schema_param = format_param;
     return r;
 }
 

@@ -4,9 +4,12 @@
 // shapes.
 //   request:  model, max_tokens (required), system (a string or text blocks), messages whose
 //             content is a string or blocks (text; tool_use on assistant turns; tool_result on
-//             user turns, read as tool messages), stop_sequences, temperature, top_p, top_k,
-//             stream, tools ({name, description, input_schema}) and tool_choice (auto, any,
-//             tool, none: auto and none are plain generation, any and tool force a call).
+//             user turns, read as tool messages), stop_sequences, temperature, top_p, top_k (-1
+//             for either: not set), stream, tools ({name, description, input_schema}; [] means
+//             none) and tool_choice (auto, any, tool, none: auto and none are plain generation,
+//             any and tool force a call), output_config.format / output_format (a JSON Schema:
+//             response_format); the other fields as http/field_policy.hpp says (thinking only
+//             disabled: the model does not think).
 //   reply:    {id: "msg_…", type: "message", role, model, content: [text | tool_use],
 //              stop_reason: end_turn | max_tokens | stop_sequence | tool_use, usage}.
 //   stream:   message_start, content_block_start, ping, content_block_delta (text_delta or

@@ -2,6 +2,7 @@
 
 #include "http/api_render.hpp"
 #include "http/api_structured.hpp"
+#include "http/field_policy.hpp"
 
 #include <boost/json.hpp>
 
@@ -176,6 +177,10 @@ std::optional<api_error> translate_format(const json::object& body, json::object
     const auto* text = body.if_contains("text");
     const auto* to = text ? text->if_object() : nullptr;
     const auto* format = to ? to->if_contains("format") : nullptr;
+    if (const auto* v = to ? to->if_contains("verbosity") : nullptr;
+        v && !v->is_null() && !(v->is_string() && v->get_string() == "medium"))
+        return bad("text.verbosity", "text.verbosity is not served: the model has one verbosity "
+                                     "(send \"medium\" or leave it out)");
     if (!format || format->is_null())
         return std::nullopt;
     const auto* fo = format->if_object();
@@ -209,12 +214,15 @@ std::variant<std::string, api_error> responses_as_chat(std::string_view body) {
     const auto* o = root.if_object();
     if (!o)
         return invalid_value("", "the body must be a JSON object");
+    if (auto e = check_request_fields(api_family::responses, *o))
+        return *e;
     if (const auto* prev = o->if_contains("previous_response_id"); prev && !prev->is_null())
         return bad("previous_response_id",
                    "this server keeps no responses (store is not supported): send the whole "
                    "conversation in \"input\" instead of previous_response_id");
     json::object out;
-    for (const char* k : {"model", "temperature", "top_p", "stream", "cache_salt", "speculative"})
+    for (const char* k : {"model", "temperature", "top_p", "stream", "cache_salt", "speculative",
+                          "timeout_ms", "priority"})
         if (const auto* v = o->if_contains(k))
             out[k] = *v;
     if (const auto* max = o->if_contains("max_output_tokens"); max && !max->is_null())
@@ -250,8 +258,72 @@ parse_result parse_responses(std::string_view body) {
             e->param = "text.format";
         else if (e->param == "messages")
             e->param = "input";
+    } else if (auto& in = std::get<inference_input>(r); in.schema_param == "response_format") {
+        in.schema_param = "text.format"; // what the schema compiler's errors name
     }
     return r;
+}
+
+namespace {
+
+/// A number as a client wrote it would read (Boost.JSON prints doubles in exponent form).
+std::string number_text(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.15g", v);
+    return buf;
+}
+
+/// A setting in effect (a float: seven significant digits say it whole).
+std::string float_text(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.7g", static_cast<double>(v));
+    return buf;
+}
+
+/// A value's JSON text, a top-level number in plain decimal.
+std::string echo_text(const json::value& v) {
+    return v.is_double() ? number_text(v.get_double()) : json::serialize(v);
+}
+
+} // namespace
+
+std::string responses_request_echo(std::string_view body, float temperature, float top_p) {
+    boost::system::error_code ec;
+    const auto root = json::parse(body, ec);
+    const json::object none;
+    const auto& o = !ec && root.is_object() ? root.get_object() : none;
+    auto given = [&](const char* k) -> const json::value* {
+        const auto* v = o.if_contains(k);
+        return v && !v->is_null() ? v : nullptr;
+    };
+    std::string out;
+    // Each member: the request's value when it sent one, else what this server did.
+    auto member = [&](const char* k, const std::string& fallback) {
+        const auto* v = given(k);
+        out += ",\"" + std::string(k) + "\":" + (v ? echo_text(*v) : fallback);
+    };
+    member("background", "false");
+    member("instructions", "null");
+    member("max_output_tokens", "null");
+    member("max_tool_calls", "null");
+    member("metadata", "{}");
+    member("parallel_tool_calls", "true");
+    member("previous_response_id", "null");
+    out += R"(,"reasoning":{"effort":null,"summary":null})";
+    member("service_tier", R"("default")");
+    member("temperature", float_text(temperature));
+    const auto* text = given("text");
+    const auto* format =
+        text && text->is_object() ? text->get_object().if_contains("format") : nullptr;
+    out += R"(,"text":{"format":)" +
+           (format && !format->is_null() ? json::serialize(*format) : R"({"type":"text"})") + "}";
+    member("tool_choice", R"("auto")");
+    member("tools", "[]");
+    member("top_logprobs", "0");
+    member("top_p", float_text(top_p));
+    member("truncation", R"("disabled")");
+    member("user", "null");
+    return out;
 }
 
 std::string response_id(const std::string& req_id) {
@@ -279,9 +351,13 @@ std::string response_message_item(const std::string& req_id, const std::string& 
 }
 
 std::string response_call_item(const std::string& req_id, const std::string& name,
-                               const std::string& arguments, bool done, std::size_t i) {
+                               const std::string& arguments, bool done, std::size_t i,
+                               bool incomplete) {
     return R"({"id":)" + quoted(response_call_item_id(req_id, i)) +
-           R"(,"type":"function_call","status":)" + (done ? R"("completed")" : R"("in_progress")") +
+           R"(,"type":"function_call","status":)" +
+           (!done        ? R"("in_progress")"
+            : incomplete ? R"("incomplete")"
+                         : R"("completed")") +
            R"(,"call_id":)" + quoted(tool_call_id(req_id, i)) + R"(,"name":)" + quoted(name) +
            R"(,"arguments":)" + quoted(arguments) + "}";
 }
@@ -289,7 +365,7 @@ std::string response_call_item(const std::string& req_id, const std::string& nam
 std::string response_object(const std::string& req_id, std::int64_t created,
                             const std::string& model, const std::string& status,
                             const std::string& output, const msg::completion* c,
-                            const std::string& error, bool parallel_tool_calls, bool stored) {
+                            const std::string& error, bool stored, const std::string& echo) {
     std::string usage = "null";
     if (c) {
         const auto cached = std::min(c->cached_tokens, c->prompt_tokens);
@@ -303,9 +379,8 @@ std::string response_object(const std::string& req_id, std::int64_t created,
            std::to_string(created) + R"(,"status":)" + quoted(status) + R"(,"error":)" + error +
            R"(,"incomplete_details":)" +
            (status == "incomplete" ? R"({"reason":"max_output_tokens"})" : std::string("null")) +
-           R"(,"model":)" + quoted(model) + R"(,"output":)" + output +
-           R"(,"parallel_tool_calls":)" + (parallel_tool_calls ? "true" : "false") +
-           R"(,"store":)" + (stored ? "true" : "false") + R"(,"usage":)" + usage + "}";
+           R"(,"model":)" + quoted(model) + R"(,"output":)" + output + echo + R"(,"store":)" +
+           (stored ? "true" : "false") + R"(,"usage":)" + usage + "}";
 }
 
 } // namespace bitnet::http

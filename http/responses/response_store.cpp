@@ -2,6 +2,8 @@
 
 #include <boost/json.hpp>
 
+#include <algorithm>
+
 namespace bitnet::http {
 
 namespace json = boost::json;
@@ -12,18 +14,26 @@ response_store::response_store(response_store_limits limits)
 void response_store::put(const std::string& scope, const std::string& id, std::string items,
                          std::vector<std::pair<std::string, std::string>> outputs,
                          clock::time_point now) {
+    put(scope, id, std::move(items), std::move(outputs), {}, {}, now);
+}
+
+void response_store::put(const std::string& scope, const std::string& id, std::string items,
+                         std::vector<std::pair<std::string, std::string>> outputs,
+                         std::string response, std::string input, clock::time_point now) {
     if (!enabled())
         return;
     entry e;
     e.scope = scope;
     e.id = id;
     e.at = now;
-    e.bytes = scope.size() + id.size() + items.size();
+    e.bytes = scope.size() + id.size() + items.size() + response.size() + input.size();
     for (const auto& [item_id, text] : outputs)
         e.bytes += item_id.size() + text.size();
     if (e.bytes > limits_.max_bytes)
         return; // it alone would not fit: not kept (a later name of it is a 400)
     e.items = std::move(items);
+    e.response = std::move(response);
+    e.input = std::move(input);
     std::lock_guard lock(mu_);
     if (auto it = responses_.find({scope, id}); it != responses_.end()) {
         order_.erase(it->second); // ids are unique per process; kept simple if not
@@ -73,6 +83,41 @@ std::optional<std::string> response_store::item(const std::string& scope, const 
     if (it == items_.end())
         return std::nullopt;
     return it->second;
+}
+
+std::optional<std::string> response_store::response(const std::string& scope, const std::string& id,
+                                                    clock::time_point now) {
+    std::lock_guard lock(mu_);
+    evict(now);
+    const auto it = responses_.find({scope, id});
+    if (it == responses_.end() || it->second->response.empty())
+        return std::nullopt;
+    return it->second->response;
+}
+
+std::optional<std::string> response_store::input_items(const std::string& scope,
+                                                       const std::string& id,
+                                                       clock::time_point now) {
+    std::lock_guard lock(mu_);
+    evict(now);
+    const auto it = responses_.find({scope, id});
+    if (it == responses_.end() || it->second->input.empty())
+        return std::nullopt;
+    return it->second->input;
+}
+
+bool response_store::erase(const std::string& scope, const std::string& id) {
+    std::lock_guard lock(mu_);
+    const auto it = responses_.find({scope, id});
+    if (it == responses_.end())
+        return false;
+    const auto e = it->second;
+    for (const auto& item_id : e->item_ids)
+        items_.erase({scope, item_id});
+    bytes_ -= e->bytes;
+    responses_.erase(it);
+    order_.erase(e);
+    return true;
 }
 
 std::size_t response_store::size() const {
@@ -128,6 +173,7 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
         }
     }
     bool changed = false;
+    std::size_t own_from = 0; ///< where the request's own items start in `input`
     if (const auto* prev = o->if_contains("previous_response_id"); prev && !prev->is_null()) {
         if (!prev->is_string())
             return invalid_value("previous_response_id", "previous_response_id must be a string");
@@ -136,6 +182,7 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
         if (!stored)
             return not_stored("previous_response_id", "no stored response '" + id + "'", store);
         auto earlier = json::parse(*stored).as_array();
+        own_from = earlier.size();
         for (auto& it : input)
             earlier.push_back(std::move(it));
         input = std::move(earlier);
@@ -160,6 +207,10 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
         changed = true;
     }
     out.input_items = json::serialize(input);
+    json::array own;
+    for (std::size_t i = own_from; i < input.size(); ++i)
+        own.push_back(input[i]);
+    out.own_input = json::serialize(own);
     if (!changed) {
         out.body = std::string(body);
         return out;
@@ -175,6 +226,74 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
         return e;
     }
     return out;
+}
+
+std::string stored_input_items(std::string_view own_input, const std::string& response_id) {
+    boost::system::error_code ec;
+    auto v = json::parse(own_input, ec);
+    if (ec || !v.is_array())
+        return "[]";
+    const auto tail = response_id.substr(std::min(response_id.size(), response_id.find('_') + 1));
+    auto& items = v.get_array();
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        auto* o = items[i].if_object();
+        if (!o)
+            continue;
+        if (!o->contains("type"))
+            (*o)["type"] = "message";
+        if (!o->contains("id"))
+            (*o)["id"] =
+                (o->at("type") == "message" ? "msg_" : "item_") + tail + "_in" + std::to_string(i);
+    }
+    return json::serialize(v);
+}
+
+std::variant<std::string, api_error> input_items_page(const std::string& items,
+                                                      std::string_view order,
+                                                      std::string_view limit,
+                                                      std::string_view after) {
+    if (!order.empty() && order != "asc" && order != "desc")
+        return invalid_value("order", "order must be asc or desc");
+    std::size_t n = 20;
+    if (!limit.empty()) {
+        n = 0;
+        for (char ch : limit) {
+            if (ch < '0' || ch > '9' || n > 100)
+                return invalid_value("limit", "limit must be an integer within 1..100");
+            n = n * 10 + static_cast<std::size_t>(ch - '0');
+        }
+        if (n < 1 || n > 100)
+            return invalid_value("limit", "limit must be an integer within 1..100");
+    }
+    auto all = json::parse(items).as_array();
+    if (order != "asc")
+        std::reverse(all.begin(), all.end());
+    std::size_t from = 0;
+    if (!after.empty()) {
+        const auto it = std::find_if(all.begin(), all.end(), [&](const json::value& e) {
+            const auto* o = e.if_object();
+            const auto* id = o ? o->if_contains("id") : nullptr;
+            return id && id->is_string() && id->get_string() == after;
+        });
+        if (it == all.end())
+            return invalid_value("after", "after names no input item of this response");
+        from = static_cast<std::size_t>(it - all.begin()) + 1;
+    }
+    json::array data;
+    for (std::size_t i = from; i < all.size() && data.size() < n; ++i)
+        data.push_back(all[i]);
+    const bool more = from + data.size() < all.size();
+    auto id_of = [](const json::value& e) -> json::value {
+        const auto* o = e.if_object();
+        const auto* id = o ? o->if_contains("id") : nullptr;
+        return id ? *id : json::value(nullptr);
+    };
+    json::object page{{"object", "list"}};
+    page["first_id"] = data.empty() ? json::value(nullptr) : id_of(data.front());
+    page["last_id"] = data.empty() ? json::value(nullptr) : id_of(data.back());
+    page["has_more"] = more;
+    page["data"] = std::move(data);
+    return json::serialize(page);
 }
 
 } // namespace bitnet::http

@@ -1,10 +1,11 @@
 // Recent Responses API replies, kept in memory per API key so that a later request can name them:
 // `previous_response_id` (the conversation so far, input and output items) and `item_reference`
 // items (one output item by id), as the AI SDK's default provider sends once `store` is true (its
-// default). Bounded three ways (config keys): how many responses, for how long, and their bytes;
-// the oldest go first. A key sees only what its own requests stored. Nothing survives a restart,
-// and ids carry a per-process tag, so an id from before a restart is "not stored", never another
-// reply's.
+// default); and GET /v1/responses/{id} (the response object), DELETE /v1/responses/{id} and
+// GET /v1/responses/{id}/input_items. Bounded three ways (config keys): how many responses, for how
+// long, and their bytes; the oldest go first. A key sees only what its own requests stored. Nothing
+// survives a restart, and ids carry a per-process tag, so an id from before a restart is "not
+// stored", never another reply's.
 #pragma once
 
 #include "http/errors.hpp"
@@ -43,6 +44,12 @@ public:
     void put(const std::string& scope, const std::string& id, std::string items,
              std::vector<std::pair<std::string, std::string>> outputs,
              clock::time_point now = clock::now());
+    /// The same, with what GET /v1/responses/{id} answers: `response` the response object
+    /// (JSON) and `input` its own input items (a JSON array, every item with an id). Their
+    /// bytes count toward the bound like the rest.
+    void put(const std::string& scope, const std::string& id, std::string items,
+             std::vector<std::pair<std::string, std::string>> outputs, std::string response,
+             std::string input, clock::time_point now = clock::now());
 
     /// The conversation of response `id` (a JSON array), when `scope` stored it and it is kept.
     [[nodiscard]] std::optional<std::string> conversation(const std::string& scope,
@@ -51,6 +58,15 @@ public:
     /// One output item (JSON text) by its id.
     [[nodiscard]] std::optional<std::string> item(const std::string& scope, const std::string& id,
                                                   clock::time_point now = clock::now());
+    /// The response object of response `id` (JSON), when `scope` stored it with one.
+    [[nodiscard]] std::optional<std::string>
+    response(const std::string& scope, const std::string& id, clock::time_point now = clock::now());
+    /// Its own input items (a JSON array), when `scope` stored it with them.
+    [[nodiscard]] std::optional<std::string> input_items(const std::string& scope,
+                                                         const std::string& id,
+                                                         clock::time_point now = clock::now());
+    /// Forgets response `id` of `scope` and its items; false when it was not kept.
+    bool erase(const std::string& scope, const std::string& id);
 
     [[nodiscard]] std::size_t size() const;
     [[nodiscard]] std::size_t bytes() const;
@@ -61,6 +77,8 @@ private:
         std::string id;
         clock::time_point at;
         std::string items;
+        std::string response; ///< the response object, for GET /v1/responses/{id}
+        std::string input;    ///< its own input items, for .../input_items
         std::vector<std::string> item_ids;
         std::size_t bytes = 0;
     };
@@ -82,8 +100,28 @@ private:
 struct responses_expansion {
     std::string body;        ///< the request, previous_response_id and item_reference resolved
     std::string input_items; ///< its input as a JSON array of items (what a stored reply keeps)
-    bool store = false;      ///< the reply is to be stored (store not false, the store enabled)
+    /// The request's own input (item_reference resolved, without previous_response_id's
+    /// conversation), each item with an id: what GET .../input_items lists.
+    std::string own_input;
+    bool store = false; ///< the reply is to be stored (store not false, the store enabled)
 };
+
+/// A request's own input items (responses_expansion::own_input) as GET .../input_items lists
+/// them: each item an object with a `type` (message when it has none) and an `id` (kept, or
+/// "<response id>_in<i>" with the response id's "resp_" replaced by "msg_" for a message,
+/// "item_" otherwise). Not JSON (it never is: the parser read it): "[]".
+[[nodiscard]] std::string stored_input_items(std::string_view own_input,
+                                             const std::string& response_id);
+
+/// A page of GET /v1/responses/{id}/input_items over `items` (stored_input_items's array):
+/// OpenAI's list object {object: "list", data, first_id, last_id, has_more}, `order` "asc" or
+/// "desc" (newest first, OpenAI's default), at most `limit` (1..100) items after the item `after`
+/// (empty: from the start). A bad order or limit, or an `after` that names no item, is a 400
+/// naming it.
+[[nodiscard]] std::variant<std::string, api_error> input_items_page(const std::string& items,
+                                                                    std::string_view order,
+                                                                    std::string_view limit,
+                                                                    std::string_view after);
 
 /// Resolves `previous_response_id` (its conversation goes before `input`) and `item_reference`
 /// items against `store` for `scope`; a name that is not stored is a 400 naming the field. The

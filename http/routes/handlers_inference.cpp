@@ -91,7 +91,6 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
     g.schema_param = std::move(in.schema_param);
     c.tool_call = in.tool_call;
     c.tool_name = in.tool_name;
-    c.parallel_tool_calls = in.parallel_tool_calls;
     g.n = in.n;
     return g;
 }
@@ -112,6 +111,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
         expanded = std::move(ex.body);
         c.store = ex.store;
         c.input_items = std::move(ex.input_items);
+        c.own_input = std::move(ex.own_input);
     }
     auto parsed = kind == route_kind::messages    ? parse_messages(body)
                   : kind == route_kind::responses ? parse_responses(expanded)
@@ -119,7 +119,15 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, c.req_id);
     auto& in = std::get<inference_input>(parsed);
+    if (in.native_stream && *in.native_stream != (kind == route_kind::native_stream))
+        return send_error(route,
+                          invalid_value("stream", "stream must agree with the route: POST "
+                                                  "/v1/inference/stream streams, POST "
+                                                  "/v1/inference answers once"),
+                          c.req_id);
     c.model = in.model.empty() ? srv_.opt.default_model : in.model;
+    if (kind == route_kind::responses)
+        c.response_echo = responses_request_echo(body, in.params.temperature, in.params.top_p);
     c.stream = kind == route_kind::native_stream || in.stream;
     c.include_usage = in.include_usage;
     if (in.n > srv_.opt.max_n)

@@ -1,12 +1,16 @@
 // OpenAI's Responses API on a session (http/responses/api_responses.hpp for the shapes): the
-// stream's event sequence, each event numbered, and the plain reply. A forced call to one function
-// streams its arguments as response.function_call_arguments.delta; a call among several (or
-// several parallel calls) comes whole at the end, an item each; a call cut short is no output
-// item (status incomplete).
+// stream's event sequence, each event numbered, the plain reply, and the stored reply's routes
+// (GET and DELETE /v1/responses/{id}, GET .../input_items). A forced call to one function streams
+// its arguments as response.function_call_arguments.delta, and when max_output_tokens cuts it, it
+// is closed like a whole one (arguments done, item done) with status incomplete and kept in the
+// output; a call among several (or several parallel calls) comes whole at the end, an item each,
+// and one cut short opens no item.
 #include "http/api_render.hpp"
 #include "http/api_structured.hpp"
 #include "http/responses/api_responses.hpp"
+#include "http/responses/response_store.hpp"
 #include "http/routes/session.hpp"
+#include "http/transport/request_errors.hpp"
 
 #include <utility>
 #include <vector>
@@ -41,9 +45,8 @@ void session::responses_event(const char* type, const std::string& fields) {
 }
 
 void session::responses_stream_head() {
-    const auto pending =
-        response_object(call_->req_id, call_->created, call_->model, "in_progress", "[]", nullptr,
-                        "null", call_->parallel_tool_calls, call_->store);
+    const auto pending = response_object(call_->req_id, call_->created, call_->model, "in_progress",
+                                         "[]", nullptr, "null", call_->store, call_->response_echo);
     responses_event("response.created", ",\"response\":" + pending);
     responses_event("response.in_progress", ",\"response\":" + pending);
     const auto msg_id = quoted(response_message_id(call_->req_id));
@@ -79,6 +82,7 @@ void session::stream_responses_token(const msg::token_event& ev) {
 void session::responses_done_events(const msg::completion& c) {
     const bool whole = whole_call(c);
     const auto& id = call_->req_id;
+    const bool incomplete = status_of(c, whole) == "incomplete";
     output_items items;
     if (!call_->tool_call) {
         const auto item_id = quoted(response_message_id(id));
@@ -90,8 +94,7 @@ void session::responses_done_events(const msg::completion& c) {
             ",\"item_id\":" + item_id +
                 R"(,"output_index":0,"content_index":0,"part":{"type":"output_text","text":)" +
                 quoted(call_->text) + R"(,"annotations":[]})");
-        const auto item =
-            response_message_item(id, call_->text, true, status_of(c, whole) == "incomplete");
+        const auto item = response_message_item(id, call_->text, true, incomplete);
         responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
         items.emplace_back(response_message_id(id), item);
     } else if (whole) {
@@ -113,6 +116,16 @@ void session::responses_done_events(const msg::completion& c) {
             responses_event("response.output_item.done", index + ",\"item\":" + item);
             items.emplace_back(response_call_item_id(id, i), item);
         }
+    } else if (!call_->tool_name.empty()) {
+        // The one function's call, opened by the stream's head and cut short (max_output_tokens,
+        // the deadline, a drain): closed with the arguments so far, status incomplete.
+        const auto item_id = quoted(response_call_item_id(id));
+        responses_event("response.function_call_arguments.done",
+                        ",\"item_id\":" + item_id +
+                            ",\"output_index\":0,\"arguments\":" + quoted(call_->text));
+        const auto item = response_call_item(id, call_->tool_name, call_->text, true, 0, true);
+        responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
+        items.emplace_back(response_call_item_id(id), item);
     }
     const auto output = array_of(items);
     if (call_->cut) {
@@ -123,41 +136,46 @@ void session::responses_done_events(const msg::completion& c) {
             "response.failed",
             ",\"response\":" +
                 response_object(id, call_->created, call_->model, "failed", output, &c,
-                                R"({"code":"draining","message":)" + quoted(e.message) + "}",
-                                call_->parallel_tool_calls, false));
+                                R"({"code":"draining","message":)" + quoted(e.message) + "}", false,
+                                call_->response_echo));
         return;
     }
     const auto status = status_of(c, whole);
-    remember_response(items);
+    const auto object =
+        response_object(id, call_->created, c.model.empty() ? call_->model : c.model, status,
+                        output, &c, "null", call_->store, call_->response_echo);
+    remember_response(items, object);
     responses_event(status == "completed" ? "response.completed" : "response.incomplete",
-                    ",\"response\":" + response_object(id, call_->created,
-                                                       c.model.empty() ? call_->model : c.model,
-                                                       status, output, &c, "null",
-                                                       call_->parallel_tool_calls, call_->store));
+                    ",\"response\":" + object);
 }
 
 std::string session::responses_body(const msg::completion& c) const {
     const bool whole = whole_call(c);
     const auto& id = call_->req_id;
+    const bool incomplete = status_of(c, whole) == "incomplete";
     output_items items;
     if (!call_->tool_call) {
-        items.emplace_back(
-            response_message_id(id),
-            response_message_item(id, call_->text, true, status_of(c, whole) == "incomplete"));
+        items.emplace_back(response_message_id(id),
+                           response_message_item(id, call_->text, true, incomplete));
     } else if (whole) {
         const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
         for (std::size_t i = 0; i < calls.size(); ++i)
             items.emplace_back(response_call_item_id(id, i),
                                response_call_item(id, calls[i].name, calls[i].arguments, true, i));
+    } else if (!call_->tool_name.empty()) {
+        // The one function's call cut short: its arguments so far, status incomplete.
+        items.emplace_back(response_call_item_id(id),
+                           response_call_item(id, call_->tool_name, call_->text, true, 0, true));
     }
-    remember_response(items);
-    return response_object(id, call_->created, c.model.empty() ? call_->model : c.model,
-                           status_of(c, whole), array_of(items), &c, "null",
-                           call_->parallel_tool_calls, call_->store);
+    const auto object = response_object(
+        id, call_->created, c.model.empty() ? call_->model : c.model, status_of(c, whole),
+        array_of(items), &c, "null", call_->store, call_->response_echo);
+    remember_response(items, object);
+    return object;
 }
 
-void session::remember_response(
-    const std::vector<std::pair<std::string, std::string>>& outputs) const {
+void session::remember_response(const std::vector<std::pair<std::string, std::string>>& outputs,
+                                const std::string& object) const {
     if (!call_->store)
         return;
     // The conversation so far: what came in (a JSON array), then what went out.
@@ -166,7 +184,47 @@ void session::remember_response(
     for (const auto& [item_id, item] : outputs)
         conversation += (conversation.size() > 1 ? "," : "") + item;
     conversation += "]";
-    srv_.responses.put(client_key_, response_id(call_->req_id), std::move(conversation), outputs);
+    const auto rid = response_id(call_->req_id);
+    srv_.responses.put(client_key_, rid, std::move(conversation), outputs, object,
+                       stored_input_items(call_->own_input, rid));
+}
+
+namespace {
+
+api_error no_stored_response(const std::string& id) {
+    auto e = status_error(404, "no stored response '" + id + "' for this key");
+    e.param = "response_id";
+    e.suggestion = "replies are kept for the API key that made them, bounded "
+                   "(responses_store_max, responses_store_ttl_s, responses_store_bytes), and "
+                   "only when the request did not say \"store\": false";
+    return e;
+}
+
+} // namespace
+
+void session::do_response_get(const std::string& route, const std::string& id) {
+    const auto object = srv_.responses.response(client_key_, id);
+    if (!object)
+        return send_error(route, no_stored_response(id), "-");
+    send_json(route, 200, *object);
+}
+
+void session::do_response_delete(const std::string& route, const std::string& id) {
+    if (!srv_.responses.erase(client_key_, id))
+        return send_error(route, no_stored_response(id), "-");
+    send_json(route, 200, R"({"id":)" + quoted(id) + R"(,"object":"response","deleted":true})");
+}
+
+void session::do_response_input_items(const std::string& route, const std::string& id,
+                                      const std::string& order, const std::string& limit,
+                                      const std::string& after) {
+    const auto items = srv_.responses.input_items(client_key_, id);
+    if (!items)
+        return send_error(route, no_stored_response(id), "-");
+    auto page = input_items_page(*items, order, limit, after);
+    if (auto* e = std::get_if<api_error>(&page))
+        return send_error(route, *e, "-");
+    send_json(route, 200, std::move(std::get<std::string>(page)));
 }
 
 } // namespace bitnet::http

@@ -19,6 +19,10 @@ constexpr std::array k_routes{
     route{"POST", "/v1/messages", route_id::messages, role::user},
     route{"POST", "/v1/messages/count_tokens", route_id::messages_count_tokens, role::user},
     route{"POST", "/v1/responses", route_id::responses, role::user},
+    route{"GET", "/v1/responses/{response_id}", route_id::response_get, role::user},
+    route{"DELETE", "/v1/responses/{response_id}", route_id::response_delete, role::user},
+    route{"GET", "/v1/responses/{response_id}/input_items", route_id::response_input_items,
+          role::user},
     route{"POST", "/v1/tokenize", route_id::tokenize, role::user},
     route{"POST", "/v1/detokenize", route_id::detokenize, role::user},
     route{"GET", "/v1/stats", route_id::stats, role::user},
@@ -31,15 +35,21 @@ constexpr std::array k_routes{
     route{"POST", "/v1/models/{alias}/crash", route_id::model_crash, role::admin, true},
 };
 
-constexpr std::string_view k_param = "{alias}";
+/// Where a pattern's "{name}" segment starts, and its length (npos when it has none).
+std::pair<std::size_t, std::size_t> param_of(std::string_view pattern) {
+    const auto at = pattern.find('{');
+    if (at == std::string_view::npos)
+        return {at, 0};
+    return {at, pattern.find('}', at) + 1 - at};
+}
 
-/// Whether `path` fits `pattern`; the {alias} segment goes to `alias` (one non-empty segment).
+/// Whether `path` fits `pattern`; the {name} segment goes to `alias` (one non-empty segment).
 bool fits(std::string_view pattern, std::string_view path, std::string& alias) {
-    const auto at = pattern.find(k_param);
+    const auto [at, len] = param_of(pattern);
     if (at == std::string_view::npos)
         return pattern == path;
     const auto head = pattern.substr(0, at);
-    const auto tail = pattern.substr(at + k_param.size());
+    const auto tail = pattern.substr(at + len);
     if (path.size() <= head.size() + tail.size() || path.substr(0, head.size()) != head ||
         path.substr(path.size() - tail.size()) != tail)
         return false;
@@ -51,7 +61,7 @@ bool fits(std::string_view pattern, std::string_view path, std::string& alias) {
 }
 
 bool literal(const route& r) {
-    return r.pattern.find(k_param) == std::string_view::npos;
+    return r.pattern.find('{') == std::string_view::npos;
 }
 
 } // namespace

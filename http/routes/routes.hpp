@@ -28,6 +28,9 @@ enum class route_id {
     messages,
     messages_count_tokens,
     responses,
+    response_get,
+    response_delete,
+    response_input_items,
     inference,
     inference_stream,
     completions,
@@ -42,7 +45,7 @@ enum class role { open, user, admin };
 
 struct route {
     std::string_view method;  ///< "GET", "POST", "DELETE"
-    std::string_view pattern; ///< literal segments and at most one "{alias}"
+    std::string_view pattern; ///< literal segments and at most one "{name}" (alias, response_id)
     route_id id;
     role need;
     bool test_hook = false; ///< served only with test hooks on
@@ -58,14 +61,14 @@ struct route_match {
     const route* found = nullptr;
     bool path_known = false; ///< some pattern matched the path (so a miss is a 405, not a 404)
     role need = role::open;  ///< what the caller must hold before hearing 404/405 or the route
-    std::string alias;       ///< the {alias} segment, when the pattern has one
+    std::string alias; ///< the {…} segment ({alias}, {response_id}), when the pattern has one
     /// The metrics label: the pattern, or "unmatched".
     std::string_view label = "unmatched";
 };
 
 /// Matches `target` (the query string already removed) and `method`. Literal patterns win over
-/// ones with "{alias}" ("/v1/models/load" is never the model "load"). Paths under /v1/ that
-/// match nothing still need the user role, so a 404 tells an unauthenticated caller nothing.
+/// ones with a "{name}" segment ("/v1/models/load" is never the model "load"). Paths under /v1/
+/// that match nothing still need the user role, so a 404 tells an unauthenticated caller nothing.
 [[nodiscard]] route_match match_route(std::string_view method, std::string_view target,
                                       bool test_hooks);
 

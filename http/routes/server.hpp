@@ -11,7 +11,7 @@
 #pragma once
 
 #include "common/error.hpp"
-#include "http/build_info.hpp"
+#include "http/observe/build_info.hpp"
 #include "http/responses/response_store.hpp"
 #include "http/transport/transport_options.hpp"
 #include "messages/interfaces.hpp"

@@ -96,13 +96,14 @@ private:
         /// The one function a forced call names (its arguments alone are generated, and
         /// streamed as argument deltas); empty: the text is {"name","arguments"}.
         std::string tool_name;
-        bool parallel_tool_calls = true; ///< the request's parallel_tool_calls (echoed)
-        bool tool_opened = false;        ///< the stream sent the call's id and name
-        bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
-        bool store = false;     ///< responses: keep the reply (http/responses/response_store.hpp)
+        bool tool_opened = false; ///< the stream sent the call's id and name
+        bool head_sent = false;   ///< messages: message_start went out (after the prompt's count)
+        bool store = false;       ///< responses: keep the reply (http/responses/response_store.hpp)
         bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
         bool token_logprob = true;    ///< native stream: token events carry the logprob
         std::string input_items;      ///< responses: the input as stored items (a JSON array)
+        std::string own_input;        ///< responses: the request's own input items
+        std::string response_echo;    ///< responses: the request's settings as echoed
         bool has_stops = false;       ///< the request had stop strings (Anthropic's stop_reason)
         std::uint32_t events = 0;     ///< Responses stream events sent (their sequence_number)
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
@@ -200,9 +201,17 @@ private:
     /// an error event and response.failed).
     void responses_done_events(const msg::completion& c);
     [[nodiscard]] std::string responses_body(const msg::completion& c) const;
-    /// Keeps a finished Responses reply (its output items, each with its id) when the request
-    /// asked to store it.
-    void remember_response(const std::vector<std::pair<std::string, std::string>>& outputs) const;
+    /// Keeps a finished Responses reply (its output items, each with its id, and the response
+    /// object `object`) when the request asked to store it.
+    void remember_response(const std::vector<std::pair<std::string, std::string>>& outputs,
+                           const std::string& object) const;
+    /// GET /v1/responses/{id}: the stored response object of this key; DELETE forgets it;
+    /// GET .../input_items: a page of its input items (order, limit, after from the query).
+    void do_response_get(const std::string& route, const std::string& id);
+    void do_response_delete(const std::string& route, const std::string& id);
+    void do_response_input_items(const std::string& route, const std::string& id,
+                                 const std::string& order, const std::string& limit,
+                                 const std::string& after);
     void stream_token(const msg::token_event& ev, bool lp);
     void gather_token(msg::token_event ev, bool lp);
     // n > 1 (handlers_choices.cpp): a choice's token, a choice's end, the request's end.

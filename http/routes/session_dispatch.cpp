@@ -198,6 +198,14 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
         return do_count_tokens(req.body());
     case route_id::responses:
         return start_inference(label, route_kind::responses, req.body());
+    case route_id::response_get:
+        return do_response_get(label, alias);
+    case route_id::response_delete:
+        return do_response_delete(label, alias);
+    case route_id::response_input_items:
+        return do_response_input_items(label, alias, query_value(req.target(), "order"),
+                                       query_value(req.target(), "limit"),
+                                       query_value(req.target(), "after"));
     }
 }
 

@@ -45,6 +45,12 @@ void session::trace_request(const msg::generate_request& g, route_kind kind) {
     trace_attr("gen_ai.request.temperature", static_cast<double>(g.params.temperature));
     trace_attr("gen_ai.request.top_p", static_cast<double>(g.params.top_p));
     trace_attr("gen_ai.request.top_k", static_cast<std::int64_t>(g.params.top_k));
+    if (g.params.presence_penalty != 0.0f)
+        trace_attr("gen_ai.request.presence_penalty",
+                   static_cast<double>(g.params.presence_penalty));
+    if (g.params.frequency_penalty != 0.0f)
+        trace_attr("gen_ai.request.frequency_penalty",
+                   static_cast<double>(g.params.frequency_penalty));
     if (g.n > 1)
         trace_attr("gen_ai.request.choice.count", static_cast<std::int64_t>(g.n));
     trace_attr("bitnet.stream", call_ ? call_->stream : false);

@@ -15,6 +15,19 @@ namespace bhttp = boost::beast::http;
 
 namespace {
 
+/// Every header an API family's SDK reads from an answer, exposed to the page on every answer
+/// (plain, streamed, error, preflight) so a browser client sees what a server-side one does: the
+/// request id in OpenAI's and Anthropic's names, retry hints, the trace context and the server's
+/// timings, and the rate-limit headers both SDKs read.
+constexpr const char* exposed_headers =
+    "X-Request-Id, request-id, Retry-After, retry-after-ms, x-should-retry, Server-Timing, "
+    "traceresponse, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, "
+    "x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, "
+    "x-ratelimit-reset-tokens, anthropic-ratelimit-requests-limit, "
+    "anthropic-ratelimit-requests-remaining, anthropic-ratelimit-requests-reset, "
+    "anthropic-ratelimit-tokens-limit, anthropic-ratelimit-tokens-remaining, "
+    "anthropic-ratelimit-tokens-reset";
+
 /// Header names a page may ask to send: tokens of letters, digits and '-', comma-separated, at
 /// most 1 KiB (what a browser sends; anything else gets the default list).
 bool plain_header_list(std::string_view v) {
@@ -44,8 +57,7 @@ std::string connection::cors_header_lines() const {
     std::string out = "Access-Control-Allow-Origin: " + cors_origin_ + "\r\n";
     if (cors_origin_ != "*")
         out += "Vary: Origin\r\n";
-    out += "Access-Control-Expose-Headers: X-Request-Id, Retry-After, Server-Timing, "
-           "traceresponse\r\n";
+    out += std::string("Access-Control-Expose-Headers: ") + exposed_headers + "\r\n";
     return out;
 }
 
@@ -55,8 +67,7 @@ void connection::set_cors_headers() {
     res_.set(bhttp::field::access_control_allow_origin, cors_origin_);
     if (cors_origin_ != "*")
         res_.set(bhttp::field::vary, "Origin");
-    res_.set(bhttp::field::access_control_expose_headers,
-             "X-Request-Id, Retry-After, Server-Timing");
+    res_.set(bhttp::field::access_control_expose_headers, exposed_headers);
 }
 
 bool connection::answer_preflight(const request& req, const std::string& route, bool path_known) {

@@ -20,6 +20,8 @@ bool may_end(const grammar& g, const frame& f) {
         return number_may_end(f, n);
     if (n.kind == node_kind::literal_set)
         return f.phase != 0 && g.tries[static_cast<std::size_t>(n.set)].nodes[f.w].terminal;
+    if (n.kind == node_kind::text)
+        return text_may_end(g, f, n);
     return false;
 }
 
@@ -66,6 +68,8 @@ void stepper::step(frame_stack c, std::uint8_t b, std::uint32_t forks) {
         return object(std::move(c), b, n);
     case node_kind::array:
         return array(std::move(c), b, n);
+    case node_kind::text:
+        return text(std::move(c), b, n);
     }
 }
 

@@ -54,6 +54,9 @@ enum num_phase : std::uint16_t {
 /// first byte that is not theirs). byte_matcher_number.cpp.
 bool number_may_end(const frame& f, const node& n);
 
+/// Whether a `text` frame may end here (byte_matcher_text.cpp).
+bool text_may_end(const grammar& g, const frame& f, const node& n);
+
 /// Feeds one byte to configurations, appending every configuration it leads to to `out`.
 class stepper {
 public:
@@ -89,6 +92,10 @@ private:
     bool possible(const frame& f, const node& n, std::uint32_t lo, std::uint32_t hi) const;
     static std::pair<std::uint32_t, std::uint32_t> utf8_range(std::uint16_t phase, std::uint32_t y);
     void string(frame_stack c, std::uint8_t b, const node& n);
+
+    // byte_matcher_text.cpp: plain text under a regex (text_grammar.hpp).
+    void text(frame_stack c, std::uint8_t b, const node& n);
+    bool text_possible(const frame& f, const node& n, std::uint32_t lo, std::uint32_t hi) const;
 };
 
 } // namespace bitnet::model::constrain::internal

@@ -36,6 +36,9 @@ enum class node_kind : std::uint8_t {
     /// i-th name. One configuration whatever the number of functions (a union of per-function
     /// objects would keep one per function alive while the name is written).
     call_union,
+    /// Plain text (text_grammar.hpp): a whole reply, every code point through
+    /// `regexes[regex]`, no JSON quoting; only ever the root.
+    text,
 };
 
 /// A trie over byte strings: an object's declared names (canonical escaped contents), so a

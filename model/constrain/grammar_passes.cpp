@@ -147,6 +147,7 @@ result<void> prune(grammar& g, const compile_budget& budget) {
             return false;
         case node_kind::literal:
         case node_kind::literal_set:
+        case node_kind::text:
             return true;
         case node_kind::call_union: // every function's arguments must admit a value
             return std::all_of(x.values.begin(), x.values.end(), yes);

@@ -1,6 +1,7 @@
 #include "model/constrain/json_schema.hpp"
 
 #include "model/constrain/schema_compiler.hpp"
+#include "model/constrain/text_grammar.hpp"
 
 #include <boost/json.hpp>
 
@@ -95,6 +96,8 @@ result<grammar> compile_json_schema(std::string_view schema_json, const cancel_t
                            "the schema document nests objects and arrays deeper than that");
     if (ec)
         return error{errc::invalid_argument, "the schema is not valid JSON: " + ec.message()};
+    if (is_text_spec(root)) // guided choice or regex over plain text, from http/
+        return compile_text_grammar(root);
     if (auto marked = mark_inexact_numbers(schema_json)) {
         root = json::parse(*marked, ec, {}, opt);
         if (ec)

@@ -1,12 +1,15 @@
-// Sampling pipeline, in this order (llama.cpp's default chain, temperature last):
-//   repetition penalty -> top-k -> top-p -> min-p -> temperature -> draw.
+// Sampling pipeline, in the order sampler.hpp states (llama.cpp's default chain, temperature
+// last, with OpenAI's and vLLM's logit shaping before it):
+//   logit bias -> hold-backs -> repetition penalty -> presence/frequency penalties -> top-k ->
+//   top-p -> min-p -> temperature -> draw.
 // top-p and min-p therefore see the temperature-free probabilities, and temperature only reshapes
-// what survived the filters. Greedy (temperature 0) is the argmax of the penalised logits; the
+// what survived the filters. Greedy (temperature 0) is the argmax of the shaped logits; the
 // filters cannot change it (each keeps the most likely token), so it skips them.
 #include "model/sampling/sampler.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <unordered_set>
 
@@ -31,7 +34,32 @@ struct by_logit_desc {
     }
 };
 
-// 1. Repetition penalty, once per distinct token in the window (llama.cpp).
+// Step 2, logit_bias (OpenAI): added to the raw logits. Ids outside the row are skipped (the
+// server refuses them against the vocabulary before a request runs).
+void apply_logit_bias(const sampling_params& p, float* z, std::int32_t n_vocab) {
+    for (const auto& e : p.logit_bias)
+        if (e.token >= 0 && e.token < n_vocab)
+            z[e.token] = z[e.token] + e.bias;
+}
+
+// Step 3, hold-backs: ignore_eos bans the end-of-generation ids outright; min_tokens bans them
+// and the request's stop ids until that many tokens were generated.
+void apply_hold_backs(const sampling_params& p, float* z, std::int32_t n_vocab,
+                      std::size_t n_generated) {
+    constexpr float never = -std::numeric_limits<float>::infinity();
+    const bool too_short = n_generated < p.min_tokens;
+    auto ban = [&](std::span<const std::int32_t> ids) {
+        for (std::int32_t t : ids)
+            if (t >= 0 && t < n_vocab)
+                z[t] = never;
+    };
+    if (p.ignore_eos || too_short)
+        ban(p.eog_ids);
+    if (too_short)
+        ban(p.stop_ids);
+}
+
+// Step 4. Repetition penalty, once per distinct token in the window (llama.cpp).
 void apply_repetition_penalty(const sampling_params& p, float* z, std::int32_t n_vocab,
                               std::span<const std::int32_t> recent) {
     if (p.repetition_penalty == 1.0f || p.repeat_last_n == 0 || recent.empty())
@@ -47,8 +75,28 @@ void apply_repetition_penalty(const sampling_params& p, float* z, std::int32_t n
     }
 }
 
-// Steps 2-4: fills `order` with every id, most likely first as far as a filter needs the order,
-// and returns how many of its first entries survive top-k, top-p and min-p.
+// Step 5, presence and frequency penalties (OpenAI) over the generated tokens: `counts` is
+// scratch that ends up holding them sorted, so equal ids are runs.
+void apply_openai_penalties(const sampling_params& p, float* z, std::int32_t n_vocab,
+                            std::span<const std::int32_t> generated,
+                            std::vector<std::int32_t>& counts) {
+    if ((p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) || generated.empty())
+        return;
+    counts.assign(generated.begin(), generated.end());
+    std::sort(counts.begin(), counts.end());
+    for (std::size_t i = 0; i < counts.size();) {
+        std::size_t j = i;
+        while (j < counts.size() && counts[j] == counts[i])
+            ++j;
+        const std::int32_t t = counts[i];
+        if (t >= 0 && t < n_vocab)
+            z[t] = z[t] - (p.frequency_penalty * static_cast<float>(j - i) + p.presence_penalty);
+        i = j;
+    }
+}
+
+// Step 8 (the filters): fills `order` with every id, most likely first as far as a filter needs the
+// order, and returns how many of its first entries survive top-k, top-p and min-p.
 std::size_t filter_candidates(const sampling_params& p, const float* z, std::int32_t n_vocab,
                               double z_max, std::vector<std::int32_t>& order) {
     // Candidates, most likely first. A full sort only when a filter needs the order.
@@ -58,7 +106,7 @@ std::size_t filter_candidates(const sampling_params& p, const float* z, std::int
     std::size_t n_keep = order.size();
     const bool need_order = p.top_k > 0 || p.top_p < 1.0f || p.min_p > 0.0f;
     if (need_order) {
-        // 2. top-k.
+        // top-k.
         if (p.top_k > 0)
             n_keep = std::min(n_keep, static_cast<std::size_t>(p.top_k));
         if (n_keep == order.size()) // top-p / min-p alone: introsort beats a full heap sort
@@ -67,7 +115,7 @@ std::size_t filter_candidates(const sampling_params& p, const float* z, std::int
             std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_keep),
                               order.end(), by_logit_desc{z});
 
-        // 3. top-p over the survivors' renormalised probabilities; keep at least one token.
+        // top-p over the survivors' renormalised probabilities; keep at least one token.
         if (p.top_p < 1.0f) {
             double mass = 0.0;
             for (std::size_t i = 0; i < n_keep; ++i)
@@ -82,7 +130,7 @@ std::size_t filter_candidates(const sampling_params& p, const float* z, std::int
             }
         }
 
-        // 4. min-p: p_i >= min_p * p_max  <=>  z_i >= z_max + log(min_p). order[0] is the max.
+        // min-p: p_i >= min_p * p_max  <=>  z_i >= z_max + log(min_p). order[0] is the max.
         if (p.min_p > 0.0f) {
             const double threshold = static_cast<double>(z[order[0]]) + std::log(p.min_p);
             std::size_t i = 1;
@@ -94,12 +142,12 @@ std::size_t filter_candidates(const sampling_params& p, const float* z, std::int
     return n_keep;
 }
 
-// Steps 5-6: temperature, then a draw from the softmax of the first n_keep of `order` with the
-// uniform `u01`; returns the position picked.
+// Step 8 (the draw): temperature, then a draw from the softmax of the first n_keep of `order` with
+// the uniform `u01`; returns the position picked.
 std::size_t draw_candidate(const sampling_params& p, const float* z, double z_max,
                            std::span<const std::int32_t> order, std::size_t n_keep,
                            std::vector<double>& weights, double u01) {
-    // 5. Temperature, then 6. draw from the softmax of what is left.
+    // Temperature, then a draw from the softmax of what is left.
     const double inv_t = 1.0 / p.temperature;
     double total = 0.0;
     weights.resize(n_keep);
@@ -139,6 +187,22 @@ result<void> validate(const sampling_params& p) {
                          "-1 (all), 0 (off) or more");
     if (p.n_logprobs < 0 || p.n_logprobs > sampling_params::max_logprobs)
         return bad_param("n_logprobs", std::to_string(p.n_logprobs), "0 to 20");
+    constexpr float pen = sampling_params::max_openai_penalty;
+    if (!(p.presence_penalty >= -pen && p.presence_penalty <= pen))
+        return bad_param("presence_penalty", str(p.presence_penalty), "-2 to 2 (0 = off)");
+    if (!(p.frequency_penalty >= -pen && p.frequency_penalty <= pen))
+        return bad_param("frequency_penalty", str(p.frequency_penalty), "-2 to 2 (0 = off)");
+    if (p.logit_bias.size() > sampling_params::max_logit_bias)
+        return bad_param("logit_bias", std::to_string(p.logit_bias.size()) + " entries",
+                         "at most 300 entries");
+    for (std::size_t i = 0; i < p.logit_bias.size(); ++i) {
+        const auto& e = p.logit_bias[i];
+        if (e.token < 0 || (i > 0 && e.token <= p.logit_bias[i - 1].token))
+            return bad_param("logit_bias", "token " + std::to_string(e.token),
+                             "token ids >= 0, ascending, each once");
+        if (!(e.bias >= -sampling_params::max_bias && e.bias <= sampling_params::max_bias))
+            return bad_param("logit_bias", str(e.bias), "-100 to 100");
+    }
     return {};
 }
 
@@ -162,21 +226,24 @@ void sampler::resume_after(std::uint64_t n_sampled) {
 
 bool sampler::first_maximum_only() const noexcept {
     const auto& p = params_;
-    return p.temperature == 0.0f && p.n_logprobs == 0 && !p.report_logprob &&
-           (p.repetition_penalty == 1.0f || p.repeat_last_n == 0);
+    return p.temperature == 0.0f && p.n_logprobs == 0 && !p.report_logprob && !p.shapes_logits();
 }
 
-result<sampled> sampler::sample(std::span<const float> logits,
-                                std::span<const std::int32_t> recent) {
+result<sampled> sampler::sample(std::span<const float> logits, std::span<const std::int32_t> recent,
+                                std::size_t n_generated) {
     const auto n_vocab = static_cast<std::int32_t>(logits.size());
     if (n_vocab == 0)
         return error(errc::invalid_argument, "sampling: empty logits row");
     work_.assign(logits.begin(), logits.end());
     float* z = work_.data();
-    // (A NaN logit stays NaN through the penalty: log_normalizer refuses it.)
+    // Steps 2-5 of sampler.hpp. (A NaN logit stays NaN through them: log_normalizer refuses it.)
+    apply_logit_bias(params_, z, n_vocab);
+    apply_hold_backs(params_, z, n_vocab, n_generated);
     apply_repetition_penalty(params_, z, n_vocab, recent);
+    const auto generated = recent.last(std::min(n_generated, recent.size()));
+    apply_openai_penalties(params_, z, n_vocab, generated, counts_);
 
-    // Log-softmax of the penalised, temperature-free logits: what we report (logprobs.hpp, the
+    // Log-softmax of the shaped, temperature-free logits: what we report (logprobs.hpp, the
     // same arithmetic as a prompt token's score).
     const std::span<const float> row(z, static_cast<std::size_t>(n_vocab));
     const auto log_norm = log_normalizer(row);

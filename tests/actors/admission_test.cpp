@@ -80,6 +80,14 @@ TEST_CASE("check_request: the context, the whole KV pool and the vocabulary, 0 =
     r.prompt = {0};
     r.stop_token_ids = {512};
     CHECK(actors::check_request(lim, r).error().param == "stop_token_ids");
+    r.stop_token_ids = {511};
+    r.params.logit_bias = {{0, 5.0f}, {511, -100.0f}};
+    CHECK(actors::check_request(lim, r));
+    r.params.logit_bias.push_back({512, 1.0f});
+    e = actors::check_request(lim, r);
+    REQUIRE_FALSE(e);
+    CHECK(e.error().param == "logit_bias");
+    CHECK(e.error().message.find("token id 512") != std::string::npos);
     // A version whose figures are unknown (0) is not checked here; its batcher still is.
     CHECK(actors::check_request(actors::request_limits{}, r));
 }

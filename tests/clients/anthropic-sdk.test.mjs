@@ -1,10 +1,15 @@
 // Anthropic's SDK (@anthropic-ai/sdk) against the real server's Messages API: plain and streamed
-// messages, a tool round trip both ways, stop reasons and usage. The SDK sends the key as x-api-key.
+// messages, a tool round trip both ways, stop reasons and usage, structured output through
+// messages.parse (output_config.format), tools: [], and thinking refused by name. The SDK sends
+// the key as x-api-key.
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
+import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
+import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
+import * as z4 from 'zod/v4';
 import { startServer, API_KEY, MODEL } from './harness.mjs';
-import { WEATHER_PARAMS, assertMatchesSchema, recordingFetch, withExchanges } from './common.mjs';
+import { WEATHER_PARAMS, PERSON_SCHEMA, assertMatchesSchema, recordingFetch, withExchanges } from './common.mjs';
 
 let server;
 let rec;
@@ -151,4 +156,52 @@ test('errors: Anthropic-shaped, with the request id the SDK reads (request-id)',
   assert.equal(denied.error.error.type, 'authentication_error');
   // Anthropic's API and SDK carry the id in a `request-id` header (err.requestID, message._request_id).
   assert.equal(err.requestID, err.error.request_id, 'err.requestID (from the request-id header)');
+}));
+
+// The SDK's helpers move every bound they think Anthropic's API lacks (string lengths, enums,
+// numeric ranges) into the description unless told not to, so the zod schema here holds only
+// values that end by themselves (integers, booleans); the JSON Schema one keeps its bounds.
+const Fortune = z4.object({ lucky: z4.number().int(), soon: z4.boolean(), stars: z4.number().int() });
+
+test('messages.parse: output_config.format from zod, the reply parsed and valid', () => withExchanges(rec, async () => {
+  const m = await client.messages.parse({
+    model: MODEL, max_tokens: 64, temperature: 0, messages: [{ role: 'user', content: 'A fortune?' }],
+    output_config: { format: zodOutputFormat(Fortune) },
+  });
+  assert.equal(m.stop_reason, 'end_turn');
+  assert.ok(m.parsed_output, 'parsed_output');
+  assert.deepEqual(Object.keys(m.parsed_output).sort(), ['lucky', 'soon', 'stars']);
+  assert.ok(Number.isInteger(m.parsed_output.lucky) && Number.isInteger(m.parsed_output.stars));
+  assert.equal(typeof m.parsed_output.soon, 'boolean');
+  assert.ok(rec.bodies('/messages').at(-1).output_config.format.schema, 'the SDK sent the schema');
+}));
+
+test('messages.stream with output_config.format (a JSON Schema kept whole): the final message is parsed', () => withExchanges(rec, async () => {
+  const stream = client.messages.stream({
+    model: MODEL, max_tokens: 64, temperature: 0, messages: [{ role: 'user', content: 'A person?' }],
+    output_config: { format: jsonSchemaOutputFormat(PERSON_SCHEMA, { transform: false }) },
+  });
+  const m = await stream.finalMessage();
+  assert.equal(m.stop_reason, 'end_turn');
+  assertMatchesSchema(m.parsed_output, PERSON_SCHEMA, 'the parsed output');
+}));
+
+test('tools: [] is no tools: a plain text reply', () => withExchanges(rec, async () => {
+  const m = await client.messages.create({ model: MODEL, max_tokens: 8, tools: [], messages: [question] });
+  assert.equal(m.content[0].type, 'text');
+  assert.ok(['end_turn', 'max_tokens'].includes(m.stop_reason));
+}));
+
+test('thinking enabled is refused, naming it; thinking disabled is served', () => withExchanges(rec, async () => {
+  await assert.rejects(
+    client.messages.create({ model: MODEL, max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 },
+                             messages: [question] }),
+    (e) => {
+      assert.ok(e instanceof Anthropic.BadRequestError, e.constructor.name);
+      assert.equal(e.error.error.type, 'invalid_request_error');
+      assert.match(e.error.error.message, /thinking/);
+      return true;
+    });
+  const m = await client.messages.create({ model: MODEL, max_tokens: 4, thinking: { type: 'disabled' }, messages: [question] });
+  assert.equal(m.type, 'message');
 }));

@@ -72,6 +72,28 @@ test('the real POST from the allowed origin carries Access-Control-Allow-Origin'
   assert.equal(body.object, 'chat.completion');
 });
 
+test('every answer exposes the headers each family\'s SDK reads, plain, streamed and errors', async () => {
+  // What the SDKs read: OpenAI's x-request-id, Anthropic's request-id, both SDKs' retry hints and
+  // rate-limit headers, and the trace context a page correlates with (traceresponse).
+  const wanted = ['x-request-id', 'request-id', 'retry-after', 'retry-after-ms', 'traceresponse',
+                  'x-ratelimit-remaining-requests', 'anthropic-ratelimit-requests-remaining'];
+  const answers = [
+    await call(server, 'POST', '/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 2 }, { origin: APP }),
+    await call(server, 'POST', '/v1/messages', { model: MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] }, { origin: APP }),
+    await call(server, 'POST', '/v1/messages', { model: MODEL, max_tokens: 2, stream: true, messages: [{ role: 'user', content: 'Hi' }] }, { origin: APP }),
+    await call(server, 'POST', '/v1/responses', { model: MODEL, max_output_tokens: 2, input: 'Hi' }, { origin: APP }),
+    await call(server, 'POST', '/v1/messages', { model: MODEL, messages: [] }, { origin: APP }),
+    await call(server, 'GET', '/v1/models', undefined, { origin: APP }),
+  ];
+  for (const r of answers) {
+    const exposed = listed(r.headers.get('access-control-expose-headers'));
+    for (const h of wanted) assert.ok(exposed.includes(h), `${r.url} ${r.status}: ${h} not exposed (${exposed})`);
+    await r.text();
+  }
+  // Anthropic's routes send the header the page may now read.
+  assert.match(answers[1].headers.get('request-id') ?? '', /^req-/);
+});
+
 test('a stream and an error to the allowed origin are marked too', async () => {
   const s = await call(server, 'POST', '/v1/chat/completions',
                        { model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 4, stream: true },

@@ -7,14 +7,14 @@ import { once } from 'node:events';
 export const API_KEY = 'client-test-key';
 export const MODEL = 'bitnet';
 
-/// Starts a server; `extra` are more command-line flags. Resolves to
-/// { port, origin, baseURL, log(), stop() }.
-export async function startServer(extra = []) {
+/// Starts a server; `extra` are more command-line flags; `keys: false` starts it without API
+/// keys (as `make serve` does). Resolves to { port, origin, baseURL, log(), stop() }.
+export async function startServer(extra = [], { keys = true } = {}) {
   const binary = process.env.BITNET_SERVER;
   const model = process.env.BITNET_MODEL;
   if (!binary || !model) throw new Error('set BITNET_SERVER and BITNET_MODEL (CTest does)');
   const args = ['--model', model, '--alias', MODEL, '--port', '0', '--threads', '1',
-                '--io-threads', '1', '--api-keys', API_KEY, ...extra];
+                '--io-threads', '1', ...(keys ? ['--api-keys', API_KEY] : []), ...extra];
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const collect = (chunk) => { text += chunk.toString(); };

@@ -1,8 +1,11 @@
-// LangChain.js (@langchain/openai 0.6) against the real server: a bindTools + ToolMessage loop,
-// streaming, and withStructuredOutput by JSON Schema and by function calling.
+// LangChain.js (@langchain/openai 0.6, @langchain/anthropic 0.3) against the real server: a
+// bindTools + ToolMessage loop, streaming, and withStructuredOutput by JSON Schema and by
+// function calling; ChatAnthropic's withStructuredOutput over the Messages API (a forced tool
+// call, sent with LangChain's defaults top_k -1 and top_p -1 and thinking disabled).
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ChatOpenAI } from '@langchain/openai';
+import { ChatAnthropic } from '@langchain/anthropic';
 import { HumanMessage, SystemMessage, ToolMessage, AIMessageChunk } from '@langchain/core/messages';
 import { tool } from '@langchain/core/tools';
 import { z } from 'zod';
@@ -12,6 +15,7 @@ import { WEATHER_PARAMS, PERSON_SCHEMA, assertMatchesSchema, recordingFetch, wit
 let server;
 let rec;
 let model;
+let claude;
 
 before(async () => {
   server = await startServer();
@@ -19,6 +23,10 @@ before(async () => {
   model = new ChatOpenAI({
     model: MODEL, apiKey: API_KEY, maxTokens: 32, maxRetries: 0,
     configuration: { baseURL: server.baseURL, fetch: rec.fetch },
+  });
+  claude = new ChatAnthropic({
+    model: MODEL, apiKey: API_KEY, anthropicApiUrl: server.origin, maxTokens: 32, maxRetries: 0,
+    clientOptions: { fetch: rec.fetch },
   });
 });
 after(async () => { await server?.stop(); });
@@ -138,4 +146,27 @@ test('withStructuredOutput (zod, functionCalling, includeRaw)', () => withExchan
   assert.deepEqual(raw.tool_calls[0].args, parsed);
   assert.deepEqual(rec.bodies('/chat/completions').at(-1).tool_choice,
                    { type: 'function', function: { name: 'person' } });
+}));
+
+test('ChatAnthropic: withStructuredOutput (zod) over the Messages API', () => withExchanges(rec, async () => {
+  const structured = claude.withStructuredOutput(Person, { name: 'person' });
+  const person = await structured.invoke('A person?');
+  assertMatchesSchema(person, PERSON_SCHEMA, 'the object');
+  assert.ok(Person.safeParse(person).success);
+  const sent = rec.bodies('/messages').at(-1);
+  assert.deepEqual(sent.tool_choice, { type: 'tool', name: 'person' });
+  // LangChain's defaults, which Anthropic's API takes as "not set".
+  assert.equal(sent.top_k, -1);
+  assert.equal(sent.top_p, -1);
+  assert.deepEqual(sent.thinking, { type: 'disabled' });
+}));
+
+test('ChatAnthropic: a plain invoke and a stream', () => withExchanges(rec, async () => {
+  const reply = await claude.invoke([new HumanMessage('One, please.')]);
+  assert.equal(typeof reply.content, 'string');
+  assertUsage(reply);
+  let full = null;
+  for await (const chunk of await claude.stream([new HumanMessage('One, please.')])) full = full ? full.concat(chunk) : chunk;
+  assert.ok(full);
+  assertUsage(full);
 }));

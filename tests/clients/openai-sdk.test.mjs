@@ -1,6 +1,7 @@
 // The official OpenAI SDK (openai 6) against the real server: Chat Completions (a manual tool
-// loop, runTools, streaming with n), the Responses API (plain, streamed, a function tool,
-// structured output) and the message forms newer clients send.
+// loop, runTools, streaming with n, logit_bias and vLLM's fields), the Responses API (plain,
+// streamed, a function tool, a call cut short, structured output, the request echoed, a stored
+// reply read, listed and deleted) and the message forms newer clients send.
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -343,6 +344,102 @@ test('responses: text.format json_schema, parsed by responses.parse', () => with
   assertMatchesSchema(parsed, PERSON_SCHEMA, 'the output');
   assert.deepEqual(r.output_parsed, parsed);
   assert.equal(rec.bodies('/responses').at(-1).text.format.type, 'json_schema');
+}));
+
+test('responses: a call cut by max_output_tokens is closed in the stream and kept, incomplete', () => withExchanges(rec, async () => {
+  // An unbounded string: the call cannot be whole within 3 tokens.
+  const params = {
+    model: MODEL, input: 'Weather in Oslo?', max_output_tokens: 3, temperature: 0,
+    tools: [{ type: 'function', name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } },
+                                                                   required: ['city'], additionalProperties: false } }],
+    tool_choice: { type: 'function', name: 'get_weather' },
+  };
+  const events = [];
+  for await (const e of await client.responses.create({ ...params, stream: true })) events.push(e);
+  const types = events.map((e) => e.type);
+  assert.equal(types.at(-1), 'response.incomplete');
+  const deltas = events.filter((e) => e.type === 'response.function_call_arguments.delta').map((e) => e.delta).join('');
+  const argsDone = events.find((e) => e.type === 'response.function_call_arguments.done');
+  assert.ok(argsDone, `function_call_arguments.done in ${types.join(',')}`);
+  assert.equal(argsDone.arguments, deltas);
+  const itemDone = events.find((e) => e.type === 'response.output_item.done');
+  assert.ok(itemDone, `output_item.done in ${types.join(',')}`);
+  assert.equal(itemDone.item.type, 'function_call');
+  assert.equal(itemDone.item.status, 'incomplete');
+  assert.ok(types.indexOf('response.output_item.done') < types.indexOf('response.incomplete'));
+  const final = events.at(-1).response;
+  assert.equal(final.output.length, 1, 'the cut call is kept in the final object');
+  assert.deepEqual(final.output[0], itemDone.item);
+  assert.deepEqual(final.incomplete_details, { reason: 'max_output_tokens' });
+
+  const plain = await client.responses.create(params);
+  assert.equal(plain.status, 'incomplete');
+  assert.equal(plain.output[0].type, 'function_call');
+  assert.equal(plain.output[0].status, 'incomplete');
+  assert.equal(plain.output[0].arguments, deltas, 'greedy: the same arguments so far');
+}));
+
+test('responses: a stored reply read back, its input items listed, then deleted', () => withExchanges(rec, async () => {
+  const created = await client.responses.create({
+    model: MODEL, instructions: 'You tell fortunes.', input: [{ role: 'user', content: 'One, please.' }],
+    max_output_tokens: 8, temperature: 0,
+  });
+  assert.equal(created.store, true);
+  const read = await client.responses.retrieve(created.id);
+  assert.deepEqual(read, created, 'the stored object is the one answered');
+  const items = [];
+  for await (const item of client.responses.inputItems.list(created.id, { order: 'asc' })) items.push(item);
+  assert.equal(items.length, 1);
+  assert.equal(items[0].type, 'message');
+  assert.equal(items[0].role, 'user');
+  assert.equal(typeof items[0].id, 'string');
+  await client.responses.delete(created.id);
+  await assert.rejects(client.responses.retrieve(created.id), (e) => {
+    assert.ok(e instanceof OpenAI.NotFoundError, e.constructor.name);
+    return true;
+  });
+  await assert.rejects(client.responses.create({ model: MODEL, input: 'More.', previous_response_id: created.id }),
+                       OpenAI.BadRequestError);
+}));
+
+test('responses: the object echoes the request as OpenAI does', () => withExchanges(rec, async () => {
+  const first = await client.responses.create({ model: MODEL, input: 'One, please.', max_output_tokens: 4 });
+  const tools = [{ type: 'function', name: 'get_weather', parameters: WEATHER_PARAMS, strict: true }];
+  const r = await client.responses.create({
+    model: MODEL, instructions: 'Be brief.', input: 'Weather?', max_output_tokens: 4, temperature: 0.5, top_p: 0.9,
+    previous_response_id: first.id, tools, tool_choice: 'auto', parallel_tool_calls: false,
+    metadata: { run: 'echo' }, user: 'someone',
+  });
+  assert.equal(r.instructions, 'Be brief.');
+  assert.equal(r.previous_response_id, first.id);
+  assert.equal(r.parallel_tool_calls, false);
+  assert.equal(r.tool_choice, 'auto');
+  assert.deepEqual(r.tools, tools);
+  assert.equal(r.temperature, 0.5);
+  assert.equal(r.top_p, 0.9);
+  assert.equal(r.max_output_tokens, 4);
+  assert.deepEqual(r.metadata, { run: 'echo' });
+  assert.equal(r.user, 'someone');
+  assert.deepEqual(r.text, { format: { type: 'text' } });
+}));
+
+test('chat: logit_bias, ignore_eos and min_tokens through the SDK', () => withExchanges(rec, async () => {
+  // +100 on the token of "x" under greedy decoding: every generated token is that one, and with
+  // ignore_eos there are exactly max_tokens of them.
+  const tokenized = await (await fetch(`${server.origin}/v1/tokenize`, {
+    method: 'POST', headers: { authorization: `Bearer ${API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'x' }),
+  })).json();
+  assert.equal(tokenized.tokens.length, 1);
+  const base = { model: MODEL, messages: [{ role: 'user', content: 'Hi' }], max_tokens: 6, temperature: 0 };
+  const biased = await client.chat.completions.create({
+    ...base, logit_bias: { [String(tokenized.tokens[0])]: 100 }, ignore_eos: true, min_tokens: 2,
+  });
+  assert.equal(biased.choices[0].message.content, 'xxxxxx');
+  assert.equal(biased.usage.completion_tokens, 6);
+  assert.equal(biased.choices[0].finish_reason, 'length');
+  await assert.rejects(client.chat.completions.create({ ...base, logit_bias: { 999999: 5 } }),
+                       (e) => e instanceof OpenAI.BadRequestError && e.param === 'logit_bias');
 }));
 
 test('errors: a 400 is a BadRequestError with code, param and request id; a wrong key a 401', () => withExchanges(rec, async () => {

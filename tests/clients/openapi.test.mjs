@@ -77,6 +77,17 @@ function documentedResponse(op, status) {
   return { response, segments };
 }
 
+/// A body the server accepted must be one the document's request schema accepts (the request
+/// schemas are closed: every field a route takes is listed, "Request fields" in README.md).
+function assertRequestValid(op, body) {
+  const [method, path] = op.split(' ');
+  const schema = DOC.paths[path]?.[method.toLowerCase()]?.requestBody?.content?.['application/json']?.schema;
+  const closed = ['InferenceRequest', 'CompletionRequest', 'ChatCompletionRequest', 'ResponsesRequest',
+                  'MessagesRequest', 'CountTokensRequest'];
+  if (!schema || !closed.includes(schema.$ref.split('/').at(-1))) return;
+  assertValid(schema.$ref.slice(2).split('/'), body, `the request of ${op}`);
+}
+
 // ---- talking to the server -------------------------------------------------------------------
 
 /// Splits an SSE body into [{event, data}] (unnamed events are "message").
@@ -114,6 +125,7 @@ async function exchange(server, c) {
   const res = await fetch(`${server.origin}${path}`, { method, headers, body });
   const text = await res.text();
   exercised.add(c.op);
+  if (res.status < 300 && c.body !== undefined) assertRequestValid(c.op, c.body);
   if (c.status !== undefined)
     assert.equal(res.status, c.status, `${method} ${path}: expected ${c.status}, got ${res.status}: ${text.slice(0, 500)}`);
   const { response, segments } = documentedResponse(c.op, res.status);
@@ -215,6 +227,15 @@ const CASES = [
       });
     } },
   { name: 'json_schema', op: 'POST /v1/inference', body: { prompt: 'x', max_tokens: 16, json_schema: { enum: ['yes', 'no'] } }, status: 200 },
+  { name: 'sampling fields', op: 'POST /v1/inference', status: 200,
+    body: { ...prompt, max_tokens: 6, temperature: 0, presence_penalty: 0.5, frequency_penalty: 0.5, logit_bias: { 13: -100 }, ignore_eos: true, min_tokens: 2 },
+    check: ({ body }) => assert.equal(body.tokens.length, 6) },
+  { name: 'guided_choice', op: 'POST /v1/inference', body: { prompt: 'x', max_tokens: 8, guided_choice: ['yes', 'no'] }, status: 200,
+    check: ({ body }) => assert.ok(['yes', 'no'].includes(body.text)) },
+  { name: 'structured_outputs regex', op: 'POST /v1/inference', body: { prompt: 'x', max_tokens: 8, structured_outputs: { regex: '[a-c]{3}' } }, status: 200,
+    check: ({ body }) => assert.match(body.text, /^[a-c]{3}$/) },
+  { name: 'a logit_bias id outside the vocabulary', op: 'POST /v1/inference', body: { ...prompt, logit_bias: { 99999: 1 } }, status: 400 },
+  { name: 'stream true on the plain route', op: 'POST /v1/inference', body: { ...prompt, stream: true }, status: 400 },
   { name: 'no prompt', op: 'POST /v1/inference', body: { max_tokens: 1 }, status: 400 },
   { name: 'n 2', op: 'POST /v1/inference', body: { ...prompt, n: 2 }, status: 400 },
   { name: 'token id outside the vocabulary', op: 'POST /v1/inference', body: { prompt: [99999], max_tokens: 1 }, status: 400 },
@@ -228,6 +249,9 @@ const CASES = [
 
   // OpenAI completions
   { name: 'plain with logprobs', op: 'POST /v1/completions', body: { ...prompt, logprobs: 2 }, status: 200 },
+  { name: 'guided_regex', op: 'POST /v1/completions', body: { ...prompt, max_tokens: 4, guided_regex: 'ab+', temperature: 0 }, status: 200 },
+  { name: 'best_of 2', op: 'POST /v1/completions', body: { ...prompt, best_of: 2 }, status: 400,
+    check: ({ body }) => assert.equal(body.error.code, 'unsupported_parameter') },
   { name: 'n 2', op: 'POST /v1/completions', body: { ...prompt, n: 2, seed: 3 }, status: 200 },
   { name: 'echo, max_tokens 0', op: 'POST /v1/completions', body: { prompt: 'Hello', max_tokens: 0, echo: true, logprobs: 1 }, status: 200 },
   { name: 'stream with usage', op: 'POST /v1/completions', body: { ...prompt, stream: true, stream_options: { include_usage: true } }, status: 200 },
@@ -241,6 +265,10 @@ const CASES = [
 
   // OpenAI chat
   { name: 'plain', op: 'POST /v1/chat/completions', body: chat, status: 200, capture: 'ChatCompletion' },
+  { name: 'the sampling fields, tools [] and what is ignored', op: 'POST /v1/chat/completions', status: 200,
+    body: { ...chat, presence_penalty: 1, frequency_penalty: 1, logit_bias: { 7: 2 }, min_tokens: 1, tools: [], user: 'u', metadata: { a: 'b' }, service_tier: 'auto', store: false } },
+  { name: 'guided_choice', op: 'POST /v1/chat/completions', body: { ...chat, max_tokens: 8, guided_choice: ['yes', 'no'] }, status: 200 },
+  { name: 'functions (deprecated)', op: 'POST /v1/chat/completions', body: { ...chat, functions: [{ name: 'f' }] }, status: 400 },
   { name: 'logprobs', op: 'POST /v1/chat/completions', body: { ...chat, logprobs: true, top_logprobs: 2 }, status: 200 },
   { name: 'n 2', op: 'POST /v1/chat/completions', body: { ...chat, n: 2 }, status: 200 },
   { name: 'json_schema', op: 'POST /v1/chat/completions', body: { ...chat, max_tokens: 16, response_format: { type: 'json_schema', json_schema: { name: 't', schema: tiny } } }, status: 200 },
@@ -302,6 +330,23 @@ const CASES = [
   { name: 'an unknown item_reference', op: 'POST /v1/responses', body: { ...responses, input: [{ type: 'item_reference', id: 'msg_1' }] }, status: 400 },
   { name: 'no input', op: 'POST /v1/responses', body: { max_output_tokens: 4 }, status: 400 },
   { name: 'a hosted tool', op: 'POST /v1/responses', body: { ...responses, tools: [{ type: 'web_search' }] }, status: 400 },
+  { name: 'tools [] and include [] (an agent without tools)', op: 'POST /v1/responses', body: { ...responses, tools: [], include: [] }, status: 200 },
+  { name: 'a call cut by max_output_tokens, kept incomplete', op: 'POST /v1/responses', status: 200,
+    body: { ...responses, max_output_tokens: 2, temperature: 0, tools: [{ type: 'function', name: 'pick', parameters: { type: 'object', properties: { c: { type: 'string' } }, required: ['c'] } }], tool_choice: 'required' },
+    check: ({ body }) => {
+      assert.equal(body.status, 'incomplete');
+      assert.equal(body.output[0].status, 'incomplete');
+    } },
+  { name: 'stream of a call cut by max_output_tokens', op: 'POST /v1/responses', status: 200,
+    body: { ...responses, max_output_tokens: 2, temperature: 0, stream: true, tools: [{ type: 'function', name: 'pick', parameters: { type: 'object', properties: { c: { type: 'string' } }, required: ['c'] } }], tool_choice: 'required' },
+    check: ({ body }) => {
+      const types = body.map((e) => e.event);
+      for (const t of ['response.function_call_arguments.done', 'response.output_item.done']) assert.ok(types.includes(t), t);
+    } },
+  { name: 'conversation', op: 'POST /v1/responses', body: { ...responses, conversation: 'conv_1' }, status: 400,
+    check: ({ body }) => assert.equal(body.error.param, 'conversation') },
+  { name: 'an unknown field', op: 'POST /v1/responses', body: { ...responses, mystery: 1 }, status: 400,
+    check: ({ body }) => assert.equal(body.error.code, 'unknown_parameter') },
   { name: 'unknown model', op: 'POST /v1/responses', body: { ...responses, ...noModel }, status: 404 },
   { name: 'stream of an unknown model', op: 'POST /v1/responses', body: { ...responses, ...noModel, stream: true }, status: 404 },
   ...bodyRouteErrors('POST /v1/responses'),
@@ -324,6 +369,12 @@ const CASES = [
     check: ({ body }) => assert.equal(body.stop_reason, 'tool_use') },
   { name: 'stream of a whole call among several', op: 'POST /v1/messages', body: { ...anthropicAmong, stream: true }, status: 200 },
   { name: 'no max_tokens', op: 'POST /v1/messages', body: { messages: anthropic.messages }, status: 400 },
+  { name: 'output_config.format', op: 'POST /v1/messages', status: 200,
+    body: { ...anthropic, max_tokens: 16, temperature: 0, output_config: { format: { type: 'json_schema', schema: tiny } } },
+    check: ({ body }) => assert.deepEqual(JSON.parse(body.content[0].text), { c: 'x' }) },
+  { name: 'tools [], thinking disabled, top_k and top_p -1', op: 'POST /v1/messages', status: 200,
+    body: { ...anthropic, tools: [], thinking: { type: 'disabled' }, top_k: -1, top_p: -1 } },
+  { name: 'thinking enabled', op: 'POST /v1/messages', body: { ...anthropic, thinking: { type: 'enabled', budget_tokens: 1024 } }, status: 400 },
   { name: 'an image block', op: 'POST /v1/messages', body: { ...anthropic, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }, status: 400 },
   { name: 'unknown model', op: 'POST /v1/messages', body: { ...anthropic, ...noModel }, status: 404 },
   { name: 'stream of an unknown model', op: 'POST /v1/messages', body: { ...anthropic, ...noModel, stream: true }, status: 404 },
@@ -483,6 +534,28 @@ test('the live server answers every operation as documented', async (t) => {
       await exchange(server, { op, body: { ...responses, previous_response_id: first.body.id }, key: ADMIN_KEY, status: 400 });
     });
 
+    await t.test('Responses: a stored reply read, its input items listed, deleted; another key sees none', async () => {
+      const op = 'POST /v1/responses';
+      const made = await exchange(server, { op, body: { ...responses, instructions: 'Be brief.', parallel_tool_calls: false }, status: 200 });
+      assert.equal(made.body.parallel_tool_calls, false);
+      assert.equal(made.body.instructions, 'Be brief.');
+      const path = `/v1/responses/${made.body.id}`;
+      const read = await exchange(server, { op: 'GET /v1/responses/{response_id}', path, status: 200 });
+      assert.deepEqual(read.body, made.body);
+      const items = await exchange(server, { op: 'GET /v1/responses/{response_id}/input_items', path: `${path}/input_items?order=asc&limit=5`, status: 200 });
+      assert.equal(items.body.data[0].role, 'user');
+      await exchange(server, { op: 'GET /v1/responses/{response_id}/input_items', path: `${path}/input_items?limit=0`, status: 400 });
+      await exchange(server, { op: 'GET /v1/responses/{response_id}', path, key: ADMIN_KEY, status: 404 });
+      await exchange(server, { op: 'DELETE /v1/responses/{response_id}', path, key: ADMIN_KEY, status: 404 });
+      await exchange(server, { op: 'GET /v1/responses/{response_id}', path, key: null, status: 401 });
+      await exchange(server, { op: 'GET /v1/responses/{response_id}', path, method: 'POST', status: 405 });
+      const gone = await exchange(server, { op: 'DELETE /v1/responses/{response_id}', path, status: 200 });
+      assert.deepEqual(gone.body, { id: made.body.id, object: 'response', deleted: true });
+      await exchange(server, { op: 'GET /v1/responses/{response_id}', path, status: 404 });
+      await exchange(server, { op: 'GET /v1/responses/{response_id}/input_items', path: `${path}/input_items`, status: 404 });
+      await exchange(server, { op: 'DELETE /v1/responses/{response_id}', path, status: 404 });
+    });
+
     await t.test('CORS: a preflight, a refused origin, and the header on an answer', async () => {
       const preflight = await fetch(`${server.origin}/v1/chat/completions`, {
         method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST' },
@@ -581,4 +654,19 @@ test('the document lists exactly the routes of README.md\'s API table', () => {
 test('every operation of the document was exercised', () => {
   const missed = OPERATIONS.filter((op) => !exercised.has(op));
   assert.deepEqual(missed, [], `operations never called: ${missed.join(', ')}`);
+});
+
+test('each request schema lists exactly the fields README.md\'s Request fields table gives its family', () => {
+  const readme = readFileSync(`${ROOT}README.md`, 'utf8');
+  const section = readme.slice(readme.indexOf('\n### Request fields\n'));
+  const rows = section.slice(section.indexOf('\n| field |') + 1).split('\n\n')[0].split('\n').slice(2);
+  const columns = { InferenceRequest: 1, CompletionRequest: 2, ChatCompletionRequest: 3, ResponsesRequest: 4,
+                    MessagesRequest: 5, CountTokensRequest: 5 };
+  for (const [schema, col] of Object.entries(columns)) {
+    const want = rows.map((r) => r.split('|').map((c) => c.trim().replaceAll('`', '')))
+      .filter((cells) => cells[col + 1] !== '–').map((cells) => cells[1]).sort();
+    const s = DOC.components.schemas[schema];
+    assert.deepEqual(Object.keys(s.properties).sort(), want, `${schema}'s properties`);
+    assert.equal(s.additionalProperties, false, `${schema} is closed: an unknown field is a 400`);
+  }
 });

@@ -137,3 +137,60 @@ TEST_CASE("messages: stop reasons, usage, blocks and errors in Anthropic's shape
               .at("error")
               .at("message") == "max_tokens: is required");
 }
+
+TEST_CASE("messages: output_config.format (and the beta's output_format) is structured output") {
+    const std::string schema =
+        R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]})";
+    for (const auto& field :
+         {R"("output_config":{"format":{"type":"json_schema","schema":)" + schema + "}}",
+          R"("output_format":{"type":"json_schema","schema":)" + schema + "}"}) {
+        const auto body =
+            R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],)" + field + "}";
+        const auto chat = chat_of(body);
+        CHECK(chat.at("response_format").at("type") == "json_schema");
+        CHECK(chat.at("response_format").at("json_schema").at("schema") == json::parse(schema));
+        auto r = parse_messages(body);
+        REQUIRE(std::holds_alternative<inference_input>(r));
+        const auto& in = std::get<inference_input>(r);
+        CHECK(json::parse(in.json_schema) == json::parse(schema));
+        CHECK_FALSE(in.tool_call); // the reply is a text block holding the JSON
+        // The schema compiler's refusals name the Messages field.
+        CHECK(in.schema_param == (field.find("output_config") != std::string::npos
+                                      ? "output_config.format"
+                                      : "output_format"));
+    }
+    const auto base =
+        std::string(R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],)");
+    CHECK(error_of(base + R"("output_config":{"effort":"high"}})").param == "output_config.effort");
+    CHECK(error_of(base + R"("output_config":{"format":{"type":"text"}}})").param ==
+          "output_config.format");
+    CHECK(error_of(base + R"("output_config":{"format":{"type":"json_schema","schema":{}}},
+        "output_format":{"type":"json_schema","schema":{}}})")
+              .param == "output_format");
+    // A forced call and a format at once: one structured output.
+    CHECK(error_of(base + R"("tools":[{"name":"f","input_schema":{"type":"object"}}],
+        "tool_choice":{"type":"any"},"output_config":{"format":{"type":"json_schema",
+        "schema":{}}}})")
+              .param == "tool_choice");
+}
+
+TEST_CASE("messages: tools [] is none, thinking on is refused, -1 is 'not set' for top_k/top_p") {
+    const auto chat = chat_of(R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],
+        "tools":[],"thinking":{"type":"disabled"},"top_k":-1,"top_p":-1,"temperature":1,
+        "timeout_ms":5000,"priority":"low"})");
+    CHECK(chat.at("tools") == json::array{});
+    CHECK_FALSE(chat.contains("top_k"));
+    CHECK_FALSE(chat.contains("top_p"));
+    CHECK(chat.at("temperature") == 1);
+    CHECK(chat.at("timeout_ms") == 5000);
+    CHECK(chat.at("priority") == "low");
+    auto e = error_of(R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],
+        "thinking":{"type":"enabled","budget_tokens":1024}})");
+    CHECK(e.param == "thinking");
+    CHECK(has(e.message, "does not think"));
+    CHECK(error_of(R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],
+        "thinking":{"type":"adaptive"}})")
+              .param == "thinking");
+    CHECK(error_of(R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],"top_k":-2})")
+              .param == "top_k");
+}

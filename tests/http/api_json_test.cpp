@@ -32,7 +32,7 @@ TEST_CASE("native request: defaults and every field") {
     in = ok(R"({"prompt":[1,2,3],"model":"tiny","max_tokens":7,"temperature":0,"top_k":5,
                "top_p":0.5,"min_p":0.1,"repetition_penalty":1.1,"seed":18446744073709551615,
                "stop":["a","b"],"stop_token_ids":[2],"priority":"high","timeout_ms":500,
-               "logprobs":3,"add_bos":false,"token_logprob":false,"unknown_field":{"x":1}})");
+               "logprobs":3,"add_bos":false,"token_logprob":false})");
     CHECK(in.prompt_is_ids);
     CHECK(in.prompt_ids == std::vector<msg::token_id>{1, 2, 3});
     CHECK(in.model == "tiny");
@@ -48,6 +48,10 @@ TEST_CASE("native request: defaults and every field") {
     CHECK_FALSE(in.add_bos);
     CHECK_FALSE(in.token_logprob);
     CHECK(ok(R"({"prompt":"hi"})").token_logprob);
+    // A field the route does not take is refused, not ignored (field_policy.hpp).
+    const auto unknown = error_of(R"({"prompt":"hi","unknown_field":{"x":1}})");
+    CHECK(unknown.param == "unknown_field");
+    CHECK(unknown.code == "unknown_parameter");
 }
 
 TEST_CASE("validation names the field") {

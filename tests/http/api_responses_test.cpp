@@ -103,8 +103,9 @@ TEST_CASE("responses: the response object and its output items") {
     CHECK(json::parse(response_call_item("req-7", "f", "{}", true, 2)).at("id").as_string() ==
           "fc_" + tag + "_7_2");
     CHECK(call.at("arguments") == R"({"a":1})");
-    const auto r = json::parse(
-        response_object("req-7", 100, "m", "incomplete", "[" + json::serialize(msg) + "]", &c));
+    const auto r = json::parse(response_object("req-7", 100, "m", "incomplete",
+                                               "[" + json::serialize(msg) + "]", &c, "null", false,
+                                               responses_request_echo("{}", 0.8f, 0.95f)));
     CHECK(r.at("id").as_string() == "resp_" + tag + "_7");
     CHECK(r.at("object") == "response");
     CHECK(r.at("created_at") == 100);
@@ -115,10 +116,64 @@ TEST_CASE("responses: the response object and its output items") {
     CHECK(r.at("store") == false);
     CHECK(r.at("parallel_tool_calls") == true);
     const auto kept = json::parse(
-        response_object("req-7", 1, "m", "completed", "[]", nullptr, "null", false, true));
+        response_object("req-7", 1, "m", "completed", "[]", nullptr, "null", true,
+                        responses_request_echo(R"({"parallel_tool_calls":false})", 1.0f, 1.0f)));
     CHECK(kept.at("store") == true);
     CHECK(kept.at("parallel_tool_calls") == false);
-    CHECK(json::parse(response_object("req-7", 1, "m", "completed", "[]", nullptr))
-              .at("incomplete_details")
-              .is_null());
+    CHECK(kept.at("incomplete_details").is_null());
+    // A call cut short: its arguments so far, status incomplete.
+    const auto cut = json::parse(response_call_item("req-7", "f", R"({"a":)", true, 0, true));
+    CHECK(cut.at("status") == "incomplete");
+    CHECK(cut.at("arguments") == R"({"a":)");
+}
+
+TEST_CASE("responses: the object echoes the request as sent, and what the server used otherwise") {
+    const auto echo = [](std::string_view body, float t = 0.8f, float p = 0.95f) {
+        return json::parse(response_object("req-1", 1, "m", "completed", "[]", nullptr, "null",
+                                           false, responses_request_echo(body, t, p)))
+            .as_object();
+    };
+    const auto tools = R"([{"type":"function","name":"f","parameters":{"type":"object"}}])";
+    const auto sent = echo(std::string(R"({"input":"x","instructions":"Be brief.",
+        "previous_response_id":"resp_abc","parallel_tool_calls":false,"tool_choice":"required",
+        "max_output_tokens":16,"temperature":0.25,"top_p":0.5,"user":"u","metadata":{"k":"v"},
+        "text":{"format":{"type":"json_object"}},"tools":)") +
+                           tools + "}");
+    CHECK(sent.at("instructions") == "Be brief.");
+    CHECK(sent.at("previous_response_id") == "resp_abc");
+    CHECK(sent.at("parallel_tool_calls") == false);
+    CHECK(sent.at("tool_choice") == "required");
+    CHECK(sent.at("tools") == json::parse(tools));
+    CHECK(sent.at("max_output_tokens") == 16);
+    CHECK(sent.at("temperature").to_number<double>() == 0.25);
+    CHECK(sent.at("top_p").to_number<double>() == 0.5);
+    CHECK(sent.at("user") == "u");
+    CHECK(sent.at("metadata") == json::parse(R"({"k":"v"})"));
+    CHECK(sent.at("text") == json::parse(R"({"format":{"type":"json_object"}})"));
+    // Nothing sent: OpenAI's defaults, and this server's sampling defaults as they are in effect.
+    const auto plain = echo(R"({"input":"x"})");
+    CHECK(plain.at("instructions").is_null());
+    CHECK(plain.at("previous_response_id").is_null());
+    CHECK(plain.at("parallel_tool_calls") == true);
+    CHECK(plain.at("tool_choice") == "auto");
+    CHECK(plain.at("tools") == json::array{});
+    CHECK(plain.at("truncation") == "disabled");
+    CHECK(plain.at("text") == json::parse(R"({"format":{"type":"text"}})"));
+    CHECK(plain.at("temperature").to_number<double>() == doctest::Approx(0.8));
+    CHECK(plain.at("top_p").to_number<double>() == doctest::Approx(0.95));
+    CHECK(plain.at("reasoning") == json::parse(R"({"effort":null,"summary":null})"));
+}
+
+TEST_CASE("responses: tools [] means none; conversation and text.verbosity are refused") {
+    const auto chat = chat_of(R"({"input":"x","tools":[],"include":[]})");
+    CHECK(chat.at("tools") == json::array{});
+    auto r = parse_responses(R"({"input":"x","tools":[]})");
+    REQUIRE(std::holds_alternative<inference_input>(r));
+    CHECK(std::get<inference_input>(r).json_schema.empty());
+    CHECK(error_of(R"({"input":"x","conversation":"conv_1"})").param == "conversation");
+    CHECK(error_of(R"({"input":"x","text":{"verbosity":"low"}})").param == "text.verbosity");
+    CHECK(error_of(R"({"input":"x","tools":[],"tool_choice":"required"})").param == "tool_choice");
+    // Schema errors of text.format name it (the compiler's come back with schema_param).
+    r = parse_responses(R"({"input":"x","text":{"format":{"type":"json_object"}}})");
+    CHECK(std::get<inference_input>(r).schema_param == "text.format");
 }

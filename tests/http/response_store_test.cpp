@@ -135,3 +135,80 @@ TEST_CASE("responses expansion: a name that is not kept (another key's, unknown,
     // Not JSON, or no object: unchanged, for the parser to refuse.
     CHECK(expand_ok(s, "[1,").body == "[1,");
 }
+
+TEST_CASE("response store: the response object and its input items, per key, until erased") {
+    response_store s({10, 3600s, 1 << 20});
+    const std::string object = R"({"id":"resp_1","object":"response"})";
+    const std::string input =
+        R"([{"type":"message","role":"user","content":"hi","id":"msg_1_in0"}])";
+    s.put("k1", "resp_1", conv, outs("msg_a"), object, input);
+    CHECK(s.response("k1", "resp_1") == object);
+    CHECK(s.input_items("k1", "resp_1") == input);
+    CHECK_FALSE(s.response("k2", "resp_1")); // another key's
+    CHECK_FALSE(s.input_items("k2", "resp_1"));
+    CHECK(s.item("k1", "msg_a"));
+    const auto bytes = s.bytes();
+    CHECK(bytes >= object.size() + input.size() + conv.size());
+    CHECK_FALSE(s.erase("k2", "resp_1"));
+    CHECK(s.erase("k1", "resp_1"));
+    CHECK_FALSE(s.response("k1", "resp_1"));
+    CHECK_FALSE(s.conversation("k1", "resp_1"));
+    CHECK_FALSE(s.item("k1", "msg_a")); // its items go with it
+    CHECK(s.size() == 0);
+    CHECK(s.bytes() == 0);
+    CHECK_FALSE(s.erase("k1", "resp_1"));
+    // Stored without them (the old form): the conversation is there, the object is not.
+    s.put("k1", "resp_2", conv, outs("msg_b"));
+    CHECK(s.conversation("k1", "resp_2"));
+    CHECK_FALSE(s.response("k1", "resp_2"));
+}
+
+TEST_CASE("responses expansion: the request's own input, without the stored conversation") {
+    response_store s({10, 3600s, 1 << 20});
+    s.put("k1", "resp_1", conv, outs("msg_a"));
+    const auto x = expand_ok(s, R"({"input":[{"type":"item_reference","id":"msg_a"},
+        {"role":"user","content":"more"}],"previous_response_id":"resp_1"})");
+    const auto own = json::parse(x.own_input).as_array();
+    REQUIRE(own.size() == 2);
+    CHECK(own[0].at("id") == "msg_a"); // the reference resolved
+    CHECK(own[1].at("content") == "more");
+    CHECK(json::parse(x.input_items).as_array().size() == 4); // the conversation first
+    // Listed: ids and types given where the client sent none.
+    const auto listed = json::parse(stored_input_items(x.own_input, "resp_ab_3")).as_array();
+    CHECK(listed[0].at("id") == "msg_a");
+    CHECK(listed[1].at("id") == "msg_ab_3_in1");
+    CHECK(listed[1].at("type") == "message");
+    CHECK(stored_input_items("not json", "resp_1") == "[]");
+}
+
+TEST_CASE("input_items pages: order, limit and after, as OpenAI's list object") {
+    const std::string items = R"([{"id":"a"},{"id":"b"},{"id":"c"}])";
+    auto page = [&](std::string_view order, std::string_view limit, std::string_view after) {
+        auto r = input_items_page(items, order, limit, after);
+        REQUIRE(std::holds_alternative<std::string>(r));
+        return json::parse(std::get<std::string>(r)).as_object();
+    };
+    auto p = page("", "", "");
+    CHECK(p.at("object") == "list");
+    CHECK(p.at("data") == json::parse(R"([{"id":"c"},{"id":"b"},{"id":"a"}])")); // desc default
+    CHECK(p.at("first_id") == "c");
+    CHECK(p.at("last_id") == "a");
+    CHECK(p.at("has_more") == false);
+    p = page("asc", "2", "");
+    CHECK(p.at("data") == json::parse(R"([{"id":"a"},{"id":"b"}])"));
+    CHECK(p.at("has_more") == true);
+    p = page("asc", "2", "b");
+    CHECK(p.at("data") == json::parse(R"([{"id":"c"}])"));
+    CHECK(p.at("has_more") == false);
+    p = page("asc", "", "c");
+    CHECK(p.at("data") == json::array{});
+    CHECK(p.at("first_id").is_null());
+    for (auto [order, limit, after, param] :
+         {std::tuple{"up", "", "", "order"}, std::tuple{"asc", "0", "", "limit"},
+          std::tuple{"asc", "101", "", "limit"}, std::tuple{"asc", "x", "", "limit"},
+          std::tuple{"asc", "", "zz", "after"}}) {
+        auto r = input_items_page(items, order, limit, after);
+        REQUIRE(std::holds_alternative<api_error>(r));
+        CHECK(std::get<api_error>(r).param == param);
+    }
+}

@@ -13,15 +13,38 @@ using namespace bitnet::http;
 TEST_CASE("every route of the table is found by its own method and path") {
     for (const auto& r : routes()) {
         std::string path(r.pattern);
-        if (auto at = path.find("{alias}"); at != std::string::npos)
-            path.replace(at, 7, "tiny");
+        const auto at = path.find('{');
+        if (at != std::string::npos)
+            path.replace(at, path.find('}') + 1 - at, "tiny");
         const auto m = match_route(r.method, path, true);
         CAPTURE(path);
         REQUIRE(m.found == &r);
         CHECK(m.need == r.need);
         CHECK(m.label == r.pattern);
-        CHECK(m.alias == (r.pattern.find("{alias}") != std::string_view::npos ? "tiny" : ""));
+        CHECK(m.alias == (at != std::string::npos ? "tiny" : ""));
     }
+}
+
+TEST_CASE("a stored response: GET and DELETE by id, its input items, one segment each") {
+    auto get = match_route("GET", "/v1/responses/resp_ab_1", false);
+    REQUIRE(get.found);
+    CHECK(get.found->id == route_id::response_get);
+    CHECK(get.alias == "resp_ab_1");
+    CHECK(get.need == role::user);
+    CHECK(get.label == "/v1/responses/{response_id}");
+    auto del = match_route("DELETE", "/v1/responses/resp_ab_1", false);
+    REQUIRE(del.found);
+    CHECK(del.found->id == route_id::response_delete);
+    auto items = match_route("GET", "/v1/responses/resp_ab_1/input_items", false);
+    REQUIRE(items.found);
+    CHECK(items.found->id == route_id::response_input_items);
+    CHECK(items.alias == "resp_ab_1");
+    // POST /v1/responses is still the create route; POST on an id is a 405.
+    CHECK(match_route("POST", "/v1/responses", false).found->id == route_id::responses);
+    auto post_id = match_route("POST", "/v1/responses/resp_1", false);
+    CHECK(post_id.found == nullptr);
+    CHECK(post_id.path_known);
+    CHECK_FALSE(match_route("GET", "/v1/responses/a/b/input_items", false).path_known);
 }
 
 TEST_CASE("literal paths win over {alias}, one segment only, 405 names the path's route") {

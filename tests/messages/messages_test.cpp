@@ -293,6 +293,13 @@ TEST_CASE("a step chunk carries the engine's chunk and the request's sampling se
     c.params = msg::api_sampling_defaults();
     c.params.repeat_last_n = -1;
     c.params.repetition_penalty = 1.3f;
+    c.params.presence_penalty = -0.5f;
+    c.params.frequency_penalty = 1.25f;
+    c.params.logit_bias = {{3, -100.0f}, {17, 42.5f}};
+    c.params.min_tokens = 7;
+    c.params.ignore_eos = true;
+    c.params.eog_ids = {2, 9};
+    c.params.stop_ids = {11};
     c.n_sampled = 4;
     const auto c2 = round_trip(sys, c);
     CHECK(c2.part.seq == 5);
@@ -306,6 +313,13 @@ TEST_CASE("a step chunk carries the engine's chunk and the request's sampling se
     CHECK(c2.params.min_p == c.params.min_p);
     CHECK(c2.params.repeat_last_n == -1);
     CHECK(c2.params.repetition_penalty == 1.3f);
+    CHECK(c2.params.presence_penalty == -0.5f);
+    CHECK(c2.params.frequency_penalty == 1.25f);
+    CHECK(c2.params.logit_bias == c.params.logit_bias);
+    CHECK(c2.params.min_tokens == 7);
+    CHECK(c2.params.ignore_eos);
+    CHECK(c2.params.eog_ids == c.params.eog_ids);
+    CHECK(c2.params.stop_ids == c.params.stop_ids);
     CHECK(c2.n_sampled == 4);
 }
 
