@@ -164,7 +164,7 @@ TEST_CASE("responses: the object echoes the request as sent, and what the server
     CHECK(plain.at("reasoning") == json::parse(R"({"effort":null,"summary":null})"));
 }
 
-TEST_CASE("responses: tools [] means none; conversation and text.verbosity are refused") {
+TEST_CASE("responses: tools [] means none, conversation and text.verbosity are refused") {
     const auto chat = chat_of(R"({"input":"x","tools":[],"include":[]})");
     CHECK(chat.at("tools") == json::array{});
     auto r = parse_responses(R"({"input":"x","tools":[]})");

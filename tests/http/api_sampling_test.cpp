@@ -121,7 +121,7 @@ TEST_CASE("guided fields: one structured output per request, and the forms not s
         "tool_choice":"required","guided_regex":"a")") == "guided_regex");
 }
 
-TEST_CASE("chat: tools [] means no tools; only none and auto may be chosen then") {
+TEST_CASE("chat: tools [] means no tools, and only none and auto may be chosen then") {
     auto in = parsed(api_kind::chat, R"("tools":[])");
     CHECK(in.json_schema.empty());
     CHECK_FALSE(in.tool_call);

@@ -89,7 +89,7 @@ TEST_CASE("README's Request fields table is the server's table, cell for cell") 
         CHECK(rules[k - 1].name < rules[k].name); // sorted: looked up by bisection
 }
 
-TEST_CASE("a served or ignored field passes; a refused or unknown one is a 400 naming it") {
+TEST_CASE("a served or ignored field passes, a refused or unknown one is a 400 naming it") {
     CHECK_FALSE(check(api_family::chat, R"({"messages":[],"user":"u","metadata":{"a":"b"},
         "presence_penalty":1,"service_tier":"flex"})"));
     auto e = check(api_family::chat, R"({"messages":[],"functions":[{"name":"f"}]})");

@@ -82,8 +82,9 @@ TEST_CASE("logit_bias: added to the raw logit, ids past the row skipped, logprob
         CHECK(reported(s, t) == doctest::Approx(log_softmax(z, static_cast<std::size_t>(t))));
 }
 
-TEST_CASE("ignore_eos never draws an end-of-generation id; min_tokens holds EOG and stop ids back "
-          "until that many tokens were generated") {
+TEST_CASE(
+    "ignore_eos never draws an end-of-generation id, and min_tokens holds EOG and stop ids back "
+    "until that many tokens were generated") {
     // Token 3 is the model's EOG and the greedy choice; token 1 is the request's stop id and
     // the runner-up.
     const std::vector<float> logits{0.0f, 2.0f, -1.0f, 4.0f, 1.5f};
