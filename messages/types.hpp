@@ -5,6 +5,7 @@
 #include "common/trace.hpp"
 #include "messages/batcher_stats.hpp"
 #include "messages/ids.hpp"
+#include "messages/model_inspect.hpp"
 #include "model/engine/batch.hpp"
 #include "model/engine/kernel_choice.hpp"
 #include "model/sampling/sampling_params.hpp"
@@ -31,45 +32,6 @@ using sampling = model::sampling_params; ///< the same type, under the messages'
     p.min_p = 0.05f;
     return p;
 }
-
-} // namespace bitnet::msg
-
-// The CAF inspect overloads of the model's value types live in their namespace (CAF finds them
-// by argument-dependent lookup) but here, in messages/: model/ knows nothing of CAF.
-namespace bitnet::model {
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, logit_bias_entry& x) {
-    return f(caf::meta::type_name("logit_bias_entry"), x.token, x.bias);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, sampling_params& x) {
-    return f(caf::meta::type_name("sampling_params"), x.temperature, x.top_k, x.top_p, x.min_p,
-             x.repetition_penalty, x.repeat_last_n, x.presence_penalty, x.frequency_penalty,
-             x.logit_bias, x.min_tokens, x.ignore_eos, x.eog_ids, x.stop_ids, x.seed, x.n_logprobs,
-             x.report_logprob);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, seq_chunk& x) {
-    return f(caf::meta::type_name("seq_chunk"), x.seq, x.tokens, x.pos0, x.want_logits,
-             x.decoded_from, x.all_logits);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, family_timing& x) {
-    return f(caf::meta::type_name("family_timing"), x.family, x.micros);
-}
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, kernel_choice& x) {
-    return f(caf::meta::type_name("kernel_choice"), x.op, x.family, x.source, x.tokens, x.timings);
-}
-
-} // namespace bitnet::model
-
-namespace bitnet::msg {
 
 /// A tool call an assistant message made earlier in a chat (what the client sends back).
 struct chat_tool_call {
