@@ -92,6 +92,9 @@ private:
     bool possible(const frame& f, const node& n, std::uint32_t lo, std::uint32_t hi) const;
     static std::pair<std::uint32_t, std::uint32_t> utf8_range(std::uint16_t phase, std::uint32_t y);
     void string(frame_stack c, std::uint8_t b, const node& n);
+    bool may_close(const frame& f, const node& n) const;
+    void utf8_continuation(frame_stack c, std::uint8_t b, const node& n, std::uint16_t next,
+                           std::uint8_t lo = 0x80, std::uint8_t hi = 0xBF);
 
     // byte_matcher_text.cpp: plain text under a regex (text_grammar.hpp).
     void text(frame_stack c, std::uint8_t b, const node& n);

@@ -5,6 +5,7 @@
 #include "model/constrain/byte_matcher_impl.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace bitnet::model::constrain::internal {
 
@@ -18,6 +19,55 @@ std::pair<std::uint64_t, std::uint64_t> rest_of(const node& n, std::uint32_t cou
                              : count <= n.max_count   ? n.max_count - count
                                                       : 0;
     return {lo, hi};
+}
+
+/// The code point of a one-character escape after '\\' (JSON's short forms), or nothing: 'u'
+/// and the rest are handled by the caller ("\\/" is not canonical, so not written).
+std::optional<std::uint32_t> short_escape(std::uint8_t b) {
+    switch (b) {
+    case '"':
+        return '"';
+    case '\\':
+        return '\\';
+    case 'b':
+        return '\b';
+    case 'f':
+        return '\f';
+    case 'n':
+        return '\n';
+    case 'r':
+        return '\r';
+    case 't':
+        return '\t';
+    default:
+        return std::nullopt;
+    }
+}
+
+int hex_digit(std::uint8_t h) {
+    return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
+}
+
+/// A UTF-8 lead byte: the phase its continuation bytes go through and the bits it carries, or
+/// false for a byte that cannot start a well-formed sequence (overlongs and past U+10FFFF).
+bool utf8_lead(std::uint8_t b, std::uint16_t& phase, std::uint32_t& y) {
+    if (b >= 0xC2 && b <= 0xDF)
+        phase = str_cont1, y = b & 0x1Fu;
+    else if (b == 0xE0)
+        phase = str_e0, y = 0;
+    else if (b == 0xED)
+        phase = str_ed, y = 0xD;
+    else if (b >= 0xE1 && b <= 0xEF)
+        phase = str_cont2, y = b & 0x0Fu;
+    else if (b == 0xF0)
+        phase = str_f0, y = 0;
+    else if (b >= 0xF1 && b <= 0xF3)
+        phase = str_cont3, y = b & 0x07u;
+    else if (b == 0xF4)
+        phase = str_f4, y = 4;
+    else
+        return false;
+    return true;
 }
 
 } // namespace
@@ -74,6 +124,37 @@ std::pair<std::uint32_t, std::uint32_t> stepper::utf8_range(std::uint16_t phase,
     return {lo, lo | ((1u << (6 * rest)) - 1)};
 }
 
+/// The closing quote: the string is long enough, its pattern accepts it, and it is not one of
+/// the excluded names (an object's declared names, for its other members).
+bool stepper::may_close(const frame& f, const node& n) const {
+    if (f.x < n.min_count)
+        return false;
+    if (n.regex >= 0 && !g_.regexes[static_cast<std::size_t>(n.regex)].accepts(f.z))
+        return false;
+    return !(n.exclude >= 0 && f.w != byte_trie::dead &&
+             g_.tries[static_cast<std::size_t>(n.exclude)].nodes[f.w].terminal);
+}
+
+/// A UTF-8 continuation byte in [lo, hi]: the code point completes (next == str_body) or the
+/// sequence goes on, each only where a completion still fits.
+void stepper::utf8_continuation(frame_stack c, std::uint8_t b, const node& n, std::uint16_t next,
+                                std::uint8_t lo, std::uint8_t hi) {
+    frame& f = c.back();
+    if (b < lo || b > hi)
+        return;
+    f.y = (f.y << 6) | (b & 0x3Fu);
+    if (next == str_body) {
+        if (!on_char(f, n, f.y))
+            return;
+    } else {
+        f.phase = next;
+        const auto [first, last] = utf8_range(next, f.y);
+        if (!possible(f, n, first, last))
+            return;
+    }
+    emit(std::move(c));
+}
+
 void stepper::string(frame_stack c, std::uint8_t b, const node& n) {
     frame& f = c.back();
     if (f.phase == 0) {
@@ -85,12 +166,7 @@ void stepper::string(frame_stack c, std::uint8_t b, const node& n) {
         return emit(std::move(c));
     }
     if (f.phase == str_body && b == '"') {
-        if (f.x < n.min_count)
-            return;
-        if (n.regex >= 0 && !g_.regexes[static_cast<std::size_t>(n.regex)].accepts(f.z))
-            return;
-        if (n.exclude >= 0 && f.w != byte_trie::dead &&
-            g_.tries[static_cast<std::size_t>(n.exclude)].nodes[f.w].terminal)
+        if (!may_close(f, n))
             return;
         c.pop_back();
         return emit(std::move(c));
@@ -98,24 +174,6 @@ void stepper::string(frame_stack c, std::uint8_t b, const node& n) {
     if (n.exclude >= 0)
         f.w =
             g_.tries[static_cast<std::size_t>(n.exclude)].step(static_cast<std::uint32_t>(f.w), b);
-    auto cont = [&](std::uint16_t next, std::uint8_t lo = 0x80, std::uint8_t hi = 0xBF) {
-        if (b < lo || b > hi)
-            return;
-        f.y = (f.y << 6) | (b & 0x3Fu);
-        if (next == str_body) {
-            if (!on_char(f, n, f.y))
-                return;
-        } else {
-            f.phase = next;
-            const auto [first, last] = utf8_range(next, f.y);
-            if (!possible(f, n, first, last))
-                return;
-        }
-        emit(std::move(c));
-    };
-    auto hex = [](std::uint8_t h) -> int {
-        return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
-    };
     switch (f.phase) {
     case str_body:
         if (b == '\\') {
@@ -129,57 +187,19 @@ void stepper::string(frame_stack c, std::uint8_t b, const node& n) {
             return;
         if (b < 0x80)
             return on_char(f, n, b) ? emit(std::move(c)) : void();
-        if (b >= 0xC2 && b <= 0xDF)
-            f.phase = str_cont1, f.y = b & 0x1Fu;
-        else if (b == 0xE0)
-            f.phase = str_e0, f.y = 0;
-        else if (b == 0xED)
-            f.phase = str_ed, f.y = 0xD;
-        else if (b >= 0xE1 && b <= 0xEF)
-            f.phase = str_cont2, f.y = b & 0x0Fu;
-        else if (b == 0xF0)
-            f.phase = str_f0, f.y = 0;
-        else if (b >= 0xF1 && b <= 0xF3)
-            f.phase = str_cont3, f.y = b & 0x07u;
-        else if (b == 0xF4)
-            f.phase = str_f4, f.y = 4;
-        else
+        if (!utf8_lead(b, f.phase, f.y))
             return;
         if (const auto [lo, hi] = utf8_range(f.phase, f.y); !possible(f, n, lo, hi))
             return;
         return emit(std::move(c));
-    case str_escape: {
-        std::uint32_t cp = 0;
-        switch (b) {
-        case '"':
-            cp = '"';
-            break;
-        case '\\':
-            cp = '\\';
-            break;
-        case 'b':
-            cp = '\b';
-            break;
-        case 'f':
-            cp = '\f';
-            break;
-        case 'n':
-            cp = '\n';
-            break;
-        case 'r':
-            cp = '\r';
-            break;
-        case 't':
-            cp = '\t';
-            break;
-        case 'u':
+    case str_escape:
+        if (b == 'u') {
             f.phase = str_u;
             return emit(std::move(c));
-        default:
-            return; // "\/" and the rest: not canonical
         }
-        return on_char(f, n, cp) ? emit(std::move(c)) : void();
-    }
+        if (const auto cp = short_escape(b))
+            return on_char(f, n, *cp) ? emit(std::move(c)) : void();
+        return; // "\/" and the rest: not canonical
     case str_u:
     case str_u0:
         if (b != '0')
@@ -195,7 +215,7 @@ void stepper::string(frame_stack c, std::uint8_t b, const node& n) {
         f.phase = str_u00x;
         return emit(std::move(c));
     case str_u00x: {
-        const int h = hex(b);
+        const int h = hex_digit(b);
         if (h < 0)
             return;
         const auto cp = f.y * 16 + static_cast<std::uint32_t>(h);
@@ -205,19 +225,19 @@ void stepper::string(frame_stack c, std::uint8_t b, const node& n) {
         return on_char(f, n, cp) ? emit(std::move(c)) : void();
     }
     case str_cont1:
-        return cont(str_body);
+        return utf8_continuation(std::move(c), b, n, str_body);
     case str_cont2:
-        return cont(str_cont1);
+        return utf8_continuation(std::move(c), b, n, str_cont1);
     case str_cont3:
-        return cont(str_cont2);
+        return utf8_continuation(std::move(c), b, n, str_cont2);
     case str_e0:
-        return cont(str_cont1, 0xA0, 0xBF);
+        return utf8_continuation(std::move(c), b, n, str_cont1, 0xA0, 0xBF);
     case str_ed:
-        return cont(str_cont1, 0x80, 0x9F);
+        return utf8_continuation(std::move(c), b, n, str_cont1, 0x80, 0x9F);
     case str_f0:
-        return cont(str_cont2, 0x90, 0xBF);
+        return utf8_continuation(std::move(c), b, n, str_cont2, 0x90, 0xBF);
     case str_f4:
-        return cont(str_cont2, 0x80, 0x8F);
+        return utf8_continuation(std::move(c), b, n, str_cont2, 0x80, 0x8F);
     default:
         return;
     }
