@@ -1,23 +1,9 @@
 // The HTTP server over real loopback sockets, in-process, in front of the real actors. The model
 // is the contract-checking fake engine (tests/actors/fake_engine.hpp) until model::engine lands;
 // then these run against `bitnet-model make --shape tiny`.
-#include "actors/admission/admission.hpp"
-#include "actors/fake_engine.hpp"
-#include "actors/fake_vocab.hpp"
-#include "actors/supervisor/supervisor.hpp"
-#include "http/api_json.hpp"
-#include "http/routes/server.hpp"
-#include "messages/errors.hpp"
+#include "integration/live_server.hpp"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
 
 #include <array>
@@ -26,122 +12,12 @@
 #include <thread>
 
 using namespace bitnet;
+using namespace live_rig;
 using namespace std::chrono_literals;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
-
-namespace {
-
-struct test_config : caf::actor_system_config {
-    test_config() {
-        msg::register_messages(*this);
-        set("scheduler.max-threads", 2);
-    }
-};
-
-struct reply {
-    unsigned status = 0;
-    std::string body;
-    std::string retry_after;
-    std::string content_type;
-};
-
-/// A running server: actor system, admission, supervisor (fake engine), HTTP on 127.0.0.1:0.
-struct live_server {
-    test_config cfg;
-    caf::actor_system sys{cfg};
-    std::shared_ptr<test::fake_engine_probe> probe = std::make_shared<test::fake_engine_probe>();
-    std::shared_ptr<const model::tokenizer> vocab = test::fake_tokenizer();
-    msg::admission_actor adm;
-    msg::supervisor_actor sup;
-    std::unique_ptr<http::server> srv;
-    std::uint16_t port = 0;
-
-    explicit live_server(std::uint32_t max_waiting = 64, std::chrono::milliseconds step = 2ms,
-                         std::uint32_t max_batch_seqs = 8, std::vector<std::string> keys = {},
-                         std::vector<std::string> admin_keys = {}) {
-        actors::admission_options ao;
-        ao.default_model = "tiny";
-        ao.max_waiting_requests = max_waiting;
-        ao.poll_interval = 5ms;
-        adm = actors::spawn_admission(sys, ao);
-        actors::supervisor_options so;
-        so.admission = adm;
-        actors::model_spec spec;
-        spec.alias = "tiny";
-        spec.executor =
-            test::fake_order([p = probe, step]() -> result<std::unique_ptr<model::engine>> {
-                return std::make_unique<test::fake_engine>(64, step, p);
-            });
-        spec.batcher.policy.max_batch_seqs = max_batch_seqs;
-        // The version's text side over the fake vocabulary (it has no byte tokens: only ids
-        // decode, no text can be tokenized).
-        spec.text.tokenizer = vocab;
-        so.models.push_back(spec);
-        sup = actors::spawn_supervisor(sys, so);
-        http::server_options ho;
-        ho.default_model = "tiny";
-        ho.max_body_bytes = 4096;
-        ho.sse_ping = 20ms;
-        ho.api_keys = std::move(keys);
-        ho.admin_keys = std::move(admin_keys);
-        ho.admin_open = ho.admin_keys.empty(); // the model-management tests are not about roles
-        ho.supervisor = sup;
-        srv = std::make_unique<http::server>(sys, adm, ho);
-        auto p = srv->start();
-        REQUIRE(p.has_value());
-        port = *p;
-        // Ready once the model is loaded and routed (bounded wait).
-        for (int i = 0; i < 500 && get("/health/ready").status != 200; ++i)
-            std::this_thread::sleep_for(5ms);
-    }
-    ~live_server() {
-        srv->stop();
-        caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
-        caf::anon_send_exit(adm, caf::exit_reason::user_shutdown);
-    }
-
-    reply request(bhttp::verb verb, const std::string& target, const std::string& body = {},
-                  const std::string& ctype = "application/json", const std::string& auth = {}) {
-        net::io_context ioc;
-        beast::tcp_stream stream(ioc);
-        stream.expires_after(10s);
-        stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-        bhttp::request<bhttp::string_body> req{verb, target, 11};
-        req.set(bhttp::field::host, "127.0.0.1");
-        if (!auth.empty())
-            req.set(bhttp::field::authorization, auth);
-        if (!body.empty()) {
-            req.set(bhttp::field::content_type, ctype);
-            req.body() = body;
-            req.prepare_payload();
-        }
-        bhttp::write(stream, req);
-        beast::flat_buffer buf;
-        bhttp::response<bhttp::string_body> res;
-        beast::error_code ec;
-        bhttp::read(stream, buf, res, ec);
-        reply out;
-        out.status = res.result_int();
-        out.body = res.body();
-        out.retry_after = std::string(res[bhttp::field::retry_after]);
-        out.content_type = std::string(res[bhttp::field::content_type]);
-        return out;
-    }
-    reply get(const std::string& target) { return request(bhttp::verb::get, target); }
-    reply post(const std::string& target, const std::string& body) {
-        return request(bhttp::verb::post, target, body);
-    }
-};
-
-boost::json::object error_of(const reply& r) {
-    auto v = boost::json::parse(r.body);
-    return v.as_object().at("error").as_object();
-}
-
-} // namespace
 
 TEST_CASE("health, a completion, the error shape, 404, 405, 413, 415, metrics and stats") {
     live_server s;
@@ -509,123 +385,4 @@ TEST_CASE("OpenAI logprobs: chat entries and completions columns, streamed and n
               .as_object()
               .at("logprobs")
               .is_null());
-}
-
-namespace {
-
-/// The raw bytes of one request's response: sent with `Connection: close`, read to EOF.
-std::string raw_exchange(std::uint16_t port, const std::string& target, const std::string& body) {
-    net::io_context ioc;
-    tcp::socket sock(ioc);
-    sock.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port));
-    const std::string req = "POST " + target +
-                            " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
-                            "Content-Type: application/json\r\nContent-Length: " +
-                            std::to_string(body.size()) + "\r\n\r\n" + body;
-    net::write(sock, net::buffer(req));
-    std::string out;
-    std::array<char, 4096> buf{};
-    beast::error_code ec;
-    for (;;) {
-        const auto n = sock.read_some(net::buffer(buf), ec);
-        out.append(buf.data(), n);
-        if (ec)
-            break;
-    }
-    CHECK(ec == net::error::eof); // the server closed after the last chunk, nothing cut
-    return out;
-}
-
-/// Splits a chunked body into its chunks, checking each size line against its data and the
-/// terminating zero chunk; `: ping` keep-alives (timing-dependent) are dropped.
-std::vector<std::string> chunks_of(const std::string& body) {
-    std::vector<std::string> out;
-    std::size_t at = 0;
-    for (;;) {
-        const auto eol = body.find("\r\n", at);
-        REQUIRE(eol != std::string::npos);
-        const auto size = std::stoul(body.substr(at, eol - at), nullptr, 16);
-        if (size == 0) {
-            CHECK(body.substr(eol) == "\r\n\r\n");
-            return out;
-        }
-        REQUIRE(eol + 2 + size + 2 <= body.size());
-        CHECK(body.substr(eol + 2 + size, 2) == "\r\n");
-        auto data = body.substr(eol + 2, size);
-        if (data != ": ping\n\n")
-            out.push_back(std::move(data));
-        at = eol + 2 + size + 2;
-    }
-}
-
-/// Replaces the run-dependent parts (ids, clock values) with fixed text.
-std::string normalised(std::string s) {
-    for (const char* p :
-         {R"((req-|chatcmpl-|cmpl-)\d+)", R"("created":\d+)", R"("timings":\{[^}]*\})"}) {
-        const std::regex re(p);
-        const std::string with =
-            std::string(p).find("created") != std::string::npos   ? R"("created":0)"
-            : std::string(p).find("timings") != std::string::npos ? R"("timings":{})"
-                                                                  : "$1N";
-        s = std::regex_replace(s, re, with);
-    }
-    // The trace context of the answer (a new trace per request).
-    s = std::regex_replace(s, std::regex("traceresponse: 00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]"),
-                           "traceresponse: 00-TRACE-SPAN-FLAGS");
-    return s;
-}
-
-} // namespace
-
-TEST_CASE("SSE framing byte for byte: headers, one event per chunk, native and OpenAI forms") {
-    live_server s;
-    // The fake model predicts last + 1 with logit 5 against 0 for the 31 others; the sampler's
-    // log-softmax of that, as the server prints it.
-    const float lp = static_cast<float>(5.0 - (5.0 + std::log(1.0 + 31.0 * std::exp(-5.0))));
-    const auto lps = http::fixed(lp, 6);
-    const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                             "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
-                             "X-Request-Id: req-N\r\ntraceresponse: 00-TRACE-SPAN-FLAGS\r\n"
-                             "Transfer-Encoding: chunked\r\n\r\n";
-    // Headers and chunk framing checked as sent; then each event with its ids and clock
-    // values replaced by fixed text.
-    auto exchange = [&](const std::string& target, const std::string& body) {
-        const auto raw = raw_exchange(s.port, target, body);
-        const auto end = raw.find("\r\n\r\n");
-        REQUIRE(end != std::string::npos);
-        CHECK(normalised(raw.substr(0, end + 4)) == head);
-        auto chunks = chunks_of(raw.substr(end + 4));
-        for (auto& c : chunks)
-            c = normalised(c);
-        return chunks;
-    };
-
-    std::vector<std::string> want;
-    for (int i = 0; i < 3; ++i)
-        want.push_back("event: token\ndata: {\"index\":" + std::to_string(i) +
-                       ",\"token_id\":" + std::to_string(i + 2) + ",\"text\":\"<" +
-                       std::to_string(i + 2) + ">\",\"logprob\":" + lps + "}\n\n");
-    want.push_back(
-        "event: done\ndata: {\"finish_reason\":\"length\",\"usage\":{\"prompt_tokens\":1,"
-        "\"completion_tokens\":3,\"total_tokens\":4,\"prompt_tokens_details\":{"
-        "\"cached_tokens\":0}},\"timings\":{},"
-        "\"model_version\":\"1\"}\n\n");
-    CHECK(exchange("/v1/inference/stream", R"({"prompt":[1],"max_tokens":3})") == want);
-
-    const std::string pre = R"(data: {"id":"cmpl-N","object":"text_completion","created":0,)"
-                            R"("model":"tiny","system_fingerprint":"bitnet-serve","choices":[)";
-    want = {
-        pre + R"({"text":"<2>","index":0,"logprobs":null,"finish_reason":null}],"usage":null})"
-              "\n\n",
-        pre + R"({"text":"<3>","index":0,"logprobs":null,"finish_reason":null}],"usage":null})"
-              "\n\n",
-        pre + R"({"text":"","index":0,"logprobs":null,"finish_reason":"length"}],"usage":null})"
-              "\n\n",
-        R"(data: {"id":"cmpl-N","object":"text_completion","created":0,"model":"tiny",)"
-        R"("system_fingerprint":"bitnet-serve","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3,)"
-        R"("prompt_tokens_details":{"cached_tokens":0}}})"
-        "\n\n",
-        "data: [DONE]\n\n"};
-    CHECK(exchange("/v1/completions", R"({"prompt":[1],"max_tokens":2,"stream":true,)"
-                                      R"("stream_options":{"include_usage":true}})") == want);
 }
