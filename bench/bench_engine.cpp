@@ -25,8 +25,8 @@
 #include "kernels/parallel.hpp"
 #include "model/engine/cuda/cuda_engine.hpp"
 #include "model/engine/engine.hpp"
-#include "model/engine/placement/engine_placement.hpp"
 #include "model/engine/model_config.hpp"
+#include "model/engine/placement/engine_placement.hpp"
 #include "model/gguf/gguf_reader.hpp"
 #include "model/sampling/sampler.hpp"
 
@@ -38,6 +38,7 @@
 #include <cstdio>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -365,8 +366,10 @@ void write_json(const std::string& path, const figures& f) {
     }
 }
 
-int main(int argc, char** argv) {
-    CLI::App app{"bench_engine: decode, batched decode and prefill speed of one model"};
+namespace {
+
+/// The command line of bench_engine.
+struct bench_args {
     std::string model_path;
     int threads = 2;
     std::size_t decode_steps = 32;
@@ -374,68 +377,225 @@ int main(int argc, char** argv) {
     std::size_t prefill = 512;
     std::uint32_t kv_tokens = 4096;
     int repeats = 5;
-    app.add_option("-m,--model", model_path)->required();
-    app.add_option("--threads", threads);
-    app.add_option("--decode", decode_steps, "decode steps per measurement");
-    app.add_option("--batch", batches, "sequence counts for aggregate decode")->delimiter(',');
-    app.add_option("--prefill", prefill, "prompt length for the prefill figure");
-    app.add_option("--kv-tokens", kv_tokens, "KV budget in tokens (all sequences)");
-    app.add_option("--repeats", repeats);
     bool q8_logits = false;
-    app.add_flag("--q8-logits", q8_logits, "the opt-in Q8_0 block logits");
     bool greedy_screen = false;
-    app.add_flag("--greedy-screen", greedy_screen,
-                 "keep the exact greedy screen and also time single-stream decode with greedy-only "
-                 "chunks, alternating with plain ones");
     std::string workload_spec;
     bool workload_only = false;
-    app.add_option("--workload", workload_spec, "NxPxT: N sequences, P-token prompts, T tokens");
-    app.add_flag("--workload-only", workload_only, "only the --workload figure");
     std::string json_path;
-    app.add_option("--json", json_path, "write every figure, ceiling and fraction to FILE as JSON");
     std::string device = "cpu";
-    app.add_option("--device", device, "cpu, cuda:N or sim:N (the CUDA engine)");
+};
+
+void add_options(CLI::App& app, bench_args& a) {
+    app.add_option("-m,--model", a.model_path)->required();
+    app.add_option("--threads", a.threads);
+    app.add_option("--decode", a.decode_steps, "decode steps per measurement");
+    app.add_option("--batch", a.batches, "sequence counts for aggregate decode")->delimiter(',');
+    app.add_option("--prefill", a.prefill, "prompt length for the prefill figure");
+    app.add_option("--kv-tokens", a.kv_tokens, "KV budget in tokens (all sequences)");
+    app.add_option("--repeats", a.repeats);
+    app.add_flag("--q8-logits", a.q8_logits, "the opt-in Q8_0 block logits");
+    app.add_flag("--greedy-screen", a.greedy_screen,
+                 "keep the exact greedy screen and also time single-stream decode with greedy-only "
+                 "chunks, alternating with plain ones");
+    app.add_option("--workload", a.workload_spec, "NxPxT: N sequences, P-token prompts, T tokens");
+    app.add_flag("--workload-only", a.workload_only, "only the --workload figure");
+    app.add_option("--json", a.json_path,
+                   "write every figure, ceiling and fraction to FILE as JSON");
+    app.add_option("--device", a.device, "cpu, cuda:N or sim:N (the CUDA engine)");
+}
+
+/// The model's shape from its header: the KV budget in bytes and the MACs a token costs.
+bool read_shape(const bench_args& a, model::engine_options& opt, figures& fig) {
+    // KV bytes per token: K and V, every layer, F16.
+    auto file = model::gguf_file::open(a.model_path);
+    auto c = file ? model::read_model_config(*file) : result<model::model_config>(file.error());
+    if (!c) {
+        std::fprintf(stderr, "%s\n", c.error().to_string().c_str());
+        return false;
+    }
+    opt.kv_budget_bytes = std::uint64_t{a.kv_tokens} * 2 * c->n_layer * c->n_embd_kv() * 2;
+    const double embd = static_cast<double>(c->n_vocab) * c->n_embd;
+    fig.logits_macs_per_token = embd;
+    fig.ternary_macs_per_token = static_cast<double>(model::parameter_count(*c)) - embd;
+    return true;
+}
+
+/// --workload NxPxT: whole generations through model::step and the sampler. An exit code when
+/// the spec is malformed, else nothing.
+std::optional<int> run_workload(model::engine& e, const bench_args& a,
+                                std::uint32_t max_batch_tokens) {
+    std::size_t n = 0, p = 0, t = 0;
+    if (std::sscanf(a.workload_spec.c_str(), "%zux%zux%zu", &n, &p, &t) != 3 || n == 0 || p == 0 ||
+        t == 0) {
+        std::fprintf(stderr, "--workload wants NxPxT, e.g. 64x16x100\n");
+        return 2;
+    }
+    workload(e, 1, p, 4, max_batch_tokens); // warm-up: page in the weights
+    std::vector<double> tps, walls, cpus;
+    for (int r = 0; r < a.repeats; ++r) {
+        auto [x, w, c] = workload(e, n, p, t, max_batch_tokens);
+        tps.push_back(x);
+        walls.push_back(w);
+        cpus.push_back(c);
+        std::printf("workload %zux%zux%zu run %d: %.2f tokens/s, wall %.3f s, %.3f CPU ms per "
+                    "token\n",
+                    n, p, t, r, x, w, c);
+    }
+    std::printf("workload %zux%zux%zu direct (model::step + sampler): median %.2f tokens/s "
+                "(min %.2f, max %.2f), median wall %.3f s, median %.3f CPU ms per token\n",
+                n, p, t, median(tps), *std::min_element(tps.begin(), tps.end()),
+                *std::max_element(tps.begin(), tps.end()), median(walls), median(cpus));
+    return std::nullopt;
+}
+
+/// The same engine, plain and greedy-only decode alternating (order swapped each round).
+void compare_greedy_screen(model::engine& e, const bench_args& a) {
+    std::vector<double> plain, screened, ratio;
+    for (int r = 0; r < a.repeats; ++r) {
+        double x = 0, y = 0;
+        if (r % 2 == 0) {
+            x = decode_tokens_per_s(e, 1, a.decode_steps);
+            y = decode_tokens_per_s(e, 1, a.decode_steps, true);
+        } else {
+            y = decode_tokens_per_s(e, 1, a.decode_steps, true);
+            x = decode_tokens_per_s(e, 1, a.decode_steps);
+        }
+        plain.push_back(x);
+        screened.push_back(y);
+        ratio.push_back(y / x);
+    }
+    std::printf("single-stream decode, greedy-only chunks (screen): %.2f tokens/s against %.2f "
+                "plain in the same rounds, ratio median %.3f (min %.3f, max %.3f)\n",
+                median(screened), median(plain), median(ratio),
+                *std::min_element(ratio.begin(), ratio.end()),
+                *std::max_element(ratio.begin(), ratio.end()));
+}
+
+/// Single-stream decode, aggregate decode at each --batch, and prefill, into `fig`.
+void measure_speeds(model::engine& e, const bench_args& a, figures& fig) {
+    std::vector<double> single;
+    decode_tokens_per_s(e, 1, 4); // warm-up: page in the weights
+    for (int r = 0; r < a.repeats; ++r)
+        single.push_back(decode_tokens_per_s(e, 1, a.decode_steps));
+    const double tps1 = median(single);
+    fig.single_tps = tps1;
+    std::printf("single-stream decode: %.2f tokens/s (min %.2f, max %.2f)\n", tps1,
+                *std::min_element(single.begin(), single.end()),
+                *std::max_element(single.begin(), single.end()));
+    if (a.greedy_screen)
+        compare_greedy_screen(e, a);
+    for (std::size_t n : a.batches) {
+        std::vector<double> agg;
+        for (int r = 0; r < std::max(1, a.repeats / 2); ++r)
+            agg.push_back(decode_tokens_per_s(e, n, std::max<std::size_t>(8, a.decode_steps / 2)));
+        std::printf("aggregate decode, %zu sequences: %.2f tokens/s (%.2fx single-stream)\n", n,
+                    median(agg), median(agg) / tps1);
+        fig.aggregate.emplace_back(n, median(agg));
+    }
+    if (a.prefill > 0) {
+        std::vector<double> pf;
+        for (int r = 0; r < std::max(1, a.repeats / 2); ++r)
+            pf.push_back(prefill_tokens_per_s(e, a.prefill));
+        std::printf("prefill, %zu-token prompt: %.2f tokens/s\n", a.prefill, median(pf));
+        fig.prefill_tokens = a.prefill;
+        fig.prefill_tps = median(pf);
+    }
+}
+
+/// A device's figures: the bytes a decode token reads against the device's own bandwidth (the
+/// CPU's ceilings say nothing of a device).
+void report_device_roofline(const model::engine& e, const model::placement& where, double tps1) {
+    const double bytes = static_cast<double>(e.bytes_per_decode_token());
+    const auto report = kernels::cuda::enumerate_devices();
+    double gbs = 0.0;
+    for (const auto& d : report.devices)
+        if (where.kind == "cuda" && d.index == where.index)
+            gbs = d.bandwidth_gbs;
+    std::printf("bytes read per decode token: %.1f MB", bytes / 1e6);
+    if (gbs > 0)
+        std::printf("; device bandwidth %.0f GB/s (theoretical), roofline %.1f tokens/s, "
+                    "single-stream fraction %.2f",
+                    gbs, gbs * 1e9 / bytes, tps1 * bytes / (gbs * 1e9));
+    std::printf("\n");
+}
+
+/// The CPU's figures: peak RSS, the read bandwidth and the int8/FMA peaks, and each speed as a
+/// fraction of the ceiling they make.
+void report_cpu_ceilings(const model::engine& e, const bench_args& a, figures& fig) {
+    const double bytes_per_token = static_cast<double>(e.bytes_per_decode_token());
+    // Peak RSS before the bandwidth probe allocates its own gigabyte.
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("peak RSS: %.1f MiB (KV budget %u tokens)\n",
+                static_cast<double>(ru.ru_maxrss) / 1024.0, a.kv_tokens);
+    fig.peak_rss_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
+    const double bw = read_bandwidth(a.threads);
+    fig.bandwidth_gbs = bw;
+    fig.bytes_per_token = bytes_per_token;
+    std::printf("read bandwidth (%d threads, streaming 1 GiB): %.2f GB/s\n", a.threads, bw);
+    std::printf("bytes read per decode token: %.1f MB; roofline %.2f tokens/s; single-stream "
+                "fraction of roofline %.2f\n",
+                bytes_per_token / 1e6, bw * 1e9 / bytes_per_token,
+                fig.single_tps * bytes_per_token / (bw * 1e9));
+    fig.int8 = bench::int8_mac_peak(a.threads);
+    fig.fp32 = bench::fp32_fma_peak(a.threads);
+    const auto c = ceilings_of(fig);
+    std::printf("int8 MAC peak (%s, %d threads): %.1f GMAC/s; ternary MACs per token %.3g: "
+                "prefill ceiling %.1f tokens/s\n",
+                fig.int8.instruction.c_str(), a.threads, fig.int8.per_s / 1e9,
+                fig.ternary_macs_per_token, c.prefill_int8);
+    std::printf("fp32 FMA peak (%s, %d threads): %.1f GFLOP/s; aggregate-decode ceiling (ternary "
+                "at the int8 peak + logits at the %s peak) %.1f tokens/s\n",
+                fig.fp32.instruction.c_str(), a.threads, fig.fp32.per_s / 1e9,
+                a.q8_logits ? "int8" : "FMA", c.aggregate);
+    if (fig.prefill_tps > 0)
+        std::printf("prefill fraction of the int8 ceiling: %.2f\n",
+                    fig.prefill_tps / c.prefill_int8);
+    for (const auto& [n, tps] : fig.aggregate)
+        std::printf("aggregate decode, %zu sequences: fraction of its ceiling %.2f\n", n,
+                    tps / c.aggregate);
+}
+
+/// Without the device there is nothing to measure: one line, and success.
+bool cuda_device_missing(const model::placement& where) {
+    if (where.kind != "cuda")
+        return false;
+    const auto report = kernels::cuda::enumerate_devices();
+    if (std::any_of(report.devices.begin(), report.devices.end(),
+                    [&](const auto& d) { return d.index == where.index; }))
+        return false;
+    std::printf("skipped: no CUDA device %s (%s)\n", where.name().c_str(),
+                report.error.empty() ? "not enumerated" : report.error.c_str());
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"bench_engine: decode, batched decode and prefill speed of one model"};
+    bench_args a;
+    add_options(app, a);
     CLI11_PARSE(app, argc, argv);
-    const auto where = model::parse_placement(device);
+    const auto where = model::parse_placement(a.device);
     if (!where) {
         std::fprintf(stderr, "%s\n", where.error().to_string().c_str());
         return 2;
     }
     figures fig;
-    fig.model = model_path;
-    fig.threads = threads;
-
+    fig.model = a.model_path;
+    fig.threads = a.threads;
     model::engine_options opt;
-    opt.model_path = model_path;
-    opt.n_threads = threads;
-    opt.q8_logits = q8_logits;
-    opt.greedy_screen = greedy_screen;
-    fig.q8_logits = q8_logits;
-    opt.max_batch_tokens = static_cast<std::uint32_t>(std::max<std::size_t>(prefill, 512));
-    {
-        // KV bytes per token: K and V, every layer, F16.
-        auto file = model::gguf_file::open(model_path);
-        auto c = file ? model::read_model_config(*file) : result<model::model_config>(file.error());
-        if (!c) {
-            std::fprintf(stderr, "%s\n", c.error().to_string().c_str());
-            return 1;
-        }
-        opt.kv_budget_bytes = std::uint64_t{kv_tokens} * 2 * c->n_layer * c->n_embd_kv() * 2;
-        const double embd = static_cast<double>(c->n_vocab) * c->n_embd;
-        fig.logits_macs_per_token = embd;
-        fig.ternary_macs_per_token = static_cast<double>(model::parameter_count(*c)) - embd;
-    }
+    opt.model_path = a.model_path;
+    opt.n_threads = a.threads;
+    opt.q8_logits = a.q8_logits;
+    opt.greedy_screen = a.greedy_screen;
+    fig.q8_logits = a.q8_logits;
+    opt.max_batch_tokens = static_cast<std::uint32_t>(std::max<std::size_t>(a.prefill, 512));
+    if (!read_shape(a, opt, fig))
+        return 1;
     const auto t_load = clock_type::now();
-    if (where->kind == "cuda") {
-        // Without the device there is nothing to measure: one line, and success.
-        const auto report = kernels::cuda::enumerate_devices();
-        if (std::none_of(report.devices.begin(), report.devices.end(),
-                         [&](const auto& d) { return d.index == where->index; })) {
-            std::printf("skipped: no CUDA device %s (%s)\n", where->name().c_str(),
-                        report.error.empty() ? "not enumerated" : report.error.c_str());
-            return 0;
-        }
-    }
+    if (cuda_device_missing(*where))
+        return 0;
     auto loaded = model::load_engine_on(opt, *where);
     if (!loaded) {
         std::fprintf(stderr, "%s\n", loaded.error().to_string().c_str());
@@ -444,132 +604,23 @@ int main(int argc, char** argv) {
     model::engine& e = **loaded;
     fig.engine = e.describe();
     fig.kernels = e.kernel_choices();
-    std::printf("model: %s\nengine: %s\nload: %.2f s\n", model_path.c_str(), e.describe().c_str(),
+    std::printf("model: %s\nengine: %s\nload: %.2f s\n", a.model_path.c_str(), e.describe().c_str(),
                 seconds_since(t_load));
-
-    if (!workload_spec.empty()) {
-        std::size_t n = 0, p = 0, t = 0;
-        if (std::sscanf(workload_spec.c_str(), "%zux%zux%zu", &n, &p, &t) != 3 || n == 0 ||
-            p == 0 || t == 0) {
-            std::fprintf(stderr, "--workload wants NxPxT, e.g. 64x16x100\n");
-            return 2;
-        }
-        workload(e, 1, p, 4, opt.max_batch_tokens); // warm-up: page in the weights
-        std::vector<double> tps, walls, cpus;
-        for (int r = 0; r < repeats; ++r) {
-            auto [x, w, c] = workload(e, n, p, t, opt.max_batch_tokens);
-            tps.push_back(x);
-            walls.push_back(w);
-            cpus.push_back(c);
-            std::printf("workload %zux%zux%zu run %d: %.2f tokens/s, wall %.3f s, %.3f CPU ms per "
-                        "token\n",
-                        n, p, t, r, x, w, c);
-        }
-        std::printf("workload %zux%zux%zu direct (model::step + sampler): median %.2f tokens/s "
-                    "(min %.2f, max %.2f), median wall %.3f s, median %.3f CPU ms per token\n",
-                    n, p, t, median(tps), *std::min_element(tps.begin(), tps.end()),
-                    *std::max_element(tps.begin(), tps.end()), median(walls), median(cpus));
-        if (workload_only)
+    if (!a.workload_spec.empty()) {
+        if (const auto rc = run_workload(e, a, opt.max_batch_tokens))
+            return *rc;
+        if (a.workload_only)
             return 0;
     }
-    // Bytes one decode token must read: every ternary projection and the logits matrix.
-    const double bytes_per_token = static_cast<double>(e.bytes_per_decode_token());
-    std::vector<double> single;
-    decode_tokens_per_s(e, 1, 4); // warm-up: page in the weights
-    for (int r = 0; r < repeats; ++r)
-        single.push_back(decode_tokens_per_s(e, 1, decode_steps));
-    const double tps1 = median(single);
-    fig.single_tps = tps1;
-    std::printf("single-stream decode: %.2f tokens/s (min %.2f, max %.2f)\n", tps1,
-                *std::min_element(single.begin(), single.end()),
-                *std::max_element(single.begin(), single.end()));
-    if (greedy_screen) {
-        // The same engine, plain and greedy-only decode alternating (order swapped each round).
-        std::vector<double> plain, screened, ratio;
-        for (int r = 0; r < repeats; ++r) {
-            double a = 0, b = 0;
-            if (r % 2 == 0) {
-                a = decode_tokens_per_s(e, 1, decode_steps);
-                b = decode_tokens_per_s(e, 1, decode_steps, true);
-            } else {
-                b = decode_tokens_per_s(e, 1, decode_steps, true);
-                a = decode_tokens_per_s(e, 1, decode_steps);
-            }
-            plain.push_back(a);
-            screened.push_back(b);
-            ratio.push_back(b / a);
-        }
-        std::printf("single-stream decode, greedy-only chunks (screen): %.2f tokens/s against %.2f "
-                    "plain in the same rounds, ratio median %.3f (min %.3f, max %.3f)\n",
-                    median(screened), median(plain), median(ratio),
-                    *std::min_element(ratio.begin(), ratio.end()),
-                    *std::max_element(ratio.begin(), ratio.end()));
-    }
-    for (std::size_t n : batches) {
-        std::vector<double> agg;
-        for (int r = 0; r < std::max(1, repeats / 2); ++r)
-            agg.push_back(decode_tokens_per_s(e, n, std::max<std::size_t>(8, decode_steps / 2)));
-        std::printf("aggregate decode, %zu sequences: %.2f tokens/s (%.2fx single-stream)\n", n,
-                    median(agg), median(agg) / tps1);
-        fig.aggregate.emplace_back(n, median(agg));
-    }
-    if (prefill > 0) {
-        std::vector<double> pf;
-        for (int r = 0; r < std::max(1, repeats / 2); ++r)
-            pf.push_back(prefill_tokens_per_s(e, prefill));
-        std::printf("prefill, %zu-token prompt: %.2f tokens/s\n", prefill, median(pf));
-        fig.prefill_tokens = prefill;
-        fig.prefill_tps = median(pf);
-    }
-    print_cuda_launches(e, batches.empty() ? 1 : *std::max_element(batches.begin(), batches.end()));
+    measure_speeds(e, a, fig);
+    print_cuda_launches(
+        e, a.batches.empty() ? 1 : *std::max_element(a.batches.begin(), a.batches.end()));
     if (where->kind != "cpu") {
-        // The CPU's ceilings say nothing of a device: the device's own bandwidth instead.
-        const double bytes = static_cast<double>(e.bytes_per_decode_token());
-        const auto report = kernels::cuda::enumerate_devices();
-        double gbs = 0.0;
-        for (const auto& d : report.devices)
-            if (where->kind == "cuda" && d.index == where->index)
-                gbs = d.bandwidth_gbs;
-        std::printf("bytes read per decode token: %.1f MB", bytes / 1e6);
-        if (gbs > 0)
-            std::printf("; device bandwidth %.0f GB/s (theoretical), roofline %.1f tokens/s, "
-                        "single-stream fraction %.2f",
-                        gbs, gbs * 1e9 / bytes, tps1 * bytes / (gbs * 1e9));
-        std::printf("\n");
+        report_device_roofline(e, *where, fig.single_tps);
         return 0;
     }
-    // Peak RSS before the bandwidth probe allocates its own gigabyte.
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    std::printf("peak RSS: %.1f MiB (KV budget %u tokens)\n",
-                static_cast<double>(ru.ru_maxrss) / 1024.0, kv_tokens);
-    fig.peak_rss_mib = static_cast<double>(ru.ru_maxrss) / 1024.0;
-    const double bw = read_bandwidth(threads);
-    fig.bandwidth_gbs = bw;
-    fig.bytes_per_token = bytes_per_token;
-    std::printf("read bandwidth (%d threads, streaming 1 GiB): %.2f GB/s\n", threads, bw);
-    std::printf("bytes read per decode token: %.1f MB; roofline %.2f tokens/s; single-stream "
-                "fraction of roofline %.2f\n",
-                bytes_per_token / 1e6, bw * 1e9 / bytes_per_token,
-                tps1 * bytes_per_token / (bw * 1e9));
-    fig.int8 = bench::int8_mac_peak(threads);
-    fig.fp32 = bench::fp32_fma_peak(threads);
-    const auto c = ceilings_of(fig);
-    std::printf("int8 MAC peak (%s, %d threads): %.1f GMAC/s; ternary MACs per token %.3g: "
-                "prefill ceiling %.1f tokens/s\n",
-                fig.int8.instruction.c_str(), threads, fig.int8.per_s / 1e9,
-                fig.ternary_macs_per_token, c.prefill_int8);
-    std::printf("fp32 FMA peak (%s, %d threads): %.1f GFLOP/s; aggregate-decode ceiling (ternary "
-                "at the int8 peak + logits at the %s peak) %.1f tokens/s\n",
-                fig.fp32.instruction.c_str(), threads, fig.fp32.per_s / 1e9,
-                q8_logits ? "int8" : "FMA", c.aggregate);
-    if (fig.prefill_tps > 0)
-        std::printf("prefill fraction of the int8 ceiling: %.2f\n",
-                    fig.prefill_tps / c.prefill_int8);
-    for (const auto& [n, tps] : fig.aggregate)
-        std::printf("aggregate decode, %zu sequences: fraction of its ceiling %.2f\n", n,
-                    tps / c.aggregate);
-    if (!json_path.empty())
-        write_json(json_path, fig);
+    report_cpu_ceilings(e, a, fig);
+    if (!a.json_path.empty())
+        write_json(a.json_path, fig);
     return 0;
 }

@@ -264,34 +264,159 @@ void compare(const char* name, model::engine& e, const std::vector<std::int32_t>
     std::fflush(stdout);
 }
 
+/// The command line of bench_spec.
+struct spec_args {
+    std::string model_path, only, draft_path;
+    int threads = 2, repeats = 3;
+    std::uint32_t doc = 1000, gen = 256, max_draft = 8, context = 512;
+    bool q8_logits = false;
+    bool greedy_screen = false;
+    /// Whether the part `name` runs (--only names one; none: all of them).
+    [[nodiscard]] bool runs(const char* name) const { return only.empty() || only == name; }
+};
+
+void add_options(CLI::App& app, spec_args& a) {
+    app.add_option("-m,--model", a.model_path)->required();
+    app.add_option("--threads", a.threads);
+    app.add_option("--doc", a.doc, "tokens of the quoted document (copy)");
+    app.add_option("--gen", a.gen, "tokens generated per run");
+    app.add_option("--max-draft", a.max_draft,
+                   "spec_max_draft, and the largest k of the cost table");
+    app.add_option("--context", a.context, "positions in the KV cache for the cost table");
+    app.add_option("--repeats", a.repeats);
+    app.add_option("--only", a.only, "verify, copy, miss, greedy, schema or draft");
+    app.add_option("--draft-model", a.draft_path, "a draft model (same vocabulary) to time");
+    app.add_flag("--q8-logits", a.q8_logits, "the served model's opt-in Q8_0 block logits");
+    app.add_flag("--greedy-screen", a.greedy_screen,
+                 "keep the greedy screen and time verification steps with greedy-only rows too");
+}
+
+/// The verification cost table: a step with k drafts against a decode step. Returns the median
+/// step seconds by k.
+std::vector<double> print_verify_cost(model::engine& e, const spec_args& a) {
+    const std::uint32_t context = a.context, max_draft = a.max_draft;
+    const int repeats = a.repeats, threads = a.threads;
+    const bool greedy_screen = a.greedy_screen, q8_logits = a.q8_logits;
+    std::vector<double> cost;
+    const auto costs =
+        verify_cost(e, context, max_draft, repeats,
+                    greedy_screen ? std::vector<bool>{false, true} : std::vector<bool>{false});
+    cost = costs[0];
+    const double row_s = extra_row_floor_seconds(e.config(), context, q8_logits, threads);
+    std::printf("verification cost at context %u (median step ms, ratio to a decode step, "
+                "and the ratio's compute floor: %.2f ms an extra row at the peaks):\n",
+                context, row_s * 1e3);
+    for (std::size_t k = 0; k < cost.size(); ++k)
+        std::printf("  k=%zu  %8.2f ms  %.3f  floor %.3f\n", k, cost[k] * 1e3, cost[k] / cost[0],
+                    1 + static_cast<double>(k) * row_s / cost[0]);
+    if (greedy_screen) {
+        const auto& g = costs[1];
+        std::printf("greedy-only rows from the screen, alternating with the above (median step "
+                    "ms, ratio to the plain decode step, to the greedy-only decode step, and "
+                    "the plain step's time over this one):\n");
+        for (std::size_t k = 0; k < g.size(); ++k)
+            std::printf("  k=%zu  %8.2f ms  %.3f  %.3f  speedup %.3f\n", k, g[k] * 1e3,
+                        g[k] / cost[0], g[k] / g[0], cost[k] / g[k]);
+    }
+    std::fflush(stdout);
+    return cost;
+}
+
+/// A draft model's proposal cost, and the tokens/s ratio it gives at several acceptance rates.
+void print_draft_cost(const model::engine_options& opt, const spec_args& a,
+                      const std::vector<double>& cost, std::uint32_t n_vocab) {
+    const std::string& draft_path = a.draft_path;
+    const std::uint32_t context = a.context, max_draft = a.max_draft;
+    const int repeats = a.repeats;
+    model::engine_options dopt = opt;
+    dopt.model_path = draft_path;
+    dopt.kv_budget_bytes = 256ull << 20;
+    dopt.q8_logits = true; // as the executor loads a draft model
+    auto dl = model::engine::load(dopt);
+    must(static_cast<bool>(dl), dl ? "" : dl.error().to_string());
+    must((*dl)->config().n_vocab == n_vocab, "the draft model's vocabulary differs");
+    std::printf("draft model %s: %s\n", draft_path.c_str(), (*dl)->describe().c_str());
+    const auto dc = draft_cost(**dl, context, max_draft, repeats);
+    // A step with k drafts yields 1 + (accepted drafts) tokens; with each draft accepted at
+    // rate a (independently, in order) that is (1 - a^(k+1)) / (1 - a) on average, and it
+    // costs the draft model's proposal plus the verification step.
+    std::printf("draft proposal of k tokens (median ms, ratio to a decode step), and the "
+                "tokens/s ratio at acceptance a:\n");
+    std::printf("  k   draft ms  ratio   a=0.5   a=0.7   a=0.8   a=0.9   break-even a\n");
+    for (std::size_t k = 1; k <= dc.size() && k < cost.size(); ++k) {
+        const double step = (cost[k] + dc[k - 1]) / cost[0];
+        auto gain = [&](double acc) { return (1 - std::pow(acc, k + 1.0)) / (1 - acc) / step; };
+        double lo = 0, hi = 0.999;
+        for (int it = 0; it < 60; ++it) {
+            const double mid = (lo + hi) / 2;
+            (gain(mid) < 1 ? lo : hi) = mid;
+        }
+        std::printf("  %zu  %8.2f  %6.3f  %6.3f  %6.3f  %6.3f  %6.3f   %.2f\n", k, dc[k - 1] * 1e3,
+                    dc[k - 1] / cost[0], gain(0.5), gain(0.7), gain(0.8), gain(0.9),
+                    gain(0.999) < 1 ? 1.0 : hi);
+    }
+    std::fflush(stdout);
+}
+
+/// Speculation on a long schema-constrained record: the masked argmax, drafts from the schema.
+void run_schema_case(model::engine& e, const spec_args& a, std::mt19937_64& rng) {
+    const auto n_vocab = e.config().n_vocab;
+    const std::uint32_t gen = a.gen, max_draft = a.max_draft;
+    const int repeats = a.repeats;
+    // A record of long fixed names and enum members (keys in any order, so after each comma
+    // the model picks a name by its first byte); the values that are free are short.
+    const std::string text =
+        R"({"type":"object","properties":{)"
+        R"("customer_identification_number":{"type":"integer","minimum":0,"maximum":999},)"
+        R"("preferred_method_of_contact":{"enum":["electronic_mail_message",)"
+        R"("telephone_call_in_the_evening"]},)"
+        R"("account_is_currently_active":{"type":"boolean"},)"
+        R"("primary_shipping_address_line":{"type":"string","maxLength":12},)"
+        R"("number_of_previous_orders_placed":{"type":"integer","minimum":0,"maximum":99},)"
+        R"("subscribed_to_the_newsletter":{"type":"boolean"}},)"
+        R"("required":["customer_identification_number","preferred_method_of_contact",)"
+        R"("account_is_currently_active","primary_shipping_address_line",)"
+        R"("number_of_previous_orders_placed","subscribed_to_the_newsletter"],)"
+        R"("additionalProperties":false})";
+    auto compiled = model::constrain::schema_cache::shared().get(text, e.vocab());
+    must(static_cast<bool>(compiled), "the schema did not compile");
+    const auto prompt = random_tokens(64, n_vocab, rng);
+    // The masked argmax, its matcher following the tokens taken (a run starts at i = 0).
+    std::optional<model::constrain::token_constraint> state;
+    std::vector<float> masked;
+    std::string json;
+    const picker masked_argmax = [&](std::span<const float> row, std::uint32_t i) {
+        if (i == 0) {
+            state.emplace(*compiled);
+            json.clear();
+        }
+        auto mask = state->allowed();
+        must(static_cast<bool>(mask), "no mask");
+        must(model::constrain::apply_mask(**mask, row, masked), "no token fits");
+        const auto t = argmax(masked);
+        must(state->accept(t), "the pick does not fit");
+        json += e.vocab().token_to_piece(t, false);
+        return t;
+    };
+    compare("schema", e, prompt, gen, max_draft, masked_argmax, repeats, *compiled);
+    std::printf("  output: %s\n", json.c_str());
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"speculative decoding: verification cost and tokens/s with and without drafts"};
-    std::string model_path, only, draft_path;
-    int threads = 2, repeats = 3;
-    std::uint32_t doc = 1000, gen = 256, max_draft = 8, context = 512;
-    app.add_option("-m,--model", model_path)->required();
-    app.add_option("--threads", threads);
-    app.add_option("--doc", doc, "tokens of the quoted document (copy)");
-    app.add_option("--gen", gen, "tokens generated per run");
-    app.add_option("--max-draft", max_draft, "spec_max_draft, and the largest k of the cost table");
-    app.add_option("--context", context, "positions in the KV cache for the cost table");
-    app.add_option("--repeats", repeats);
-    app.add_option("--only", only, "verify, copy, miss, greedy, schema or draft");
-    app.add_option("--draft-model", draft_path, "a draft model (same vocabulary) to time");
-    bool q8_logits = false;
-    app.add_flag("--q8-logits", q8_logits, "the served model's opt-in Q8_0 block logits");
-    bool greedy_screen = false;
-    app.add_flag("--greedy-screen", greedy_screen,
-                 "keep the greedy screen and time verification steps with greedy-only rows too");
+    spec_args args;
+    add_options(app, args);
     CLI11_PARSE(app, argc, argv);
+    const std::uint32_t doc = args.doc, gen = args.gen, max_draft = args.max_draft;
+    const int repeats = args.repeats;
 
     model::engine_options opt;
-    opt.model_path = model_path;
-    opt.n_threads = threads;
-    opt.q8_logits = q8_logits;
-    opt.greedy_screen = greedy_screen;
+    opt.model_path = args.model_path;
+    opt.n_threads = args.threads;
+    opt.q8_logits = args.q8_logits;
+    opt.greedy_screen = args.greedy_screen;
     // Every verified row from the screen (not the count measured at load): the table shows
     // where it wins.
     opt.greedy_screen_rows = 64;
@@ -299,65 +424,16 @@ int main(int argc, char** argv) {
     auto loaded = model::engine::load(opt);
     must(static_cast<bool>(loaded), loaded ? "" : loaded.error().to_string());
     auto& e = **loaded;
-    std::printf("model %s: %s\n", model_path.c_str(), e.describe().c_str());
+    std::printf("model %s: %s\n", args.model_path.c_str(), e.describe().c_str());
     const auto n_vocab = e.config().n_vocab;
 
     std::vector<double> cost;
-    if (only.empty() || only == "verify" || only == "draft") {
-        const auto costs =
-            verify_cost(e, context, max_draft, repeats,
-                        greedy_screen ? std::vector<bool>{false, true} : std::vector<bool>{false});
-        cost = costs[0];
-        const double row_s = extra_row_floor_seconds(e.config(), context, q8_logits, threads);
-        std::printf("verification cost at context %u (median step ms, ratio to a decode step, "
-                    "and the ratio's compute floor: %.2f ms an extra row at the peaks):\n",
-                    context, row_s * 1e3);
-        for (std::size_t k = 0; k < cost.size(); ++k)
-            std::printf("  k=%zu  %8.2f ms  %.3f  floor %.3f\n", k, cost[k] * 1e3,
-                        cost[k] / cost[0], 1 + static_cast<double>(k) * row_s / cost[0]);
-        if (greedy_screen) {
-            const auto& g = costs[1];
-            std::printf("greedy-only rows from the screen, alternating with the above (median step "
-                        "ms, ratio to the plain decode step, to the greedy-only decode step, and "
-                        "the plain step's time over this one):\n");
-            for (std::size_t k = 0; k < g.size(); ++k)
-                std::printf("  k=%zu  %8.2f ms  %.3f  %.3f  speedup %.3f\n", k, g[k] * 1e3,
-                            g[k] / cost[0], g[k] / g[0], cost[k] / g[k]);
-        }
-        std::fflush(stdout);
-    }
-    if (!draft_path.empty() && (only.empty() || only == "draft")) {
-        model::engine_options dopt = opt;
-        dopt.model_path = draft_path;
-        dopt.kv_budget_bytes = 256ull << 20;
-        dopt.q8_logits = true; // as the executor loads a draft model
-        auto dl = model::engine::load(dopt);
-        must(static_cast<bool>(dl), dl ? "" : dl.error().to_string());
-        must((*dl)->config().n_vocab == n_vocab, "the draft model's vocabulary differs");
-        std::printf("draft model %s: %s\n", draft_path.c_str(), (*dl)->describe().c_str());
-        const auto dc = draft_cost(**dl, context, max_draft, repeats);
-        // A step with k drafts yields 1 + (accepted drafts) tokens; with each draft accepted at
-        // rate a (independently, in order) that is (1 - a^(k+1)) / (1 - a) on average, and it
-        // costs the draft model's proposal plus the verification step.
-        std::printf("draft proposal of k tokens (median ms, ratio to a decode step), and the "
-                    "tokens/s ratio at acceptance a:\n");
-        std::printf("  k   draft ms  ratio   a=0.5   a=0.7   a=0.8   a=0.9   break-even a\n");
-        for (std::size_t k = 1; k <= dc.size() && k < cost.size(); ++k) {
-            const double step = (cost[k] + dc[k - 1]) / cost[0];
-            auto gain = [&](double a) { return (1 - std::pow(a, k + 1.0)) / (1 - a) / step; };
-            double lo = 0, hi = 0.999;
-            for (int it = 0; it < 60; ++it) {
-                const double mid = (lo + hi) / 2;
-                (gain(mid) < 1 ? lo : hi) = mid;
-            }
-            std::printf("  %zu  %8.2f  %6.3f  %6.3f  %6.3f  %6.3f  %6.3f   %.2f\n", k,
-                        dc[k - 1] * 1e3, dc[k - 1] / cost[0], gain(0.5), gain(0.7), gain(0.8),
-                        gain(0.9), gain(0.999) < 1 ? 1.0 : hi);
-        }
-        std::fflush(stdout);
-    }
+    if (args.runs("verify") || args.only == "draft")
+        cost = print_verify_cost(e, args);
+    if (!args.draft_path.empty() && args.runs("draft"))
+        print_draft_cost(opt, args, cost, n_vocab);
     std::mt19937_64 rng(11);
-    if (only.empty() || only == "copy") {
+    if (args.runs("copy")) {
         // The document, then a short instruction; the output quotes the document from its start.
         auto document = random_tokens(doc, n_vocab, rng);
         auto prompt = document;
@@ -368,7 +444,7 @@ int main(int argc, char** argv) {
             "copy", e, prompt, n, max_draft,
             [&](std::span<const float>, std::uint32_t i) { return document[i % doc]; }, repeats);
     }
-    if (only.empty() || only == "miss") {
+    if (args.runs("miss")) {
         const auto prompt = random_tokens(64, n_vocab, rng);
         const std::int32_t a = prompt[3], b = prompt[9];
         std::vector<std::int32_t> fresh = random_tokens(gen, n_vocab, rng);
@@ -379,50 +455,13 @@ int main(int argc, char** argv) {
             },
             repeats);
     }
-    if (only.empty() || only == "greedy") {
+    if (args.runs("greedy")) {
         const auto prompt = random_tokens(64, n_vocab, rng);
         compare(
             "greedy", e, prompt, gen, max_draft,
             [](std::span<const float> row, std::uint32_t) { return argmax(row); }, repeats);
     }
-    if (only.empty() || only == "schema") {
-        // A record of long fixed names and enum members (keys in any order, so after each comma
-        // the model picks a name by its first byte); the values that are free are short.
-        const std::string text =
-            R"({"type":"object","properties":{)"
-            R"("customer_identification_number":{"type":"integer","minimum":0,"maximum":999},)"
-            R"("preferred_method_of_contact":{"enum":["electronic_mail_message",)"
-            R"("telephone_call_in_the_evening"]},)"
-            R"("account_is_currently_active":{"type":"boolean"},)"
-            R"("primary_shipping_address_line":{"type":"string","maxLength":12},)"
-            R"("number_of_previous_orders_placed":{"type":"integer","minimum":0,"maximum":99},)"
-            R"("subscribed_to_the_newsletter":{"type":"boolean"}},)"
-            R"("required":["customer_identification_number","preferred_method_of_contact",)"
-            R"("account_is_currently_active","primary_shipping_address_line",)"
-            R"("number_of_previous_orders_placed","subscribed_to_the_newsletter"],)"
-            R"("additionalProperties":false})";
-        auto compiled = model::constrain::schema_cache::shared().get(text, e.vocab());
-        must(static_cast<bool>(compiled), "the schema did not compile");
-        const auto prompt = random_tokens(64, n_vocab, rng);
-        // The masked argmax, its matcher following the tokens taken (a run starts at i = 0).
-        std::optional<model::constrain::token_constraint> state;
-        std::vector<float> masked;
-        std::string json;
-        const picker masked_argmax = [&](std::span<const float> row, std::uint32_t i) {
-            if (i == 0) {
-                state.emplace(*compiled);
-                json.clear();
-            }
-            auto mask = state->allowed();
-            must(static_cast<bool>(mask), "no mask");
-            must(model::constrain::apply_mask(**mask, row, masked), "no token fits");
-            const auto t = argmax(masked);
-            must(state->accept(t), "the pick does not fit");
-            json += e.vocab().token_to_piece(t, false);
-            return t;
-        };
-        compare("schema", e, prompt, gen, max_draft, masked_argmax, repeats, *compiled);
-        std::printf("  output: %s\n", json.c_str());
-    }
+    if (args.runs("schema"))
+        run_schema_case(e, args, rng);
     return 0;
 }

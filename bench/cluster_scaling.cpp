@@ -112,6 +112,69 @@ void grid_header(const char* corner, const std::vector<int>& columns) {
     std::printf("\n");
 }
 
+/// What the heartbeats cost in a full mesh, one table per models-per-node count.
+void print_full_mesh(caf::actor_system& sys, const std::vector<int>& ks, const std::vector<int>& ns,
+                     const msg::executor_info& info, const caf::actor& handle, double per_s,
+                     double frame_bytes, double node_tps) {
+    for (int k : ks) {
+        const auto replica_bytes = actors::wire_size(sys, report(1, 1, info, handle).replicas[0]);
+        std::printf("\n## Full mesh, %d model(s) per node (one replica_view = %llu B)\n\n", k,
+                    static_cast<unsigned long long>(replica_bytes));
+        std::printf(
+            "| N | links (cluster) | heartbeats/s sent per node | heartbeats/s cluster-wide "
+            "| report B | heartbeat B/s out per node | heartbeat B/s in+out per node | "
+            "heartbeat B/s cluster-wide | routing entries per node (N x k) | routing state B "
+            "per node (serialized) | report B without executor_info | heartbeat msgs per "
+            "generated token (cluster at %.0f tok/s/node) |\n",
+            node_tps);
+        std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (int n : ns) {
+            const double size =
+                static_cast<double>(actors::wire_size(sys, report(n, k, info, handle))) +
+                frame_bytes;
+            const double out_msgs = (n - 1) * per_s;
+            const double cluster_msgs = static_cast<double>(n) * (n - 1) * per_s;
+            // executor_info is static per version: a heartbeat could carry load only and send it
+            // on join and on change.
+            const double lean =
+                static_cast<double>(actors::wire_size(sys, report(n, k, {}, handle))) + frame_bytes;
+            std::printf("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %llu | %.0f | "
+                        "%.3f |\n",
+                        n, n * (n - 1) / 2, out_msgs, cluster_msgs, size, out_msgs * size,
+                        2 * out_msgs * size, cluster_msgs * size, n * k,
+                        static_cast<unsigned long long>(n * k) * replica_bytes, lean,
+                        cluster_msgs / (n * node_tps));
+        }
+    }
+}
+
+/// What the streamed output costs on the wire, and how many messages a token takes.
+void print_stream_output(caf::actor_system& sys, const std::vector<int>& ss,
+                         const std::vector<int>& ns, double frame_bytes) {
+    std::printf("\n## Stream output: one stream_batch per step per (replica, requesting node)\n\n");
+    std::printf("| streams in the batch | serialized B (+frame) | B per token | messages per token "
+                "| B per token, a step where all end |\n|---|---|---|---|---|\n");
+    for (int s : ss) {
+        const double b = static_cast<double>(actors::wire_size(sys, batch(s, 0))) + frame_bytes;
+        const double e = static_cast<double>(actors::wire_size(sys, batch(s, s))) + frame_bytes;
+        std::printf("| %d | %.0f | %.1f | %.4f | %.1f |\n", s, b, b / s, 1.0 / s, e / s);
+    }
+    // Every node takes clients and places each request on the least-loaded replica anywhere: a
+    // replica's s streams come from N origins uniformly, its own node's need no message, and each
+    // other origin among them gets one stream_batch per step.
+    std::printf("\n## Network messages per generated token, every node taking clients (expected "
+                "(N-1)(1-(1-1/N)^s)/s; behind one router: 1/s)\n\n");
+    grid_header("N \\ s", ss);
+    for (int n : ns) {
+        std::printf("| %d |", n);
+        for (int s : ss) {
+            const double origins = (n - 1) * (1.0 - std::pow(1.0 - 1.0 / n, s));
+            std::printf(" %.3f |", origins / s);
+        }
+        std::printf("\n");
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -179,59 +242,8 @@ int main(int argc, char** argv) {
         std::printf("\n");
     }
 
-    for (int k : ks) {
-        const auto replica_bytes = actors::wire_size(sys, report(1, 1, info, handle).replicas[0]);
-        std::printf("\n## Full mesh, %d model(s) per node (one replica_view = %llu B)\n\n", k,
-                    static_cast<unsigned long long>(replica_bytes));
-        std::printf(
-            "| N | links (cluster) | heartbeats/s sent per node | heartbeats/s cluster-wide "
-            "| report B | heartbeat B/s out per node | heartbeat B/s in+out per node | "
-            "heartbeat B/s cluster-wide | routing entries per node (N x k) | routing state B "
-            "per node (serialized) | report B without executor_info | heartbeat msgs per "
-            "generated token (cluster at %.0f tok/s/node) |\n",
-            node_tps);
-        std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-        for (int n : ns) {
-            const double size =
-                static_cast<double>(actors::wire_size(sys, report(n, k, info, handle))) +
-                frame_bytes;
-            const double out_msgs = (n - 1) * per_s;
-            const double cluster_msgs = static_cast<double>(n) * (n - 1) * per_s;
-            // executor_info is static per version: a heartbeat could carry load only and send it
-            // on join and on change.
-            const double lean =
-                static_cast<double>(actors::wire_size(sys, report(n, k, {}, handle))) + frame_bytes;
-            std::printf("| %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %d | %llu | %.0f | "
-                        "%.3f |\n",
-                        n, n * (n - 1) / 2, out_msgs, cluster_msgs, size, out_msgs * size,
-                        2 * out_msgs * size, cluster_msgs * size, n * k,
-                        static_cast<unsigned long long>(n * k) * replica_bytes, lean,
-                        cluster_msgs / (n * node_tps));
-        }
-    }
-
-    std::printf("\n## Stream output: one stream_batch per step per (replica, requesting node)\n\n");
-    std::printf("| streams in the batch | serialized B (+frame) | B per token | messages per token "
-                "| B per token, a step where all end |\n|---|---|---|---|---|\n");
-    for (int s : ss) {
-        const double b = static_cast<double>(actors::wire_size(sys, batch(s, 0))) + frame_bytes;
-        const double e = static_cast<double>(actors::wire_size(sys, batch(s, s))) + frame_bytes;
-        std::printf("| %d | %.0f | %.1f | %.4f | %.1f |\n", s, b, b / s, 1.0 / s, e / s);
-    }
-    // Every node takes clients and places each request on the least-loaded replica anywhere: a
-    // replica's s streams come from N origins uniformly, its own node's need no message, and each
-    // other origin among them gets one stream_batch per step.
-    std::printf("\n## Network messages per generated token, every node taking clients (expected "
-                "(N-1)(1-(1-1/N)^s)/s; behind one router: 1/s)\n\n");
-    grid_header("N \\ s", ss);
-    for (int n : ns) {
-        std::printf("| %d |", n);
-        for (int s : ss) {
-            const double origins = (n - 1) * (1.0 - std::pow(1.0 - 1.0 / n, s));
-            std::printf(" %.3f |", origins / s);
-        }
-        std::printf("\n");
-    }
+    print_full_mesh(sys, ks, ns, info, handle, per_s, frame_bytes, node_tps);
+    print_stream_output(sys, ss, ns, frame_bytes);
     // The actor system waits for every actor at exit: the stand-in handle must end.
     self->send_exit(handle, caf::exit_reason::user_shutdown);
     return 0;
