@@ -1,7 +1,7 @@
 #include "actors/cluster/stream_relay.hpp"
 
-#include "actors/trace_spans.hpp"
 #include "actors/cluster/wire_size.hpp"
+#include "actors/trace_spans.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_system.hpp>

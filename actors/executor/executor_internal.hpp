@@ -5,8 +5,8 @@
 #include "messages/interfaces.hpp"
 #include "model/constrain/mask_worker.hpp"
 #include "model/constrain/token_constraint.hpp"
-#include "model/engine/placement/device_choice.hpp"
 #include "model/engine/engine.hpp"
+#include "model/engine/placement/device_choice.hpp"
 #include "model/sampling/sampler.hpp"
 
 #include <chrono>

@@ -5,11 +5,11 @@
 // prefill and sends the echo once, before any generated token and before the end.
 #include "actors/actor_test_config.hpp"
 #include "actors/batcher/batcher.hpp"
+#include "actors/batcher/sched_policy.hpp"
 #include "actors/batcher_client.hpp"
 #include "actors/batcher_rig.hpp"
 #include "actors/executor/executor.hpp"
 #include "actors/fake_engine.hpp"
-#include "actors/batcher/sched_policy.hpp"
 
 #include <caf/scoped_actor.hpp>
 #include <doctest/doctest.h>
