@@ -65,6 +65,9 @@ function cases() {
     const strings32 = { anyOf: Array.from({ length: 32 }, (_, i) => ({ type: 'string', maxLength: 100000 + i })) };
     return [
         ['anyOf of 32 long strings x8', '/v1/completions', rf(strings32), 8],
+        // The control: the same eight requests without a schema (what batching alone costs).
+        ['unconstrained x8 (control)', '/v1/completions',
+            { prompt: 'x', max_tokens: a.maxTokens, temperature: 1, seed: 1 }, 8],
         ['anyOf of 32 long strings, n: 8', '/v1/completions', rf(strings32, { n: 8 })],
         ['plain object schema', '/v1/completions', rf({ type: 'object', properties: { a: { type: 'string' } } })],
         ['left recursion (400)', '/v1/completions', rf({ anyOf: [{ $ref: '#' }, { $ref: '#' }, { $ref: '#' }] })],
