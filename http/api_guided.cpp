@@ -1,5 +1,7 @@
 #include "http/api_guided.hpp"
 
+#include "http/api_structured.hpp"
+
 #include <boost/json.hpp>
 
 #include <string>
@@ -28,14 +30,20 @@ std::optional<api_error> schema_of(const guided_form& f, std::string& out) {
     } else if (f.kind == "json") {
         // vLLM takes the schema as an object or as its JSON text.
         if (v.is_object() || v.is_bool()) {
+            if (auto e = check_client_schema(v, f.param))
+                return e;
             out = json::serialize(v);
         } else if (v.is_string()) {
-            boost::system::error_code ec;
-            const auto parsed = json::parse(v.get_string(), ec);
-            if (ec || !(parsed.is_object() || parsed.is_bool()))
+            auto parsed = parse_request_json(v.get_string(), f.param);
+            if (auto* e = std::get_if<api_error>(&parsed))
+                return *e;
+            const auto& schema = std::get<json::value>(parsed);
+            if (!(schema.is_object() || schema.is_bool()))
                 return invalid_value(f.param, f.param + " must be a JSON Schema (an object, or "
                                                         "its JSON text)");
-            out = json::serialize(parsed);
+            if (auto e = check_client_schema(schema, f.param))
+                return e;
+            out = json::serialize(schema);
         } else {
             return invalid_value(f.param, f.param + " must be a JSON Schema object");
         }

@@ -299,11 +299,29 @@ std::optional<api_error> read_stream_options(fields& f, inference_input& in) {
 
 } // namespace
 
-parse_result parse_inference(std::string_view body, api_kind kind) {
+std::variant<json::value, api_error> parse_request_json(std::string_view text,
+                                                        const std::string& param) {
+    json::parse_options opt;
+    opt.max_depth = max_request_nesting;
     boost::system::error_code ec;
-    json::value root = json::parse(body, ec);
+    json::value v = json::parse(text, ec, {}, opt);
+    const std::string what = param.empty() ? "the body" : param;
+    if (ec == json::error::too_deep)
+        return invalid_value(param, what + " nests objects and arrays deeper than " +
+                                        std::to_string(max_request_nesting) +
+                                        " (max_request_nesting: a schema may nest " +
+                                        std::to_string(max_schema_nesting) +
+                                        ", max_schema_nesting)");
     if (ec)
-        return invalid_value("", "the body is not valid JSON: " + ec.message());
+        return invalid_value(param, what + " is not valid JSON: " + ec.message());
+    return v;
+}
+
+parse_result parse_inference(std::string_view body, api_kind kind) {
+    auto parsed = parse_request_json(body);
+    if (auto* e = std::get_if<api_error>(&parsed))
+        return *e;
+    json::value root = std::move(std::get<json::value>(parsed));
     if (!root.is_object())
         return invalid_value("", "the body must be a JSON object");
     const auto& o = root.get_object();

@@ -7,6 +7,8 @@
 #include "http/errors.hpp"
 #include "messages/types.hpp"
 
+#include <boost/json/value.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,6 +68,19 @@ struct inference_input {
 };
 
 using parse_result = std::variant<inference_input, api_error>;
+
+/// How deep a client's JSON Schema may nest objects and arrays: the schema compiler's own limit
+/// (max_schema_nesting in model/constrain/limits.hpp), checked here too so that the 400 names it
+/// before anything is queued.
+inline constexpr std::size_t max_schema_nesting = 64;
+/// How deep a request body may nest: a schema at its limit inside the envelope that carries it
+/// (body, tools, [i], function, parameters; or response_format, json_schema, schema).
+inline constexpr std::size_t max_request_nesting = max_schema_nesting + 8;
+
+/// A request body, or a JSON text a field carries (`param`; empty: the body), parsed with
+/// max_request_nesting. Bad JSON is a 400 naming `param`; a body nested too deep names the limit.
+[[nodiscard]] std::variant<boost::json::value, api_error>
+parse_request_json(std::string_view text, const std::string& param = {});
 
 /// Parses and validates a request body for `kind`.
 [[nodiscard]] parse_result parse_inference(std::string_view body, api_kind kind);

@@ -65,6 +65,22 @@ json::value call_schema(const std::string& name, const json::value* parameters, 
     return call;
 }
 
+/// Keywords whose value maps names to subschemas: the names are data, the values schemas.
+bool maps_names(std::string_view key) {
+    return key == "properties" || key == "patternProperties" || key == "$defs" ||
+           key == "definitions" || key == "dependentSchemas";
+}
+
+/// At most 64 bytes of a key, cut on a UTF-8 boundary, for an error message.
+std::string key_excerpt(std::string_view key) {
+    if (key.size() <= 64)
+        return std::string(key);
+    std::size_t n = 64;
+    while (n > 0 && (static_cast<unsigned char>(key[n]) & 0xC0u) == 0x80u)
+        --n;
+    return std::string(key.substr(0, n)) + "...";
+}
+
 std::optional<api_error> read_response_format(const json::value& rf, inference_input& in) {
     const auto* o = rf.if_object();
     const auto* type = o ? o->if_contains("type") : nullptr;
@@ -85,6 +101,8 @@ std::optional<api_error> read_response_format(const json::value& rf, inference_i
             return invalid_value("response_format",
                                  "response_format json_schema needs \"json_schema\": {\"name\", "
                                  "\"schema\": {...}, \"strict\"}");
+        if (auto e = check_client_schema(*schema, "response_format"))
+            return e;
         in.json_schema = json::serialize(*schema);
     } else {
         return invalid_value("response_format",
@@ -110,6 +128,9 @@ std::optional<api_error> read_functions(const json::array& tools, tool_functions
         const auto* params = fo->if_contains("parameters");
         if (params && !params->is_object())
             return invalid_value("tools", "a function's parameters must be a JSON Schema object");
+        if (params)
+            if (auto e = check_client_schema(*params, "tools"))
+                return e;
         fns.emplace_back(std::string(name->get_string()), params);
     }
     return std::nullopt;
@@ -219,12 +240,63 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
 
 } // namespace
 
+std::optional<api_error> check_client_schema(const json::value& schema, const std::string& param) {
+    struct pending {
+        const json::value* v;
+        std::size_t depth;    ///< containers from the schema's root, this one included
+        bool schema_position; ///< its keys are keywords (else data, walked for depth only)
+    };
+    std::vector<pending> todo{{&schema, 1, true}};
+    while (!todo.empty()) {
+        const auto [v, depth, at_schema] = todo.back();
+        todo.pop_back();
+        if (!v->is_object() && !v->is_array())
+            continue;
+        if (depth > max_schema_nesting)
+            return invalid_value(param,
+                                 param + ": the schema nests objects and arrays deeper than " +
+                                     std::to_string(max_schema_nesting) + " (max_schema_nesting)");
+        if (const auto* a = v->if_array()) {
+            for (const auto& e : *a)
+                todo.push_back({&e, depth + 1, at_schema});
+            continue;
+        }
+        for (const auto& kv : v->get_object()) {
+            const std::string_view key = kv.key();
+            if (!at_schema) {
+                todo.push_back({&kv.value(), depth + 1, false});
+                continue;
+            }
+            if (key.starts_with("x-bitnet-"))
+                return invalid_value(param, param + ": \"" + key_excerpt(key) +
+                                                "\" is this server's own keyword (x-bitnet-*), "
+                                                "not accepted in a request's schema");
+            if (maps_names(key) && kv.value().is_object()) {
+                // The map itself is one level; each named subschema is a schema position.
+                if (depth + 1 > max_schema_nesting)
+                    return invalid_value(param, param +
+                                                    ": the schema nests objects and arrays deeper "
+                                                    "than " +
+                                                    std::to_string(max_schema_nesting) +
+                                                    " (max_schema_nesting)");
+                for (const auto& named : kv.value().get_object())
+                    todo.push_back({&named.value(), depth + 2, true});
+            } else {
+                todo.push_back({&kv.value(), depth + 1, !holds_data(key)});
+            }
+        }
+    }
+    return std::nullopt;
+}
+
 std::optional<api_error> read_structured(const json::object& body, api_kind kind,
                                          inference_input& in) {
     if (kind == api_kind::native) {
         if (const auto* s = body.if_contains("json_schema"); s && !s->is_null()) {
             if (!s->is_object() && !s->is_bool())
                 return invalid_value("json_schema", "json_schema must be a JSON Schema object");
+            if (auto e = check_client_schema(*s, "json_schema"))
+                return e;
             in.json_schema = json::serialize(*s);
             in.schema_param = "json_schema";
         }

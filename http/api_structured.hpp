@@ -25,6 +25,14 @@ namespace bitnet::http {
 [[nodiscard]] std::optional<api_error> read_structured(const boost::json::object& body,
                                                        api_kind kind, inference_input& in);
 
+/// A JSON Schema a client sent under `param`: nested at most max_schema_nesting deep, and free of
+/// this server's own keywords (`x-bitnet-*`, which only the server writes: the call union of
+/// tool_choice, vLLM's guided text). A keyword is a key where a schema is; the names under
+/// `properties`, `$defs` and the like, and the values of `enum`, `const`, `default` and
+/// `examples`, are data. Walked with a stack of its own, not recursion.
+[[nodiscard]] std::optional<api_error> check_client_schema(const boost::json::value& schema,
+                                                           const std::string& param);
+
 /// The most calls one turn may hold under `parallel_tool_calls` (the array's maxItems).
 inline constexpr std::size_t max_parallel_tool_calls = 8;
 

@@ -235,10 +235,10 @@ void translate_sampling(const json::object& body, json::object& out) {
 } // namespace
 
 std::variant<std::string, api_error> messages_as_chat(std::string_view body) {
-    boost::system::error_code ec;
-    const auto root = json::parse(body, ec);
-    if (ec)
-        return invalid_value("", "the body is not valid JSON: " + ec.message());
+    auto parsed = parse_request_json(body);
+    if (auto* e = std::get_if<api_error>(&parsed))
+        return *e;
+    const auto root = std::move(std::get<json::value>(parsed));
     const auto* o = root.if_object();
     if (!o)
         return invalid_value("", "the body must be a JSON object");
