@@ -4,6 +4,7 @@
 #include <boost/json/string.hpp>
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -58,7 +59,74 @@ private:
     std::string node_;
 };
 
+/// Text lines as spdlog's default pattern writes them, with the message's control characters
+/// escaped (escape_controls): a value a client sent cannot end the line and start a forged one.
+class text_formatter final : public spdlog::formatter {
+public:
+    void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+        const std::string_view payload(msg.payload.data(), msg.payload.size());
+        const auto escaped = escape_controls(payload);
+        if (escaped.size() == payload.size())
+            return inner_.format(msg, dest); // nothing to escape (the common case): no copy
+        auto copy = msg;
+        copy.payload = spdlog::string_view_t(escaped.data(), escaped.size());
+        inner_.format(copy, dest);
+    }
+    [[nodiscard]] std::unique_ptr<spdlog::formatter> clone() const override {
+        return std::make_unique<text_formatter>();
+    }
+
+private:
+    spdlog::pattern_formatter inner_;
+};
+
+/// Whether s[i] starts a control character: C0, DEL, or C1 (U+0080..U+009F, UTF-8 C2 80..9F).
+bool control_at(std::string_view s, std::size_t i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F)
+        return true;
+    if (c != 0xC2 || i + 1 >= s.size())
+        return false;
+    const auto next = static_cast<unsigned char>(s[i + 1]);
+    return next >= 0x80 && next <= 0x9F;
+}
+
 } // namespace
+
+std::string escape_controls(std::string_view s) {
+    std::size_t i = 0;
+    while (i < s.size() && !control_at(s, i))
+        ++i;
+    if (i == s.size())
+        return std::string(s);
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out(s.substr(0, i));
+    for (; i < s.size(); ++i) {
+        if (!control_at(s, i)) {
+            out += s[i];
+            continue;
+        }
+        auto c = static_cast<unsigned char>(s[i]);
+        if (c == 0xC2)
+            c = static_cast<unsigned char>(s[++i]); // a C1 control, escaped as its code point
+        if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\r') {
+            out += "\\r";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else {
+            out += "\\x";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+        }
+    }
+    return out;
+}
+
+void use_text_logs() {
+    spdlog::set_formatter(std::make_unique<text_formatter>());
+}
 
 log_scope::log_scope(log_fields f)
     : fields_(std::move(f))

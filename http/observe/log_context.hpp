@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace bitnet::http {
 
@@ -35,6 +36,16 @@ private:
 /// level, message, node, logger, and the current request's request_id, trace_id, span_id and
 /// model when a scope has them.
 void use_json_logs(const std::string& node);
+
+/// Switches the default logger's text lines (spdlog's default pattern) to escape control
+/// characters in the message: a newline as \n, CR and tab as \r and \t, the other C0, DEL and C1
+/// controls as \xHH. A model name, a path or any other value a client sent can then neither start
+/// a forged line nor move a terminal's cursor. JSON lines are escaped by JSON itself.
+void use_text_logs();
+
+/// `s` with its control characters escaped as use_text_logs writes them (`s` itself when it has
+/// none).
+[[nodiscard]] std::string escape_controls(std::string_view s);
 
 /// Whether use_json_logs was called (scopes are worth filling only then).
 [[nodiscard]] bool json_logs() noexcept;

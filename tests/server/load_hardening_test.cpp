@@ -183,6 +183,20 @@ TEST_CASE("paths that are not regular files fail at once with the reason, the al
     CHECK(generate(s, "odd", "Hello").first == generate(s, "tiny", "Hello").first);
 }
 
+TEST_CASE("a load path holding a newline cannot forge a line in the text log") {
+    test::server_process s;
+    const std::string forged = "[2026-01-01 00:00:00.000] [error] FORGED by a client";
+    const auto op = load_and_wait(s, "odd", "/nonexistent/model\n" + forged + "\x1b[2J.gguf");
+    CHECK(op.at("state").as_string() == "failed");
+    // The failure is logged with the path escaped on its own line: no line starts with the
+    // forged text, and no escape sequence reaches the terminal.
+    REQUIRE(test::eventually([&] { return s.log().find("\\n" + forged) != std::string::npos; }));
+    const auto log = s.log();
+    CHECK(log.find("\n" + forged) == std::string::npos);
+    CHECK(log.find("\x1b[2J") == std::string::npos);
+    CHECK(log.find("\\x1b[2J") != std::string::npos);
+}
+
 TEST_CASE("SIGTERM while a long load hashes: the server exits within the drain timeout") {
     test::scratch_dir dir;
     test::server_process s({"--drain-timeout-ms", "1000"});

@@ -419,6 +419,8 @@ int main(int argc, char** argv) {
     }
     if (cfg->log_format == "json")
         http::use_json_logs(*node);
+    else
+        http::use_text_logs();
     log_compute(*cfg, threads_why);
     // Tracing: the endpoint and headers as the exporter reads them, checked before anything
     // starts; the exporter's thread outlives the HTTP server (declared before it), so the spans
