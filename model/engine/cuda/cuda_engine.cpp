@@ -370,8 +370,11 @@ void cuda_engine::fetch_logits(const step_layout& L, std::uint32_t r0, std::uint
             ops_->download(logits_host_.as<char>() + j++ * row_bytes,
                            logits_.as<char>() + (r - r0) * row_bytes, row_bytes);
     ops_->finish();
-    std::memcpy(out.logits.data() + std::size_t{logits_rows_fetched_} * config_.n_vocab,
-                logits_host_.as<void>(), j * row_bytes);
+    // No row asked for (every row sampled on the device): out.logits may be empty, and memcpy
+    // takes no null pointer even for zero bytes.
+    if (j > 0)
+        std::memcpy(out.logits.data() + std::size_t{logits_rows_fetched_} * config_.n_vocab,
+                    logits_host_.as<void>(), j * row_bytes);
     logits_rows_fetched_ += j;
     if (r0 + n < L.logit_rows.size())
         return;
