@@ -96,16 +96,7 @@ struct norm_quantize_kernel {
         b.threads([&](unsigned t) {
             if (t != 0)
                 return;
-            double max = 1e-5;
-            for (unsigned w = 0; w < b.size() / warp_size; ++w) {
-                const double v = static_cast<double>(warp_maxima[w]);
-                max = v > max ? v : max;
-            }
-#if defined(__CUDA_ARCH__)
-            scale = __double2float_rn(__ddiv_rn(127.0, max));
-#else
-            scale = static_cast<float>(127.0 / max);
-#endif
+            scale = int8_scale_of(warp_maxima, b.size() / warp_size);
             a.scale[row] = scale;
         });
         b.sync();
@@ -113,9 +104,7 @@ struct norm_quantize_kernel {
             const float s = scale;
             const float inv = inverse_rms();
             for (unsigned i = t; i < n; i += nt) {
-                float r = round_half_even(mul_rn(value(i, inv), s));
-                r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);
-                q[i] = static_cast<std::int8_t>(static_cast<int>(r));
+                q[i] = int8_code_of(value(i, inv), s);
             }
         });
     }

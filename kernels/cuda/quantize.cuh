@@ -32,6 +32,28 @@ BITNET_DEVICE float abs_of(float x) {
 #endif
 }
 
+/// The int8 scale of a row from its warps' |x| maxima: 127 / max(1e-5, the largest), the
+/// CPU's double division narrowed to float (IEEE on the device whatever the flags).
+BITNET_DEVICE float int8_scale_of(const float* warp_maxima, unsigned n_warps) {
+    double max = 1e-5;
+    for (unsigned w = 0; w < n_warps; ++w) {
+        const double v = static_cast<double>(warp_maxima[w]);
+        max = v > max ? v : max;
+    }
+#if defined(__CUDA_ARCH__)
+    return __double2float_rn(__ddiv_rn(127.0, max));
+#else
+    return static_cast<float>(127.0 / max);
+#endif
+}
+
+/// The int8 code of v at scale s: the float product rounded half to even, clamped to [-128, 127].
+BITNET_DEVICE std::int8_t int8_code_of(float v, float s) {
+    float r = round_half_even(mul_rn(v, s));
+    r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);
+    return static_cast<std::int8_t>(static_cast<int>(r));
+}
+
 struct quantize_kernel {
     using args = quantize_args;
     static constexpr unsigned threads = 256;
@@ -59,25 +81,14 @@ struct quantize_kernel {
         b.threads([&](unsigned t) {
             if (t != 0)
                 return;
-            double max = 1e-5;
-            for (unsigned w = 0; w < b.size() / warp_size; ++w) {
-                const double v = static_cast<double>(warp_maxima[w]);
-                max = v > max ? v : max;
-            }
-#if defined(__CUDA_ARCH__)
-            scale = __double2float_rn(__ddiv_rn(127.0, max)); // IEEE whatever the flags
-#else
-            scale = static_cast<float>(127.0 / max);
-#endif
+            scale = int8_scale_of(warp_maxima, b.size() / warp_size);
             a.scale[row] = scale;
         });
         b.sync();
         b.threads([&](unsigned t) {
             const float s = scale;
             for (unsigned i = t; i < a.k; i += b.size()) {
-                float r = round_half_even(mul_rn(x[i], s));
-                r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);
-                q[i] = static_cast<std::int8_t>(static_cast<int>(r));
+                q[i] = int8_code_of(x[i], s);
             }
         });
     }
