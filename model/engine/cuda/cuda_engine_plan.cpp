@@ -131,19 +131,7 @@ void cuda_engine::record_ffn(cuda::launch_plan& p, std::uint32_t l, std::uint32_
     record_norm_quantize(p, x_.as<float>(), config_.n_embd, nullptr, L.ffn_norm, T, config_.n_embd);
     record_product(p, L.gate_up, T, gate_up, false);
     // Rows of stride 2 n_ff: x is the gate half, u the up half of the same row.
-    cuda::norm_quantize_args a;
-    a.x = gate_up;
-    a.ldx = 2 * n_ff;
-    a.u = gate_up + n_ff;
-    a.ldu = 2 * n_ff;
-    a.weight = L.ffn_sub_norm.bytes() > 0 ? L.ffn_sub_norm.as<float>() : nullptr;
-    a.eps = config_.rms_eps;
-    a.n_rows = T;
-    a.n = n_ff;
-    a.q = acts_q_.as<std::int8_t>();
-    a.ldq = n_ff;
-    a.scale = acts_scale_.as<float>();
-    p.add(a);
+    record_norm_quantize(p, gate_up, 2 * n_ff, gate_up + n_ff, L.ffn_sub_norm, T, n_ff);
     record_product(p, L.down, T, x_.as<float>(), true);
 }
 
