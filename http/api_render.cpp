@@ -455,7 +455,27 @@ std::string key_stats_body(std::uint64_t requests, std::uint64_t prompt_tokens,
     return json::serialize(json::object{{"key", std::move(key)}});
 }
 
-std::string stats_body(const std::vector<msg::batcher_stats>& stats, const live_stats& live) {
+namespace {
+
+json::object memory_json(const std::vector<memory::table_figures>& tables) {
+    json::object t;
+    for (const auto& f : tables)
+        t[f.name] = {{"bytes", f.bytes},
+                     {"budget_bytes", f.budget_bytes},
+                     {"entries", f.entries},
+                     {"evictions", f.evictions}};
+    json::object live;
+    for (std::size_t k = 0; k < memory::live_kinds; ++k) {
+        const auto kind = static_cast<memory::live_kind>(k);
+        live[memory::live_kind_name(kind)] = memory::live_count(kind);
+    }
+    return {{"tables", std::move(t)}, {"live_objects", std::move(live)}};
+}
+
+} // namespace
+
+std::string stats_body(const std::vector<msg::batcher_stats>& stats, const live_stats& live,
+                       const process_figures& process) {
     json::array models;
     std::uint64_t queried = 0, hit = 0;
     for (const auto& x : stats) {
@@ -469,6 +489,9 @@ std::string stats_body(const std::vector<msg::batcher_stats>& stats, const live_
     json::object root;
     root["models"] = std::move(models);
     root["rejects"] = std::move(rejects);
+    root["memory"] = memory_json(process.tables);
+    root["connections"] = {{"open", process.connections_open},
+                           {"reclaimed", process.connections_reclaimed}};
     // Process-wide: every model reports the same figures, so the first one's are shown.
     if (!stats.empty()) {
         const auto& x = stats.front();

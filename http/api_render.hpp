@@ -4,6 +4,7 @@
 // byte for byte, so a change here is a change to the contract (HTTP-API.md).
 #pragma once
 
+#include "common/memory_tables.hpp"
 #include "http/errors.hpp"
 #include "http/observe/metrics.hpp"
 #include "messages/types.hpp"
@@ -151,9 +152,18 @@ struct status_snapshot {
 /// GET /v1/stats for a user key: `{"key":{"requests","prompt_tokens","completion_tokens"}}`.
 [[nodiscard]] std::string key_stats_body(std::uint64_t requests, std::uint64_t prompt_tokens,
                                          std::uint64_t completion_tokens);
-/// GET /v1/stats: the queues, rejects, batch sizes and token rates.
+/// What /v1/stats shows of the process beside the models: its bounded tables and connections.
+struct process_figures {
+    std::vector<memory::table_figures> tables;
+    std::uint64_t connections_open = 0;
+    std::uint64_t connections_reclaimed = 0; ///< idle ones closed to make room past a cap
+};
+
+/// GET /v1/stats: the queues, rejects, batch sizes and token rates, `memory` (each bounded
+/// table's bytes, budget and entries, and the live objects of model versions) and
+/// `connections`.
 [[nodiscard]] std::string stats_body(const std::vector<msg::batcher_stats>& stats,
-                                     const live_stats& live);
+                                     const live_stats& live, const process_figures& process);
 
 /// GET /v1/models: the models not unloaded.
 [[nodiscard]] std::string models_list_body(const std::vector<msg::model_status>& models);

@@ -5,6 +5,7 @@
 
 #include "actors/batcher/batcher.hpp"
 #include "actors/batcher/sched_policy.hpp"
+#include "common/memory_tables.hpp"
 #include "common/trace.hpp"
 #include "model/sampling/stop_rules.hpp"
 #include "model/tokenizer/tokenizer.hpp"
@@ -80,6 +81,8 @@ struct live_request {
 
 struct batcher_state {
     explicit batcher_state() = default;
+    /// One batcher per model version: counted while it lives (memory::live_count).
+    memory::live_counter<memory::live_kind::version> counted;
     std::unique_ptr<sched::policy> policy;
     msg::batcher_order opt;
     std::shared_ptr<const model::tokenizer> tokenizer;

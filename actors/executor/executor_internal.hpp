@@ -2,6 +2,7 @@
 // prefix caching's attach and publish around a step (executor_prefix.cpp). Internal to actors/.
 #pragma once
 
+#include "common/memory_tables.hpp"
 #include "messages/interfaces.hpp"
 #include "model/constrain/mask_worker.hpp"
 #include "model/constrain/token_constraint.hpp"
@@ -47,6 +48,7 @@ struct seq_state {
 };
 
 struct executor_state {
+    memory::live_counter<memory::live_kind::executor> counted; ///< memory::live_count
     std::unique_ptr<model::engine> engine;
     msg::executor_order order;
     model::device_choice device;

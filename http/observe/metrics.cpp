@@ -116,6 +116,38 @@ struct metrics::impl {
             .Register(*reg);
     pm::Family<pm::Gauge>& build =
         pm::BuildGauge().Name("bitnet_build_info").Help("build version").Register(*reg);
+    // The tables that grow with client input or model versions, each within its byte budget
+    // (common/memory_tables.hpp), and the objects a model version owns while it lives.
+    pm::Family<pm::Gauge>& table_bytes = pm::BuildGauge()
+                                             .Name("bitnet_memory_table_bytes")
+                                             .Help("bytes a bounded table holds, by table")
+                                             .Register(*reg);
+    pm::Family<pm::Gauge>& table_budget =
+        pm::BuildGauge()
+            .Name("bitnet_memory_table_budget_bytes")
+            .Help("a bounded table's byte budget, by table (0: bounded by what owns it)")
+            .Register(*reg);
+    pm::Family<pm::Gauge>& table_entries = pm::BuildGauge()
+                                               .Name("bitnet_memory_table_entries")
+                                               .Help("entries a bounded table holds, by table")
+                                               .Register(*reg);
+    pm::Gauge& connections_open = pm::BuildGauge()
+                                      .Name("bitnet_http_connections_open")
+                                      .Help("HTTP connections open now")
+                                      .Register(*reg)
+                                      .Add({});
+    pm::Counter& connections_reclaimed =
+        pm::BuildCounter()
+            .Name("bitnet_http_connections_reclaimed_total")
+            .Help("idle connections closed to make room past max_connections or "
+                  "max_connections_per_client")
+            .Register(*reg)
+            .Add({});
+    pm::Family<pm::Gauge>& live_objects =
+        pm::BuildGauge()
+            .Name("bitnet_live_objects")
+            .Help("objects that belong to a model version, alive now, by kind")
+            .Register(*reg);
     // The cluster (actors/cluster/cluster_node.hpp), each series labelled with the node that counts
     // it.
     pm::Family<pm::Gauge>& cluster_nodes =
@@ -376,6 +408,27 @@ void metrics::queues(const std::vector<msg::batcher_stats>& stats) {
     impl_->kv_usage.Set(ratio);
     impl_->v_kv.Set(ratio);
     prefix_counts(stats);
+}
+
+void metrics::memory(const std::vector<bitnet::memory::table_figures>& tables) {
+    for (const auto& t : tables) {
+        impl_->table_bytes.Add({{"table", t.name}}).Set(static_cast<double>(t.bytes));
+        impl_->table_budget.Add({{"table", t.name}}).Set(static_cast<double>(t.budget_bytes));
+        impl_->table_entries.Add({{"table", t.name}}).Set(static_cast<double>(t.entries));
+    }
+    for (std::size_t k = 0; k < bitnet::memory::live_kinds; ++k) {
+        const auto kind = static_cast<bitnet::memory::live_kind>(k);
+        impl_->live_objects.Add({{"kind", bitnet::memory::live_kind_name(kind)}})
+            .Set(static_cast<double>(bitnet::memory::live_count(kind)));
+    }
+}
+
+void metrics::connections_open(std::size_t n) {
+    impl_->connections_open.Set(static_cast<double>(n));
+}
+
+void metrics::connection_reclaimed() {
+    impl_->connections_reclaimed.Increment();
 }
 
 void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {

@@ -3,6 +3,7 @@
 // families are thread-safe, so no actor owns them; /metrics serializes the registry.
 #pragma once
 
+#include "common/memory_tables.hpp"
 #include "messages/types.hpp"
 
 #include <array>
@@ -81,6 +82,14 @@ public:
     /// (SIGHUP re-reads of the certificate and key: ok | failed).
     void tls_handshake_failed();
     void tls_reload(bool ok);
+    /// The process's bounded tables (bitnet_memory_table_bytes, _budget_bytes and _entries,
+    /// by table) and its live per-version objects (bitnet_live_objects, by kind), as scraped.
+    void memory(const std::vector<bitnet::memory::table_figures>& tables);
+    /// bitnet_http_connections_open (set at each scrape) and
+    /// bitnet_http_connections_reclaimed_total: idle connections closed to make room past
+    /// max_connections or max_connections_per_client.
+    void connections_open(std::size_t n);
+    void connection_reclaimed();
     /// Text exposition format 0.0.4.
     [[nodiscard]] std::string render() const;
 

@@ -7,8 +7,12 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
-#include <cstdio>
-#include <random>
+#include <array>
+#include <stdexcept>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 namespace bitnet::http {
 
@@ -20,25 +24,29 @@ api_error bad(std::string param, std::string message) {
     return invalid_value(std::move(param), std::move(message));
 }
 
-std::string number_of(const std::string& req_id) {
-    return req_id.substr(req_id.find('-') + 1);
-}
-
-/// Eight hex digits drawn once per process: stored replies are named by these ids, and request
-/// numbers restart with the process, so an id from before a restart must not name a new reply.
-const std::string& process_tag() {
-    static const std::string tag = [] {
-        std::random_device rd;
-        char buf[9];
-        std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
-        return std::string(buf);
-    }();
-    return tag;
-}
-
-/// The part of a response's ids after their prefix ("resp_", "msg_", "fc_").
+/// The part of a response's ids after their prefix ("resp_", "msg_", "fc_"): 128 bits of
+/// HMAC-SHA-256 of the request id under a key drawn once per process from the OS. Every id of
+/// one request is the same whenever it is asked for, none can be guessed from another (a stored
+/// reply is named by its id alone within its key), and an id from before a restart names
+/// nothing now.
 std::string id_of(const std::string& req_id) {
-    return process_tag() + "_" + number_of(req_id);
+    static const std::array<unsigned char, 32> key = [] {
+        std::array<unsigned char, 32> k{};
+        if (RAND_bytes(k.data(), static_cast<int>(k.size())) != 1)
+            throw std::runtime_error("no random bytes for response ids");
+        return k;
+    }();
+    unsigned char mac[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+         reinterpret_cast<const unsigned char*>(req_id.data()), req_id.size(), mac, &n);
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned i = 0; i < 16; ++i) {
+        out += hex[mac[i] >> 4];
+        out += hex[mac[i] & 15];
+    }
+    return out;
 }
 
 /// A message item's content: a string, or parts of type input_text, output_text or text

@@ -1,5 +1,7 @@
 #include "http/responses/response_store.hpp"
 
+#include "http/api_json.hpp"
+
 #include <boost/json.hpp>
 
 #include <algorithm>
@@ -26,49 +28,74 @@ void response_store::put(const std::string& scope, const std::string& id, std::s
     e.scope = scope;
     e.id = id;
     e.at = now;
-    e.bytes = scope.size() + id.size() + items.size() + response.size() + input.size();
+    e.bytes =
+        entry_overhead + scope.size() + id.size() + items.size() + response.size() + input.size();
     for (const auto& [item_id, text] : outputs)
         e.bytes += item_id.size() + text.size();
-    if (e.bytes > limits_.max_bytes)
+    if (e.bytes > limits_.max_bytes || e.bytes > limits_.total_bytes)
         return; // it alone would not fit: not kept (a later name of it is a 400)
     e.items = std::move(items);
     e.response = std::move(response);
     e.input = std::move(input);
     std::lock_guard lock(mu_);
-    if (auto it = responses_.find({scope, id}); it != responses_.end()) {
-        order_.erase(it->second); // ids are unique per process; kept simple if not
-        responses_.erase(it);
-    }
+    if (auto it = responses_.find({scope, id}); it != responses_.end())
+        drop(it->second); // ids are unique per process; kept simple if not
     for (auto& [item_id, text] : outputs) {
         e.item_ids.push_back(item_id);
         items_[{scope, item_id}] = std::move(text);
     }
     bytes_ += e.bytes;
+    auto& ps = scopes_[scope];
+    by_bytes_.erase({ps.bytes, scope});
+    ps.bytes += e.bytes;
+    by_bytes_.insert({ps.bytes, scope});
     order_.push_back(std::move(e));
-    responses_[{scope, id}] = std::prev(order_.end());
-    evict(now);
+    const auto at = std::prev(order_.end());
+    ps.oldest_first.push_back(at);
+    responses_[{scope, id}] = at;
+    evict(now, &scope);
 }
 
-void response_store::drop_oldest() {
-    auto& e = order_.front();
-    responses_.erase({e.scope, e.id});
-    for (const auto& item_id : e.item_ids)
-        items_.erase({e.scope, item_id});
-    bytes_ -= e.bytes;
-    order_.pop_front();
+void response_store::drop(entries::iterator e) {
+    responses_.erase({e->scope, e->id});
+    for (const auto& item_id : e->item_ids)
+        items_.erase({e->scope, item_id});
+    bytes_ -= e->bytes;
+    auto ps = scopes_.find(e->scope);
+    by_bytes_.erase({ps->second.bytes, e->scope});
+    ps->second.bytes -= e->bytes;
+    ps->second.oldest_first.remove(e);
+    if (ps->second.oldest_first.empty())
+        scopes_.erase(ps);
+    else
+        by_bytes_.insert({ps->second.bytes, e->scope});
+    order_.erase(e);
 }
 
-void response_store::evict(clock::time_point now) {
-    while (!order_.empty() && (order_.size() > limits_.max_responses ||
-                               bytes_ > limits_.max_bytes || now - order_.front().at > limits_.ttl))
-        drop_oldest();
+void response_store::evict(clock::time_point now, const std::string* scope) {
+    while (!order_.empty() && now - order_.front().at > limits_.ttl)
+        drop(order_.begin());
+    if (scope != nullptr)
+        for (auto ps = scopes_.find(*scope);
+             ps != scopes_.end() && (ps->second.oldest_first.size() > limits_.max_responses ||
+                                     ps->second.bytes > limits_.max_bytes);
+             ps = scopes_.find(*scope)) {
+            drop(ps->second.oldest_first.front());
+            ++evictions_;
+        }
+    while (bytes_ > limits_.total_bytes && !by_bytes_.empty()) {
+        // The key holding the most gives up its oldest: a key below it is never touched.
+        const auto& biggest = std::prev(by_bytes_.end())->second;
+        drop(scopes_.at(biggest).oldest_first.front());
+        ++evictions_;
+    }
 }
 
 std::optional<std::string> response_store::conversation(const std::string& scope,
                                                         const std::string& id,
                                                         clock::time_point now) {
     std::lock_guard lock(mu_);
-    evict(now);
+    evict(now, nullptr);
     const auto it = responses_.find({scope, id});
     if (it == responses_.end())
         return std::nullopt;
@@ -78,7 +105,7 @@ std::optional<std::string> response_store::conversation(const std::string& scope
 std::optional<std::string> response_store::item(const std::string& scope, const std::string& id,
                                                 clock::time_point now) {
     std::lock_guard lock(mu_);
-    evict(now);
+    evict(now, nullptr);
     const auto it = items_.find({scope, id});
     if (it == items_.end())
         return std::nullopt;
@@ -88,7 +115,7 @@ std::optional<std::string> response_store::item(const std::string& scope, const 
 std::optional<std::string> response_store::response(const std::string& scope, const std::string& id,
                                                     clock::time_point now) {
     std::lock_guard lock(mu_);
-    evict(now);
+    evict(now, nullptr);
     const auto it = responses_.find({scope, id});
     if (it == responses_.end() || it->second->response.empty())
         return std::nullopt;
@@ -99,7 +126,7 @@ std::optional<std::string> response_store::input_items(const std::string& scope,
                                                        const std::string& id,
                                                        clock::time_point now) {
     std::lock_guard lock(mu_);
-    evict(now);
+    evict(now, nullptr);
     const auto it = responses_.find({scope, id});
     if (it == responses_.end() || it->second->input.empty())
         return std::nullopt;
@@ -111,12 +138,7 @@ bool response_store::erase(const std::string& scope, const std::string& id) {
     const auto it = responses_.find({scope, id});
     if (it == responses_.end())
         return false;
-    const auto e = it->second;
-    for (const auto& item_id : e->item_ids)
-        items_.erase({scope, item_id});
-    bytes_ -= e->bytes;
-    responses_.erase(it);
-    order_.erase(e);
+    drop(it->second); // its items, its bytes and its key's share with it
     return true;
 }
 
@@ -128,6 +150,19 @@ std::size_t response_store::size() const {
 std::size_t response_store::bytes() const {
     std::lock_guard lock(mu_);
     return bytes_;
+}
+
+std::pair<std::size_t, std::size_t> response_store::held_by(const std::string& scope) const {
+    std::lock_guard lock(mu_);
+    const auto it = scopes_.find(scope);
+    if (it == scopes_.end())
+        return {0, 0};
+    return {it->second.oldest_first.size(), it->second.bytes};
+}
+
+std::uint64_t response_store::evictions() const {
+    std::lock_guard lock(mu_);
+    return evictions_;
 }
 
 namespace {
@@ -151,9 +186,9 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
                                                                       const std::string& scope,
                                                                       std::size_t max_bytes) {
     responses_expansion out;
-    boost::system::error_code ec;
-    auto root = json::parse(body, ec);
-    auto* o = ec ? nullptr : root.if_object();
+    auto parsed = parse_request_json(body);
+    auto* root = std::get_if<json::value>(&parsed);
+    auto* o = root ? root->if_object() : nullptr;
     if (!o) {
         out.body = std::string(body);
         return out;
@@ -180,7 +215,8 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
         const std::string id(prev->get_string());
         const auto stored = store.enabled() ? store.conversation(scope, id) : std::nullopt;
         if (!stored)
-            return not_stored("previous_response_id", "no stored response '" + id + "'", store);
+            return not_stored("previous_response_id", "no stored response '" + excerpt(id) + "'",
+                              store);
         auto earlier = json::parse(*stored).as_array();
         own_from = earlier.size();
         for (auto& it : input)
@@ -202,7 +238,8 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
         const auto stored = store.enabled() ? store.item(scope, name) : std::nullopt;
         if (!stored)
             return not_stored(
-                "input", "input[" + std::to_string(i) + "]: no stored item '" + name + "'", store);
+                "input", "input[" + std::to_string(i) + "]: no stored item '" + excerpt(name) + "'",
+                store);
         input[i] = json::parse(*stored);
         changed = true;
     }
@@ -216,7 +253,7 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
         return out;
     }
     (*o)["input"] = std::move(input);
-    out.body = json::serialize(root);
+    out.body = json::serialize(*root);
     if (out.body.size() > max_bytes) {
         auto e = invalid_value("previous_response_id",
                                "the conversation with its stored items is " +

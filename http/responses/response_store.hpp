@@ -2,20 +2,25 @@
 // `previous_response_id` (the conversation so far, input and output items) and `item_reference`
 // items (one output item by id), as the AI SDK's default provider sends once `store` is true (its
 // default); and GET /v1/responses/{id} (the response object), DELETE /v1/responses/{id} and
-// GET /v1/responses/{id}/input_items. Bounded three ways (config keys): how many responses, for how
-// long, and their bytes; the oldest go first. A key sees only what its own requests stored. Nothing
-// survives a restart, and ids carry a per-process tag, so an id from before a restart is "not
-// stored", never another reply's.
+// GET /v1/responses/{id}/input_items. Bounded per key (config keys): how many responses, for how
+// long, and their bytes, the key's oldest going first; and in all (`responses_store_total_bytes`):
+// past it the key holding the most bytes gives up its oldest, so one key's flood never evicts
+// another key's replies (it evicts its own). Each entry is charged a fixed overhead beside its
+// text, so the byte bounds bound the count too. A key sees only what its own requests stored.
+// Nothing survives a restart, and ids are random, so an id from before a restart is "not stored",
+// never another reply's.
 #pragma once
 
 #include "http/errors.hpp"
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <list>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -25,9 +30,10 @@
 namespace bitnet::http {
 
 struct response_store_limits {
-    std::size_t max_responses = 1000; ///< 0: nothing is stored (previous_response_id is a 400)
+    std::size_t max_responses = 1000; ///< per key; 0: nothing is stored (a name is a 400)
     std::chrono::seconds ttl{3600};
-    std::size_t max_bytes = 64u << 20;
+    std::size_t max_bytes = 64u << 20;    ///< per key
+    std::size_t total_bytes = 256u << 20; ///< all keys together
 };
 
 class response_store {
@@ -70,6 +76,13 @@ public:
 
     [[nodiscard]] std::size_t size() const;
     [[nodiscard]] std::size_t bytes() const;
+    /// What `scope` holds: its responses and their bytes.
+    [[nodiscard]] std::pair<std::size_t, std::size_t> held_by(const std::string& scope) const;
+    /// Replies dropped for a bound (count or bytes, not age) so far.
+    [[nodiscard]] std::uint64_t evictions() const;
+
+    /// Bytes charged per stored reply beside its text (the containers that index it).
+    static constexpr std::size_t entry_overhead = 256;
 
 private:
     struct entry {
@@ -82,18 +95,27 @@ private:
         std::vector<std::string> item_ids;
         std::size_t bytes = 0;
     };
+    using entries = std::list<entry>;
     using key = std::pair<std::string, std::string>; ///< (scope, id)
+    struct per_scope {
+        std::list<entries::iterator> oldest_first;
+        std::size_t bytes = 0;
+    };
 
-    /// Drops the expired and, past a bound, the oldest (mu_ held).
-    void evict(clock::time_point now);
-    void drop_oldest();
+    /// Drops the expired, then a key past its own bounds, then past the total the key holding
+    /// the most (mu_ held).
+    void evict(clock::time_point now, const std::string* scope);
+    void drop(entries::iterator e);
 
     response_store_limits limits_;
     mutable std::mutex mu_;
-    std::list<entry> order_; ///< oldest first
-    std::map<key, std::list<entry>::iterator> responses_;
+    entries order_; ///< oldest first
+    std::map<key, entries::iterator> responses_;
     std::map<key, std::string> items_;
+    std::map<std::string, per_scope> scopes_;
+    std::set<std::pair<std::size_t, std::string>> by_bytes_; ///< (bytes, scope) of every scope
     std::size_t bytes_ = 0;
+    std::uint64_t evictions_ = 0;
 };
 
 /// A Responses request with its stored parts filled in.

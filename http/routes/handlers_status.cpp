@@ -115,9 +115,23 @@ void session::do_health(const std::string& target, const std::string& model) {
     });
 }
 
+namespace {
+
+/// The process's bounded tables, with the Responses store this server owns among them.
+std::vector<memory::table_figures> memory_tables(const response_store& store) {
+    auto t = memory::tables();
+    t.push_back({"responses_store", store.bytes(), store.limits().total_bytes, store.size(),
+                 store.evictions()});
+    return t;
+}
+
+} // namespace
+
 void session::do_metrics() {
     with_snapshot([self = self()](status_snapshot snap) {
         self->srv_.m.queues(snap.stats);
+        self->srv_.m.memory(memory_tables(self->srv_.responses));
+        self->srv_.m.connections_open(self->srv_.open_connections());
         std::vector<std::array<std::string, 4>> served;
         for (const auto& m : snap.models)
             if (m.state == "ready")
@@ -138,7 +152,10 @@ void session::do_stats() {
                          key_stats_body(f.requests, f.prompt_tokens, f.completion_tokens));
     }
     with_snapshot([self = self()](status_snapshot snap) {
-        self->send_json("/v1/stats", 200, stats_body(snap.stats, self->srv_.m.live()));
+        const process_figures process{memory_tables(self->srv_.responses),
+                                      self->srv_.open_connections(),
+                                      self->srv_.connections->reclaimed.load()};
+        self->send_json("/v1/stats", 200, stats_body(snap.stats, self->srv_.m.live(), process));
     });
 }
 
@@ -162,7 +179,7 @@ void session::do_models(std::string alias) {
         for (const auto& m : snap.models)
             if (m.alias == alias)
                 return self->send_json(route, 200, model_detail_body(m, snap.stats));
-        auto e = to_api_error({errc::not_found, "no model '" + alias + "'"});
+        auto e = to_api_error({errc::not_found, "no model '" + excerpt(alias) + "'"});
         e.suggestion = "GET /v1/models lists the served models";
         self->send_error(route, e, "-");
     });

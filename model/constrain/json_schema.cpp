@@ -87,13 +87,16 @@ result<grammar> compile_json_schema(std::string_view schema_json, const cancel_t
     if (!utf8_but_marks(schema_json))
         return error{errc::invalid_argument, "the schema is not valid UTF-8"};
     json::parse_options opt;
-    opt.max_depth = limits::max_schema_nesting;
+    opt.max_depth = limits::max_schema_nesting + limits::server_wrapper_nesting;
     opt.allow_invalid_utf8 = true; // checked above; the marks of exact numbers are 0xFF bytes
     boost::system::error_code ec;
     json::value root = json::parse(schema_json, ec, {}, opt);
     if (ec == json::error::too_deep)
         return limit_error("max_schema_nesting", limits::max_schema_nesting,
-                           "the schema document nests objects and arrays deeper than that");
+                           "the schema document nests objects and arrays deeper than that (and "
+                           "the " +
+                               std::to_string(limits::server_wrapper_nesting) +
+                               " levels a server's wrapper may add)");
     if (ec)
         return error{errc::invalid_argument, "the schema is not valid JSON: " + ec.message()};
     if (is_text_spec(root)) // guided choice or regex over plain text, from http/

@@ -13,8 +13,12 @@ namespace bitnet::model::constrain::limits {
 
 /// Schema text, bytes.
 inline constexpr std::size_t max_schema_bytes = 1u << 20;
-/// Nesting of the schema document itself (objects and arrays inside each other).
+/// Nesting of the schema document itself (objects and arrays inside each other). The HTTP side
+/// checks a client's schema against it (http/api_json.hpp, the same name and value); the
+/// compiler allows server_wrapper_nesting more, for the levels the server's own wrapper puts
+/// above a client's schema (a forced call among several tools: $defs, then the tool's entry).
 inline constexpr std::size_t max_schema_nesting = 64;
+inline constexpr std::size_t server_wrapper_nesting = 4;
 /// Grammar nodes one schema may compile to (every subschema, $ref target and literal is one).
 inline constexpr std::size_t max_nodes = 200'000;
 /// Alternatives one anyOf (with the anyOfs and $refs it reaches without a byte) may offer.

@@ -1,5 +1,7 @@
 #include "model/constrain/mask_cache.hpp"
 
+#include "common/memory_tables.hpp"
+
 namespace bitnet::model::constrain {
 
 namespace {
@@ -13,6 +15,15 @@ std::uint64_t cost_of(const std::string& state, const token_mask& mask) {
 
 mask_cache& mask_cache::shared() {
     static mask_cache c;
+    // Shown in /v1/stats and /metrics beside the process's other tables.
+    static const bool registered = [] {
+        memory::register_table("mask_cache", [] {
+            const auto f = c.snapshot();
+            return memory::table_figures{{}, f.bytes, f.budget_bytes, f.masks, f.evictions};
+        });
+        return true;
+    }();
+    (void)registered;
     return c;
 }
 

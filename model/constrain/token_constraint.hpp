@@ -7,12 +7,14 @@
 #pragma once
 
 #include "common/error.hpp"
+#include "common/memory_tables.hpp"
 #include "model/constrain/byte_matcher.hpp"
 #include "model/constrain/grammar.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <atomic>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +47,8 @@ struct vocab_index {
     std::vector<std::int32_t> eog;
     std::int32_t n_vocab = 0;
     std::uint32_t max_piece_bytes = 0; ///< the longest piece (byte_matcher::mask_key)
+    std::uint64_t bytes = 0;           ///< what it holds (build counts it)
+    memory::live_counter<memory::live_kind::vocabulary> counted;
 
     [[nodiscard]] static std::shared_ptr<const vocab_index> build(const tokenizer& tok);
 };
@@ -82,12 +86,17 @@ public:
     [[nodiscard]] token_mask mask_by_scan(const byte_matcher& m) const;
     /// How many masks were computed (cache misses).
     [[nodiscard]] std::uint64_t masks_computed() const noexcept { return computed_.load(); }
+    /// The bytes its grammar holds (an estimate from the containers' capacities; the
+    /// vocabulary index is shared and not counted).
+    [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
 
 private:
     struct walk_budget;
     grammar g_;
     std::shared_ptr<const vocab_index> vocab_;
     std::uint64_t id_; ///< this schema's key in the mask cache
+    std::uint64_t bytes_;
+    memory::live_counter<memory::live_kind::compiled_schema> counted_;
     mutable std::atomic<std::uint64_t> computed_{0};
 
     void set_eog(const byte_matcher& m, token_mask& mask) const;
@@ -120,10 +129,34 @@ private:
 };
 
 /// Compiled schemas per (schema text, tokenizer), so a schema that comes again is not compiled
-/// again. One per process (`shared()`); thread safe.
+/// again. One per process (`shared()`); thread safe. Bounded in bytes (`schema_cache_bytes`):
+/// each entry is charged its schema text and its compiled grammar (compiled_constraint::bytes),
+/// the least recently used go first, and a schema whose text or grammar alone is past the whole
+/// budget is refused (limit `schema_cache_bytes`). A schema evicted while sequences still use it
+/// stays theirs and is found again by the next request that sends it. What the cache keeps for a
+/// tokenizer (its vocabulary index, the schemas compiled for it) goes once every tokenizer with
+/// that vocabulary is gone: it holds no tokenizer itself, so an unloaded model leaves nothing.
 class schema_cache {
 public:
-    /// The compiled constraint of `schema_json` for `tok` (compile_json_schema's errors).
+    struct figures {
+        std::uint64_t budget_bytes = 0;
+        std::uint64_t bytes = 0;     ///< schema texts and compiled grammars kept
+        std::uint64_t schemas = 0;   ///< compiled schemas kept
+        std::uint64_t refusals = 0;  ///< refused schemas kept (refused again at once)
+        std::uint64_t in_use = 0;    ///< compiled schemas alive anywhere (kept or in use)
+        std::uint64_t evictions = 0; ///< entries dropped for the budget
+        std::uint64_t compilations = 0;
+        std::uint64_t vocabularies = 0;     ///< tokenizers seen that are still alive
+        std::uint64_t vocabulary_bytes = 0; ///< their vocabulary indexes (one per vocabulary)
+    };
+
+    static constexpr std::uint64_t default_budget_bytes = 128ull << 20;
+
+    explicit schema_cache(std::uint64_t budget_bytes = default_budget_bytes)
+        : budget_(budget_bytes) {}
+
+    /// The compiled constraint of `schema_json` for `tok` (compile_json_schema's errors, and
+    /// limit_exceeded naming schema_cache_bytes for a schema too large for the whole budget).
     [[nodiscard]] result<std::shared_ptr<const compiled_constraint>>
     get(std::string_view schema_json, const tokenizer& tok, const cancel_token* cancel = nullptr);
     /// What get() would answer without compiling: the cached constraint, the cached refusal (a
@@ -133,26 +166,51 @@ public:
     /// Schemas compiled so far (misses).
     [[nodiscard]] std::uint64_t compilations() const noexcept { return compiled_.load(); }
 
+    /// A new budget; evicts at once down to it.
+    void set_budget(std::uint64_t bytes);
+    /// Drops what belongs to tokenizers that are gone, then the figures.
+    [[nodiscard]] figures snapshot();
+    /// Drops what belongs to tokenizers that are gone: their vocabulary indexes and every schema
+    /// compiled for a vocabulary no live tokenizer has.
+    void release_unused();
+
     [[nodiscard]] static schema_cache& shared();
 
 private:
     struct vocab_entry {
-        tokenizer tok;           ///< held so the address that keys it cannot be reused by another
-        std::string fingerprint; ///< the vocabulary's content (two copies of a model: one key)
+        std::weak_ptr<const void> life; ///< the tokenizer's (tokenizer::lifetime)
+        std::string fingerprint;        ///< the vocabulary's content (two copies: one key)
         std::shared_ptr<const vocab_index> index;
     };
-    std::mutex mu_;
-    /// By the tokenizer's address: the batcher and the executor of a version load the same
-    /// vocabulary separately; the fingerprint makes them share one compiled schema.
+    struct entry {
+        std::string key;         ///< schema text, NUL, vocabulary fingerprint
+        std::string fingerprint; ///< the vocabulary it was compiled for
+        std::shared_ptr<const compiled_constraint> compiled;
+        std::optional<error> refusal;
+        std::uint64_t bytes = 0;
+    };
+    using entries = std::list<entry>;
+    mutable std::mutex mu_;
+    std::uint64_t budget_;
+    std::uint64_t bytes_ = 0;
+    std::uint64_t evictions_ = 0;
+    /// By the tokenizer's address, while that tokenizer lives: the batcher and the executor of a
+    /// version load the same vocabulary separately; the fingerprint makes them share one
+    /// compiled schema.
     std::unordered_map<const void*, std::shared_ptr<vocab_entry>> vocabs_;
-    std::unordered_map<std::string, std::shared_ptr<const vocab_index>> by_fingerprint_;
-    std::unordered_map<std::string, std::shared_ptr<const compiled_constraint>> schemas_;
-    std::unordered_map<std::string, error> refused_; ///< by the same key: compile errors
+    entries lru_;                                                   ///< most recently used first
+    std::unordered_map<std::string_view, entries::iterator> index_; ///< keys live in lru_
+    /// Every compiled schema still alive, kept or not: one in use is found again after eviction.
+    std::unordered_map<std::string, std::weak_ptr<const compiled_constraint>> alive_;
     std::atomic<std::uint64_t> compiled_{0};
 
     std::shared_ptr<vocab_entry> vocab_of(const tokenizer& tok);
     /// The cached answer for `key` (schema text, NUL, vocabulary fingerprint), if any.
     std::optional<result<std::shared_ptr<const compiled_constraint>>> known(const std::string& key);
+    /// Keeps `e` (mu_ held), evicting the least recently used past the budget.
+    void keep(entry e);
+    void evict_to(std::uint64_t budget);
+    void drop_gone_vocabularies(); ///< mu_ held
 };
 
 } // namespace bitnet::model::constrain

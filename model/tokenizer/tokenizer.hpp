@@ -96,6 +96,9 @@ public:
     [[nodiscard]] std::span<const std::int32_t> eog_ids() const noexcept;
     /// The vocabulary it was created from.
     [[nodiscard]] const tokenizer_vocab& vocab() const noexcept;
+    /// Expires when this tokenizer and every copy of it are gone: a cache keyed by a tokenizer
+    /// holds this, never a copy, so what it keeps for the tokenizer is freed with it.
+    [[nodiscard]] std::weak_ptr<const void> lifetime() const noexcept { return impl_; }
 
     struct impl;
 

@@ -111,11 +111,13 @@ TEST_CASE("tiny-i2_s masks: a costly mask defers only its own sample, and change
     const auto cold = drive(self, exec, schema, 6, eog);
     CHECK(cold.deferrals >= 1);
     CHECK(cold.constrained.size() >= 2);
-    // Warm (a fresh executor, the process's mask cache holds them now): the same tokens.
-    self->send_exit(exec, caf::exit_reason::user_shutdown);
+    // Warm (a fresh executor of the same vocabulary while the first lives, as a hot-swap's new
+    // version beside the old: the process's caches hold the schema and its masks): the same
+    // tokens. What was compiled for a vocabulary goes once no executor of it is left.
     auto warm_exec = actors::spawn_executor(sys, test::tiny_executor_order());
     const auto warm = drive(self, warm_exec, schema, cold.constrained.size(), eog);
     CHECK(warm.deferrals == 0);
     CHECK(warm.constrained == cold.constrained);
+    self->send_exit(exec, caf::exit_reason::user_shutdown);
     self->send_exit(warm_exec, caf::exit_reason::user_shutdown);
 }

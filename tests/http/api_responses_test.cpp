@@ -85,12 +85,22 @@ TEST_CASE("responses: the response object and its output items") {
     c.cached_tokens = 4;
     c.completion_tokens = 3;
     auto msg = json::parse(response_message_item("req-7", "hi", true));
-    // Ids: the prefix, this process's tag, then the request's number.
+    // Ids: the prefix, then 128 bits (32 hex digits) that only this process's secret key
+    // derives from the request id: the same for every id of one request, unrelated between
+    // requests, so neither an id's neighbour nor a later one can be guessed.
     const std::string msg_id(msg.at("id").as_string());
     CHECK(msg_id.rfind("msg_", 0) == 0);
-    CHECK(msg_id.size() == std::string("msg_").size() + 8 + 2);
-    CHECK(msg_id.substr(msg_id.size() - 2) == "_7");
-    const auto tag = msg_id.substr(4, 8);
+    const auto tag = msg_id.substr(4);
+    CHECK(tag.size() == 32);
+    CHECK(tag.find_first_not_of("0123456789abcdef") == std::string::npos);
+    const auto next = response_id("req-8").substr(5);
+    CHECK(next.size() == 32);
+    CHECK(next != tag);
+    std::size_t same = 0; // hex digits in the same place: 2 of 32 expected by chance
+    for (std::size_t i = 0; i < 32; ++i)
+        same += next[i] == tag[i] ? 1 : 0;
+    CHECK(same < 12);
+    CHECK(response_id("req-7") == "resp_" + tag);
     msg.as_object()["id"] = "x";
     CHECK(msg == json::parse(R"({"id":"x","type":"message","status":"completed",
         "role":"assistant","content":[{"type":"output_text","text":"hi","annotations":[]}]})"));
@@ -99,14 +109,14 @@ TEST_CASE("responses: the response object and its output items") {
     const auto call = json::parse(response_call_item("req-7", "f", R"({"a":1})", true));
     CHECK(call.at("type") == "function_call");
     CHECK(call.at("call_id") == "call_7");
-    CHECK(call.at("id").as_string() == "fc_" + tag + "_7");
+    CHECK(call.at("id").as_string() == "fc_" + tag);
     CHECK(json::parse(response_call_item("req-7", "f", "{}", true, 2)).at("id").as_string() ==
-          "fc_" + tag + "_7_2");
+          "fc_" + tag + "_2");
     CHECK(call.at("arguments") == R"({"a":1})");
     const auto r = json::parse(response_object("req-7", 100, "m", "incomplete",
                                                "[" + json::serialize(msg) + "]", &c, "null", false,
                                                responses_request_echo("{}", 0.8f, 0.95f)));
-    CHECK(r.at("id").as_string() == "resp_" + tag + "_7");
+    CHECK(r.at("id").as_string() == "resp_" + tag);
     CHECK(r.at("object") == "response");
     CHECK(r.at("created_at") == 100);
     CHECK(r.at("incomplete_details").at("reason") == "max_output_tokens");

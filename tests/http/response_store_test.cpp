@@ -63,8 +63,8 @@ TEST_CASE("response store: past the count or the bytes the oldest go first, and 
     CHECK_FALSE(by_count.item("k", "m0"));
     CHECK(by_count.conversation("k", "resp_2"));
 
-    const std::size_t one =
-        std::string("k").size() + 6 + conv.size() + 2 + outs("m0")[0].second.size();
+    const std::size_t one = response_store::entry_overhead + std::string("k").size() + 6 +
+                            conv.size() + 2 + outs("m0")[0].second.size();
     response_store by_bytes({100, 3600s, 2 * one + 1});
     for (int i = 0; i < 3; ++i)
         by_bytes.put("k", "resp_" + std::to_string(i), conv, outs("m" + std::to_string(i)));
@@ -76,6 +76,64 @@ TEST_CASE("response store: past the count or the bytes the oldest go first, and 
     tiny.put("k", "resp_0", conv, outs("m0"));
     CHECK(tiny.size() == 0);
     CHECK_FALSE(tiny.conversation("k", "resp_0"));
+}
+
+TEST_CASE("response store: each key has its own count and bytes, so one key's flood evicts only "
+          "its own replies") {
+    // Per key: 3 replies. One key storing 1,000 replies keeps its newest 3 and every other key
+    // keeps all of its own (the store was global before: the flood evicted them).
+    response_store s({3, 3600s, 1 << 20, 1 << 24});
+    s.put("quiet", "resp_q0", conv, outs("q0"));
+    s.put("quiet", "resp_q1", conv, outs("q1"));
+    for (int i = 0; i < 1000; ++i)
+        s.put("flood", "resp_" + std::to_string(i), conv, outs("f" + std::to_string(i)));
+    CHECK(s.conversation("quiet", "resp_q0"));
+    CHECK(s.conversation("quiet", "resp_q1"));
+    CHECK(s.item("quiet", "q0"));
+    CHECK(s.held_by("flood").first == 3);
+    CHECK(s.conversation("flood", "resp_999"));
+    CHECK_FALSE(s.conversation("flood", "resp_996"));
+    CHECK(s.size() == 5);
+    CHECK(s.evictions() == 997);
+
+    // Per key by bytes: a key's big replies push out its own oldest, not another key's.
+    const std::string big(4000, 'x');
+    response_store b({1000, 3600s, 10000, 1 << 24});
+    b.put("quiet", "resp_q", conv, outs("q"));
+    for (int i = 0; i < 80; ++i)
+        b.put("flood", "resp_" + std::to_string(i), "[\"" + big + "\"]", outs("f"));
+    CHECK(b.conversation("quiet", "resp_q"));
+    CHECK(b.held_by("flood").second <= 10000);
+    CHECK(b.held_by("flood").first == 2);
+}
+
+TEST_CASE("response store: past the total, the key holding the most bytes gives up its oldest") {
+    const std::string text(1000, 'x');
+    const std::string items = "[\"" + text + "\"]";
+    // Each reply is about 1.3 KB with its overhead; the total holds about 9 of them, a key 6.
+    response_store s({100, 3600s, 8000, 12000});
+    for (int i = 0; i < 3; ++i)
+        s.put("a", "resp_a" + std::to_string(i), items, outs("a" + std::to_string(i)));
+    for (int i = 0; i < 3; ++i)
+        s.put("b", "resp_b" + std::to_string(i), items, outs("b" + std::to_string(i)));
+    // "c" floods: it reaches its own bound, then the total; its own oldest go each time, since
+    // it holds the most, and a and b keep all three of theirs.
+    for (int i = 0; i < 50; ++i)
+        s.put("c", "resp_c" + std::to_string(i), items, outs("c" + std::to_string(i)));
+    CHECK(s.bytes() <= 12000);
+    CHECK(s.held_by("a").first == 3);
+    CHECK(s.held_by("b").first == 3);
+    CHECK(s.conversation("c", "resp_c49"));
+    CHECK_FALSE(s.conversation("c", "resp_c0"));
+    // Now "a" stores more: past the total it holds the most, so it loses its own oldest.
+    const auto c_held = s.held_by("c");
+    for (int i = 3; i < 6; ++i)
+        s.put("a", "resp_a" + std::to_string(i), items, outs("a" + std::to_string(i)));
+    CHECK(s.bytes() <= 12000);
+    CHECK(s.held_by("b").first == 3);
+    CHECK(s.held_by("c") == c_held);
+    CHECK(s.conversation("a", "resp_a5"));
+    CHECK_FALSE(s.conversation("a", "resp_a0"));
 }
 
 TEST_CASE("responses expansion: previous_response_id goes before the input, item_reference is "
