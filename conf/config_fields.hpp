@@ -20,14 +20,19 @@ using list_field = std::vector<std::string> server_config::*;
 using dbl_field = double server_config::*; ///< a finite number (range checked by validate)
 struct models_field {};
 
+/// Whether a key's value is a secret: `--print-config`, logs and error messages never show it.
+enum class secrecy : bool { plain = false, secret = true };
+
 /// One configuration key: its JSON name (env: BITNET_ + upper case; flag: --name-with-dashes),
-/// where it lives in the struct, its allowed range and a one-line description for `usage()`.
+/// where it lives in the struct, its allowed range, a one-line description for `usage()`, and
+/// whether its value is a secret (API keys, credentials, headers that carry them).
 struct field {
     std::string_view key;
     std::variant<u32_field, u64_field, str_field, list_field, dbl_field, models_field> target;
     std::uint64_t min = 0;
     std::uint64_t max = UINT64_MAX;
     std::string_view doc;
+    secrecy secret = secrecy::plain;
 };
 
 inline constexpr std::uint64_t k_u32_max = UINT32_MAX;

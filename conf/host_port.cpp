@@ -8,6 +8,10 @@
 
 #include <arpa/inet.h>
 
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/network_v4.hpp>
+#include <boost/asio/ip/network_v6.hpp>
+
 namespace bitnet::conf {
 namespace {
 
@@ -122,6 +126,18 @@ bool is_valid_node_name(std::string_view name) {
     return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
         return is_alnum(c) || c == '.' || c == '_' || c == '-';
     });
+}
+
+std::string trusted_proxy_problem(std::string_view entry) {
+    boost::system::error_code ec;
+    const std::string v(entry);
+    if (v.find('/') == std::string::npos)
+        (void)boost::asio::ip::make_address(v, ec);
+    else if (v.find(':') != std::string::npos)
+        (void)boost::asio::ip::make_network_v6(v, ec);
+    else
+        (void)boost::asio::ip::make_network_v4(v, ec);
+    return ec ? "'" + v + "' is neither an IP address nor an ADDRESS/PREFIX network" : "";
 }
 
 } // namespace bitnet::conf

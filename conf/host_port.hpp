@@ -26,6 +26,10 @@ struct host_port {
 /// 253 characters in all).
 [[nodiscard]] result<host_port> parse_host_port(std::string_view text);
 
+/// What is wrong with one `trusted_proxies` entry (an IP address or an ADDRESS/PREFIX network,
+/// IPv4 or IPv6), or "" when nothing is.
+[[nodiscard]] std::string trusted_proxy_problem(std::string_view entry);
+
 /// "HOST:PORT" again, IPv6 hosts in brackets (log lines, --print-config).
 [[nodiscard]] std::string to_string(const host_port& hp);
 

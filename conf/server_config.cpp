@@ -42,9 +42,26 @@ using detail::str_field;
 using detail::u32_field;
 using detail::u64_field;
 
+/// `what` without the value it quotes: the text after ", got " and every '...' stretch.
+std::string without_values(std::string what) {
+    if (auto got = what.find(", got "); got != std::string::npos)
+        what.resize(got);
+    for (auto open = what.find('\''); open != std::string::npos; open = what.find('\'', open + 1)) {
+        const auto close = what.find('\'', open + 1);
+        if (close == std::string::npos)
+            break;
+        what.replace(open, close - open + 1, "<redacted>");
+    }
+    return what;
+}
+
 error bad(std::string_view key, std::string_view origin, const std::string& what) {
-    return {errc::invalid_argument,
-            "config key '" + std::string(key) + "' (from " + std::string(origin) + "): " + what};
+    // A secret key's value never appears in a message (it may end up in a log or a terminal).
+    const auto* f = find_field(key);
+    const bool secret = f != nullptr && f->secret == detail::secrecy::secret;
+    return {errc::invalid_argument, "config key '" + std::string(key) + "' (from " +
+                                        std::string(origin) +
+                                        "): " + (secret ? without_values(what) : what)};
 }
 
 /// The form a text key's value must have, checked as the value is set so the error names where
@@ -74,6 +91,8 @@ std::string text_problem(std::string_view key, std::string_view value) {
         return placement_name_problem(value);
     if (key == "cors_allowed_origins")
         return cors_origin_problem(value);
+    if (key == "trusted_proxies")
+        return trusted_proxy_problem(value);
     if (key == "cluster_roles") {
         auto roles = parse_roles(value);
         return roles ? std::string{} : roles.error().message;
@@ -532,14 +551,16 @@ std::string to_json(const server_config& cfg) {
         else if (auto* m64 = std::get_if<u64_field>(&f.target))
             o[key] = cfg.**m64;
         else if (auto* ms = std::get_if<str_field>(&f.target))
-            o[key] = cfg.**ms;
+            // A secret shows whether it is set, never what it is.
+            o[key] = f.secret == detail::secrecy::secret && !(cfg.**ms).empty()
+                         ? std::string("<redacted>")
+                         : cfg.**ms;
         else if (auto* md = std::get_if<dbl_field>(&f.target))
             o[key] = cfg.**md;
         else if (auto* ml = std::get_if<list_field>(&f.target)) {
             json::array a;
-            // Keys are secrets: show how many, not what.
-            const bool secret =
-                key.find("keys") != std::string::npos || key.find("headers") != std::string::npos;
+            // Secrets (marked in the key table): show how many, not what.
+            const bool secret = f.secret == detail::secrecy::secret;
             for (const auto& x : cfg.**ml)
                 a.emplace_back(secret ? std::string("<redacted>") : x);
             o[key] = std::move(a);

@@ -89,6 +89,8 @@ struct server_config {
     std::uint32_t step_timeout_ms = 60000;
     /// Bytes of structured output's token masks kept for all schemas together (LRU, fair share).
     std::uint64_t mask_cache_bytes = 256ull << 20;
+    /// Compiled schemas (their text and grammar) kept for all models together.
+    std::uint64_t schema_cache_bytes = 128ull << 20;
     std::uint32_t quota_requests_per_minute = 0; ///< per API key; 0 = no quota
     std::uint32_t quota_burst = 0;               ///< requests a key may save up; 0 = one minute's
 
@@ -101,8 +103,9 @@ struct server_config {
     /// Stored Responses replies (previous_response_id, item_reference): count, age, bytes.
     std::uint32_t responses_store_max = 1000;
     std::uint32_t responses_store_ttl_s = 3600;
-    std::uint64_t responses_store_bytes = 64ull << 20;
-    std::vector<std::string> api_keys; ///< empty = inference routes open
+    std::uint64_t responses_store_bytes = 64ull << 20;        ///< per key
+    std::uint64_t responses_store_total_bytes = 256ull << 20; ///< all keys together
+    std::vector<std::string> api_keys;                        ///< empty = inference routes open
     /// Groups of API keys sharing one prefix-cache scope, each "keyA|keyB|..." (http/cache_scope).
     std::vector<std::string> prefix_cache_share_groups;
     /// The credential GET /metrics asks for (Bearer); empty = /metrics open.
@@ -115,6 +118,12 @@ struct server_config {
     std::uint32_t admin_open = 0;
     /// Open connections; past it a new connection gets 503 + Retry-After and is closed.
     std::uint32_t max_connections = 1024;
+    std::uint32_t max_connections_per_client = 256;
+    /// 1 = control tokens typed in chat messages are parsed (trusted deployments only); 0 =
+    /// message contents are text, only the chat template's own markers are control tokens.
+    std::uint32_t chat_content_special = 0;
+    /// Proxies whose X-Forwarded-For names the client (addresses or ADDRESS/PREFIX networks).
+    std::vector<std::string> trusted_proxies;
     /// Request line + headers (and a chunked body's trailers); 431 past it.
     std::uint32_t max_header_bytes = 16384;
 

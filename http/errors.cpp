@@ -188,15 +188,24 @@ api_error invalid_value(std::string param, std::string message) {
             0};
 }
 
+std::string excerpt(std::string_view s, std::size_t max_bytes) {
+    if (s.size() <= max_bytes)
+        return std::string(s);
+    std::size_t n = max_bytes;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
+        --n; // not inside a character
+    return std::string(s.substr(0, n)) + "...";
+}
+
 std::string error_body(const api_error& e, std::string_view request_id) {
     boost::json::object err;
-    err["message"] = e.message;
+    err["message"] = excerpt(e.message, max_error_message_bytes);
     err["type"] = e.type;
     err["code"] = e.code;
     if (e.param.empty())
         err["param"] = nullptr;
     else
-        err["param"] = e.param;
+        err["param"] = excerpt(e.param, max_error_param_bytes);
     err["request_id"] = request_id;
     err["suggestion"] = e.suggestion;
     boost::json::object root;

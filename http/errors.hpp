@@ -33,7 +33,17 @@ struct api_error {
 /// A 400 for a field: the common validation failure.
 [[nodiscard]] api_error invalid_value(std::string param, std::string message);
 
-/// `{"error":{"message","type","code","param","request_id","suggestion"}}`.
+/// At most `max_bytes` of `s`, cut at a UTF-8 character boundary, "..." marking a cut: how an
+/// error quotes a value the client sent (a name, an id, a key), never whole.
+[[nodiscard]] std::string excerpt(std::string_view s, std::size_t max_bytes = 64);
+
+/// The most bytes of an error's message and param a body carries: whatever a message quotes,
+/// an error body stays small (error_body and the API families' own shapes cut to these).
+inline constexpr std::size_t max_error_message_bytes = 1024;
+inline constexpr std::size_t max_error_param_bytes = 128;
+
+/// `{"error":{"message","type","code","param","request_id","suggestion"}}`; message and param cut
+/// to their bounds.
 [[nodiscard]] std::string error_body(const api_error& e, std::string_view request_id);
 
 /// What a request cut by the drain deadline is told (503 `draining`; in a stream, its error

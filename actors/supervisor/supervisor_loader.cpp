@@ -37,9 +37,12 @@ std::string make_room(supervisor_pointer self, const version_rec& v, std::uint64
     return plan.refusal;
 }
 
-/// The file of a load order, opened once: only a regular GGUF file (type, size and magic checked
-/// before the whole file is hashed), hashed, its metadata verified, and unchanged since it was
-/// opened. Runs on the loader thread.
+} // namespace
+
+/// The file of a load order, opened once: only a regular GGUF file (type, size and magic
+/// checked, then its header and metadata parsed and verified, so a file that is not a model is
+/// refused before its bytes are read), hashed, and unchanged since it was opened (the bytes
+/// verified are the bytes hashed). Runs on the loader thread.
 result<std::shared_ptr<const model::regular_file>>
 check_model_file(const std::string& path, prepared& prep, const model::cancel_flag* cancel,
                  const std::function<void()>& hashed) {
@@ -48,12 +51,6 @@ check_model_file(const std::string& path, prepared& prep, const model::cancel_fl
         return error(file.error().value(), "cannot read the model file: " + file.error().message);
     if (auto magic = model::check_gguf_magic(*file); !magic)
         return error(magic.error().value(), path + ": " + magic.error().message);
-    auto d = model::sha256_file(*file, cancel);
-    if (!d)
-        return error(d.error().value(), "cannot read the model file: " + d.error().message);
-    prep.digest = std::move(*d);
-    prep.hashed = true;
-    hashed();
     auto f = model::gguf_file::open_metadata(path, {}, cancel);
     if (!f)
         return error(f.error().value(), "not a valid GGUF file: " + f.error().to_string());
@@ -65,9 +62,17 @@ check_model_file(const std::string& path, prepared& prep, const model::cancel_fl
             why += (i ? "; " : "") + violations[i];
         return error(errc::invalid_model, why);
     }
+    auto d = model::sha256_file(*file, cancel);
+    if (!d)
+        return error(d.error().value(), "cannot read the model file: " + d.error().message);
+    prep.digest = std::move(*d);
+    prep.hashed = true;
+    hashed();
     BITNET_TRY(file->check_unchanged()); // the bytes verified are the bytes hashed
     return std::make_shared<const model::regular_file>(std::move(*file));
 }
+
+namespace {
 
 /// The engine is read from the path again, by the executor: its order carries the identity of
 /// the file that was hashed and verified, which the executor checks after its load, or the

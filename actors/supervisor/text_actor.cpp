@@ -1,6 +1,7 @@
 #include "actors/supervisor/text_actor.hpp"
 
 #include "actors/cluster/peer_gate.hpp"
+#include "common/memory_tables.hpp"
 #include "messages/errors.hpp"
 
 #include <caf/actor_system.hpp>
@@ -18,6 +19,36 @@ model::encode_options encode_opts(const model::tokenizer& tok, bool add_bos, boo
     return opt;
 }
 
+/// A chat's ids: each control marker the template wrote as its token, every other byte as text,
+/// so a marker typed in a message is characters (a user or a tool result cannot open a turn).
+/// A marker the vocabulary has no control token for stays text. The same ids as encoding the
+/// whole text with control tokens parsed, whenever the messages hold no marker.
+result<std::vector<msg::token_id>> encode_chat(const model::tokenizer& tok,
+                                               const model::rendered_chat& chat, bool add_bos) {
+    std::vector<msg::token_id> ids;
+    if (add_bos)
+        ids.push_back(*tok.bos());
+    const std::string_view text = chat.text;
+    const model::encode_options as_text; // control tokens not parsed
+    std::size_t at = 0;
+    const auto text_until = [&](std::size_t end) -> result<void> {
+        if (end > at)
+            BITNET_TRY(tok.encode_into(text.substr(at, end - at), as_text, ids));
+        return {};
+    };
+    for (const auto& [begin, end] : chat.markers) {
+        const auto id = tok.find_token(text.substr(begin, end - begin));
+        if (!id || (tok.type_of(*id) != model::token_type::control &&
+                    tok.type_of(*id) != model::token_type::user_defined))
+            continue;
+        BITNET_TRY(text_until(begin));
+        ids.push_back(*id);
+        at = end;
+    }
+    BITNET_TRY(text_until(text.size()));
+    return ids;
+}
+
 } // namespace
 
 result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const msg::text_prompt& p) {
@@ -26,7 +57,8 @@ result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const ms
         return error{errc::invalid_argument,
                      "this server has no tokenizer for text prompts; send the prompt as token ids",
                      field};
-    std::string rendered;
+    const auto opts = encode_opts(*t.tokenizer, p.add_bos, true);
+    result<std::vector<msg::token_id>> ids = std::vector<msg::token_id>{};
     if (p.form == msg::prompt_form::chat) {
         std::vector<model::chat_turn> turns;
         turns.reserve(p.messages.size());
@@ -36,12 +68,16 @@ result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const ms
                 turn.calls.push_back({c.name, c.arguments});
             turns.push_back(std::move(turn));
         }
-        rendered = model::render_chat(turns, t.chat);
+        const auto rendered = model::render_chat_marked(turns, t.chat);
+        // Messages are data (encode_chat); chat_content_special, for trusted deployments,
+        // parses control tokens typed in them too, as llama.cpp and Transformers do.
+        ids = t.special_in_content ? t.tokenizer->encode(rendered.text, opts)
+                                   : encode_chat(*t.tokenizer, rendered, opts.add_bos);
+    } else {
+        // A raw prompt is the client's own template: control tokens written in it become their
+        // ids, as in llama.cpp's server.
+        ids = t.tokenizer->encode(p.text, opts);
     }
-    const auto& text = p.form == msg::prompt_form::chat ? rendered : p.text;
-    // Control tokens written in the prompt (the chat markers) become their ids, as in llama.cpp's
-    // server.
-    auto ids = t.tokenizer->encode(text, encode_opts(*t.tokenizer, p.add_bos, true));
     if (!ids)
         return error{ids.error().value(), ids.error().message, field};
     if (ids->empty())
@@ -90,7 +126,11 @@ msg::text_actor::behavior_type text_fn(msg::text_actor::pointer self, text_optio
         self->link_to(batcher);
     // Peers tokenize here for the requests they place on this node's batcher: only members
     // with the router role may (actors/cluster/peer_gate.hpp).
-    auto admitted = [self] {
+    // Counted while its behavior (which every handler below shares) lives: a version that went
+    // leaves no text side behind (memory::live_count).
+    auto counted = std::make_shared<memory::live_counter<memory::live_kind::text_side>>();
+    auto admitted = [self, counted] {
+        (void)counted;
         return peer_gate::process().allows(self->current_sender(), self->node(), role_router);
     };
     const auto refused = [] {

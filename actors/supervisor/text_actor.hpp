@@ -26,12 +26,16 @@ struct text_options {
     /// with a 400 that says so).
     std::shared_ptr<const model::tokenizer> tokenizer;
     model::chat_template chat = model::chat_template::bitnet;
+    /// chat_content_special: control tokens typed in chat messages are parsed (a trusted
+    /// deployment's choice; by default message contents are text).
+    bool special_in_content = false;
 };
 
 /// The ids of an inference request's text or chat prompt, as `encode` answers them: BOS when
-/// `p.add_bos` and the model expects one, control tokens written in the text parsed (the chat
-/// markers, as in llama.cpp's server). Errors name the field ("prompt" or "messages"): no
-/// tokenizer, text the vocabulary cannot represent, a prompt with no tokens.
+/// `p.add_bos` and the model expects one; in a raw prompt control tokens written in the text
+/// parsed (as in llama.cpp's server), in a chat only the template's own markers (message
+/// contents are text unless `special_in_content`). Errors name the field ("prompt" or "messages"):
+/// no tokenizer, text the vocabulary cannot represent, a prompt with no tokens.
 [[nodiscard]] result<std::vector<msg::token_id>> encode_prompt(const text_options& t,
                                                                const msg::text_prompt& p);
 /// /v1/tokenize: `add_bos` as above, `parse_special` as asked. No field named.

@@ -397,9 +397,10 @@ std::string anthropic_error_body(const api_error& e, std::string_view request_id
     default:
         break;
     }
-    std::string message = e.message;
-    if (!e.param.empty() && message.find(e.param) == std::string::npos)
-        message = e.param + ": " + message;
+    // Cut as error_body cuts: a value the client sent is never echoed whole.
+    std::string message = excerpt(e.message, max_error_message_bytes);
+    if (!e.param.empty() && e.message.find(e.param) == std::string::npos)
+        message = excerpt(e.param, max_error_param_bytes) + ": " + message;
     return R"({"type":"error","error":{"type":")" + std::string(type) + R"(","message":)" +
            quoted(message) + R"(},"request_id":)" + quoted(request_id) + "}";
 }

@@ -85,12 +85,14 @@ result<otlp_target> parse_otlp_endpoint(const std::string& url) {
 result<std::vector<std::pair<std::string, std::string>>>
 parse_otlp_headers(const std::vector<std::string>& items) {
     std::vector<std::pair<std::string, std::string>> out;
-    for (const auto& it : items) {
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        const auto& it = items[i];
         const auto eq = it.find('=');
+        // The item is not quoted: it may be a credential that lost its name.
         if (eq == std::string::npos || eq == 0)
             return error{errc::invalid_argument,
-                         "otlp_headers item '" + it.substr(0, 64) +
-                             "' is not name=value (e.g. authorization=Bearer ...)",
+                         "otlp_headers item " + std::to_string(i + 1) +
+                             " is not name=value (e.g. authorization=Bearer ...)",
                          "otlp_headers"};
         auto name = it.substr(0, eq);
         auto value = it.substr(eq + 1);

@@ -84,7 +84,7 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
     g.prio = in.prio;
     g.speculative = in.speculative;
     g.timeout_ms = in.timeout_ms;
-    g.client_key = client_key_;
+    g.client_key = tenant_; // fair shares and quotas: the key, or the client's address
     g.cache_scope =
         cache_scope_of(srv_.opt.api_keys, srv_.opt.cache_share_groups, client_key_, in.cache_salt);
     g.json_schema = std::move(in.json_schema);

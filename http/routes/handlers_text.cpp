@@ -122,11 +122,11 @@ void session::do_count_tokens(const std::string& body) {
     const std::string route = "/v1/messages/count_tokens";
     // max_tokens is not needed to count: the parser gets one when the client left it out.
     std::string counted(body);
-    boost::system::error_code ec;
-    if (auto o = json::parse(body, ec);
-        !ec && o.is_object() && !o.get_object().contains("max_tokens")) {
-        o.get_object()["max_tokens"] = 1;
-        counted = json::serialize(o);
+    auto counted_body = parse_request_json(body);
+    if (auto* o = std::get_if<json::value>(&counted_body);
+        o && o->is_object() && !o->get_object().contains("max_tokens")) {
+        o->get_object()["max_tokens"] = 1;
+        counted = json::serialize(*o);
     }
     auto parsed = parse_messages(counted);
     if (auto* e = std::get_if<api_error>(&parsed))

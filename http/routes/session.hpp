@@ -288,6 +288,9 @@ private:
     std::shared_ptr<request_registry> requests_;
     std::optional<call> call_;
     std::string client_key_;
+    /// Who the request's client is for fair shares and quotas: its API key when keys are
+    /// configured, otherwise its address (transport/client_address.hpp).
+    std::string tenant_;
 };
 
 } // namespace bitnet::http

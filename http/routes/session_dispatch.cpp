@@ -79,7 +79,13 @@ void session::handle(request req) {
     const std::string route(m.label);
     if (m.need != role::open) {
         const auto key = bearer(req);
-        client_key_ = key; // the per-key quota's bucket (admission)
+        client_key_ = key;
+        // Fair shares and quotas count a client by its key; with no keys configured, by its
+        // address (a trusted proxy's X-Forwarded-For), never by a header it could vary.
+        tenant_ =
+            srv_.opt.api_keys.empty()
+                ? address_key(client_address(peer_address_, req["X-Forwarded-For"], net_.proxies))
+                : key;
         if (auto refusal = authorize(m.need, key))
             return send_error(route, *refusal, "-");
     }
@@ -211,12 +217,12 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
 
 std::optional<json::object> session::body_object(const std::string& route,
                                                  const std::string& body) {
-    boost::system::error_code ec;
-    auto v = json::parse(body, ec);
-    if (ec) {
-        send_error(route, invalid_value("", "the body is not valid JSON: " + ec.message()), "-");
+    auto parsed = parse_request_json(body);
+    if (auto* e = std::get_if<api_error>(&parsed)) {
+        send_error(route, *e, "-");
         return std::nullopt;
     }
+    auto& v = std::get<json::value>(parsed);
     if (!v.is_object()) {
         send_error(route, invalid_value("", "the body must be a JSON object"), "-");
         return std::nullopt;

@@ -28,23 +28,36 @@ connection::connection(tcp::socket&& s, listener& net)
     , reg_(net.connections)
     , ping_(stream_.get_executor()) {
     ++reg_->open;
+    beast::error_code ec;
+    const auto ep = stream_.socket().remote_endpoint(ec);
+    if (!ec)
+        peer_address_ = ep.address();
 }
 
 connection::~connection() {
-    if (!closed_)
-        --reg_->open;
+    release_slot();
     std::lock_guard lk(reg_->mu);
-    reg_->cut.erase(reg_id_);
+    reg_->conns.erase(reg_id_);
 }
 
-void connection::run() {
+void connection::run(const std::string& peer) {
     {
         std::lock_guard lk(reg_->mu);
         reg_id_ = reg_->next++;
-        reg_->cut.emplace(reg_id_, [w = weak_from_this()] {
+        peer_ = peer;
+        peer_counted_ = true;
+        ++reg_->per_peer[peer_];
+        connection_registry::entry e;
+        e.peer = peer;
+        e.cut = [w = weak_from_this()] {
             if (auto s = w.lock())
                 net::post(s->stream_.get_executor(), [s] { s->cut(); });
-        });
+        };
+        e.reclaim = [w = weak_from_this()] {
+            if (auto s = w.lock())
+                net::post(s->stream_.get_executor(), [s] { s->reclaim(); });
+        };
+        reg_->conns.emplace(reg_id_, std::move(e));
     }
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
         if (self->net_.tls)
@@ -53,26 +66,56 @@ void connection::run() {
     });
 }
 
-void connection::refuse_overloaded() {
+void connection::refuse_overloaded(const std::string& why) {
+    overload_reason_ = why;
     net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
         if (self->net_.tls)
             return self->start_tls(true);
-        self->answer_overloaded();
+        self->answer_overloaded(self->overload_reason_);
     });
 }
 
-void connection::answer_overloaded() {
+void connection::answer_overloaded(const std::string& why) {
     net_.m.rejected("too_many_connections");
     keep_alive_ = false;
-    api_error e{503,
-                "overloaded",
-                "too_many_connections",
-                "the server has max_connections (" + std::to_string(net_.conf.max_connections) +
-                    ") connections open",
-                "",
-                "retry shortly, or against another replica",
+    api_error e{503, "overloaded", "too_many_connections",
+                why, "",           "retry shortly, or against another replica",
                 1};
     send_error("-", e, "-");
+}
+
+void connection::set_idle(bool idle) {
+    if (idle_ == idle || reg_id_ == 0)
+        return;
+    idle_ = idle;
+    std::lock_guard lk(reg_->mu);
+    if (auto it = reg_->conns.find(reg_id_); it != reg_->conns.end()) {
+        it->second.idle = idle;
+        if (idle)
+            it->second.idle_since = steady::now();
+    }
+}
+
+void connection::reclaim() {
+    // Chosen while idle; still idle only if nothing of a request has arrived since.
+    if (!idle_ || closed_ || (parser_ && parser_->got_some()) || buf_.size() > 0) {
+        idle_ = false; // the registry no longer lists it as idle; it is busy now
+        return;
+    }
+    spdlog::debug("closing an idle connection to make room past a connection cap");
+    close();
+}
+
+void connection::release_slot() {
+    if (slot_released_)
+        return;
+    slot_released_ = true;
+    --reg_->open;
+    if (!peer_counted_)
+        return;
+    std::lock_guard lk(reg_->mu);
+    if (auto it = reg_->per_peer.find(peer_); it != reg_->per_peer.end() && --it->second == 0)
+        reg_->per_peer.erase(it);
 }
 
 void connection::cut() {
@@ -94,12 +137,14 @@ void connection::do_read() {
     // buffer; body bytes pass through it in pieces, so the bound costs them nothing.
     buf_.max_size(net_.conf.max_header_bytes + 1024);
     stream_.expires_after(net_.conf.read_timeout);
+    set_idle(true);
     bhttp::async_read(
         stream_, buf_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
 }
 
 void connection::on_read(beast::error_code ec) {
+    set_idle(false);
     if (!ec)
         return safely("request", [&] { handle(parser_->release()); });
     if (auto refusal = read_refusal(ec, {net_.conf.max_body_bytes, net_.conf.max_header_bytes})) {
@@ -272,7 +317,8 @@ void connection::close() {
     closed_ = true;
     // A request whose answer never went out: the client sees nothing, as when it leaves.
     end_trace(499, request_id(), "the connection closed before the answer");
-    --reg_->open;
+    set_idle(false);
+    release_slot();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();

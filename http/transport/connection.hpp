@@ -53,12 +53,14 @@ public:
     connection(const connection&) = delete;
     connection& operator=(const connection&) = delete;
 
-    /// Registers for cut_all and starts reading on the strand.
-    void run();
+    /// Registers for cut_all and the connection caps (as a connection of `peer`, the client's
+    /// address) and starts reading on the strand.
+    void run(const std::string& peer);
 
-    /// Past max_connections: answer 503 + Retry-After without reading the request, then close
-    /// (over TLS after the handshake, so the client can read it).
-    void refuse_overloaded();
+    /// Past max_connections or max_connections_per_client with nothing idle to close: answer
+    /// 503 + Retry-After (`why` says which cap) without reading the request, then close (over
+    /// TLS after the handshake, so the client can read it).
+    void refuse_overloaded(const std::string& why);
 
     /// The end of a drain whose deadline passed (on the strand): a request still in progress is
     /// ended by the subclass (cut_request); idle connections are closed; nothing is cut
@@ -117,7 +119,14 @@ protected:
         }
     }
 
-    void answer_overloaded();
+    void answer_overloaded(const std::string& why);
+    /// Marks this connection idle (waiting for a request, nothing of it read) or busy in the
+    /// registry: past a connection cap the oldest idle one is closed to make room.
+    void set_idle(bool idle);
+    /// Closes it if it is still idle (the listener chose it to make room).
+    void reclaim();
+    /// Gives back its place in the open count and its peer's count (once).
+    void release_slot();
     void do_read();
     void on_read(boost::beast::error_code ec);
     /// While a non-streamed reply is being generated nothing reads the socket: wait for it to
@@ -203,6 +212,12 @@ protected:
     listener& net_;
     std::shared_ptr<connection_registry> reg_;
     std::uint64_t reg_id_ = 0;
+    std::string peer_;                      ///< the client's address, as counted per peer
+    boost::asio::ip::address peer_address_; ///< the socket's peer (unspecified when unknown)
+    bool peer_counted_ = false;             ///< counted in the registry's per_peer
+    bool slot_released_ = false;
+    bool idle_ = false;
+    std::string overload_reason_; ///< why a connection past a cap was refused
     boost::asio::steady_timer ping_;
     boost::beast::flat_buffer buf_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

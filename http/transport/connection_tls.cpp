@@ -70,7 +70,7 @@ void connection::on_handshake(beast::error_code ec, std::size_t used, bool overl
         return close();
     }
     if (overloaded)
-        return answer_overloaded();
+        return answer_overloaded(overload_reason_);
     do_read();
 }
 

@@ -47,6 +47,47 @@ listener::listener(const transport_options& c, std::shared_ptr<metrics> mp)
     next_id = conf.first_request_id;
 }
 
+std::uint64_t connection_registry::oldest_idle(const std::string* peer) const {
+    std::uint64_t best = 0;
+    steady::time_point since{};
+    for (const auto& [id, e] : conns)
+        if (e.idle && (peer == nullptr || e.peer == *peer) && (best == 0 || e.idle_since < since)) {
+            best = id;
+            since = e.idle_since;
+        }
+    return best;
+}
+
+std::optional<std::string> listener::admit(const std::string& peer, bool trusted_peer) {
+    auto& reg = *connections;
+    std::lock_guard lk(reg.mu);
+    std::uint64_t victim = 0;
+    const auto held = reg.per_peer.count(peer) > 0 ? reg.per_peer.at(peer) : 0u;
+    if (!trusted_peer && held >= conf.max_connections_per_client) {
+        // One client cannot hoard connections: its own oldest idle one makes room, if any.
+        victim = reg.oldest_idle(&peer);
+        if (victim == 0)
+            return "this client has max_connections_per_client (" +
+                   std::to_string(conf.max_connections_per_client) +
+                   ") connections open, none of them idle";
+    } else if (reg.open.load() > static_cast<int>(conf.max_connections)) {
+        // Counted open already: more than the cap is open now. Idle sockets never lock out a
+        // working client: the oldest idle one closes (as nginx reuses its idle connections).
+        victim = reg.oldest_idle(nullptr);
+        if (victim == 0)
+            return "the server has max_connections (" + std::to_string(conf.max_connections) +
+                   ") connections open, none of them idle";
+    }
+    if (victim != 0) {
+        auto& v = reg.conns.at(victim);
+        v.idle = false; // chosen once
+        v.reclaim();
+        ++reg.reclaimed;
+        m.connection_reclaimed();
+    }
+    return std::nullopt;
+}
+
 // The accept loop never ends while the acceptor is open: every error re-arms it.
 void listener::do_accept() {
     acceptor_->async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket s) {
@@ -54,11 +95,15 @@ void listener::do_accept() {
             return; // closed by stop_io()
         if (ec)
             return on_accept_error(ec);
+        beast::error_code pec;
+        const auto ep = s.remote_endpoint(pec);
+        const auto peer = pec ? std::string() : client_address(ep.address(), {}, {});
+        const bool trusted_peer = !pec && proxies.contains(ep.address());
         auto conn = make_(std::move(s));
-        if (connections->open.load() > static_cast<int>(conf.max_connections))
-            conn->refuse_overloaded(); // counted open above: more than the cap is open now
+        if (auto refusal = admit(peer, trusted_peer))
+            conn->refuse_overloaded(*refusal);
         else
-            conn->run();
+            conn->run(peer);
         do_accept();
     });
 }
@@ -95,6 +140,9 @@ result<std::uint16_t> listener::start(factory make) {
     if (ec)
         return error{errc::invalid_argument,
                      "listen address '" + conf.address + "': " + ec.message()};
+    auto parsed = trusted_proxies::parse(conf.trusted_proxies);
+    BITNET_TRY(parsed);
+    proxies = std::move(*parsed);
     if (!conf.tls_cert.empty() || !conf.tls_key.empty()) {
         auto ctx = load_tls_context(conf.tls_cert, conf.tls_key);
         BITNET_TRY(ctx);
@@ -123,8 +171,8 @@ void listener::cut_all() {
     std::vector<std::function<void()>> cuts;
     {
         std::lock_guard lk(connections->mu);
-        for (const auto& [id, f] : connections->cut)
-            cuts.push_back(f);
+        for (const auto& [id, e] : connections->conns)
+            cuts.push_back(e.cut);
     }
     for (auto& f : cuts)
         f();

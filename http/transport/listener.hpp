@@ -8,6 +8,7 @@
 
 #include "common/error.hpp"
 #include "http/observe/metrics.hpp"
+#include "http/transport/client_address.hpp"
 #include "http/transport/tls_context.hpp"
 #include "http/transport/transport_options.hpp"
 
@@ -32,14 +33,27 @@ namespace bitnet::http {
 
 class connection;
 
-/// The connections alive, for the end of a drain (cut_all) and the connection cap; shared with
+/// The connections alive, for the end of a drain (cut_all) and the connection caps; shared with
 /// every connection so one that outlives the listener (a sink actor may hold the last reference)
 /// still has it.
 struct connection_registry {
+    using steady = std::chrono::steady_clock;
+    struct entry {
+        std::function<void()> cut;     ///< posts a cut to its strand
+        std::function<void()> reclaim; ///< posts "close if still idle" to its strand
+        std::string peer;
+        bool idle = false; ///< waiting for a request, none of its bytes read
+        steady::time_point idle_since{};
+    };
     std::mutex mu;
     std::uint64_t next = 1;
-    std::unordered_map<std::uint64_t, std::function<void()>> cut; ///< posts a cut to its strand
-    std::atomic<int> open{0}; ///< connections whose socket is not closed yet
+    std::unordered_map<std::uint64_t, entry> conns;
+    std::unordered_map<std::string, std::uint32_t> per_peer; ///< registered, not closed
+    std::atomic<int> open{0};                ///< connections whose socket is not closed yet
+    std::atomic<std::uint64_t> reclaimed{0}; ///< idle connections closed to make room
+
+    /// The oldest idle connection (of `peer` when it is not null), or 0 (mu held).
+    [[nodiscard]] std::uint64_t oldest_idle(const std::string* peer) const;
 };
 
 class listener {
@@ -73,8 +87,14 @@ public:
     /// HTTPS: the context new connections handshake with (null: plain HTTP).
     std::unique_ptr<tls_contexts> tls;
 
+    /// Parsed trusted_proxies (start fails on an entry that is not an address or network).
+    trusted_proxies proxies;
+
 private:
     void do_accept();
+    /// An accepted connection within the caps (making room by closing an idle one), or the
+    /// refusal's message.
+    [[nodiscard]] std::optional<std::string> admit(const std::string& peer, bool trusted_peer);
     void on_accept_error(const boost::beast::error_code& ec);
 
     factory make_;

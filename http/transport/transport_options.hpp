@@ -20,8 +20,15 @@ struct transport_options {
     /// Request line + headers, and a chunked body's trailers: 431 past it. The connection's read
     /// buffer is bounded by it too, so no header or trailer block can grow memory without end.
     std::uint32_t max_header_bytes = 16384;
-    /// Open connections; a connection past the cap is answered 503 + Retry-After and closed.
+    /// Open connections. Past the cap the oldest idle connection (waiting for a request, kept
+    /// alive or new) is closed to make room; with none idle the new one is answered 503 +
+    /// Retry-After and closed.
     std::uint32_t max_connections = 1024;
+    /// Open connections of one peer address (trusted proxies exempt). Past it that peer's oldest
+    /// idle connection is closed to make room, or the new one is answered 503.
+    std::uint32_t max_connections_per_client = 256;
+    /// Proxies whose X-Forwarded-For names the client (addresses or ADDRESS/PREFIX networks).
+    std::vector<std::string> trusted_proxies;
     std::chrono::milliseconds read_timeout{30000};
     std::chrono::milliseconds write_timeout{30000};
     std::chrono::milliseconds sse_ping{10000};

@@ -4,8 +4,10 @@
 // the known forms are written here.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bitnet::model {
@@ -37,6 +39,15 @@ struct chat_turn {
     std::string_view name{};
 };
 
+/// A rendered chat: its text, and where in it the template wrote its own control markers
+/// (`<|eot_id|>`, `<|start_header_id|>`, ...), as byte ranges in order. Everything else is text:
+/// what a message holds (every role's content, tool results, names, call arguments) is data, so
+/// a marker typed inside it stays characters and cannot forge a turn.
+struct rendered_chat {
+    std::string text;
+    std::vector<std::pair<std::size_t, std::size_t>> markers; ///< [begin, end) of each marker
+};
+
 /// Renders `messages` with the BitNet or Llama-3 form of HTTP-API.md. The result ends where the
 /// assistant's reply begins. Tool calls and results (README, "Tool calls"):
 ///   Llama-3: an assistant's calls follow its text, one `{"name": N, "parameters": ARGS}` a line
@@ -44,6 +55,9 @@ struct chat_turn {
 ///   BitNet:  the template has no tool syntax; calls follow the text as
 ///            `{"name": N, "arguments": ARGS}` and a result is a user turn
 ///            `Tool result (N): CONTENT`.
+[[nodiscard]] rendered_chat render_chat_marked(const std::vector<chat_turn>& messages,
+                                               chat_template tmpl);
+/// render_chat_marked's text.
 [[nodiscard]] std::string render_chat(const std::vector<chat_turn>& messages, chat_template tmpl);
 
 } // namespace bitnet::model

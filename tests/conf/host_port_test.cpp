@@ -91,3 +91,14 @@ TEST_CASE("node names: 1..64 letters, digits, '.', '_', '-'") {
     for (const char* n : {"a b", "a/b", "a:b", "n\xc3\xa9", "a\nb", "$(POD_NAME)"})
         CHECK_MESSAGE(!is_valid_node_name(n), n);
 }
+
+TEST_CASE("trusted_proxies entries: addresses and networks, IPv4 or IPv6, anything else named") {
+    using bitnet::conf::trusted_proxy_problem;
+    CHECK(trusted_proxy_problem("10.0.0.1").empty());
+    CHECK(trusted_proxy_problem("10.0.0.0/8").empty());
+    CHECK(trusted_proxy_problem("::1").empty());
+    CHECK(trusted_proxy_problem("fd00::/8").empty());
+    CHECK(trusted_proxy_problem("proxy.internal").find("'proxy.internal'") != std::string::npos);
+    CHECK_FALSE(trusted_proxy_problem("10.0.0.0/40").empty());
+    CHECK_FALSE(trusted_proxy_problem("10.0.0.1/").empty());
+}

@@ -91,3 +91,30 @@ TEST_CASE("quotas count sequences: a request with n = 4 takes 4 of a key's quota
     CHECK(ask(key_a, 2) == 200);
     CHECK(ask(key_b, 4) == 200); // another key's bucket
 }
+
+TEST_CASE("without API keys a client is its address: each one has its own quota") {
+    // Fair shares and quotas count the same client (admission's client key): its address here.
+    // Loopback is the trusted proxy in front, so X-Forwarded-For names each client.
+    const auto ask = [](const test::server_process& s, const std::string& client, int n) {
+        return test::http_request(s.port(), boost::beast::http::verb::post, "/v1/completions",
+                                  R"({"prompt":[5,6,7],"max_tokens":1,"n":)" + std::to_string(n) +
+                                      "}",
+                                  {}, {{"X-Forwarded-For", client}})
+            .status;
+    };
+    {
+        test::server_process s({"--trusted-proxies", "127.0.0.1,::1", "--quota-requests-per-minute",
+                                "6", "--quota-burst", "6"});
+        CHECK(ask(s, "198.51.100.1", 4) == 200);
+        CHECK(ask(s, "198.51.100.1", 4) == 429);
+        CHECK(ask(s, "198.51.100.2", 4) == 200); // another client: its own bucket
+        // What a client writes left of the hop the proxy added is not believed.
+        CHECK(ask(s, "198.51.100.2, 198.51.100.1", 4) == 429);
+    }
+    {
+        // No proxy trusted: the header is the client's own word, and both are the peer.
+        test::server_process s({"--quota-requests-per-minute", "6", "--quota-burst", "6"});
+        CHECK(ask(s, "198.51.100.1", 4) == 200);
+        CHECK(ask(s, "198.51.100.2", 4) == 429);
+    }
+}

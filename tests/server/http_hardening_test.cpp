@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <fstream>
+#include <list>
 #include <map>
+#include <mutex>
 #include <sstream>
 
 using namespace bitnet;
@@ -154,28 +156,84 @@ TEST_CASE("running out of descriptors pauses the listener, once they are back it
     CHECK(s.alive());
 }
 
-TEST_CASE("past max_connections a connection gets 503 with Retry-After, after one closes, 200") {
-    test::server_process s({"--max-connections", "4"}, {.admin_open = false});
-    std::vector<test::raw_conn> idle;
-    for (int i = 0; i < 4; ++i)
-        idle.emplace_back(s.port());
-    // Accepted in order: a fifth is past the cap once the four are taken (bounded wait).
-    std::string over;
-    for (int i = 0; i < 50 && test::status_of(over) != 503; ++i) {
-        over = test::raw_exchange(s.port(), health_request(), 2s);
-        if (test::status_of(over) != 503)
-            std::this_thread::sleep_for(20ms);
+namespace {
+
+/// Connections that are busy: each has sent the start of a request. One the server closed (it
+/// took it for idle before its bytes arrived, and made room with it) is opened again.
+void keep_busy(std::uint16_t port, std::list<test::raw_conn>& busy, std::size_t n) {
+    for (auto& c : busy) {
+        bool closed = false;
+        (void)c.read_until(10ms, {}, &closed);
+        if (closed)
+            c.close();
     }
+    busy.remove_if([](const test::raw_conn& c) { return !c.ok(); });
+    while (busy.size() < n) {
+        busy.emplace_back(port);
+        REQUIRE(busy.back().send("GET /health/live HTTP/1.1\r\nHost: t\r\n"));
+    }
+}
+
+/// Polls with fresh health requests until one is answered `status` (bounded), keeping `busy`
+/// connections busy in between; the last answer.
+std::string probe_until(std::uint16_t port, unsigned status, std::list<test::raw_conn>& busy,
+                        std::size_t n_busy) {
+    std::string got;
+    for (int i = 0; i < 50 && test::status_of(got) != status; ++i) {
+        keep_busy(port, busy, n_busy);
+        got = test::raw_exchange(port, health_request(), 2s);
+    }
+    return got;
+}
+
+} // namespace
+
+TEST_CASE("past max_connections the oldest idle connection makes room, and with none idle a new "
+          "one gets 503") {
+    test::server_process s({"--max-connections", "4"}, {.admin_open = false});
+    {
+        // Four idle sockets (nothing sent) never lock out a working client: one of them closes.
+        std::vector<test::raw_conn> idle;
+        for (int i = 0; i < 4; ++i)
+            idle.emplace_back(s.port());
+        std::list<test::raw_conn> none;
+        CHECK(test::status_of(probe_until(s.port(), 200, none, 0)) == 200);
+        int closed_ones = 0;
+        for (auto& c : idle) {
+            bool closed = false;
+            (void)c.read_until(2s, {}, &closed);
+            closed_ones += closed ? 1 : 0;
+        }
+        CHECK(closed_ones >= 1);
+    }
+    // Four busy ones: nothing to reclaim, so the fifth gets 503 with Retry-After.
+    std::list<test::raw_conn> busy;
+    const auto over = probe_until(s.port(), 503, busy, 4);
     CHECK(test::status_of(over) == 503);
     CHECK(over.find("Retry-After: 1") != std::string::npos);
     CHECK(over.find("too_many_connections") != std::string::npos);
-    idle.pop_back();
+    busy.pop_back();
     CHECK(answers_health(s.port()));
-    CHECK(test::parse_object(s.get("/v1/stats").body)
-              .at("rejects")
-              .as_object()
-              .at("too_many_connections")
-              .as_int64() >= 1);
+    const auto stats = test::parse_object(s.get("/v1/stats").body);
+    CHECK(stats.at("rejects").as_object().at("too_many_connections").as_int64() >= 1);
+    CHECK(stats.at("connections").as_object().at("reclaimed").as_int64() >= 1);
+}
+
+TEST_CASE("max_connections_per_client: one client's idle sockets make room for its own request") {
+    test::server_process s({"--max-connections-per-client", "3"}, {.admin_open = false});
+    std::vector<test::raw_conn> idle;
+    for (int i = 0; i < 3; ++i)
+        idle.emplace_back(s.port());
+    std::list<test::raw_conn> none;
+    CHECK(test::status_of(probe_until(s.port(), 200, none, 0)) == 200);
+    idle.clear();
+    // Three busy ones of this client: its next connection is refused, naming the cap.
+    std::list<test::raw_conn> busy;
+    const auto over = probe_until(s.port(), 503, busy, 3);
+    CHECK(test::status_of(over) == 503);
+    CHECK(over.find("max_connections_per_client") != std::string::npos);
+    busy.clear();
+    CHECK(answers_health(s.port()));
 }
 
 TEST_CASE("admin routes need an admin key: an inference key never unloads a model") {
@@ -355,6 +413,8 @@ TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing
     };
     std::atomic<int> ok{0}, refused{0}, other{0};
     std::map<unsigned, std::atomic<int>> quit_status;
+    std::mutex refusals_mu;
+    std::vector<std::string> refusals; ///< the first hang-up streams not admitted, as answered
     for (unsigned st : {0u, 200u, 503u})
         quit_status[st] = 0;
     // Nothing running, waiting or holding KV, in admission's view (polled from the batcher), and
@@ -403,8 +463,16 @@ TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing
             for (int c = 0; c < 10; ++c)
                 quitters.emplace_back([&, c] {
                     test::raw_conn conn(s.port());
-                    if (conn.ok() && conn.send(stream_request(1 + c, 2000)))
-                        quit_status[test::status_of(conn.read_until(30s, "event: token"))]++;
+                    if (!conn.ok() || !conn.send(stream_request(1 + c, 2000)))
+                        return;
+                    const auto r = conn.read_until(30s, "event: token");
+                    const auto st = test::status_of(r);
+                    quit_status[st]++;
+                    if (st != 200) {
+                        std::lock_guard lk(refusals_mu);
+                        if (refusals.size() < 5)
+                            refusals.push_back(r);
+                    }
                 });
             for (auto& t : quitters)
                 t.join();
@@ -446,6 +514,8 @@ TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing
     };
     CHECK(count("200") == ok);
     CHECK(count("503") == refused);
+    for (const auto& r : refusals)
+        MESSAGE("a hang-up stream was not admitted: " << r);
     CHECK(quit_status[200] == 15 * 200);
     CHECK(count("499") == 15 * 200);
 }

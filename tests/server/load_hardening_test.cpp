@@ -197,6 +197,21 @@ TEST_CASE("a load path holding a newline cannot forge a line in the text log") {
     CHECK(log.find("\\x1b[2J") != std::string::npos);
 }
 
+TEST_CASE("a file with the GGUF magic but no valid header fails before it is hashed") {
+    // The magic, then a version no GGUF writer uses, then a sparse terabyte: hashing it whole
+    // would take hours, so the load can only end now if the header is read first.
+    test::scratch_dir dir;
+    test::server_process s;
+    const auto fake = dir.file("fake.gguf");
+    const std::vector<std::uint8_t> header{'G', 'G', 'U', 'F', 99, 0, 0, 0};
+    test::write_file(fake, header);
+    std::filesystem::resize_file(fake, std::uintmax_t{1} << 40);
+    const auto op = load_and_wait(s, "fake", fake);
+    CHECK(op.at("state").as_string() == "failed");
+    CHECK(std::string(op.at("failure").as_string()).find("not a valid GGUF file") !=
+          std::string::npos);
+}
+
 TEST_CASE("SIGTERM while a long load hashes: the server exits within the drain timeout") {
     test::scratch_dir dir;
     test::server_process s({"--drain-timeout-ms", "1000"});

@@ -148,6 +148,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     eo.engine.tl_kernel_config = c.tl_kernel_config;
     eo.draft_model = order.draft_path;
     spec.text = std::move(text->text);
+    spec.text.special_in_content = c.chat_content_special != 0;
     auto& bo = spec.batcher;
     bo.step_observer = step_metrics;
     bo.policy.max_batch_tokens = c.max_batch_tokens;
@@ -215,7 +216,8 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.sse_ping = std::chrono::milliseconds(cfg.sse_ping_ms);
     ho.sse_buffer_bytes = cfg.sse_buffer_bytes;
     ho.responses_store = {cfg.responses_store_max, std::chrono::seconds(cfg.responses_store_ttl_s),
-                          static_cast<std::size_t>(cfg.responses_store_bytes)};
+                          static_cast<std::size_t>(cfg.responses_store_bytes),
+                          static_cast<std::size_t>(cfg.responses_store_total_bytes)};
     ho.api_keys = cfg.api_keys;
     ho.metrics_key = cfg.metrics_api_key;
     for (const auto& g : cfg.prefix_cache_share_groups)
@@ -224,6 +226,8 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.cors_origins = cfg.cors_allowed_origins;
     ho.admin_open = cfg.admin_open != 0;
     ho.max_connections = cfg.max_connections;
+    ho.max_connections_per_client = cfg.max_connections_per_client;
+    ho.trusted_proxies = cfg.trusted_proxies;
     ho.max_header_bytes = cfg.max_header_bytes;
     ho.tls_cert = cfg.tls_cert;
     ho.tls_key = cfg.tls_key;
@@ -377,6 +381,20 @@ actors::admission_options admission_options_for(const conf::server_config& cfg,
     return ao;
 }
 
+/// The log format: JSON lines, or text lines with control characters escaped.
+void use_logs(const conf::server_config& cfg, const std::string& node) {
+    if (cfg.log_format == "json")
+        http::use_json_logs(node);
+    else
+        http::use_text_logs();
+}
+
+/// The process-wide structured-output caches' byte budgets.
+void set_process_budgets(const conf::server_config& cfg) {
+    model::constrain::mask_cache::shared().set_budget(cfg.mask_cache_bytes);
+    model::constrain::schema_cache::shared().set_budget(cfg.schema_cache_bytes);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -417,10 +435,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bitnet-server: %s\n", node.error().to_string().c_str());
         return 2;
     }
-    if (cfg->log_format == "json")
-        http::use_json_logs(*node);
-    else
-        http::use_text_logs();
+    use_logs(*cfg, *node);
     log_compute(*cfg, threads_why);
     // Tracing: the endpoint and headers as the exporter reads them, checked before anything
     // starts; the exporter's thread outlives the HTTP server (declared before it), so the spans
@@ -435,7 +450,7 @@ int main(int argc, char** argv) {
     system_config caf_cfg(*cfg);
     caf::actor_system sys{caf_cfg};
     spdlog::info("actor system up ({} CAF threads)", cfg->caf_threads);
-    model::constrain::mask_cache::shared().set_budget(cfg->mask_cache_bytes);
+    set_process_budgets(*cfg);
 
     auto metrics = std::make_shared<http::metrics>();
     auto admission = actors::spawn_admission(sys, admission_options_for(*cfg, *node, metrics));
