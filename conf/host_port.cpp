@@ -1,5 +1,9 @@
 #include "conf/host_port.hpp"
 
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/network_v4.hpp>
+#include <boost/asio/ip/network_v6.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -7,10 +11,6 @@
 #include <cstring>
 
 #include <arpa/inet.h>
-
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/network_v4.hpp>
-#include <boost/asio/ip/network_v6.hpp>
 
 namespace bitnet::conf {
 namespace {
