@@ -29,12 +29,6 @@ void register_table(const std::string& name, std::function<table_figures()> read
     r.readers[name] = std::move(read);
 }
 
-void unregister_table(const std::string& name) {
-    auto& r = the_registry();
-    std::lock_guard lk(r.mu);
-    r.readers.erase(name);
-}
-
 std::vector<table_figures> tables() {
     auto& r = the_registry();
     std::lock_guard lk(r.mu);

@@ -23,9 +23,8 @@ struct table_figures {
 };
 
 /// Registers table `name` (a second registration of the name replaces the first); `read` is
-/// called under the registry's lock and must not register or unregister.
+/// called under the registry's lock and must not register a table.
 void register_table(const std::string& name, std::function<table_figures()> read);
-void unregister_table(const std::string& name);
 /// Every registered table, by name.
 [[nodiscard]] std::vector<table_figures> tables();
 

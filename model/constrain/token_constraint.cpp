@@ -339,11 +339,6 @@ void schema_cache::drop_gone_vocabularies() {
         it = it->second.expired() ? alive_.erase(it) : std::next(it);
 }
 
-void schema_cache::release_unused() {
-    std::lock_guard lk(mu_);
-    drop_gone_vocabularies();
-}
-
 std::optional<result<std::shared_ptr<const compiled_constraint>>>
 schema_cache::known(const std::string& key) {
     std::lock_guard lk(mu_);

@@ -170,9 +170,6 @@ public:
     void set_budget(std::uint64_t bytes);
     /// Drops what belongs to tokenizers that are gone, then the figures.
     [[nodiscard]] figures snapshot();
-    /// Drops what belongs to tokenizers that are gone: their vocabulary indexes and every schema
-    /// compiled for a vocabulary no live tokenizer has.
-    void release_unused();
 
     [[nodiscard]] static schema_cache& shared();
 
