@@ -24,6 +24,8 @@ packages=(
     json-schema-test-suite           # the official JSON Schema cases (tests/constrain)
     python3-jsonschema               # the schema fuzzer's independent validator (tests/fuzz)
     python3-rfc3987                  # its `uri` format checker
+    python3-jinja2                   # test only: the reference renderer of chat templates
+                                     # (tests/model/render_chat_template.py)
     nodejs npm                       # the npm client suite (tests/clients; its packages:
                                      # tests/clients/install.sh, run by make deps)
 )

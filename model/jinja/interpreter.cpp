@@ -232,6 +232,8 @@ void interpreter::exec_set(const stmt& s) {
     if (target.k != kind::ns)
         fail("cannot assign an attribute of '" + s.targets[0] +
              "': only a namespace() takes attributes");
+    if (holds_namespace(v))
+        fail("a namespace attribute cannot hold a namespace", failure::unsupported);
     target.ns->set(s.target_attr, std::move(v));
 }
 

@@ -88,6 +88,7 @@ private:
     [[nodiscard]] value apply_filters(const std::vector<expr_ptr>& filters, value v);
 
     [[nodiscard]] value eval(const expr& e);
+    [[nodiscard]] value eval_node(const expr& e);
     [[nodiscard]] value eval_call(const expr& e);
     [[nodiscard]] value eval_filter(const expr& e, value input);
     [[nodiscard]] call_args eval_args(const expr& e, std::size_t skip);

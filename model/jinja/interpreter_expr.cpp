@@ -39,6 +39,16 @@ std::vector<std::int64_t> slice_indices(std::int64_t n, const value& start, cons
 value interpreter::eval(const expr& e) {
     depth_guard g(*this);
     step(e.pos);
+    auto v = eval_node(e);
+    if (v.depth > lim_.max_value_depth) {
+        pos_ = e.pos;
+        fail("a value nests deeper than " + std::to_string(lim_.max_value_depth) + " levels",
+             failure::limit);
+    }
+    return v;
+}
+
+value interpreter::eval_node(const expr& e) {
     switch (e.k) {
     case ex::literal:
         return e.lit;

@@ -17,8 +17,11 @@ struct limits {
     std::uint32_t max_macro_depth = 64;          ///< macro calls nested in macro calls
     std::uint64_t max_loop_iterations = 100'000; ///< all loop iterations of one render, and range()
     std::size_t max_output_bytes = 8 << 20;      ///< the rendered text, and any one string or list
-    std::uint64_t max_steps = 20'000'000;   ///< expression and statement evaluations per render
-    std::uint32_t max_input_depth = 64;     ///< arrays/objects nested in input JSON
+    std::uint64_t max_steps = 20'000'000; ///< expression and statement evaluations per render
+    std::uint32_t max_input_depth = 64;   ///< arrays/objects nested in input JSON
+    /// Lists, dicts and namespaces nested in any value a render builds (so freeing, printing or
+    /// comparing one never recurses deeper).
+    std::uint32_t max_value_depth = 128;
     std::size_t max_input_bytes = 16 << 20; ///< input JSON text (messages, tools, kwargs)
 };
 

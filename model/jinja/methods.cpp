@@ -291,8 +291,14 @@ value call_global(interpreter& in, std::string_view name, const call_args& args)
         o.set(k, v);
     if (name == "dict")
         return value::dict(std::move(o));
+    if (std::any_of(o.items.begin(), o.items.end(),
+                    [](const auto& kv) { return holds_namespace(kv.second); }))
+        in.fail("a namespace cannot hold a namespace", failure::unsupported);
     value ns;
     ns.k = kind::ns;
+    for (const auto& [k, x] : o.items)
+        ns.depth = std::max(ns.depth, x.depth);
+    ++ns.depth;
     ns.ns = std::make_shared<object>(std::move(o));
     return ns;
 }

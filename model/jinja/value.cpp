@@ -121,6 +121,9 @@ value value::string(std::string s, bool from_input) {
 value value::list(array a, bool from_input) {
     value v;
     v.k = kind::list;
+    for (const auto& x : a)
+        v.depth = std::max(v.depth, x.depth);
+    ++v.depth;
     v.arr = std::make_shared<const array>(std::move(a));
     v.input = from_input;
     return v;
@@ -135,6 +138,9 @@ value value::tuple_of(array a, bool from_input) {
 value value::dict(object o) {
     value v;
     v.k = kind::dict;
+    for (const auto& [k, x] : o.items)
+        v.depth = std::max(v.depth, x.depth);
+    ++v.depth;
     v.input = o.input_keys;
     v.obj = std::make_shared<const object>(std::move(o));
     return v;
@@ -238,6 +244,21 @@ bool equal(const value& a, const value& b, std::uint32_t depth) {
         return a.mac == b.mac;
     case kind::callable:
         return a.name == b.name && a.self == b.self;
+    default:
+        return false;
+    }
+}
+
+bool holds_namespace(const value& v) {
+    // Depth is bounded by limits::max_value_depth (values are checked as they are built).
+    switch (v.k) {
+    case kind::ns:
+        return true;
+    case kind::list:
+        return std::any_of(v.arr->begin(), v.arr->end(), holds_namespace);
+    case kind::dict:
+        return std::any_of(v.obj->items.begin(), v.obj->items.end(),
+                           [](const auto& kv) { return holds_namespace(kv.second); });
     default:
         return false;
     }

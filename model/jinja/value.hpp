@@ -73,9 +73,10 @@ struct value {
     std::shared_ptr<object> ns;
     const macro_def* mac = nullptr;
     std::shared_ptr<const value> self; ///< callable: the receiver of a bound method
-    std::string name;   ///< undefined: what was looked up (for messages); callable: its name
-    bool input = false; ///< array/object: built from input data
-    bool tuple = false; ///< array: a Python tuple (prints as (a, b); never equals a list)
+    std::string name;        ///< undefined: what was looked up (for messages); callable: its name
+    bool input = false;      ///< array/object: built from input data
+    bool tuple = false;      ///< array: a Python tuple (prints as (a, b); never equals a list)
+    std::uint32_t depth = 0; ///< lists, dicts and namespaces nested in this value, itself included
 
     static value undefined(std::string what = {});
     static value none();
@@ -107,6 +108,9 @@ struct value {
 [[nodiscard]] bool truthy(const value& v);
 /// Python `==` (1 == 1.0 == True; lists and dicts by content); Undefined equals only Undefined.
 [[nodiscard]] bool equal(const value& a, const value& b, std::uint32_t depth = 0);
+/// Whether a namespace is inside `v` (v itself included). A namespace may not hold one: a
+/// cycle of shared namespaces would never be freed.
+[[nodiscard]] bool holds_namespace(const value& v);
 /// Python's repr of a float: the shortest text that reads back ("0.1", "1e+16", "nan").
 [[nodiscard]] std::string float_repr(double d);
 /// Python's repr of a str: quoted, with Python's escapes.

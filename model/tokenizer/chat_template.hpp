@@ -1,7 +1,7 @@
-// Chat templates: a GGUF's `tokenizer.chat_template` (Jinja text) recognised as one of the forms
-// HTTP-API.md knows, and chat messages rendered with it into the text a tokenizer then encodes
-// (control tokens such as <|eot_id|> written out, BOS left to the tokenizer). No Jinja engine:
-// the known forms are written here.
+// The built-in chat forms (BitNet and Llama-3, written here, no Jinja) and the message types all
+// chat rendering takes. A model's own Jinja template is rendered by chat_formatter.hpp; these
+// forms serve models without a usable template (the shipped default model has none), and a
+// GGUF's template text can still be recognised as one of them (the fallback choice).
 #pragma once
 
 #include <cstddef>
@@ -23,10 +23,12 @@ struct template_choice {
 };
 [[nodiscard]] template_choice recognise_chat_template(std::string_view jinja);
 
-/// A tool call an assistant turn made: the function's name and its arguments (JSON text).
+/// A tool call an assistant turn made: the function's name, its arguments (JSON text) and the
+/// call's id (empty: none).
 struct chat_call {
     std::string_view name;
     std::string_view arguments;
+    std::string_view id{};
 };
 
 /// One message of a chat (role: system, user, assistant or tool), viewed, not owned. An
@@ -37,6 +39,7 @@ struct chat_turn {
     std::string_view content;
     std::vector<chat_call> calls{};
     std::string_view name{};
+    std::string_view tool_call_id{}; ///< tool: the id of the call it answers (empty: none)
 };
 
 /// A rendered chat: its text, and where in it the template wrote its own control markers
