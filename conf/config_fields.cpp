@@ -45,6 +45,11 @@ constexpr field k_fields[] = {
     {"tl_kernel_config", &server_config::tl_kernel_config, 0, 0,
      "bitnet.cpp's kernel_config.ini: the TL1/TL2 layouts of shapes its built-in table does "
      "not list (empty = the table alone)"},
+    {"chat_template_file", &server_config::chat_template_file, 0, 0,
+     "a Jinja chat template file used instead of each model's own (empty = the model's)"},
+    {"chat_template_fallback", &server_config::chat_template_fallback, 0, 1,
+     "1 = a chat template that cannot be used falls back to the built-in form with a warning; "
+     "0 = the model fails to load, the error naming the construct"},
     {"q8_logits", &server_config::q8_logits, 0, 1,
      "1 = logits from a Q8_0 copy of the embedding (0.53x the bytes, measured loss)"},
     {"greedy_screen", &server_config::greedy_screen, 0, 1,

@@ -55,6 +55,12 @@ struct server_config {
     /// bitnet.cpp's kernel_config.ini, giving the TL1/TL2 layouts of shapes the built-in table
     /// does not list (engine_options::tl_kernel_config); empty = the table alone.
     std::string tl_kernel_config;
+    /// A Jinja chat template used instead of each model's own (`tokenizer.chat_template`);
+    /// empty = the model's (model::chat_template_options::template_file).
+    std::string chat_template_file;
+    /// 1 = a chat template that cannot be used falls back to a built-in form with a warning;
+    /// 0 = it fails the model's load, naming the construct.
+    std::uint32_t chat_template_fallback = 0;
     /// Tokens in a step that carries decodes (decodes + prefill chunks); msg::batch_policy.
     std::uint32_t decoding_batch_tokens = 128;
     std::uint32_t max_batch_seqs = 32;

@@ -49,6 +49,19 @@ result<std::vector<msg::token_id>> encode_chat(const model::tokenizer& tok,
     return ids;
 }
 
+/// Removes `marker` from the start of `chat` when the template wrote it there as a marker.
+void drop_leading_marker(model::rendered_chat& chat, std::string_view marker) {
+    if (marker.empty() || chat.markers.empty() || chat.markers.front().first != 0 ||
+        chat.markers.front().second != marker.size() || !chat.text.starts_with(marker))
+        return;
+    chat.text.erase(0, marker.size());
+    chat.markers.erase(chat.markers.begin());
+    for (auto& [begin, end] : chat.markers) {
+        begin -= marker.size();
+        end -= marker.size();
+    }
+}
+
 } // namespace
 
 result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const msg::text_prompt& p) {
@@ -63,16 +76,24 @@ result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const ms
         std::vector<model::chat_turn> turns;
         turns.reserve(p.messages.size());
         for (const auto& m : p.messages) {
-            model::chat_turn turn{m.role, m.content, {}, m.name};
+            model::chat_turn turn{m.role, m.content, {}, m.name, m.tool_call_id};
             for (const auto& c : m.tool_calls)
-                turn.calls.push_back({c.name, c.arguments});
+                turn.calls.push_back({c.name, c.arguments, c.id});
             turns.push_back(std::move(turn));
         }
-        const auto rendered = model::render_chat_marked(turns, t.chat);
+        auto rendered = t.formatter
+                            ? t.formatter->render(turns)
+                            : result<model::rendered_chat>(model::render_chat_marked(turns, t.chat));
+        if (!rendered)
+            return error{rendered.error().value(), rendered.error().message, field};
+        // A template that writes BOS itself, and a tokenizer that adds one: keep one, as
+        // llama.cpp does.
+        if (t.formatter && opts.add_bos)
+            drop_leading_marker(*rendered, t.formatter->bos_token());
         // Messages are data (encode_chat); chat_content_special, for trusted deployments,
         // parses control tokens typed in them too, as llama.cpp and Transformers do.
-        ids = t.special_in_content ? t.tokenizer->encode(rendered.text, opts)
-                                   : encode_chat(*t.tokenizer, rendered, opts.add_bos);
+        ids = t.special_in_content ? t.tokenizer->encode(rendered->text, opts)
+                                   : encode_chat(*t.tokenizer, *rendered, opts.add_bos);
     } else {
         // A raw prompt is the client's own template: control tokens written in it become their
         // ids, as in llama.cpp's server.

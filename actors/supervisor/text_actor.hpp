@@ -7,10 +7,12 @@
 #pragma once
 
 #include "messages/interfaces.hpp"
+#include "model/tokenizer/chat_formatter.hpp"
 #include "model/tokenizer/chat_template.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,8 @@ struct text_options {
     /// chat_content_special: control tokens typed in chat messages are parsed (a trusted
     /// deployment's choice; by default message contents are text).
     bool special_in_content = false;
+    /// The model's own (or the operator's) Jinja template; empty: the built-in form `chat`.
+    std::optional<model::chat_formatter> formatter{};
 };
 
 /// The ids of an inference request's text or chat prompt, as `encode` answers them: BOS when

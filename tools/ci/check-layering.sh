@@ -27,7 +27,8 @@ caf_or_net='<(caf/|boost/beast|boost/asio)'
 # beside its sub-rooms).
 # Rooms and dependencies not listed here are allowed on purpose:
 #   model -> kernels, common          the model is built on the kernels
-#   model/ sub-rooms: gguf <- tokenizer <- engine; sampling stands alone; engine -> all three;
+#   model/ sub-rooms: gguf <- tokenizer <- engine; jinja <- tokenizer; sampling stands alone;
+#                     engine -> all three;
 #                     constrain -> tokenizer (and what it includes)
 #   messages -> model, common, CAF    model value types only (sampling_params, seq_chunk), as the map allows
 #   actors -> messages, model, kernels, common, CAF
@@ -42,7 +43,9 @@ rules=(
     "model;${ours}(actors|http|messages)/;model/ must not include actors/, http/ or messages/"
     "model;${caf_or_net};model/ must not include CAF, Beast or Asio"
     "model/gguf;${ours}model/(tokenizer|sampling|engine)/;model/gguf/ (the file format) must not include the model sub-rooms above it"
-    "model/tokenizer;${ours}model/(sampling|engine)/;model/tokenizer/ may include model/gguf/ only of the model sub-rooms"
+    "model/tokenizer;${ours}model/(sampling|engine)/;model/tokenizer/ may include model/gguf/ and model/jinja/ only of the model sub-rooms"
+    # The chat-template interpreter is plain Jinja: it knows no model file, tokenizer or engine.
+    "model/jinja;${ours}model/(gguf|tokenizer|sampling|engine|constrain)/;model/jinja/ must not include the other model sub-rooms"
     "model/sampling;${ours}model/(gguf|tokenizer|engine)/;model/sampling/ must not include the other model sub-rooms"
     # constrain masks the vocabulary, so it reads the tokenizer's pieces; it knows nothing of the
     # engine or the sampler (the executor applies its mask to the logits before sampling).

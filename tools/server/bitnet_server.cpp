@@ -117,14 +117,16 @@ caf::actor spawn_step_metrics(caf::actor_system& sys, std::shared_ptr<http::metr
 result<actors::model_spec> spec_for(const conf::server_config& c,
                                     const http::device_inventory& devices,
                                     const caf::actor& step_metrics, const msg::load_order& order) {
-    auto text = server::read_model_text(order.path);
+    model::chat_template_options chat;
+    chat.template_file = c.chat_template_file;
+    chat.fallback_on_error = c.chat_template_fallback != 0;
+    auto text = server::read_model_text(order.path, chat);
     if (!text)
         return error{text.error().value(),
-                     "no tokenizer in " + order.path + ": " + text.error().message};
-    if (!text->chat_known)
-        spdlog::warn("model '{}': chat template of {} not recognised; chat requests use the "
-                     "BitNet form",
-                     order.alias, order.path);
+                     "the text side of " + order.path + ": " + text.error().message};
+    if (!text->chat_notice.empty())
+        spdlog::warn("model '{}': {}", order.alias, text->chat_notice);
+    spdlog::info("model '{}': chat template from {}", order.alias, text->chat_origin);
     actors::model_spec spec;
     spec.alias = order.alias;
     spec.path = order.path;

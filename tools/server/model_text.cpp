@@ -4,7 +4,8 @@
 
 namespace bitnet::server {
 
-result<model_text> read_model_text(const std::string& path) {
+result<model_text> read_model_text(const std::string& path,
+                                   const model::chat_template_options& chat) {
     // The tokenizer is metadata: the weights are not read here.
     auto file = model::gguf_file::open_metadata(path);
     if (!file)
@@ -15,13 +16,17 @@ result<model_text> read_model_text(const std::string& path) {
     auto tok = model::tokenizer::create(std::move(*vocab));
     if (!tok)
         return tok.error();
+    auto choice = model::load_chat_template(*file, *tok, chat);
+    if (!choice)
+        return choice.error();
     model_text out;
     out.text.tokenizer = std::make_shared<const model::tokenizer>(std::move(*tok));
-    if (auto tmpl = file->get_string("tokenizer.chat_template")) {
-        auto choice = model::recognise_chat_template(*tmpl);
-        out.text.chat = choice.tmpl;
-        out.chat_known = choice.known;
-    }
+    if (choice->formatter.is_builtin())
+        out.text.chat = choice->formatter.builtin_form();
+    else
+        out.text.formatter = std::move(choice->formatter);
+    out.chat_origin = std::move(choice->origin);
+    out.chat_notice = std::move(choice->notice);
     return out;
 }
 

@@ -1,5 +1,5 @@
 // The text side of a model file for its versions' text actors (actors/supervisor/text_actor.hpp):
-// the tokenizer (read from the GGUF without loading weights) and the recognised chat template.
+// the tokenizer (read from the GGUF without loading weights) and its chat template.
 #pragma once
 
 #include "actors/supervisor/text_actor.hpp"
@@ -9,14 +9,17 @@
 
 namespace bitnet::server {
 
-/// A model file's text side, and whether its chat template was recognised (else the BitNet form
-/// is used, and the caller says so).
+/// A model file's text side, where its chat template came from, and what to log about it (a
+/// warning: a fallback, bitnet.cpp's placeholder) when not empty.
 struct model_text {
     actors::text_options text;
-    bool chat_known = false;
+    std::string chat_origin;
+    std::string chat_notice;
 };
 
-/// Reads the tokenizer and `tokenizer.chat_template` of the GGUF at `path`.
-[[nodiscard]] result<model_text> read_model_text(const std::string& path);
+/// Reads the tokenizer and chooses the chat template of the GGUF at `path`
+/// (model::choose_chat_template): a template that cannot be used is an error naming it.
+[[nodiscard]] result<model_text> read_model_text(const std::string& path,
+                                                 const model::chat_template_options& chat = {});
 
 } // namespace bitnet::server
