@@ -137,7 +137,25 @@ void connection::do_read() {
     // buffer; body bytes pass through it in pieces, so the bound costs them nothing.
     buf_.max_size(net_.conf.max_header_bytes + 1024);
     stream_.expires_after(net_.conf.read_timeout);
+    if (buf_.size() > 0) // a pipelined request has begun already
+        return read_rest();
+    // Idle until the request's first bytes: only then may a connection cap close it to make
+    // room (one that has started a request is never taken for idle).
+    // The first bytes are read raw into the buffer (the parser's own read would complete only
+    // with whole headers), then the parser takes them from there.
     set_idle(true);
+    constexpr std::size_t first_read = 512;
+    stream_.async_read_some(buf_.prepare(first_read),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                                self->buf_.commit(n);
+                                if (ec)
+                                    return self->on_read(ec);
+                                self->read_rest();
+                            });
+}
+
+void connection::read_rest() {
+    set_idle(false);
     bhttp::async_read(
         stream_, buf_, *parser_,
         [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });

@@ -127,7 +127,10 @@ protected:
     void reclaim();
     /// Gives back its place in the open count and its peer's count (once).
     void release_slot();
+    /// Reads the next request: idle (in the registry) until its first bytes arrive.
     void do_read();
+    /// The rest of a request whose first bytes have come (busy from here on).
+    void read_rest();
     void on_read(boost::beast::error_code ec);
     /// While a non-streamed reply is being generated nothing reads the socket: wait for it to
     /// become readable. Readable with nothing to read is the peer's FIN: the client is gone, so

@@ -236,6 +236,38 @@ TEST_CASE("max_connections_per_client: one client's idle sockets make room for i
     CHECK(answers_health(s.port()));
 }
 
+TEST_CASE("a connection that has sent part of a request is never taken for idle: past the cap "
+          "the next one gets 503, and the partial ones stay open") {
+    test::server_process s({"--max-connections-per-client", "3"}, {.admin_open = false});
+    std::vector<test::raw_conn> partial;
+    for (int i = 0; i < 3; ++i) {
+        partial.emplace_back(s.port());
+        REQUIRE(partial.back().send("GET /health/live HTTP/1.1\r\nHost: t\r\n"));
+    }
+    // Let the server read those bytes (it marks a connection busy when they arrive).
+    std::this_thread::sleep_for(200ms);
+    // Before that mark, a connection was idle until its whole request had come: the cap picked
+    // a partial one to close, which declined, so each probe got through past the cap (3 of
+    // them). One may still race the server's first read on a loaded machine.
+    int admitted = 0;
+    std::string over;
+    for (int i = 0; i < 10 && test::status_of(over) != 503; ++i) {
+        over = test::raw_exchange(s.port(), health_request(), 2s);
+        admitted += test::status_of(over) == 200 ? 1 : 0;
+    }
+    CHECK(test::status_of(over) == 503);
+    CHECK(over.find("max_connections_per_client") != std::string::npos);
+    CHECK(admitted <= 1);
+    // Each partial request completes on its own connection (never closed to make room).
+    int answered = 0;
+    for (auto& c : partial) {
+        if (!c.send("\r\n"))
+            continue;
+        answered += test::status_of(c.read_until(5s, "\r\n\r\n")) == 200 ? 1 : 0;
+    }
+    CHECK(answered >= 3 - admitted);
+}
+
 TEST_CASE("admin routes need an admin key: an inference key never unloads a model") {
     SUBCASE("--api-key alone: admin routes answer 403 for any key") {
         test::server_process s({"--api-key", "user-key-123"}, {.admin_open = false});
