@@ -132,6 +132,13 @@ std::optional<api_error> read_prompt(fields& f, api_kind kind, inference_input& 
             return invalid_value("messages", "messages must be a non-empty array");
         if (auto err = read_chat_messages(*m, in.messages))
             return err;
+        if (const auto* kw = f.get("chat_template_kwargs"); kw && !kw->is_null()) {
+            if (!kw->is_object())
+                return invalid_value("chat_template_kwargs",
+                                     "chat_template_kwargs must be an object of template "
+                                     "variables");
+            in.template_kwargs = json::serialize(*kw);
+        }
     } else {
         const auto* p = f.get("prompt");
         if (!p)

@@ -31,6 +31,11 @@ struct inference_input {
     std::vector<msg::token_id> prompt_ids; ///< when the prompt is token ids
     bool prompt_is_ids = false;
     std::vector<chat_message> messages; ///< chat only, rendered by the model's template
+    /// chat only: the request's `tools` (OpenAI's array, as JSON text) for a template that
+    /// renders them; empty without tools or with tool_choice "none".
+    std::string template_tools;
+    /// chat only: `chat_template_kwargs` (a JSON object's text): extra template variables.
+    std::string template_kwargs;
     bool add_bos = true;
     std::uint32_t max_tokens = 128;
     msg::sampling params = msg::api_sampling_defaults();

@@ -189,6 +189,9 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
     tool_functions fns;
     if (auto e = read_functions(tools->get_array(), fns))
         return e;
+    // A template that renders tools shows them to the model, unless the client chose "none".
+    if (!(choice && choice->is_string() && choice->get_string() == "none"))
+        in.template_tools = json::serialize(*tools);
     // "auto" (the default with tools) and "none": plain generation; our chat templates do not
     // render tools, so "auto" is left to the model (README, "Tool calls").
     if (!choice || choice->is_null())

@@ -32,10 +32,12 @@ constexpr std::array k_rules{
     field_rule{"cache_salt", {yes, yes, yes, yes, yes}, "narrows the prefix-cache scope"},
     field_rule{"chat_template",
                {none, none, refused, none, none},
-               "the model's own template renders every chat"},
+               "the model's own template (or the operator's chat_template_file) renders every "
+               "chat"},
     field_rule{"chat_template_kwargs",
-               {none, none, refused, none, none},
-               "the model's own template renders every chat"},
+               {none, none, yes, none, none},
+               "extra variables for the model's Jinja chat template (vLLM's and llama.cpp's "
+               "field)"},
     field_rule{"compaction", {none, none, none, none, refused}, "no context compaction"},
     field_rule{"container", {none, none, none, none, refused}, "no code execution container"},
     field_rule{"context_management",

@@ -48,9 +48,11 @@ using batcher_actor =
 /// parsed, chat through the template); its errors name the request field ("prompt" or
 /// "messages"): invalid_argument (no tokenizer, or no tokens), tokenizer_error. `tokenize(text,
 /// add_bos, parse_special)` and `detokenize(ids)` serve /v1/tokenize and /v1/detokenize
-/// (invalid_argument for an id outside the vocabulary, or without a tokenizer).
+/// (invalid_argument for an id outside the vocabulary, or without a tokenizer). `render` answers
+/// a chat prompt's text as the template renders it, before tokenization (/apply-template).
 using text_actor = caf::typed_actor<
     caf::replies_to<encode_atom, text_prompt>::with<std::vector<token_id>>,
+    caf::replies_to<render_atom, text_prompt>::with<std::string>,
     caf::replies_to<tokenize_atom, std::string, bool, bool>::with<std::vector<token_id>>,
     caf::replies_to<detokenize_atom, std::vector<token_id>>::with<std::string>>;
 
@@ -82,9 +84,9 @@ using text_actor = caf::typed_actor<
 /// for it are refused with `unavailable` and why until a route for it comes. `load(alias)`, from
 /// the supervisor too: a new version of an alias that nothing serves is loading, or the serving
 /// version's pair crashed and restarts in place (its route goes); requests for it are refused with
-/// `unavailable` and a Retry-After until its route or its failure. `tokenize` and
-/// `detokenize` (alias first) go to the serving version's text actor (not_found for an unknown
-/// alias). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
+/// `unavailable` and a Retry-After until its route or its failure. `tokenize`, `detokenize`,
+/// `encode` and `render` (alias first) go to the serving version's text actor (not_found for an
+/// unknown alias). `tick` is admission's own timer (queue-depth polling for caps and Retry-After).
 using admission_actor = caf::typed_actor<
     caf::replies_to<submit_atom, generate_request, sink_actor>::with<request_id>,
     caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
@@ -94,6 +96,7 @@ using admission_actor = caf::typed_actor<
     caf::replies_to<tokenize_atom, std::string, std::string, bool,
                     bool>::with<std::vector<token_id>>,
     caf::replies_to<encode_atom, std::string, text_prompt>::with<std::vector<token_id>>,
+    caf::replies_to<render_atom, std::string, text_prompt>::with<std::string>,
     caf::replies_to<detokenize_atom, std::string, std::vector<token_id>>::with<std::string>,
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>,
     caf::replies_to<replicas_atom>::with<std::vector<replica_view>>,

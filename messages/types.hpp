@@ -72,11 +72,14 @@ struct text_prompt {
     std::string text;                    ///< form text
     std::vector<chat_message> messages;  ///< form chat: rendered with the version's template
     bool add_bos = true;                 ///< prepend BOS when the model has one and expects it
+    std::string tools_json{};  ///< form chat: the tools a template may render (JSON array)
+    std::string kwargs_json{}; ///< form chat: chat_template_kwargs (JSON object)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, text_prompt& x) {
-    return f(caf::meta::type_name("text_prompt"), x.form, x.text, x.messages, x.add_bos);
+    return f(caf::meta::type_name("text_prompt"), x.form, x.text, x.messages, x.add_bos,
+             x.tools_json, x.kwargs_json);
 }
 
 /// Where a request's spans hang in its trace (common/trace.hpp): the trace id, the span that is

@@ -511,6 +511,13 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
                 return t.error();
             return self->delegate(*t, msg::encode_atom_v, std::move(p));
         },
+        [self](msg::render_atom, const std::string& alias,
+               msg::text_prompt& p) -> caf::result<std::string> {
+            auto t = text_side(self, alias);
+            if (!t)
+                return t.error();
+            return self->delegate(*t, msg::render_atom_v, std::move(p));
+        },
         [self](msg::detokenize_atom, const std::string& alias,
                std::vector<msg::token_id>& ids) -> caf::result<std::string> {
             auto t = text_side(self, alias);

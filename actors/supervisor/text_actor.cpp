@@ -62,7 +62,36 @@ void drop_leading_marker(model::rendered_chat& chat, std::string_view marker) {
     }
 }
 
+/// A chat prompt rendered by the version's template (its own, the operator's, or the built-in
+/// form). Errors name "messages".
+result<model::rendered_chat> render_chat(const text_options& t, const msg::text_prompt& p) {
+    std::vector<model::chat_turn> turns;
+    turns.reserve(p.messages.size());
+    for (const auto& m : p.messages) {
+        model::chat_turn turn{m.role, m.content, {}, m.name, m.tool_call_id};
+        for (const auto& c : m.tool_calls)
+            turn.calls.push_back({c.name, c.arguments, c.id});
+        turns.push_back(std::move(turn));
+    }
+    auto rendered = t.formatter
+                        ? t.formatter->render(turns, {true, p.tools_json, p.kwargs_json})
+                        : result<model::rendered_chat>(model::render_chat_marked(turns, t.chat));
+    if (!rendered)
+        return error{rendered.error().value(), rendered.error().message, "messages"};
+    return rendered;
+}
+
 } // namespace
+
+result<std::string> render_prompt(const text_options& t, const msg::text_prompt& p) {
+    if (p.form != msg::prompt_form::chat)
+        return error{errc::invalid_argument, "only a chat (messages) is rendered by a template",
+                     "messages"};
+    auto rendered = render_chat(t, p);
+    if (!rendered)
+        return rendered.error();
+    return std::move(rendered->text);
+}
 
 result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const msg::text_prompt& p) {
     const char* field = p.form == msg::prompt_form::chat ? "messages" : "prompt";
@@ -73,19 +102,9 @@ result<std::vector<msg::token_id>> encode_prompt(const text_options& t, const ms
     const auto opts = encode_opts(*t.tokenizer, p.add_bos, true);
     result<std::vector<msg::token_id>> ids = std::vector<msg::token_id>{};
     if (p.form == msg::prompt_form::chat) {
-        std::vector<model::chat_turn> turns;
-        turns.reserve(p.messages.size());
-        for (const auto& m : p.messages) {
-            model::chat_turn turn{m.role, m.content, {}, m.name, m.tool_call_id};
-            for (const auto& c : m.tool_calls)
-                turn.calls.push_back({c.name, c.arguments, c.id});
-            turns.push_back(std::move(turn));
-        }
-        auto rendered = t.formatter
-                            ? t.formatter->render(turns)
-                            : result<model::rendered_chat>(model::render_chat_marked(turns, t.chat));
+        auto rendered = render_chat(t, p);
         if (!rendered)
-            return error{rendered.error().value(), rendered.error().message, field};
+            return rendered.error();
         // A template that writes BOS itself, and a tokenizer that adds one: keep one, as
         // llama.cpp does.
         if (t.formatter && opts.add_bos)
@@ -164,6 +183,12 @@ msg::text_actor::behavior_type text_fn(msg::text_actor::pointer self, text_optio
             if (!admitted())
                 return refused();
             return guarded([&] { return encode_prompt(opt, p); });
+        },
+        [opt, admitted, refused](msg::render_atom,
+                                 const msg::text_prompt& p) -> caf::result<std::string> {
+            if (!admitted())
+                return refused();
+            return guarded([&] { return render_prompt(opt, p); });
         },
         [opt, admitted, refused](msg::tokenize_atom, const std::string& text, bool add_bos,
                                  bool parse_special) -> caf::result<std::vector<msg::token_id>> {

@@ -42,6 +42,9 @@ struct text_options {
 /// no tokenizer, text the vocabulary cannot represent, a prompt with no tokens.
 [[nodiscard]] result<std::vector<msg::token_id>> encode_prompt(const text_options& t,
                                                                const msg::text_prompt& p);
+/// /apply-template: a chat prompt's text as the version's template renders it, before
+/// tokenization (BOS as the template writes it). Errors name "messages".
+[[nodiscard]] result<std::string> render_prompt(const text_options& t, const msg::text_prompt& p);
 /// /v1/tokenize: `add_bos` as above, `parse_special` as asked. No field named.
 [[nodiscard]] result<std::vector<msg::token_id>>
 tokenize_text(const text_options& t, const std::string& text, bool add_bos, bool parse_special);

@@ -52,6 +52,8 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
                kind == route_kind::responses) {
         g.text.form = msg::prompt_form::chat;
         g.text.messages = std::move(in.messages);
+        g.text.tools_json = std::move(in.template_tools);
+        g.text.kwargs_json = std::move(in.template_kwargs);
     } else {
         g.text.form = msg::prompt_form::text;
         if (in.echo)

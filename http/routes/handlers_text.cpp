@@ -136,6 +136,7 @@ void session::do_count_tokens(const std::string& body) {
     p.form = msg::prompt_form::chat;
     p.messages = std::move(in.messages);
     p.add_bos = in.add_bos;
+    p.tools_json = std::move(in.template_tools);
     const auto model = in.model.empty() ? srv_.opt.default_model : in.model;
     auto self = this->self();
     ask_text<std::vector<msg::token_id>>(
@@ -144,6 +145,33 @@ void session::do_count_tokens(const std::string& body) {
             self->send_json(route, 200, R"({"input_tokens":)" + std::to_string(ids.size()) + "}");
         },
         msg::encode_atom_v, model, std::move(p));
+}
+
+/// POST /apply-template (llama.cpp's route): a chat request's prompt as the serving version's
+/// template renders it, not tokenized and not run. For debugging a template: the body is a chat
+/// completions request, checked as one.
+void session::do_apply_template(const std::string& body) {
+    const std::string route = "/apply-template";
+    auto parsed = parse_inference(body, api_kind::chat);
+    if (auto* e = std::get_if<api_error>(&parsed))
+        return send_error(route, *e, "-");
+    auto& in = std::get<inference_input>(parsed);
+    msg::text_prompt p;
+    p.form = msg::prompt_form::chat;
+    p.messages = std::move(in.messages);
+    p.add_bos = in.add_bos;
+    p.tools_json = std::move(in.template_tools);
+    p.kwargs_json = std::move(in.template_kwargs);
+    const auto model = in.model.empty() ? srv_.opt.default_model : in.model;
+    auto self = this->self();
+    ask_text<std::string>(
+        route, "messages",
+        [self, route](std::string prompt) {
+            boost::json::object o;
+            o["prompt"] = std::move(prompt);
+            self->send_json(route, 200, boost::json::serialize(o));
+        },
+        msg::render_atom_v, model, std::move(p));
 }
 
 } // namespace bitnet::http

@@ -25,6 +25,7 @@ constexpr std::array k_routes{
           role::user},
     route{"POST", "/v1/tokenize", route_id::tokenize, role::user},
     route{"POST", "/v1/detokenize", route_id::detokenize, role::user},
+    route{"POST", "/apply-template", route_id::apply_template, role::user},
     route{"GET", "/v1/stats", route_id::stats, role::user},
     route{"GET", "/v1/cluster", route_id::cluster, role::user},
     route{"GET", "/v1/models", route_id::models, role::user},

@@ -37,6 +37,7 @@ enum class route_id {
     chat,
     tokenize,
     detokenize,
+    apply_template,
 };
 
 /// Who may call a route: anyone (probes, scrapes), an API key holder (when keys are set), or an

@@ -8,7 +8,7 @@
 //   handlers_inference.cpp  inference routes: start, the sink's token/done/fail events
 //   handlers_status.cpp     health, metrics, stats, models (a snapshot of the actors)
 //   handlers_models.cpp     model management: load, rollback, unload, the crash hook, tickets
-//   handlers_text.cpp       tokenize, detokenize
+//   handlers_text.cpp       tokenize, detokenize, count_tokens, apply-template
 //   handlers_cluster.cpp    the cluster's members and rolls
 //   handlers_choices.cpp    n > 1: each choice's tokens and end
 //   handlers_messages.cpp   Anthropic's Messages stream and reply
@@ -278,6 +278,7 @@ private:
                   Ts... xs);
     void do_tokenize(const std::string& body);
     void do_detokenize(const std::string& body);
+    void do_apply_template(const std::string& body);
     /// POST /v1/messages/count_tokens: the Messages request's prompt tokens, rendered by the
     /// model's chat template, without running it.
     void do_count_tokens(const std::string& body);

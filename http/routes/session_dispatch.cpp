@@ -190,6 +190,8 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
         return do_tokenize(req.body());
     case route_id::detokenize:
         return do_detokenize(req.body());
+    case route_id::apply_template:
+        return do_apply_template(req.body());
     case route_id::inference:
         return start_inference(label, route_kind::native, req.body());
     case route_id::inference_stream:

@@ -3,6 +3,8 @@
 #include "model/gguf/gguf_reader.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <iterator>
@@ -59,24 +61,61 @@ value message_value(const chat_turn& m, const jinja::limits& lim) {
     return value::dict(std::move(o));
 }
 
-rendered_chat to_segments(const jinja::text& t) {
-    rendered_chat out;
-    std::size_t at = 0;
-    for (auto [b, e] : t.input) {
-        out.append(std::string_view(t.s).substr(at, b - at), true);
-        out.append(std::string_view(t.s).substr(b, e - b), false);
-        at = e;
-    }
-    out.append(std::string_view(t.s).substr(at), true);
-    return out;
-}
-
 bool reserved(std::string_view key) {
     return key == "messages" || key == "tools" || key == "documents" ||
            key == "add_generation_prompt";
 }
 
 } // namespace
+
+/// Marker texts by first byte, longest first (leftmost-longest, as the tokenizer splits them).
+struct chat_formatter::marker_set {
+    std::vector<std::string> texts;
+    std::array<std::vector<std::uint32_t>, 256> by_first{};
+
+    explicit marker_set(std::vector<std::string> t)
+        : texts(std::move(t)) {
+        std::erase_if(texts, [](const std::string& m) { return m.empty(); });
+        std::sort(texts.begin(), texts.end(),
+                  [](const auto& a, const auto& b) { return a.size() > b.size(); });
+        texts.erase(std::unique(texts.begin(), texts.end()), texts.end());
+        for (std::uint32_t i = 0; i < texts.size(); ++i)
+            by_first[static_cast<std::uint8_t>(texts[i][0])].push_back(i);
+    }
+
+    /// The markers in `t`'s template text: a marker never takes a byte that came from input.
+    [[nodiscard]] rendered_chat mark(jinja::text t) const {
+        rendered_chat out;
+        const std::string_view s = t.s;
+        std::size_t at = 0;
+        const auto scan = [&](std::size_t end) {
+            std::size_t i = at;
+            while (i < end) {
+                std::size_t len = 0;
+                for (auto k : by_first[static_cast<std::uint8_t>(s[i])]) {
+                    const auto& m = texts[k];
+                    if (m.size() <= end - i && s.compare(i, m.size(), m) == 0) {
+                        len = m.size();
+                        break;
+                    }
+                }
+                if (len == 0) {
+                    ++i;
+                    continue;
+                }
+                out.markers.emplace_back(i, i + len);
+                i += len;
+            }
+        };
+        for (const auto& [begin, end] : t.input) {
+            scan(begin);
+            at = end;
+        }
+        scan(s.size());
+        out.text = std::move(t.s);
+        return out;
+    }
+};
 
 std::string_view bitnetcpp_placeholder_template() noexcept {
     return placeholder;
@@ -115,7 +154,8 @@ chat_formatter chat_formatter::builtin(chat_template form) {
 }
 
 result<chat_formatter> chat_formatter::jinja(std::string_view source, std::string bos_token,
-                                             std::string eos_token, const jinja::limits& lim) {
+                                             std::string eos_token, const jinja::limits& lim,
+                                             std::vector<std::string> markers) {
     auto compiled = jinja::compiled_template::compile(source, lim);
     if (!compiled)
         return compiled.error();
@@ -124,6 +164,7 @@ result<chat_formatter> chat_formatter::jinja(std::string_view source, std::strin
     f.bos_ = std::move(bos_token);
     f.eos_ = std::move(eos_token);
     f.tools_ = detect_tool_call_syntax(f.jinja_->source());
+    f.markers_ = std::make_shared<const marker_set>(std::move(markers));
     return f;
 }
 
@@ -135,7 +176,7 @@ const std::string& chat_formatter::source() const noexcept {
 result<rendered_chat> chat_formatter::render(const std::vector<chat_turn>& messages,
                                              const chat_render_options& opt) const {
     if (!jinja_)
-        return render_chat_segments(messages, form_);
+        return render_chat_marked(messages, form_);
     const auto& lim = jinja_->bounds();
     jinja::object vars;
     if (!opt.kwargs_json.empty()) {
@@ -172,7 +213,7 @@ result<rendered_chat> chat_formatter::render(const std::vector<chat_turn>& messa
     auto out = jinja_->render(std::move(vars), now);
     if (!out)
         return out.error();
-    return to_segments(*out);
+    return markers_->mark(std::move(*out));
 }
 
 namespace {
@@ -180,8 +221,9 @@ namespace {
 /// Compiles `source` and renders one user message with it, so a construct this server lacks
 /// fails at load rather than at the first request.
 result<chat_formatter> try_template(std::string_view source, const std::string& bos,
-                                    const std::string& eos, const jinja::limits& lim) {
-    auto f = chat_formatter::jinja(source, bos, eos, lim);
+                                    const std::string& eos, const jinja::limits& lim,
+                                    std::vector<std::string> markers) {
+    auto f = chat_formatter::jinja(source, bos, eos, lim, std::move(markers));
     if (!f)
         return f.error();
     auto probe = f->render({{"user", "Hello"}}, {});
@@ -210,7 +252,8 @@ result<std::string> read_template_file(const std::string& path, std::size_t max_
 
 result<chat_template_choice> choose_chat_template(std::optional<std::string_view> gguf_template,
                                                   std::string bos_token, std::string eos_token,
-                                                  const chat_template_options& opt) {
+                                                  const chat_template_options& opt,
+                                                  std::vector<std::string> markers) {
     std::string source;
     std::string origin;
     if (!opt.template_file.empty()) {
@@ -233,7 +276,7 @@ result<chat_template_choice> choose_chat_template(std::optional<std::string_view
         source = std::string(*gguf_template);
         origin = "the model file";
     }
-    auto f = try_template(source, bos_token, eos_token, opt.limits);
+    auto f = try_template(source, bos_token, eos_token, opt.limits, std::move(markers));
     if (f)
         return chat_template_choice{std::move(*f), origin, {}};
     if (!opt.fallback_on_error)
@@ -255,7 +298,17 @@ result<chat_template_choice> load_chat_template(const gguf_file& file, const tok
     auto stored = file.get_string("tokenizer.chat_template");
     if (stored)
         tmpl = *stored;
-    return choose_chat_template(tmpl, text_of(tok.bos()), text_of(tok.eos()), opt);
+    return choose_chat_template(tmpl, text_of(tok.bos()), text_of(tok.eos()), opt,
+                                control_token_texts(tok));
+}
+
+std::vector<std::string> control_token_texts(const tokenizer& tok) {
+    std::vector<std::string> out;
+    for (std::int32_t id = 0; id < tok.n_vocab(); ++id)
+        if (const auto t = tok.type_of(id);
+            t == token_type::control || t == token_type::user_defined)
+            out.emplace_back(tok.token_text(id));
+    return out;
 }
 
 } // namespace bitnet::model

@@ -1,8 +1,9 @@
 // A model's chat template as the server uses it: the GGUF's own `tokenizer.chat_template` (or
 // an operator's file) compiled once at load by the Jinja interpreter (model/jinja/) and rendered
 // per request, or the built-in BitNet form when the model has no template. Rendering keeps the
-// template's own text apart from message contents (rendered_chat's segments), so the tokenizer
-// can parse special tokens in the first and never in the second.
+// template's own text apart from what came from the request: the control markers (`<|eot_id|>`,
+// `<|im_start|>`, ...) are found in the template's text only, so a marker typed in a message
+// stays characters (rendered_chat's markers; the text actor encodes only those as tokens).
 #pragma once
 
 #include "common/error.hpp"
@@ -52,9 +53,12 @@ public:
     /// The built-in form (a model without a usable template).
     [[nodiscard]] static chat_formatter builtin(chat_template form);
     /// A Jinja template, compiled. `bos_token`/`eos_token` are the texts of those tokens.
+    /// `markers`: the texts of the vocabulary's control (and user-defined) tokens, found in the
+    /// template's own output as rendered_chat's markers.
     [[nodiscard]] static result<chat_formatter> jinja(std::string_view source,
                                                       std::string bos_token, std::string eos_token,
-                                                      const jinja::limits& lim = {});
+                                                      const jinja::limits& lim = {},
+                                                      std::vector<std::string> markers = {});
 
     /// Renders `messages`. Errors carry the template's message (invalid_argument: e.g. its own
     /// raise_exception, bad tools/kwargs JSON; unsupported: a construct met only now). The
@@ -71,7 +75,9 @@ public:
 
 private:
     chat_template form_ = chat_template::bitnet;
+    struct marker_set;
     std::shared_ptr<const jinja::compiled_template> jinja_;
+    std::shared_ptr<const marker_set> markers_;
     std::string bos_, eos_;
     tool_call_syntax tools_ = tool_call_syntax::none;
 };
@@ -101,7 +107,12 @@ struct chat_template_choice {
 /// fallback_on_error, the fallback and a notice).
 [[nodiscard]] result<chat_template_choice>
 choose_chat_template(std::optional<std::string_view> gguf_template, std::string bos_token,
-                     std::string eos_token, const chat_template_options& opt);
+                     std::string eos_token, const chat_template_options& opt,
+                     std::vector<std::string> markers = {});
+
+/// The texts of `tok`'s control and user-defined tokens: what a template's output may hold as
+/// markers.
+[[nodiscard]] std::vector<std::string> control_token_texts(const tokenizer& tok);
 
 /// choose_chat_template for a GGUF file and its tokenizer (BOS/EOS texts from the vocabulary).
 [[nodiscard]] result<chat_template_choice>

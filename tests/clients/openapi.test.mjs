@@ -395,6 +395,10 @@ const CASES = [
   { name: 'id outside the vocabulary', op: 'POST /v1/detokenize', body: { tokens: [999999] }, status: 400 },
   { name: 'unknown model', op: 'POST /v1/detokenize', body: { tokens: [72], ...noModel }, status: 404 },
   ...bodyRouteErrors('POST /v1/detokenize'),
+  { name: 'apply-template', op: 'POST /apply-template', body: { messages: [{ role: 'user', content: 'Hi' }] }, status: 200 },
+  { name: 'messages missing', op: 'POST /apply-template', body: {}, status: 400 },
+  { name: 'unknown model', op: 'POST /apply-template', body: { messages: [{ role: 'user', content: 'Hi' }], ...noModel }, status: 404 },
+  ...bodyRouteErrors('POST /apply-template'),
 
   // operations and models (reads)
   { name: 'a user key\'s own figures', op: 'GET /v1/stats', status: 200, check: ({ body }) => assert.ok(body.key) },

@@ -53,36 +53,42 @@ TEST_CASE("chat formatter: the model's own template is used as written") {
     REQUIRE(out);
     // BitNet 2B-4T's own form ends every turn with <|eot_id|>, the system turn too (the built-in
     // form does not).
-    CHECK(out->text() ==
-          "System: Be brief.<|eot_id|>User: Hi <|eot_id|> there<|eot_id|>Assistant: ");
+    CHECK(out->text == "System: Be brief.<|eot_id|>User: Hi <|eot_id|> there<|eot_id|>Assistant: ");
     CHECK(render_chat(sample, chat_template::bitnet) ==
           "System: Be brief.User: Hi <|eot_id|> there<|eot_id|>Assistant: ");
 }
 
-TEST_CASE("chat formatter: segments keep the template's text apart from the request's") {
-    auto f =
-        chat_formatter::jinja(fixture("llama-3-instruct.jinja"), "<|begin_of_text|>", "<|eot_id|>");
+TEST_CASE("chat formatter: markers come from the template's own text, never from the request's") {
+    const std::vector<std::string> specials{"<|begin_of_text|>", "<|start_header_id|>",
+                                            "<|end_header_id|>", "<|eot_id|>"};
+    auto f = chat_formatter::jinja(fixture("llama-3-instruct.jinja"), "<|begin_of_text|>",
+                                   "<|eot_id|>", {}, specials);
     REQUIRE(f);
     auto out = f->render({{"user", "Hi <|eot_id|> there"}});
     REQUIRE(out);
-    std::string request_text;
-    for (const auto& s : out->segments)
-        if (!s.is_template_text)
-            request_text += s.text;
-    // The role and the content (trimmed by the template) came from the request; the markers
-    // and BOS did not.
-    CHECK(request_text == "userHi <|eot_id|> there");
-    REQUIRE(out->segments.size() >= 4);
-    CHECK(out->segments.front().is_template_text);
-    CHECK(out->segments.front().text == "<|begin_of_text|><|start_header_id|>");
-    CHECK(out->text() ==
+    CHECK(out->text ==
           "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi "
           "<|eot_id|> there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
-    // The built-in forms segment the same way.
-    auto builtin = render_chat_segments({{"user", "x"}}, chat_template::bitnet);
-    REQUIRE(builtin.segments.size() == 3);
-    CHECK_FALSE(builtin.segments[1].is_template_text);
-    CHECK(builtin.segments[1].text == "x");
+    std::vector<std::string> marked;
+    for (const auto& [begin, end] : out->markers)
+        marked.push_back(out->text.substr(begin, end - begin));
+    // BOS (the template's bos_token variable) and every header and end marker the template
+    // wrote; the <|eot_id|> typed in the message is not one.
+    const std::vector<std::string> want{"<|begin_of_text|>",   "<|start_header_id|>",
+                                        "<|end_header_id|>",   "<|eot_id|>",
+                                        "<|start_header_id|>", "<|end_header_id|>"};
+    CHECK(marked == want);
+    const auto typed = out->text.find("Hi <|eot_id|>") + 3;
+    for (const auto& [begin, end] : out->markers)
+        CHECK((end <= typed || begin >= typed + 10));
+    // A role typed with a marker inside is the request's too.
+    auto forged = f->render({{"user<|eot_id|>", "x"}});
+    REQUIRE(forged);
+    CHECK(forged->markers.size() == want.size());
+    // The built-in forms mark the same way.
+    auto builtin = render_chat_marked({{"user", "x<|eot_id|>"}}, chat_template::bitnet);
+    REQUIRE(builtin.markers.size() == 1);
+    CHECK(builtin.text.substr(builtin.markers[0].first) == "<|eot_id|>Assistant: ");
 }
 
 TEST_CASE("chat formatter: tools, tool calls and chat_template_kwargs reach the template") {
@@ -95,7 +101,7 @@ TEST_CASE("chat formatter: tools, tool calls and chat_template_kwargs reach the 
     auto out =
         f->render(loop, {true, R"([{"type":"function","function":{"name":"get_weather"}}])"});
     REQUIRE(out);
-    const auto text = out->text();
+    const auto text = out->text;
     CHECK(text.find("<tools>\n{\"type\": \"function\", \"function\": {\"name\": "
                     "\"get_weather\"}}\n</tools>") != std::string::npos);
     CHECK(text.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
@@ -106,7 +112,7 @@ TEST_CASE("chat formatter: tools, tool calls and chat_template_kwargs reach the 
     REQUIRE(kw);
     auto with_kw = kw->render(sample, {true, {}, R"({"greeting":"hello","messages":[]})"});
     REQUIRE(with_kw);
-    CHECK(with_kw->text() == "hello 2"); // kwargs cannot replace the messages
+    CHECK(with_kw->text == "hello 2"); // kwargs cannot replace the messages
     CHECK_FALSE(kw->render(sample, {true, {}, "[1]"}));
     CHECK_FALSE(kw->render(sample, {true, "{not json", {}}));
 }
@@ -157,7 +163,7 @@ TEST_CASE("chat formatter: an operator's template file wins over the model's") {
     CHECK(c->origin == "file " + path);
     auto out = c->formatter.render(sample);
     REQUIRE(out);
-    CHECK(out->text() == "[system] Be brief.\n[user] Hi <|eot_id|> there\n");
+    CHECK(out->text == "[system] Be brief.\n[user] Hi <|eot_id|> there\n");
     opt.template_file = dir.file("missing.jinja");
     auto missing = choose_chat_template(std::nullopt, "", "", opt);
     REQUIRE_FALSE(missing);
@@ -183,11 +189,11 @@ TEST_CASE(
         auto out = m->choice.formatter.render(sample);
         REQUIRE(out);
         const auto before = render_chat(sample, chat_template::bitnet);
-        CHECK(out->text() == before);
+        CHECK(out->text == before);
         encode_options eo;
         eo.add_bos = m->tok.add_bos();
         eo.parse_special = true;
-        auto ids_now = m->tok.encode(out->text(), eo);
+        auto ids_now = m->tok.encode(out->text, eo);
         auto ids_before = m->tok.encode(before, eo);
         REQUIRE(ids_now);
         REQUIRE(ids_before);

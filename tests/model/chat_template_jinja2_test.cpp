@@ -109,11 +109,11 @@ TEST_CASE("chat templates render byte for byte as Jinja2 renders them for Transf
                 INFO(key);
                 if (const auto* want = expected->obj->find("output")) {
                     REQUIRE_MESSAGE(got, got.error().message);
-                    CHECK(got->text() == want->str.s);
+                    CHECK(got->text == want->str.s);
                     ++compared;
                 } else {
                     CHECK_MESSAGE(!got, "Jinja2 failed (" << field(*expected, "error").str.s
-                                                          << ") but we rendered " << got->text());
+                                                          << ") but we rendered " << got->text);
                     ++failures_agreed;
                 }
             }

@@ -67,7 +67,7 @@ TEST_CASE("jinja: loop variables, loop else, filters on loops, break and continu
           "a=1;b=2;");
 }
 
-TEST_CASE("jinja: a set inside a loop stays in its iteration; a namespace carries across") {
+TEST_CASE("jinja: a set inside a loop stays in its iteration, a namespace carries across") {
     CHECK(render("{% set x = 1 %}{% for i in [1,2,3] %}{{ x }}{% set x = x + 1 %}{% endfor %}|{{ x "
                  "}}") == "111|1");
     CHECK(render("{% set ns = namespace(n=0) %}{% for i in [1,2,3] %}{% set ns.n = ns.n + i %}"

@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 
 using namespace bitnet;
 
@@ -14,7 +16,7 @@ namespace {
 
 int run_make(const std::string& arch, const std::string& shape_name, const std::string& format,
              const std::string& tokenizer_json, std::uint64_t seed, bool nan_norm,
-             std::uint32_t vocab, const std::string& out) {
+             std::uint32_t vocab, const std::string& chat_template, const std::string& out) {
     auto shape = tools::find_shape(shape_name);
     if (!shape) {
         std::cerr << "error: " << shape.error().message << "\n";
@@ -45,6 +47,17 @@ int run_make(const std::string& arch, const std::string& shape_name, const std::
             return 1;
         }
         opt.tokenizer = std::move(*t);
+    }
+    if (!chat_template.empty()) {
+        std::ifstream in(chat_template, std::ios::binary);
+        if (!in) {
+            std::cerr << "error: cannot open the chat template " << chat_template << "\n";
+            return 1;
+        }
+        const std::string text{std::istreambuf_iterator<char>(in), {}};
+        auto& kvs = opt.tokenizer.kvs;
+        std::erase_if(kvs, [](const auto& kv) { return kv.first == "tokenizer.chat_template"; });
+        kvs.emplace_back("tokenizer.chat_template", model::gguf_value::string(text));
     }
     const auto t0 = std::chrono::steady_clock::now();
     auto r = tools::write_synthetic_model(opt, out);
@@ -89,13 +102,17 @@ int main(int argc, char** argv) {
     make->add_option("--vocab", vocab,
                      "vocabulary size of the byte-level tokenizer (default: the shape's); the "
                      "same size makes the same vocabulary, so a small shape can draft for 2b4t");
+    std::string chat_template;
+    make->add_option("--chat-template", chat_template,
+                     "a Jinja file written as the model's tokenizer.chat_template");
     bool nan_norm = false;
     make->add_flag("--nan-output-norm", nan_norm,
                    "fill output_norm.weight with NaN: valid structure, never-finite logits "
                    "(for tests of the server's warm-up check)");
     int rc = 0;
-    make->callback(
-        [&] { rc = run_make(arch, shape, format, tokenizer, seed, nan_norm, vocab, out); });
+    make->callback([&] {
+        rc = run_make(arch, shape, format, tokenizer, seed, nan_norm, vocab, chat_template, out);
+    });
 
     auto* import = app.add_subcommand(
         "import", "ternarize trained float weights (tools/train/export.py) into an I2_S GGUF");
