@@ -48,25 +48,6 @@ bool digit(char c) {
     return c >= '0' && c <= '9';
 }
 
-/// Appends code point `cp` as UTF-8.
-void put_utf8(std::string& out, std::uint32_t cp) {
-    if (cp < 0x80)
-        out += static_cast<char>(cp);
-    else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-
 class lexer {
 public:
     explicit lexer(std::string_view src)
@@ -361,7 +342,7 @@ private:
             if (ec != std::errc() || p != src_.data() + pos_ + n || cp > 0x10FFFF)
                 fail(at, std::string("bad \\") + e + " escape in a string literal");
             pos_ += n;
-            put_utf8(v, cp);
+            py::append_utf8(v, cp);
             return;
         }
         case 'N':
@@ -373,7 +354,7 @@ private:
                 for (int k = 0;
                      k < 2 && pos_ < src_.size() && src_[pos_] >= '0' && src_[pos_] <= '7'; ++k)
                     cp = cp * 8 + static_cast<std::uint32_t>(src_[pos_++] - '0');
-                put_utf8(v, cp);
+                py::append_utf8(v, cp);
                 return;
             }
             v += '\\';

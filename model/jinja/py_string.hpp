@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,5 +39,8 @@ struct span {
 [[nodiscard]] std::string title(std::string_view s);
 /// Jinja's `title` filter: words begin after '-', whitespace, '(', '{', '[' or '<'.
 [[nodiscard]] std::string jinja_title(std::string_view s);
+
+/// Appends code point `cp` as UTF-8 (the `\u` escapes of template strings and of JSON input).
+void append_utf8(std::string& out, std::uint32_t cp);
 
 } // namespace bitnet::model::jinja::py

@@ -4,6 +4,7 @@
 #include "model/jinja/interpreter.hpp"
 #include "model/jinja/lexer.hpp"
 #include "model/jinja/parser.hpp"
+#include "model/jinja/py_string.hpp"
 
 namespace bitnet::model::jinja {
 
@@ -213,24 +214,6 @@ private:
         return v;
     }
 
-    static void put_utf8(std::string& out, std::uint32_t cp) {
-        if (cp < 0x80)
-            out += static_cast<char>(cp);
-        else if (cp < 0x800) {
-            out += static_cast<char>(0xC0 | (cp >> 6));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-            out += static_cast<char>(0xE0 | (cp >> 12));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-            out += static_cast<char>(0xF0 | (cp >> 18));
-            out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-            out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-    }
-
     std::string parse_string() {
         ++p_;
         std::string out;
@@ -284,7 +267,7 @@ private:
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 } else if (cp >= 0xD800 && cp <= 0xDFFF)
                     fail("lone surrogate");
-                put_utf8(out, cp);
+                py::append_utf8(out, cp);
                 break;
             }
             default:
