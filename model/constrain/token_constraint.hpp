@@ -116,6 +116,9 @@ public:
     /// Takes token `id`: its piece's bytes (nothing for an end-of-generation id). False when the
     /// token does not fit; the state is then dead.
     bool accept(std::int32_t id);
+    /// Takes raw bytes (the part of a token after a lazy grammar's opener). False when they do
+    /// not fit; the state is then dead.
+    bool accept_bytes(std::string_view bytes) { return m_.feed(c_->rules(), bytes); }
     [[nodiscard]] bool complete() const { return m_.complete(c_->rules()); }
     [[nodiscard]] bool dead() const noexcept { return m_.dead(); }
     [[nodiscard]] const byte_matcher& state() const noexcept { return m_; }
