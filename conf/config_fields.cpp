@@ -77,6 +77,8 @@ constexpr field k_fields[] = {
     {"schema_cache_bytes", &server_config::schema_cache_bytes, 1ull << 20, 1ull << 40,
      "bytes of compiled structured-output schemas kept for all models (LRU; a schema past the "
      "whole budget is a 400)"},
+    {"test_tool_call_opener_bias", &server_config::test_tool_call_opener_bias, 0, 100,
+     "test hook: logit bias on a one-token tool-call opener in auto turns (0 = off)"},
     {"quota_requests_per_minute", &server_config::quota_requests_per_minute, 0, 1u << 24,
      "sequences (n choices count n) per minute per API key before 429 (0 = no quota)"},
     {"quota_burst", &server_config::quota_burst, 0, 1u << 24,

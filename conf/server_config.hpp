@@ -97,6 +97,9 @@ struct server_config {
     std::uint64_t mask_cache_bytes = 256ull << 20;
     /// Compiled schemas (their text and grammar) kept for all models together.
     std::uint64_t schema_cache_bytes = 128ull << 20;
+    /// Test hook: added to the logit of an auto tool call's opener when the opener is one token
+    /// (a random-weight test model then opens calls). 0 = off; never for production.
+    std::uint32_t test_tool_call_opener_bias = 0;
     std::uint32_t quota_requests_per_minute = 0; ///< per API key; 0 = no quota
     std::uint32_t quota_burst = 0;               ///< requests a key may save up; 0 = one minute's
 

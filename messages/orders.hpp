@@ -57,6 +57,12 @@ struct batcher_order {
     /// The supervisor (as a plain handle): told stalled(executor, why) when a step passes
     /// step_timeout_ms; null = nobody (the step's sequences still fail).
     caf::actor watchdog;
+    /// How the version's chat template writes tool calls (model::tool_call_syntax as a number;
+    /// 0 = none): what an auto tool-call request is decoded under.
+    std::uint8_t tool_syntax = 0;
+    /// Test hook (server_config::test_tool_call_opener_bias): a logit bias on a one-token call
+    /// opener in auto tool-call turns; 0 = none.
+    float opener_bias = 0.0f;
 };
 
 template <class Inspector>
@@ -76,7 +82,8 @@ typename Inspector::result_type inspect(Inspector& f, executor_order& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batcher_order& x) {
     return f(caf::meta::type_name("batcher_order"), x.model, x.model_version, x.policy,
-             x.default_timeout_ms, x.step_timeout_ms, x.step_observer, x.watchdog);
+             x.default_timeout_ms, x.step_timeout_ms, x.step_observer, x.watchdog, x.tool_syntax,
+             x.opener_bias);
 }
 
 } // namespace bitnet::msg

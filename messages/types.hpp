@@ -164,6 +164,13 @@ struct generate_request {
     /// compiles it before queueing; a schema it cannot enforce is a 400 naming `schema_param`.
     std::string json_schema{};
     std::string schema_param{}; ///< the request field the schema came from (response_format, tools)
+    /// Tool calls the model chooses (tool_choice "auto" with tools): the functions it may call
+    /// (model/constrain/tool_call_opener.hpp, auto_call_grammar_for). When the version's chat
+    /// template writes calls in a syntax the server knows, the output is free text until the
+    /// model writes the call opener, then decoded under the call grammar, and the call's text
+    /// comes apart in token_event::call_text. Empty, or a template with no tool syntax: plain
+    /// generation. Only with json_schema empty and n 1.
+    std::string tool_union{};
     /// Automatic prefix caching may serve the prompt's leading KV blocks from the cache. False
     /// for requests that need every prompt position computed (prompt logprobs).
     bool reuse_prefix = true;
@@ -186,8 +193,8 @@ typename Inspector::result_type inspect(Inspector& f, generate_request& x) {
     return f(caf::meta::type_name("generate_request"), x.id, x.model, x.prompt, x.text,
              x.token_pieces, x.max_tokens, x.params, x.stop, x.stop_token_ids, x.prio, x.timeout_ms,
              x.t_received_us, x.client_key, x.n_resumed, x.relay, x.echo, x.prompt_logprobs,
-             x.json_schema, x.schema_param, x.reuse_prefix, x.cache_scope, x.n, x.trace,
-             x.speculative);
+             x.json_schema, x.schema_param, x.tool_union, x.reuse_prefix, x.cache_scope, x.n,
+             x.trace, x.speculative);
 }
 
 /// The prompt as a request with generate_request::echo gets it back (OpenAI's `echo`): its
@@ -238,13 +245,16 @@ struct token_event {
     /// (token -1, index 0, no text of its own), sent once before any generated token.
     prompt_echo echo;
     std::uint32_t choice = 0; ///< which of the request's n choices (generate_request::n)
+    /// A request with generate_request::tool_union: the text of this token that belongs to the
+    /// call the model opened (from its opener on); `text` keeps the reply's text alone.
+    std::string call_text;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_event& x) {
     return f(caf::meta::type_name("token_event"), x.id, x.index, x.token, x.text, x.logprob,
              x.top_tokens, x.top_logprobs, x.piece, x.top_pieces, x.prompt_tokens, x.model, x.echo,
-             x.choice);
+             x.choice, x.call_text);
 }
 
 /// The end of a request: why, how many tokens, and where the time went (microseconds).
@@ -289,6 +299,10 @@ struct step_chunk {
     /// The request's JSON Schema, on the chunk that starts a sequence (like `params`): the
     /// executor masks every sampled token of the sequence with it. Empty = unconstrained.
     std::string json_schema{};
+    /// A lazy schema (generate_request::tool_union): json_schema applies only from the call
+    /// opener on (model/constrain/tool_call_opener.hpp); empty = from the first token.
+    std::string schema_opener{};
+    bool opener_at_start = false;
     /// Prefix caching, on the chunk that starts a sequence (pos0 == 0): its leading whole
     /// blocks computed with prompt semantics (the executor offers them to the cache as they
     /// fill), and how many of those it may take from the cache instead (0 = no lookup).
@@ -317,8 +331,8 @@ struct step_chunk {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
     return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token,
-             x.json_schema, x.prefix_tokens, x.reuse_blocks, x.prefix_scope, x.fork_to,
-             x.fork_params, x.n_draft, x.draft_next, x.resume_sample);
+             x.json_schema, x.schema_opener, x.opener_at_start, x.prefix_tokens, x.reuse_blocks,
+             x.prefix_scope, x.fork_to, x.fork_params, x.n_draft, x.draft_next, x.resume_sample);
 }
 
 /// A draft model's proposal for a sequence: tokens to follow its last sample, for the next step

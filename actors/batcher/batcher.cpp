@@ -107,13 +107,14 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
                                                  "the model step failed for this request"));
         return fail_request(self, rid);
     } else {
-        if (auto tail = lr.flush(); !tail.empty()) {
+        if (auto tail = lr.flush_parts(); !tail.reply.empty() || !tail.call.empty()) {
             msg::token_event ev;
             ev.id = rid;
             ev.choice = lr.choice;
             ev.index = f.n_generated;
             ev.token = -1; // text only: the held-back end of the output
-            ev.text = std::move(tail);
+            ev.text = std::move(tail.reply);
+            ev.call_text = std::move(tail.call);
             emit_token(self, lr, std::move(ev));
         }
         msg::completion c;
@@ -296,7 +297,9 @@ void on_result(batcher_pointer self, const sched::step_plan& plan, const msg::st
             for (auto t : te.top_tokens)
                 te.top_pieces.push_back(piece_of(*st.tokenizer, t));
         }
-        te.text = lr.push(ev.token);
+        auto parts = lr.push_parts(ev.token);
+        te.text = std::move(parts.reply);
+        te.call_text = std::move(parts.call);
         ++lr.n_generated;
         const bool stop_hit = lr.stopped();
         emit_token(self, lr, std::move(te));
@@ -388,8 +391,13 @@ void kick_step(batcher_pointer self) {
             sc.params = it->second.req.params;
             sc.n_sampled = it->second.n_generated;
             mark_prompt_rows(it->second, sc);
-            if (c.part.pos0 == 0)
+            if (c.part.pos0 == 0) {
                 sc.json_schema = it->second.req.json_schema;
+                if (const auto& calls = it->second.calls) {
+                    sc.schema_opener = calls->opener().text;
+                    sc.opener_at_start = calls->opener().at_start;
+                }
+            }
             add_prefix(st, it->second, sc);
             for (auto child : c.forks) {
                 sc.fork_to.push_back(child);

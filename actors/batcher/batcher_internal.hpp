@@ -7,6 +7,7 @@
 #include "actors/batcher/sched_policy.hpp"
 #include "common/memory_tables.hpp"
 #include "common/trace.hpp"
+#include "model/constrain/tool_call_opener.hpp"
 #include "model/sampling/stop_rules.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 #include "model/tokenizer/tokenizer_stream.hpp"
@@ -58,6 +59,10 @@ struct live_request {
     std::uint32_t cached_tokens = 0;
     request_trace trace;
 
+    /// An auto tool-call request (generate_request::tool_union under a template that writes
+    /// calls): the call opener and where the output's text turns into the call's.
+    std::optional<model::constrain::call_splitter> calls;
+
     /// The text token `t` lets through: whole characters, minus anything a stop string may
     /// still claim (and nothing from a stop string on).
     std::string push(msg::token_id t) {
@@ -75,6 +80,22 @@ struct live_request {
             return piece;
         auto out = stops->feed(piece).emit;
         return stops->matched() ? out : out + stops->flush();
+    }
+    /// push(t), split into the reply's text and the call's (all reply without `calls`).
+    model::constrain::call_splitter::parts push_parts(msg::token_id t) {
+        auto s = push(t);
+        if (!calls)
+            return {std::move(s), {}};
+        return calls->feed(s);
+    }
+    /// flush(), split likewise; text held back as a possible opener is the reply's.
+    model::constrain::call_splitter::parts flush_parts() {
+        auto s = flush();
+        if (!calls)
+            return {std::move(s), {}};
+        auto out = calls->feed(s);
+        out.reply += calls->flush().reply;
+        return out;
     }
     [[nodiscard]] bool stopped() const noexcept { return stops && stops->matched(); }
 };

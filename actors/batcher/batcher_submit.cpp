@@ -8,16 +8,39 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
+
 namespace bitnet::actors::batcher_detail {
 
 namespace {
+
+/// The most calls one auto turn may hold in a list syntax (http/'s max_parallel_tool_calls).
+constexpr std::size_t max_auto_calls = 8;
+
+/// The test hook (batcher_order::opener_bias): the opener's token, when it is one, raised by
+/// the bias in `p` (kept in ascending id order, as sampling_params asks), unless the request
+/// biased that token itself.
+void steer_opener(const batcher_state& st, const model::constrain::call_opener& opener,
+                  msg::sampling& p) {
+    if (st.opt.opener_bias == 0.0f || !st.tokenizer)
+        return;
+    const auto id = st.tokenizer->find_token(opener.text);
+    if (!id)
+        return;
+    auto& lb = p.logit_bias;
+    auto it = std::lower_bound(lb.begin(), lb.end(), *id,
+                               [](const auto& e, std::int32_t t) { return e.token < t; });
+    if (it == lb.end() || it->token != *id)
+        lb.insert(it, {*id, st.opt.opener_bias});
+}
 
 /// Queues request `req` (its schema, if any, compiled already): its live state, its sink
 /// monitored, its prompt blocks offered to the prefix cache. `received` and `timeout` as the
 /// submit handler read them.
 caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generate_request req,
                                               msg::sink_actor sink, clock::time_point received,
-                                              std::int64_t timeout) {
+                                              std::int64_t timeout,
+                                              std::optional<model::constrain::call_opener> opener) {
     auto& st = self->state;
     // min_tokens and ignore_eos act on ids no client sends: the model's end-of-generation ids
     // and the request's stop ids (model/sampling/sampling_params.hpp).
@@ -38,7 +61,9 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
     sr.n_choices = std::max(req.n, 1u);
     sr.tenant = req.client_key;
     const auto& pol = st.opt.policy;
-    sr.speculate = pol.spec_max_draft > 0 &&
+    // An auto tool call's grammar starts wherever the model opens the call, which drafts made
+    // ahead of the executor's own view of the output would not know: no speculation for it.
+    sr.speculate = pol.spec_max_draft > 0 && !opener &&
                    (req.speculative == msg::spec_mode::on ||
                     (req.speculative == msg::spec_mode::server_default && pol.spec_by_default));
     // Jump-forward drafts need the schema the submit path compiled (a cache hit here).
@@ -52,9 +77,12 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
     lr.echo_sent = req.n_resumed > 0;
     if (st.tokenizer)
         lr.text.emplace(*st.tokenizer);
+    if (opener)
+        lr.calls.emplace(std::move(*opener));
     // Stop strings never cut a constrained value: a schema's output ends when the value
-    // is whole (README, "Structured output"), so they are not applied to it at all.
-    if (!req.stop.empty() && req.json_schema.empty()) {
+    // is whole (README, "Structured output"), so they are not applied to it at all. An auto
+    // tool-call turn is free text until it opens a call: its stop strings apply.
+    if (!req.stop.empty() && (req.json_schema.empty() || lr.calls)) {
         // http/ refuses empty stop strings; drop any a direct caller sends.
         std::vector<std::string> stops;
         for (auto& s : req.stop)
@@ -70,7 +98,7 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
     // resumes its draws from n_generated (step_chunk::n_sampled).
     if (req.n_resumed > 0 && req.n_resumed < req.prompt.size()) {
         for (auto it = req.prompt.end() - req.n_resumed; it != req.prompt.end(); ++it)
-            (void)lr.push(*it);
+            (void)lr.push_parts(*it);
         if (lr.stopped())
             return caf::expected<msg::request_id>(msg::to_caf_error(
                 bitnet::error{errc::invalid_argument,
@@ -138,8 +166,20 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
                               ? clock::time_point{std::chrono::microseconds(req.t_received_us)}
                               : now;
     const auto timeout = req.timeout_ms > 0 ? req.timeout_ms : st.opt.default_timeout_ms;
+    // Tool calls the model chooses: decoded under the call grammar of the template's syntax
+    // once the model opens a call; a template that writes no calls leaves the turn plain.
+    std::optional<model::constrain::call_opener> opener;
+    if (!req.tool_union.empty() && req.json_schema.empty() && req.n <= 1 && st.tokenizer)
+        if (auto g = model::constrain::auto_call_grammar_for(
+                static_cast<model::tool_call_syntax>(st.opt.tool_syntax), req.tool_union,
+                max_auto_calls)) {
+            req.json_schema = std::move(g->schema);
+            req.schema_param = "tools";
+            opener = std::move(g->opener);
+            steer_opener(st, *opener, req.params);
+        }
     auto accept = [&]() -> caf::result<msg::request_id> {
-        auto id = accept_request(self, std::move(req), std::move(sink), received, timeout);
+        auto id = accept_request(self, std::move(req), std::move(sink), received, timeout, opener);
         if (!id)
             return id.error();
         return *id;
@@ -173,8 +213,8 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
     const auto schema = req.json_schema;
     self->request(st.compiler, caf::infinite, msg::compile_atom_v, schema)
         .then(
-            [self, rp, req = std::move(req), sink = std::move(sink), received, timeout,
-             span](const std::string& failure) mutable {
+            [self, rp, req = std::move(req), sink = std::move(sink), received, timeout, span,
+             opener](const std::string& failure) mutable {
                 if (span) {
                     if (!failure.empty())
                         span_error(span->s, failure);
@@ -184,7 +224,8 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
                     rp.deliver(schema_error(req, failure));
                     return;
                 }
-                auto id = accept_request(self, std::move(req), std::move(sink), received, timeout);
+                auto id = accept_request(self, std::move(req), std::move(sink), received, timeout,
+                                         std::move(opener));
                 if (id)
                     rp.deliver(*id);
                 else

@@ -108,7 +108,12 @@ result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
                 c.json_schema, st.engine->vocab(), st.cancel.get());
             if (!compiled)
                 return compiled.error();
-            s.constraint.emplace(std::move(*compiled));
+            if (c.schema_opener.empty())
+                s.constraint.emplace(std::move(*compiled));
+            else // an auto tool call: masked only once the model opens it
+                s.lazy.emplace(seq_state::lazy_schema{
+                    std::move(*compiled),
+                    model::constrain::call_splitter({c.schema_opener, c.opener_at_start})});
             s.replay = c.n_sampled;
         }
         st.seqs.insert_or_assign(c.part.seq, std::move(s));
@@ -126,7 +131,8 @@ bool takes_first_maximum(const executor_state& st, const msg::step_chunk& c) {
     if (c.part.all_logits && c.n_draft == 0)
         return false; // prompt logprobs (echo): every row is scored whole
     const auto it = st.seqs.find(c.part.seq);
-    return it != st.seqs.end() && !it->second.constraint && it->second.sampler.first_maximum_only();
+    return it != st.seqs.end() && !it->second.schema_bound() &&
+           it->second.sampler.first_maximum_only();
 }
 
 /// Prompt positions (below decoded_from) a chunk computes: the prefill work it does.

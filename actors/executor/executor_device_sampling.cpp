@@ -17,7 +17,7 @@ bool device_can_sample(const executor_state& st, const msg::step_chunk& c) {
     if (!c.part.want_logits || c.part.all_logits || c.n_draft > 0 || !c.fork_to.empty())
         return false;
     const auto it = st.seqs.find(c.part.seq);
-    if (it == st.seqs.end() || it->second.constraint)
+    if (it == st.seqs.end() || it->second.schema_bound())
         return false;
     const model::sampling_params& p = it->second.sampler.params();
     // The device sampler implements the repetition penalty of the shaping steps (sampler.hpp,

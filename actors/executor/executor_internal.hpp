@@ -6,6 +6,7 @@
 #include "messages/interfaces.hpp"
 #include "model/constrain/mask_worker.hpp"
 #include "model/constrain/token_constraint.hpp"
+#include "model/constrain/tool_call_opener.hpp"
 #include "model/engine/engine.hpp"
 #include "model/engine/placement/device_choice.hpp"
 #include "model/sampling/sampler.hpp"
@@ -45,6 +46,18 @@ struct seq_state {
     /// until that mask is ready (empty when none).
     std::shared_ptr<model::constrain::mask_worker::job> mask_job{};
     std::vector<float> pending_row{};
+    /// An auto tool call not opened yet (step_chunk::schema_opener): the call's compiled schema,
+    /// and the opener looked for in the sampled tokens' pieces. Once the model writes it, the
+    /// schema becomes `constraint` (starting with the bytes after the opener) and this goes.
+    struct lazy_schema {
+        std::shared_ptr<const model::constrain::compiled_constraint> compiled;
+        model::constrain::call_splitter opener;
+    };
+    std::optional<lazy_schema> lazy{};
+
+    /// Masked now, or may be from a later token on: its samples are drawn on the host, one
+    /// token at a time through sample_into.
+    [[nodiscard]] bool schema_bound() const noexcept { return constraint || lazy; }
 };
 
 struct executor_state {

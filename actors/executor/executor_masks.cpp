@@ -26,13 +26,42 @@ constexpr auto stuck_after = std::chrono::milliseconds(15 * model::constrain::li
 /// How often a long wait for a mask looks at the executor's cancel flag.
 constexpr auto cancel_check = std::chrono::milliseconds(100);
 
-/// Generated tokens the constraint has still to take (a sequence re-prefilled after a
-/// preemption replays them once its whole prefix is back).
+/// Token `t` taken by the sequence's schema: the constraint's next state, or, before an auto
+/// tool call opens, its piece looked at for the opener. The piece that completes the opener
+/// starts the constraint with its bytes past the opener (past whitespace too: the call grammar
+/// starts at its value); bytes no call can start with leave the turn free text.
+void take_token(seq_state& s, msg::token_id t) {
+    if (s.constraint) {
+        (void)s.constraint->accept(t);
+        return;
+    }
+    if (!s.lazy)
+        return;
+    const auto& pieces = s.lazy->compiled->vocab().pieces;
+    if (t < 0 || static_cast<std::size_t>(t) >= pieces.size())
+        return;
+    auto& opener = s.lazy->opener;
+    const auto parts = opener.feed(pieces[static_cast<std::size_t>(t)]);
+    if (!opener.opened())
+        return;
+    std::string_view value = parts.call;
+    value.remove_prefix(std::min(opener.value_offset(), value.size()));
+    if (const auto first = value.find_first_not_of(" \t\r\n"); first != std::string_view::npos)
+        value.remove_prefix(first);
+    else
+        value = {};
+    model::constrain::token_constraint con(std::move(s.lazy->compiled));
+    s.lazy.reset();
+    if (con.accept_bytes(value))
+        s.constraint.emplace(std::move(con));
+}
+
+/// Generated tokens the schema has still to take (a sequence re-prefilled after a preemption
+/// replays them once its whole prefix is back).
 void catch_up(seq_state& s) {
-    auto& con = *s.constraint;
     const auto from = s.tokens.size() - std::min<std::size_t>(s.replay, s.tokens.size());
     for (auto i = from; i < s.tokens.size(); ++i)
-        (void)con.accept(s.tokens[i]);
+        take_token(s, s.tokens[i]);
     s.replay = 0;
 }
 
@@ -112,6 +141,8 @@ result<std::optional<std::span<const float>>> masked_row(executor_state& st, seq
 result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
                          std::span<const float> logits, std::size_t n_generated,
                          msg::step_result& out) {
+    if (s.replay > 0 && s.schema_bound())
+        catch_up(s);
     if (s.constraint) {
         auto m = masked_row(st, s, logits);
         if (!m)
@@ -127,8 +158,8 @@ result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
     auto smp = s.sampler.sample(logits, s.tokens, n_generated);
     if (!smp)
         return smp.error();
-    if (s.constraint) {
-        (void)s.constraint->accept(smp->token);
+    if (s.schema_bound()) {
+        take_token(s, smp->token);
         s.mask_job.reset(); // it was for the state before the token
         std::vector<float>().swap(s.pending_row);
     }

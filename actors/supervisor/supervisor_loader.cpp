@@ -145,6 +145,9 @@ void on_warm(supervisor_pointer self, version_rec& v) {
     bo.policy.kv_blocks_total = v.info.kv_blocks_total;
     bo.policy.eog_ids = v.info.eog_ids;
     bo.watchdog = caf::actor_cast<caf::actor>(self);
+    // Auto tool calls are decoded under the call syntax of the template that renders the tools.
+    if (v.spec.text.formatter)
+        bo.tool_syntax = static_cast<std::uint8_t>(v.spec.text.formatter->tool_syntax());
     v.batcher = spawn_batcher(self->system(), bo, v.executor, v.spec.text.tokenizer);
     self->monitor(v.batcher);
     v.text = spawn_text_actor(self->system(), v.spec.text, v.batcher);

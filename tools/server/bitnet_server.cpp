@@ -165,6 +165,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     bo.policy.weights = {c.priority_weight_high, c.priority_weight_normal, c.priority_weight_low};
     bo.default_timeout_ms = c.default_timeout_ms;
     bo.step_timeout_ms = c.step_timeout_ms;
+    bo.opener_bias = static_cast<float>(c.test_tool_call_opener_bias);
     return spec;
 }
 
