@@ -64,6 +64,9 @@ struct inference_input {
     std::string tool_name;
     /// Whether one turn may hold several calls (`parallel_tool_calls`, default true).
     bool parallel_tool_calls = true;
+    /// tool_choice "auto" (or none given) with tools: the functions the model may call if it
+    /// opens a call itself (msg::generate_request::tool_union); empty otherwise.
+    std::string tool_union;
     /// OpenAI `n`: choices from the one prompt (the server's max_n caps it; native routes: 1).
     std::uint32_t n = 1;
     /// vLLM's `cache_salt`: only requests with the same salt (and key) share cached prefixes.

@@ -353,14 +353,14 @@ std::string chat_body(const std::string& req_id, std::int64_t created, const msg
 
 std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
                                 const msg::completion& c,
-                                const std::optional<std::string>& tool_calls) {
+                                const std::optional<std::string>& tool_calls,
+                                const std::string* content) {
     const bool whole = tool_calls && c.finish_reason != "length" && c.finish_reason != "deadline";
     // A call cut short (max_tokens, the deadline) is no call and no content: the partial
     // arguments are internal text, never an answer a client could take for one.
-    const std::string message =
-        whole ? R"({"role":"assistant","content":null,"refusal":null,"tool_calls":)" + *tool_calls +
-                    "}"
-              : std::string(R"({"role":"assistant","content":null,"refusal":null})");
+    const std::string head = R"({"role":"assistant","content":)" +
+                             (content ? quoted(*content) : "null") + R"(,"refusal":null)";
+    const std::string message = whole ? head + R"(,"tool_calls":)" + *tool_calls + "}" : head + "}";
     return R"({"id":"chatcmpl-)" + req_id.substr(4) + R"(","object":"chat.completion","created":)" +
            std::to_string(created) + R"(,"model":)" + quoted(c.model) +
            R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":)" + message +

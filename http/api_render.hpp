@@ -121,12 +121,13 @@ struct chunk_head {
                                     const msg::completion& c, const std::string& text,
                                     const std::string& logprobs);
 
-/// POST /v1/chat/completions with a forced tool call: `tool_calls` (JSON text) with content null
-/// and finish_reason "tool_calls"; without them (the call was cut), content null, no calls and
-/// the finish reason ("length").
+/// POST /v1/chat/completions with a tool call: `tool_calls` (JSON text) with content null (or
+/// `content`, the text an auto turn wrote before its calls) and finish_reason "tool_calls";
+/// without them (the call was cut), no calls and the finish reason ("length").
 [[nodiscard]] std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
                                               const msg::completion& c,
-                                              const std::optional<std::string>& tool_calls);
+                                              const std::optional<std::string>& tool_calls,
+                                              const std::string* content = nullptr);
 
 /// POST /v1/completions; `logprobs` is JSON text ("null" when not asked for).
 [[nodiscard]] std::string completion_body(const std::string& req_id, std::int64_t created,

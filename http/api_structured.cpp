@@ -192,16 +192,36 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
     // A template that renders tools shows them to the model, unless the client chose "none".
     if (!(choice && choice->is_string() && choice->get_string() == "none"))
         in.template_tools = json::serialize(*tools);
-    // "auto" (the default with tools) and "none": plain generation; our chat templates do not
-    // render tools, so "auto" is left to the model (README, "Tool calls").
-    if (!choice || choice->is_null())
-        return std::nullopt;
+    bool parallel = true; // OpenAI's default
+    if (const auto* p = body.if_contains("parallel_tool_calls"); p && !p->is_null()) {
+        if (!p->is_bool())
+            return invalid_value("parallel_tool_calls", "parallel_tool_calls must be a boolean");
+        parallel = p->get_bool();
+    }
+    in.parallel_tool_calls = parallel;
     json::array alts;
     json::object defs;
+    // "auto" (the default with tools): the model may open a call itself, in its template's
+    // syntax, and is held to the call grammar from there (README, "Tool calls"); a template
+    // that writes no calls leaves the turn plain. With response_format the reply is that
+    // schema's value, no call.
+    const bool auto_choice =
+        !choice || choice->is_null() || (choice->is_string() && choice->get_string() == "auto");
+    if (auto_choice) {
+        if (!in.json_schema.empty())
+            return std::nullopt;
+        for (std::size_t i = 0; i < fns.size(); ++i)
+            alts.push_back(call_schema(fns[i].first, fns[i].second, i, defs));
+        json::object u{{"calls", std::move(alts)}, {"parallel", parallel}};
+        if (!defs.empty())
+            u["$defs"] = std::move(defs);
+        in.tool_union = json::serialize(u);
+        return std::nullopt;
+    }
     std::optional<std::size_t> only; ///< the one function forced, when it is one
     if (choice->is_string()) {
         const std::string_view c = choice->get_string();
-        if (c == "none" || c == "auto")
+        if (c == "none")
             return std::nullopt;
         if (c != "required")
             return invalid_value("tool_choice", "tool_choice must be none, auto, required or "
@@ -230,13 +250,6 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
     if (!in.json_schema.empty())
         return invalid_value("tool_choice",
                              "a forced tool call and response_format cannot be used together");
-    bool parallel = true; // OpenAI's default
-    if (const auto* p = body.if_contains("parallel_tool_calls"); p && !p->is_null()) {
-        if (!p->is_bool())
-            return invalid_value("parallel_tool_calls", "parallel_tool_calls must be a boolean");
-        parallel = p->get_bool();
-    }
-    in.parallel_tool_calls = parallel;
     force_call(in, fns, only, std::move(alts), std::move(defs));
     return std::nullopt;
 }
@@ -325,6 +338,8 @@ std::optional<forced_call> one_call(const json::value& v) {
     const auto* o = v.if_object();
     const auto* name = o ? o->if_contains("name") : nullptr;
     const auto* args = o ? o->if_contains("arguments") : nullptr;
+    if (o && !args)
+        args = o->if_contains("parameters"); // Llama 3.1's calls
     if (!name || !name->is_string() || !args)
         return std::nullopt;
     return forced_call{std::string(name->get_string()), json::serialize(*args)};
@@ -358,6 +373,31 @@ std::optional<std::vector<forced_call>> parse_forced_calls(const std::string& te
         return std::nullopt;
     calls.push_back(std::move(*c));
     return calls;
+}
+
+std::optional<std::vector<forced_call>> parse_auto_calls(std::string_view call_text) {
+    // The call's value starts at its first bracket (past an opener such as <tool_call>) and may
+    // be followed by the closing tag, when the model wrote one.
+    const auto from = call_text.find_first_of("{[");
+    if (from == std::string_view::npos)
+        return std::nullopt;
+    std::string_view value = call_text.substr(from);
+    while (!value.empty() &&
+           std::string_view(" \t\r\n").find(value.back()) != std::string_view::npos)
+        value.remove_suffix(1);
+    if (value.ends_with("</tool_call>"))
+        value.remove_suffix(std::string_view("</tool_call>").size());
+    return parse_forced_calls(std::string(value));
+}
+
+std::string calls_array(const std::vector<forced_call>& calls) {
+    json::array out;
+    for (const auto& c : calls) {
+        boost::system::error_code ec;
+        auto args = json::parse(c.arguments, ec);
+        out.push_back(json::object{{"name", c.name}, {"arguments", ec ? json::value() : args}});
+    }
+    return json::serialize(out);
 }
 
 std::optional<std::string> tool_calls_json(const std::string& text, const std::string& req_id,

@@ -93,6 +93,9 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
     g.schema_param = std::move(in.schema_param);
     c.tool_call = in.tool_call;
     c.tool_name = in.tool_name;
+    c.auto_tools = !in.tool_union.empty() && in.n == 1;
+    if (c.auto_tools)
+        g.tool_union = std::move(in.tool_union);
     g.n = in.n;
     return g;
 }
@@ -223,10 +226,39 @@ void session::on_token(msg::token_event ev) {
     const bool lp = call_->want_logprobs && real_token;
     if (call_->n_choices > 1)
         return choice_token(ev, lp);
+    // The text of a call the model opened is kept for the end (settle_auto_calls).
+    if (call_->auto_tools)
+        call_->call_text += ev.call_text;
     if (!sse_)
         return gather_token(std::move(ev), lp);
     call_->text += ev.text;
     stream_token(ev, lp);
+}
+
+void session::settle_auto_calls(const msg::completion& c) {
+    if (!call_->auto_tools || call_->call_text.empty())
+        return;
+    const bool cut = call_->cut || c.finish_reason == "length" || c.finish_reason == "deadline";
+    if (auto calls = cut ? std::nullopt : parse_auto_calls(call_->call_text)) {
+        call_->reply_text = std::move(call_->text);
+        call_->text = calls_array(*calls);
+        call_->tool_call = true;
+        call_->auto_called = true;
+        return;
+    }
+    if (cut)
+        return; // a call cut short is no call and no text (as a forced one)
+    // The model wrote the opener but no call (stop strings apply to an auto turn): its text.
+    msg::token_event rest;
+    rest.token = -1;
+    rest.text = std::move(call_->call_text);
+    call_->call_text.clear();
+    if (sse_) {
+        call_->text += rest.text;
+        stream_token(rest, false);
+    } else {
+        call_->text += rest.text;
+    }
 }
 
 /// The prompt echo (completions `echo`), before any generated token: the prompt's text (as sent,
@@ -347,6 +379,7 @@ void session::on_done(msg::completion c) {
         begin_stream();
     if (call_->n_choices > 1)
         return choice_done(std::move(c));
+    settle_auto_calls(c);
     srv_.m.completion(c);
     if (!srv_.opt.api_keys.empty())
         srv_.usage.add(client_key_, c.prompt_tokens, c.completion_tokens);
@@ -373,7 +406,8 @@ void session::on_done(msg::completion c) {
     else if (call_->kind == route_kind::chat && call_->tool_call)
         body = chat_tool_call_body(
             call_->req_id, call_->created, c,
-            tool_calls_json(call_->text, call_->req_id, false, call_->tool_name));
+            tool_calls_json(call_->text, call_->req_id, false, call_->tool_name),
+            call_->reply_text.empty() ? nullptr : &call_->reply_text);
     else if (call_->kind == route_kind::chat)
         body = chat_body(call_->req_id, call_->created, c, call_->text,
                          call_->want_logprobs ? chat_logprobs_object(call_->lp_chat) : "null");

@@ -84,6 +84,12 @@ void session::messages_done_events(const msg::completion& c) {
     const bool whole = whole_call(c);
     if (call_->tool_call && call_->tool_name.empty()) {
         // The calls among several functions, whole, each in one piece; a cut turn opens no block.
+        // Calls the model opened itself follow the text block the stream began with.
+        std::size_t first = 0;
+        if (call_->auto_called) {
+            sse_event("content_block_stop", block_stop());
+            first = 1;
+        }
         if (whole) {
             const auto calls = tool_calls_json(call_->text, call_->req_id, false);
             const auto blocks = anthropic_tool_use_blocks(*calls);
@@ -91,9 +97,10 @@ void session::messages_done_events(const msg::completion& c) {
                 const auto block = json::parse(blocks[i]).as_object();
                 sse_event("content_block_start",
                           tool_use_start(std::string(block.at("id").as_string()),
-                                         std::string(block.at("name").as_string()), i));
-                sse_event("content_block_delta", json_delta(json::serialize(block.at("input")), i));
-                sse_event("content_block_stop", block_stop(i));
+                                         std::string(block.at("name").as_string()), first + i));
+                sse_event("content_block_delta",
+                          json_delta(json::serialize(block.at("input")), first + i));
+                sse_event("content_block_stop", block_stop(first + i));
             }
         }
     } else {
@@ -118,6 +125,8 @@ std::string session::messages_body(const msg::completion& c) const {
     } else if (whole) {
         const auto calls = tool_calls_json(call_->text, call_->req_id, false, call_->tool_name);
         content.clear();
+        if (!call_->reply_text.empty()) // an auto turn's text before its calls
+            content = "[" + anthropic_text_block(call_->reply_text);
         for (const auto& b : anthropic_tool_use_blocks(*calls))
             content += (content.empty() ? "[" : ",") + b;
         content += content.empty() ? "[]" : "]";

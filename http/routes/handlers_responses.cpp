@@ -84,25 +84,29 @@ void session::responses_done_events(const msg::completion& c) {
     const auto& id = call_->req_id;
     const bool incomplete = status_of(c, whole) == "incomplete";
     output_items items;
-    if (!call_->tool_call) {
+    // Calls the model opened itself follow the message item the stream began with.
+    const std::size_t first = call_->auto_called ? 1 : 0;
+    if (!call_->tool_call || call_->auto_called) {
+        const auto& text = call_->auto_called ? call_->reply_text : call_->text;
         const auto item_id = quoted(response_message_id(id));
         responses_event("response.output_text.done",
                         ",\"item_id\":" + item_id +
-                            R"(,"output_index":0,"content_index":0,"text":)" + quoted(call_->text));
+                            R"(,"output_index":0,"content_index":0,"text":)" + quoted(text));
         responses_event(
             "response.content_part.done",
             ",\"item_id\":" + item_id +
                 R"(,"output_index":0,"content_index":0,"part":{"type":"output_text","text":)" +
-                quoted(call_->text) + R"(,"annotations":[]})");
-        const auto item = response_message_item(id, call_->text, true, incomplete);
+                quoted(text) + R"(,"annotations":[]})");
+        const auto item = response_message_item(id, text, true, incomplete);
         responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
         items.emplace_back(response_message_id(id), item);
-    } else if (whole) {
+    }
+    if (call_->tool_call && whole) {
         const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
         for (std::size_t i = 0; i < calls.size(); ++i) {
             const auto& [name, args] = calls[i];
             const auto item_id = quoted(response_call_item_id(id, i));
-            const auto index = ",\"output_index\":" + std::to_string(i);
+            const auto index = ",\"output_index\":" + std::to_string(first + i);
             if (call_->tool_name.empty()) {
                 // Among several functions (or parallel calls): each whole call now.
                 responses_event("response.output_item.added",
@@ -116,7 +120,7 @@ void session::responses_done_events(const msg::completion& c) {
             responses_event("response.output_item.done", index + ",\"item\":" + item);
             items.emplace_back(response_call_item_id(id, i), item);
         }
-    } else if (!call_->tool_name.empty()) {
+    } else if (call_->tool_call && !call_->tool_name.empty()) {
         // The one function's call, opened by the stream's head and cut short (max_output_tokens,
         // the deadline, a drain): closed with the arguments so far, status incomplete.
         const auto item_id = quoted(response_call_item_id(id));
@@ -158,6 +162,9 @@ std::string session::responses_body(const msg::completion& c) const {
         items.emplace_back(response_message_id(id),
                            response_message_item(id, call_->text, true, incomplete));
     } else if (whole) {
+        if (!call_->reply_text.empty()) // an auto turn's text before its calls
+            items.emplace_back(response_message_id(id),
+                               response_message_item(id, call_->reply_text, true, incomplete));
         const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
         for (std::size_t i = 0; i < calls.size(); ++i)
             items.emplace_back(response_call_item_id(id, i),

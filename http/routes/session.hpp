@@ -97,8 +97,16 @@ private:
         /// streamed as argument deltas); empty: the text is {"name","arguments"}.
         std::string tool_name;
         bool tool_opened = false; ///< the stream sent the call's id and name
-        bool head_sent = false;   ///< messages: message_start went out (after the prompt's count)
-        bool store = false;       ///< responses: keep the reply (http/responses/response_store.hpp)
+        /// tool_choice "auto" with tools: the model may open calls itself. Their text comes
+        /// apart from the reply's (token_event::call_text); at the end, whole calls make the
+        /// turn a tool-call turn (tool_call set, `text` the calls as a forced call among
+        /// several functions would have them, `reply_text` the text written before them).
+        bool auto_tools = false;
+        std::string call_text;
+        bool auto_called = false;
+        std::string reply_text;
+        bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
+        bool store = false;     ///< responses: keep the reply (http/responses/response_store.hpp)
         bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
         bool token_logprob = true;    ///< native stream: token events carry the logprob
         std::string input_items;      ///< responses: the input as stored items (a JSON array)
@@ -171,6 +179,10 @@ private:
     void on_token(msg::token_event ev);
     void on_echo(msg::token_event ev);
     void on_done(msg::completion c);
+    /// An auto turn's end: whole calls become the reply's calls; call text that is no whole
+    /// call is the reply's text (sent as a text delta to a stream), unless max_tokens, the
+    /// deadline or a drain cut it (then, as a cut forced call, it is neither).
+    void settle_auto_calls(const msg::completion& c);
     void on_fail(caf::error e);
     void stream_done_events(const msg::completion& c);
 
