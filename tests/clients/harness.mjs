@@ -8,10 +8,10 @@ export const API_KEY = 'client-test-key';
 export const MODEL = 'bitnet';
 
 /// Starts a server; `extra` are more command-line flags; `keys: false` starts it without API
-/// keys (as `make serve` does). Resolves to { port, origin, baseURL, log(), stop() }.
-export async function startServer(extra = [], { keys = true } = {}) {
+/// keys (as `make serve` does); `model` serves another GGUF than the default model. Resolves to
+/// { port, origin, baseURL, log(), stop() }.
+export async function startServer(extra = [], { keys = true, model = process.env.BITNET_MODEL } = {}) {
   const binary = process.env.BITNET_SERVER;
-  const model = process.env.BITNET_MODEL;
   if (!binary || !model) throw new Error('set BITNET_SERVER and BITNET_MODEL (CTest does)');
   const args = ['--model', model, '--alias', MODEL, '--port', '0', '--threads', '1',
                 '--io-threads', '1', ...(keys ? ['--api-keys', API_KEY] : []), ...extra];

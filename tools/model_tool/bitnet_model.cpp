@@ -14,9 +14,44 @@ using namespace bitnet;
 
 namespace {
 
+/// The byte-level vocabulary's first reserved tokens renamed to `texts`, typed user-defined (as
+/// Qwen2.5's <tool_call>: one token, rendered as its text): a test model with a template's
+/// markers as single tokens.
+bool set_user_tokens(tools::synth_tokenizer& t, const std::vector<std::string>& texts) {
+    model::gguf_value* tokens = nullptr;
+    model::gguf_value* types = nullptr;
+    for (auto& [key, value] : t.kvs) {
+        if (key == "tokenizer.ggml.tokens")
+            tokens = &value;
+        else if (key == "tokenizer.ggml.token_type")
+            types = &value;
+    }
+    std::size_t slot = 0;
+    while (tokens && slot < tokens->array_strings.size() &&
+           !tokens->array_strings[slot].starts_with("<|reserved_special_token_"))
+        ++slot;
+    if (!tokens || !types || slot + texts.size() > tokens->array_strings.size() ||
+        types->array_ints.size() != tokens->array_strings.size()) {
+        std::cerr << "error: --user-token needs the byte-level tokenizer (no --tokenizer) with "
+                     "enough reserved tokens\n";
+        return false;
+    }
+    for (const auto& text : texts) {
+        if (text.empty()) {
+            std::cerr << "error: --user-token takes a non-empty text\n";
+            return false;
+        }
+        tokens->array_strings[slot] = text;
+        types->array_ints[slot] = 4; // GGUF's USER_DEFINED
+        ++slot;
+    }
+    return true;
+}
+
 int run_make(const std::string& arch, const std::string& shape_name, const std::string& format,
              const std::string& tokenizer_json, std::uint64_t seed, bool nan_norm,
-             std::uint32_t vocab, const std::string& chat_template, const std::string& out) {
+             std::uint32_t vocab, const std::string& chat_template,
+             const std::vector<std::string>& user_tokens, const std::string& out) {
     auto shape = tools::find_shape(shape_name);
     if (!shape) {
         std::cerr << "error: " << shape.error().message << "\n";
@@ -48,6 +83,8 @@ int run_make(const std::string& arch, const std::string& shape_name, const std::
         }
         opt.tokenizer = std::move(*t);
     }
+    if (!user_tokens.empty() && !set_user_tokens(opt.tokenizer, user_tokens))
+        return 2;
     if (!chat_template.empty()) {
         std::ifstream in(chat_template, std::ios::binary);
         if (!in) {
@@ -105,13 +142,18 @@ int main(int argc, char** argv) {
     std::string chat_template;
     make->add_option("--chat-template", chat_template,
                      "a Jinja file written as the model's tokenizer.chat_template");
+    std::vector<std::string> user_tokens;
+    make->add_option("--user-token", user_tokens,
+                     "rename the byte-level vocabulary's next reserved token to this text, a "
+                     "user-defined token (e.g. <tool_call>); repeatable");
     bool nan_norm = false;
     make->add_flag("--nan-output-norm", nan_norm,
                    "fill output_norm.weight with NaN: valid structure, never-finite logits "
                    "(for tests of the server's warm-up check)");
     int rc = 0;
     make->callback([&] {
-        rc = run_make(arch, shape, format, tokenizer, seed, nan_norm, vocab, chat_template, out);
+        rc = run_make(arch, shape, format, tokenizer, seed, nan_norm, vocab, chat_template,
+                      user_tokens, out);
     });
 
     auto* import = app.add_subcommand(
