@@ -181,7 +181,9 @@ constexpr std::array k_rules{
     field_rule{"timeout_ms", {yes, yes, yes, yes, yes}, "the request's deadline"},
     field_rule{
         "token_logprob", {yes, none, none, none, none}, "whether stream events carry logprobs"},
-    field_rule{"tool_choice", {none, none, yes, yes, yes}, "a forcing choice makes a call"},
+    field_rule{"tool_choice",
+               {none, none, yes, yes, yes},
+               "a forcing choice makes a call; auto: the model may open one"},
     field_rule{"tools", {none, none, yes, yes, yes}, "function tools; [] means none"},
     field_rule{"top_k", {yes, yes, yes, none, yes}, "Messages: -1 means off"},
     field_rule{"top_logprobs", {none, none, yes, "400 unless 0", none}, "alternatives per token"},
