@@ -134,6 +134,8 @@ constexpr field k_fields[] = {
      "weights + KV of all loaded model versions (0 = no limit)"},
     {"probation_s", &server_config::probation_s, 0, 86400,
      "a new version crashing this soon after its swap is rolled back"},
+    {"keep_standby", &server_config::keep_standby, 0, 1,
+     "1 = a replaced version stays resident until the next swap; 0 = through probation only"},
     {"test_hooks", &server_config::test_hooks, 0, 1,
      "1 = the crash test hook (builds with test hooks only)"},
     {"log_level", &server_config::log_level, 0, 0, "trace|debug|info|warn|error|critical|off"},

@@ -142,6 +142,9 @@ struct server_config {
     std::uint64_t memory_budget_bytes = 0;
     /// A new version that crashes this soon after its flip is replaced by the previous one.
     std::uint32_t probation_s = 30;
+    /// 1 = a replaced version stays resident until the next swap (a manual rollback is a flip);
+    /// 0 = only through its successor's probation, then a rollback loads its file again.
+    std::uint32_t keep_standby = 0;
     /// 1 = serve the test hook POST /v1/models/{alias}/crash; honoured only by builds with
     /// test hooks (the dev and asan presets), ignored with a warning elsewhere.
     std::uint32_t test_hooks = 0;

@@ -4,7 +4,8 @@
 //             budget, the engine's own load) -> warming (a short generation, logits finite) ->
 //             ready: the alias is flipped to it in admission in one message; the version it
 //             replaces drains its running requests (draining) and then stays resident as the
-//             rollback target (standby) while the memory budget allows, or is unloaded.
+//             rollback target (standby) while the memory budget allows, or is unloaded; unless
+//             keep_standby, only until the new version's probation ends.
 //   failure:  at any step the alias keeps its current version; the operation ends failed.
 //   Admission hears of an alias that nothing serves: load(alias) while its new version loads
 //   (requests are told to come back), fail(alias, why) when that version failed (told why).
@@ -92,6 +93,10 @@ struct supervisor_options {
     /// Weights + KV pools of all resident versions (loading ones by their estimate); 0 = no limit.
     std::uint64_t memory_budget_bytes = 0;
     std::chrono::milliseconds probation{30000};
+    /// A replaced version, once drained, stays resident (standby) until the next swap. False:
+    /// only until its successor's probation ends (the automatic rollback needs it at once);
+    /// then it is unloaded, and a rollback loads its remembered path again.
+    bool keep_standby = false;
     /// Longest a replaced version may take to finish its running requests; then it is unloaded
     /// and what still runs there fails.
     std::chrono::milliseconds drain_timeout{120000};

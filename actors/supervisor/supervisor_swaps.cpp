@@ -123,10 +123,36 @@ void flip_back(supervisor_pointer self, const std::string& alias, std::uint64_t 
     flip(self, prev->serial);
 }
 
+namespace {
+
+/// Without keep_standby, a standby version is the rollback target only while its successor is
+/// in probation; past it, `v` is unloaded here. True: still kept, to be looked at again (its
+/// successor is in probation, or an operation of the alias is under way: a rollback that is
+/// flipping to it, a load that will retire it).
+bool standby_kept(supervisor_pointer self, version_rec& v, sup_clock::time_point now) {
+    if (self->state.opt.keep_standby)
+        return false;
+    const auto& a = self->state.table.alias(v.alias);
+    if (v.op != 0 || a.running_op != 0)
+        return true;
+    const auto* successor = a.previous == v.serial ? find_version(self, a.active) : nullptr;
+    if (successor && now < successor->probation_until)
+        return true;
+    // Its path and checksum stay with the alias: a rollback loads it again.
+    unload_version(self, v);
+    return false;
+}
+
+} // namespace
+
 void poll_drains(supervisor_pointer self) {
     bool any = false;
     const auto now = sup_clock::now();
     for (auto& [serial, v] : self->state.table.versions()) {
+        if (v.state == vstate::standby) {
+            any = standby_kept(self, v, now) || any;
+            continue;
+        }
         if (v.state != vstate::draining)
             continue;
         any = true;

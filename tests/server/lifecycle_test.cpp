@@ -454,6 +454,45 @@ TEST_CASE("rollback returns to the previous version's exact greedy outputs, conf
     CHECK(swaps(s, "rollback") == 2);
 }
 
+TEST_CASE("a replaced version stays resident only through its successor's probation, then a "
+          "rollback reloads its file; keep_standby keeps it resident") {
+    test::scratch_dir dir;
+    const auto b = make_model(dir, "b.gguf", "--seed 2");
+    for (const bool keep : {false, true}) {
+        CAPTURE(keep);
+        test::server_process s({"--probation-s", "1", "--keep-standby", keep ? "1" : "0"});
+        const auto a_out = generate(s, "tiny", "Hello");
+        REQUIRE(load_and_wait(s, "tiny", b).at("state").as_string() == "ready");
+        auto state_of = [&](const std::string& version) {
+            const auto m = model(s, "tiny");
+            for (const auto& v : m.at("versions").as_array())
+                if (v.as_object().at("version").as_string() == version)
+                    return std::string(v.as_object().at("state").as_string());
+            return std::string("absent");
+        };
+        // It drains, waits as the rollback target through B's probation (1 s), and then is
+        // unloaded, unless kept.
+        const std::string want = keep ? "standby" : "unloaded";
+        for (int i = 0; i < 1000 && state_of(a_out.second) != want; ++i)
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        REQUIRE(state_of(a_out.second) == want);
+        if (keep) {
+            // Past the probation, still resident.
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+            CHECK(state_of(a_out.second) == "standby");
+        }
+        // Either way it is the alias's previous version, and a rollback brings its answers back
+        // (a flip when resident, a load of its file, checked against its digest, when not).
+        CHECK(model(s, "tiny").at("previous_version").as_string() == a_out.second);
+        auto rb = s.post("/v1/models/tiny/rollback", "");
+        REQUIRE_MESSAGE(rb.status == 202, rb.body);
+        const auto op = wait_op(
+            s, "tiny", std::string(test::parse_object(rb.body).at("operation_id").as_string()));
+        CHECK_MESSAGE(op.at("state").as_string() == "ready", boost::json::serialize(op));
+        CHECK(generate(s, "tiny", "Hello") == a_out);
+    }
+}
+
 TEST_CASE("rollback to a version unloaded for room reloads its file, and refuses a changed file") {
     test::scratch_dir dir;
     // Two tiny versions (~0.6 MiB of weights and an 8 MiB KV pool each) fit in 22 MiB, three do

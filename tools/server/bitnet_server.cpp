@@ -178,6 +178,7 @@ actors::supervisor_options supervisor_options_for(const conf::server_config& cfg
     so.admission = std::move(admission);
     so.memory_budget_bytes = cfg.memory_budget_bytes;
     so.probation = std::chrono::seconds(cfg.probation_s);
+    so.keep_standby = cfg.keep_standby != 0;
     so.drain_timeout = std::chrono::milliseconds(cfg.default_timeout_ms);
     so.make_spec = [c = cfg, devices, step_metrics](const msg::load_order& order) {
         return spec_for(c, devices, step_metrics, order);
