@@ -455,7 +455,7 @@ TEST_CASE("rollback returns to the previous version's exact greedy outputs, conf
 }
 
 TEST_CASE("a replaced version stays resident only through its successor's probation, then a "
-          "rollback reloads its file; keep_standby keeps it resident") {
+          "rollback reloads its file, and keep_standby keeps it resident") {
     test::scratch_dir dir;
     const auto b = make_model(dir, "b.gguf", "--seed 2");
     for (const bool keep : {false, true}) {
