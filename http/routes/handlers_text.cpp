@@ -118,6 +118,22 @@ void session::do_detokenize(const std::string& body) {
         msg::detokenize_atom_v, *model, std::move(ids));
 }
 
+namespace {
+
+/// The chat a parsed request holds, as the text side renders it (its messages, the tools and
+/// chat_template_kwargs its template sees), moved out of `in`.
+msg::text_prompt chat_prompt_of(inference_input& in) {
+    msg::text_prompt p;
+    p.form = msg::prompt_form::chat;
+    p.messages = std::move(in.messages);
+    p.add_bos = in.add_bos;
+    p.tools_json = std::move(in.template_tools);
+    p.kwargs_json = std::move(in.template_kwargs);
+    return p;
+}
+
+} // namespace
+
 void session::do_count_tokens(const std::string& body) {
     const std::string route = "/v1/messages/count_tokens";
     // max_tokens is not needed to count: the parser gets one when the client left it out.
@@ -132,11 +148,7 @@ void session::do_count_tokens(const std::string& body) {
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, "-");
     auto& in = std::get<inference_input>(parsed);
-    msg::text_prompt p;
-    p.form = msg::prompt_form::chat;
-    p.messages = std::move(in.messages);
-    p.add_bos = in.add_bos;
-    p.tools_json = std::move(in.template_tools);
+    auto p = chat_prompt_of(in);
     const auto model = in.model.empty() ? srv_.opt.default_model : in.model;
     auto self = this->self();
     ask_text<std::vector<msg::token_id>>(
@@ -156,12 +168,7 @@ void session::do_apply_template(const std::string& body) {
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, "-");
     auto& in = std::get<inference_input>(parsed);
-    msg::text_prompt p;
-    p.form = msg::prompt_form::chat;
-    p.messages = std::move(in.messages);
-    p.add_bos = in.add_bos;
-    p.tools_json = std::move(in.template_tools);
-    p.kwargs_json = std::move(in.template_kwargs);
+    auto p = chat_prompt_of(in);
     const auto model = in.model.empty() ? srv_.opt.default_model : in.model;
     auto self = this->self();
     ask_text<std::string>(
