@@ -7,6 +7,7 @@
 
 #include <caf/event_based_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -130,6 +131,20 @@ caf::expected<msg::request_id> accept_request(batcher_pointer self, msg::generat
     return id;
 }
 
+/// An auto tool-call turn whose call grammar cannot be compiled (a function's parameters use a
+/// keyword the compiler refuses): the turn runs as plain generation, as it would on a template
+/// that writes no calls, rather than failing a request that did not ask for a call.
+caf::expected<msg::request_id> accept_plain(batcher_pointer self, msg::generate_request req,
+                                            msg::sink_actor sink, clock::time_point received,
+                                            std::int64_t timeout, const std::string& why) {
+    spdlog::debug("model '{}': request {}: no grammar for tool calls the model may open ({}); "
+                  "the turn is plain generation",
+                  self->state.opt.model, req.id, why);
+    req.json_schema.clear();
+    req.schema_param.clear();
+    return accept_request(self, std::move(req), std::move(sink), received, timeout, std::nullopt);
+}
+
 /// The schema's compile error as the request's error (a 400 naming the field it came in).
 caf::error schema_error(const msg::generate_request& req, const std::string& message) {
     return msg::to_caf_error(
@@ -196,6 +211,9 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
                           req.schema_param});
     if (auto known =
             model::constrain::schema_cache::shared().lookup(req.json_schema, *st.tokenizer)) {
+        if (!*known && opener)
+            return accept_plain(self, std::move(req), std::move(sink), received, timeout,
+                                known->error().message);
         if (!*known)
             return schema_error(req, known->error().message);
         return accept();
@@ -219,6 +237,15 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
                     if (!failure.empty())
                         span_error(span->s, failure);
                     close_span(span->s);
+                }
+                if (!failure.empty() && opener) {
+                    auto id = accept_plain(self, std::move(req), std::move(sink), received, timeout,
+                                           failure);
+                    if (id)
+                        rp.deliver(*id);
+                    else
+                        rp.deliver(id.error());
+                    return;
                 }
                 if (!failure.empty()) {
                     rp.deliver(schema_error(req, failure));

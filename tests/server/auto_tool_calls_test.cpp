@@ -219,6 +219,21 @@ TEST_CASE("auto tool calls: without the hook the test model opens no call and an
     CHECK(body.at("stop_reason").as_string() != "tool_use");
     for (const auto& b : body.at("content").as_array())
         CHECK(b.at("type").as_string() == "text");
+
+    // A function whose parameters use a keyword the compiler refuses: forcing a call to it is a
+    // 400 naming tools, but an auto turn, which asked for no call, runs as plain generation.
+    const std::string refused =
+        R"("tools":[{"type":"function","function":{"name":"f","parameters":)"
+        R"({"type":"object","allOf":[{"required":["a"]}]}}}])";
+    const std::string head = R"({"model":"tools","max_tokens":8,"temperature":0,)"
+                             R"("messages":[{"role":"user","content":"Hi"}],)" +
+                             refused;
+    r = s.post("/v1/chat/completions", head + R"(,"tool_choice":"required"})");
+    CHECK(r.status == 400);
+    CHECK(r.body.find("tools") != std::string::npos);
+    r = s.post("/v1/chat/completions", head + "}");
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    CHECK(json::parse(r.body).at("choices").at(0).at("message").at("content").is_string());
 }
 
 TEST_CASE("auto tool calls: a Llama 3.1 template's call is the reply's own JSON object, with "
