@@ -243,22 +243,19 @@ void session::settle_auto_calls(const msg::completion& c) {
         call_->reply_text = std::move(call_->text);
         call_->text = calls_array(*calls);
         call_->tool_call = true;
-        call_->auto_called = true;
         return;
     }
     if (cut)
         return; // a call cut short is no call and no text (as a forced one)
     // The model wrote the opener but no call (stop strings apply to an auto turn): its text.
-    msg::token_event rest;
-    rest.token = -1;
-    rest.text = std::move(call_->call_text);
-    call_->call_text.clear();
+    call_->text += call_->call_text;
     if (sse_) {
-        call_->text += rest.text;
+        msg::token_event rest;
+        rest.token = -1; // text only
+        rest.text = std::move(call_->call_text);
         stream_token(rest, false);
-    } else {
-        call_->text += rest.text;
     }
+    call_->call_text.clear();
 }
 
 /// The prompt echo (completions `echo`), before any generated token: the prompt's text (as sent,

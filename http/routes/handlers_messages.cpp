@@ -86,7 +86,7 @@ void session::messages_done_events(const msg::completion& c) {
         // The calls among several functions, whole, each in one piece; a cut turn opens no block.
         // Calls the model opened itself follow the text block the stream began with.
         std::size_t first = 0;
-        if (call_->auto_called) {
+        if (call_->auto_called()) {
             sse_event("content_block_stop", block_stop());
             first = 1;
         }

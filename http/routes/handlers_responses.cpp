@@ -85,9 +85,9 @@ void session::responses_done_events(const msg::completion& c) {
     const bool incomplete = status_of(c, whole) == "incomplete";
     output_items items;
     // Calls the model opened itself follow the message item the stream began with.
-    const std::size_t first = call_->auto_called ? 1 : 0;
-    if (!call_->tool_call || call_->auto_called) {
-        const auto& text = call_->auto_called ? call_->reply_text : call_->text;
+    const std::size_t first = call_->auto_called() ? 1 : 0;
+    if (!call_->tool_call || call_->auto_called()) {
+        const auto& text = call_->auto_called() ? call_->reply_text : call_->text;
         const auto item_id = quoted(response_message_id(id));
         responses_event("response.output_text.done",
                         ",\"item_id\":" + item_id +

@@ -103,8 +103,10 @@ private:
         /// several functions would have them, `reply_text` the text written before them).
         bool auto_tools = false;
         std::string call_text;
-        bool auto_called = false;
         std::string reply_text;
+        /// The model opened calls itself and they were whole (settle_auto_calls): they follow
+        /// the text block or message item the stream began with.
+        [[nodiscard]] bool auto_called() const noexcept { return auto_tools && tool_call; }
         bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
         bool store = false;     ///< responses: keep the reply (http/responses/response_store.hpp)
         bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
