@@ -6,22 +6,41 @@
 
 namespace bitnet::model {
 
-result<double> log_normalizer(std::span<const float> z) {
+result<float> checked_max(std::span<const float> z) {
     if (z.empty())
         return error(errc::invalid_argument, "sampling: empty logits row");
-    for (std::size_t i = 0; i < z.size(); ++i)
-        if (std::isnan(z[i]))
-            return error(errc::invalid_argument,
-                         "sampling: logit of token " + std::to_string(i) + " is NaN");
-    const float z_max = *std::max_element(z.begin(), z.end());
+    // One pass for both (the row is checked for every draw): NaN never compares greater, so
+    // the maximum skips it and the flag reports it.
+    float z_max = -std::numeric_limits<float>::infinity();
+    bool nan = false;
+    for (const float v : z) {
+        nan |= std::isnan(v);
+        z_max = v > z_max ? v : z_max;
+    }
+    if (nan) {
+        const auto at = std::find_if(z.begin(), z.end(), [](float v) { return std::isnan(v); });
+        return error(errc::invalid_argument,
+                     "sampling: logit of token " + std::to_string(at - z.begin()) + " is NaN");
+    }
     if (!std::isfinite(z_max))
         return error(errc::invalid_argument,
                      "sampling: logits row has +inf or no finite value (max = " +
                          std::to_string(z_max) + ")");
+    return z_max;
+}
+
+double log_normalizer_of_checked(std::span<const float> z, float z_max) {
     double sum = 0.0;
-    for (float v : z)
-        sum += std::exp(static_cast<double>(v) - z_max);
+    for (const float v : z)
+        sum += exp_or_zero(static_cast<double>(v) - z_max);
     return z_max + std::log(sum);
+}
+
+result<double> log_normalizer(std::span<const float> z) {
+    const auto z_max = checked_max(z);
+    if (!z_max)
+        return z_max.error();
+    return log_normalizer_of_checked(z, *z_max);
 }
 
 void top_logprobs(std::span<const float> z, std::size_t k, double log_norm,

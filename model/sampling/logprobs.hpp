@@ -6,7 +6,9 @@
 
 #include "common/error.hpp"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -17,9 +19,21 @@ struct token_logprob {
     float logprob = 0.0f;
 };
 
-/// A logits row's log-softmax normaliser: z_max + log Σ exp(z - z_max), in double.
-/// invalid_argument on an empty row, a NaN logit, or a row whose maximum is not finite.
+/// A logits row's maximum, checked: invalid_argument on an empty row, a NaN logit, or a row
+/// whose maximum is not finite (nothing can be normalised or drawn from it).
+[[nodiscard]] result<float> checked_max(std::span<const float> z);
+
+/// A logits row's log-softmax normaliser: z_max + log Σ exp(z - z_max), in double, the sum in
+/// index order. invalid_argument as checked_max.
 [[nodiscard]] result<double> log_normalizer(std::span<const float> z);
+/// The same for a row already checked, whose maximum is `z_max`.
+[[nodiscard]] double log_normalizer_of_checked(std::span<const float> z, float z_max);
+
+/// exp(x) for a shifted logit: -inf (a masked or held-back token) is 0 without a call to exp,
+/// which gives exactly 0 there too, so sums over a masked row keep their bits.
+[[nodiscard]] inline double exp_or_zero(double x) {
+    return x == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(x);
+}
 
 /// log p(t) = z[t] - log_norm, rounded to float.
 [[nodiscard]] inline float logprob_of(std::span<const float> z, std::int32_t t, double log_norm) {

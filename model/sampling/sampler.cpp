@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 #include <unordered_set>
 
@@ -95,64 +96,69 @@ void apply_openai_penalties(const sampling_params& p, float* z, std::int32_t n_v
     }
 }
 
-// Step 8 (the filters): fills `order` with every id, most likely first as far as a filter needs the
-// order, and returns how many of its first entries survive top-k, top-p and min-p.
+// Whether a truncating filter is on: only then are the candidates sorted.
+bool filters_on(const sampling_params& p) {
+    return p.top_k > 0 || p.top_p < 1.0f || p.min_p > 0.0f;
+}
+
+// Step 8 (the filters, when filters_on): fills `order` with every id, most likely first as far as
+// a filter needs the order, and returns how many of its first entries survive top-k, top-p and
+// min-p.
 std::size_t filter_candidates(const sampling_params& p, const float* z, std::int32_t n_vocab,
                               double z_max, std::vector<std::int32_t>& order) {
-    // Candidates, most likely first. A full sort only when a filter needs the order.
+    // Candidates, most likely first.
     order.resize(static_cast<std::size_t>(n_vocab));
     for (std::int32_t i = 0; i < n_vocab; ++i)
         order[static_cast<std::size_t>(i)] = i;
     std::size_t n_keep = order.size();
-    const bool need_order = p.top_k > 0 || p.top_p < 1.0f || p.min_p > 0.0f;
-    if (need_order) {
-        // top-k.
-        if (p.top_k > 0)
-            n_keep = std::min(n_keep, static_cast<std::size_t>(p.top_k));
-        if (n_keep == order.size()) // top-p / min-p alone: introsort beats a full heap sort
-            std::sort(order.begin(), order.end(), by_logit_desc{z});
-        else
-            std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_keep),
-                              order.end(), by_logit_desc{z});
+    // top-k.
+    if (p.top_k > 0)
+        n_keep = std::min(n_keep, static_cast<std::size_t>(p.top_k));
+    if (n_keep == order.size()) // top-p / min-p alone: introsort beats a full heap sort
+        std::sort(order.begin(), order.end(), by_logit_desc{z});
+    else
+        std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_keep),
+                          order.end(), by_logit_desc{z});
 
-        // top-p over the survivors' renormalised probabilities; keep at least one token.
-        if (p.top_p < 1.0f) {
-            double mass = 0.0;
-            for (std::size_t i = 0; i < n_keep; ++i)
-                mass += std::exp(static_cast<double>(z[order[i]]) - z_max);
-            double cum = 0.0;
-            for (std::size_t i = 0; i < n_keep; ++i) {
-                cum += std::exp(static_cast<double>(z[order[i]]) - z_max) / mass;
-                if (cum >= p.top_p) {
-                    n_keep = i + 1;
-                    break;
-                }
+    // top-p over the survivors' renormalised probabilities; keep at least one token.
+    if (p.top_p < 1.0f) {
+        double mass = 0.0;
+        for (std::size_t i = 0; i < n_keep; ++i)
+            mass += exp_or_zero(static_cast<double>(z[order[i]]) - z_max);
+        double cum = 0.0;
+        for (std::size_t i = 0; i < n_keep; ++i) {
+            cum += exp_or_zero(static_cast<double>(z[order[i]]) - z_max) / mass;
+            if (cum >= p.top_p) {
+                n_keep = i + 1;
+                break;
             }
         }
+    }
 
-        // min-p: p_i >= min_p * p_max  <=>  z_i >= z_max + log(min_p). order[0] is the max.
-        if (p.min_p > 0.0f) {
-            const double threshold = static_cast<double>(z[order[0]]) + std::log(p.min_p);
-            std::size_t i = 1;
-            while (i < n_keep && static_cast<double>(z[order[i]]) >= threshold)
-                ++i;
-            n_keep = i;
-        }
+    // min-p: p_i >= min_p * p_max  <=>  z_i >= z_max + log(min_p). order[0] is the max.
+    if (p.min_p > 0.0f) {
+        const double threshold = static_cast<double>(z[order[0]]) + std::log(p.min_p);
+        std::size_t i = 1;
+        while (i < n_keep && static_cast<double>(z[order[i]]) >= threshold)
+            ++i;
+        n_keep = i;
     }
     return n_keep;
 }
 
-// Step 8 (the draw): temperature, then a draw from the softmax of the first n_keep of `order` with
-// the uniform `u01`; returns the position picked.
-std::size_t draw_candidate(const sampling_params& p, const float* z, double z_max,
-                           std::span<const std::int32_t> order, std::size_t n_keep,
-                           std::vector<double>& weights, double u01) {
+// Step 8 (the draw): temperature, then a draw from the softmax of the first n_keep candidates,
+// candidate i being token id_of(i), with the uniform `u01`; returns the position picked, and in
+// `total` the sum of the weights.
+template <class IdOf>
+std::size_t draw_candidate(const sampling_params& p, const float* z, double z_max, IdOf id_of,
+                           std::size_t n_keep, std::vector<double>& weights, double u01,
+                           double& total) {
     // Temperature, then a draw from the softmax of what is left.
     const double inv_t = 1.0 / p.temperature;
-    double total = 0.0;
+    total = 0.0;
     weights.resize(n_keep);
     for (std::size_t i = 0; i < n_keep; ++i) {
-        weights[i] = std::exp((static_cast<double>(z[order[i]]) - z_max) * inv_t);
+        weights[i] = exp_or_zero((static_cast<double>(z[id_of(i)]) - z_max) * inv_t);
         total += weights[i];
     }
     const double u = u01 * total;
@@ -244,31 +250,53 @@ result<sampled> sampler::sample(std::span<const float> logits, std::span<const s
     apply_openai_penalties(params_, z, n_vocab, generated, counts_);
 
     // Log-softmax of the shaped, temperature-free logits: what we report (logprobs.hpp, the
-    // same arithmetic as a prompt token's score).
+    // same arithmetic as a prompt token's score). Its pass of exp over the row is paid only
+    // where a logprob is delivered, and a draw at temperature 1 with no filter sums the same
+    // terms in the same order, so it gives the normaliser's sum for free.
     const std::span<const float> row(z, static_cast<std::size_t>(n_vocab));
-    const auto log_norm = log_normalizer(row);
-    if (!log_norm)
-        return log_norm.error();
-    const float z_max = *std::max_element(z, z + n_vocab);
+    const auto checked = checked_max(row);
+    if (!checked)
+        return checked.error();
+    const float z_max = *checked;
+    const bool report = params_.report_logprob || params_.n_logprobs > 0;
+    std::optional<double> log_norm;
+    auto normalizer = [&] {
+        if (!log_norm)
+            log_norm = log_normalizer_of_checked(row, z_max);
+        return *log_norm;
+    };
 
     sampled out;
     if (params_.n_logprobs > 0)
-        top_logprobs(row, static_cast<std::size_t>(params_.n_logprobs), *log_norm, order_,
+        top_logprobs(row, static_cast<std::size_t>(params_.n_logprobs), normalizer(), order_,
                      out.top_logprobs);
-    auto logprob_of = [&](std::int32_t t) { return model::logprob_of(row, t, *log_norm); };
 
     if (params_.temperature == 0.0f) {
         // Greedy: first maximum = lowest id among equal logits.
         out.token = static_cast<std::int32_t>(std::max_element(z, z + n_vocab) - z);
-        out.logprob = logprob_of(out.token);
+        if (report)
+            out.logprob = logprob_of(row, out.token, normalizer());
         return out;
     }
 
-    const std::size_t n_keep = filter_candidates(params_, z, n_vocab, z_max, order_);
-    const std::size_t pick =
-        draw_candidate(params_, z, z_max, order_, n_keep, weights_, next_uniform());
-    out.token = order_[pick];
-    out.logprob = logprob_of(out.token);
+    double total = 0.0;
+    if (filters_on(params_)) {
+        const std::size_t n_keep = filter_candidates(params_, z, n_vocab, z_max, order_);
+        const auto pick = draw_candidate(
+            params_, z, z_max, [&](std::size_t i) { return order_[i]; }, n_keep, weights_,
+            next_uniform(), total);
+        out.token = order_[pick];
+    } else { // every id, in id order
+        const auto pick = draw_candidate(
+            params_, z, z_max, [](std::size_t i) { return i; }, static_cast<std::size_t>(n_vocab),
+            weights_, next_uniform(), total);
+        out.token = static_cast<std::int32_t>(pick);
+    }
+    if (report) {
+        if (!log_norm && params_.temperature == 1.0f && !filters_on(params_))
+            log_norm = z_max + std::log(total); // every id, in id order, at 1/T = 1
+        out.logprob = logprob_of(row, out.token, normalizer());
+    }
     return out;
 }
 

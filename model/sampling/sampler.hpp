@@ -16,7 +16,8 @@
 //      n_generated entries of `recent` (the generated tokens only); for each t with c[t] > 0,
 //      z[t] = z[t] - (frequency_penalty * float(c[t]) + presence_penalty).
 //   6. Reported log-probabilities: the log-softmax of z after 2-5 (logprobs.hpp, in double),
-//      before temperature and the truncating filters.
+//      before temperature and the truncating filters; computed only where delivered
+//      (report_logprob or n_logprobs), otherwise the token's logprob is 0.
 //   7. Greedy (temperature 0): the first maximum of z (lowest id among equal values); no draw.
 //   8. Otherwise: top-k, top-p and min-p on the softmax of z (temperature-free), then the
 //      softmax of what is left at 1/temperature, and one 64-bit draw of the sequence's RNG
@@ -43,7 +44,7 @@ namespace bitnet::model {
 /// filters: they describe the distribution the request asked for, not how the token was drawn.
 struct sampled {
     std::int32_t token = 0;
-    float logprob = 0.0f;
+    float logprob = 0.0f; ///< 0 where not delivered (neither report_logprob nor n_logprobs)
     std::vector<token_logprob> top_logprobs; ///< n_logprobs entries (fewer if the vocab is tiny)
 };
 

@@ -79,3 +79,51 @@ TEST_CASE("score_token refuses a target outside the row, a NaN logit and a row w
     CHECK(t.top[1].token == 2);
     CHECK(t.top[2].token == 0);
 }
+
+TEST_CASE("a drawn token's logprob is score_token's bits whichever way the sampler reaches its "
+          "normaliser, and a draw that delivers none takes the same token") {
+    // At temperature 1 without a filter the sampler takes the normaliser from the draw's own
+    // sum; elsewhere it runs the normaliser's pass. Both must give score_token's bits, and
+    // skipping the pass (no logprob delivered) must not move the draw.
+    struct arm {
+        float temperature;
+        int top_k;
+        float top_p;
+    };
+    std::mt19937_64 rng(11);
+    for (const arm a : {arm{1.0f, 0, 1.0f}, arm{0.7f, 0, 1.0f}, arm{1.0f, 40, 1.0f},
+                        arm{1.0f, 0, 0.9f}, arm{1.3f, 5, 0.95f}}) {
+        CAPTURE(a.temperature);
+        CAPTURE(a.top_k);
+        CAPTURE(a.top_p);
+        for (std::size_t n : {1u, 3u, 97u, 4096u}) {
+            CAPTURE(n);
+            model::sampling_params p;
+            p.temperature = a.temperature;
+            p.top_k = a.top_k;
+            p.top_p = a.top_p;
+            p.seed = n;
+            auto reporting = model::sampler::create(p).value();
+            p.report_logprob = false;
+            auto silent = model::sampler::create(p).value();
+            std::vector<std::int32_t> order;
+            for (int draw = 0; draw < 20; ++draw) {
+                const auto row = random_row(rng, n);
+                const auto s = reporting.sample(row).value();
+                const auto q = silent.sample(row).value();
+                CHECK(q.token == s.token);
+                CHECK(q.logprob == 0.0f);
+                const auto sc = model::score_token(row, s.token, 0, order).value();
+                CHECK(same_bits(sc.logprob, s.logprob));
+            }
+        }
+    }
+    // Without a delivered logprob the row is still checked: a NaN is refused, not drawn from.
+    model::sampling_params p;
+    p.report_logprob = false;
+    auto smp = model::sampler::create(p).value();
+    const std::vector<float> nan_row{0.5f, std::nanf(""), 1.0f};
+    auto r = smp.sample(nan_row);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().message.find("NaN") != std::string::npos);
+}
