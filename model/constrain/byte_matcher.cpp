@@ -311,9 +311,13 @@ bool byte_matcher::feed(const grammar& g, std::uint8_t b, std::uint64_t* work) {
     if (work)
         *work += configs_.size();
     std::vector<frame_stack> next;
+    next.reserve(configs_.size());
     internal::stepper s(g, next);
+    // The configurations are replaced by what they lead to, so each is stepped from where it
+    // lies, not from a copy (a copy of every configuration for every byte was most of what a
+    // token cost to match).
     for (auto& c : configs_)
-        s.step(c, b);
+        s.step(std::move(c), b);
     std::sort(next.begin(), next.end());
     next.erase(std::unique(next.begin(), next.end()), next.end());
     if (next.size() > limits::max_live_configs) {

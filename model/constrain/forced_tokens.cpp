@@ -12,9 +12,13 @@ std::string forced_bytes(const grammar& g, const byte_matcher& m, std::size_t ma
     byte_matcher taken;
     while (out.size() < max_bytes && !cur.dead() && !cur.complete(g)) {
         int only = -1;
-        for (int b = 0; b < 256; ++b) {
-            probe = cur; // assignment keeps the probe's storage: no allocation per byte
-            if (!probe.feed(g, static_cast<std::uint8_t>(b)))
+        for (int i = 0; i < 256; ++i) {
+            // Printable ASCII first: where any byte may follow (inside a string, a number),
+            // two of them are found at once, not after the 32 control bytes every such state
+            // refuses; a forced byte is still checked against all 256.
+            const auto b = static_cast<std::uint8_t>((i + 0x20) & 0xFF);
+            probe = cur;
+            if (!probe.feed(g, b))
                 continue;
             if (only >= 0)
                 return out; // a choice: the bytes stop being forced here

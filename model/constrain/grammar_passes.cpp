@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <unordered_map>
 
 namespace bitnet::model::constrain {
@@ -314,6 +315,66 @@ result<void> merge_equal(grammar& g, const compile_budget& budget) {
     return {};
 }
 
+/// Strings alike but for their lengths, alternatives of one any_of, whose length ranges meet or
+/// touch are one string over the joined range: the union of "matches the pattern (or is any
+/// string) and has m..n code points" over ranges that leave no gap is the same over their
+/// join. Without it an anyOf of 32 strings that differ only in maxLength keeps 32
+/// configurations alive through every byte of the string.
+void join_string_lengths(grammar& g) {
+    const std::size_t n_before = g.nodes.size();
+    for (std::size_t i = 0; i < n_before; ++i) {
+        if (g.nodes[i].kind != node_kind::any_of)
+            continue;
+        // The alternatives that are strings, ordered by what must match (pattern, excluded
+        // contents), then by the start of their range.
+        std::vector<std::uint32_t> strings, others;
+        for (auto a : g.nodes[i].alts) {
+            const node& x = g.nodes[a];
+            (x.kind == node_kind::string && x.min_count <= x.max_count ? strings : others)
+                .push_back(a);
+        }
+        if (strings.size() < 2)
+            continue;
+        std::sort(strings.begin(), strings.end(), [&](std::uint32_t a, std::uint32_t b) {
+            const node& x = g.nodes[a];
+            const node& y = g.nodes[b];
+            return std::tie(x.regex, x.exclude, x.min_count, x.max_count) <
+                   std::tie(y.regex, y.exclude, y.min_count, y.max_count);
+        });
+        std::vector<std::uint32_t> alts = std::move(others);
+        bool joined = false;
+        for (std::size_t k = 0; k < strings.size();) {
+            const node first = g.nodes[strings[k]];
+            std::uint32_t hi = first.max_count;
+            std::size_t end = k + 1;
+            for (; end < strings.size(); ++end) {
+                const node& y = g.nodes[strings[end]];
+                if (y.regex != first.regex || y.exclude != first.exclude)
+                    break;
+                if (hi != unbounded && std::uint64_t{y.min_count} > std::uint64_t{hi} + 1)
+                    break; // a gap: lengths between the two ranges are in neither
+                hi = (hi == unbounded || y.max_count == unbounded) ? unbounded
+                                                                   : std::max(hi, y.max_count);
+            }
+            if (end - k == 1) {
+                alts.push_back(strings[k]);
+            } else {
+                node x = first; // sorted by start: the first range starts lowest
+                x.max_count = hi;
+                x.count_cap = std::max(x.min_count, hi == unbounded ? 0u : hi);
+                g.nodes.push_back(std::move(x));
+                alts.push_back(static_cast<std::uint32_t>(g.nodes.size() - 1));
+                joined = true;
+            }
+            k = end;
+        }
+        if (joined) {
+            sort_unique(alts);
+            g.nodes[i].alts = std::move(alts);
+        }
+    }
+}
+
 /// A pointer to an any_of of one alternative points to that alternative.
 void collapse_aliases(grammar& g) {
     auto skip = [&](std::uint32_t& c) {
@@ -344,6 +405,7 @@ result<void> finish_grammar(grammar& g, const std::vector<std::string>& origin,
         return r;
     if (auto r = merge_equal(g, budget); !r)
         return r;
+    join_string_lengths(g);
     collapse_aliases(g);
     return {};
 }

@@ -1,8 +1,9 @@
 // What the schema compiler does to its graph once every $ref is resolved, so that stepping has a
 // cost bound no schema can escape: anyOf and $ref chains are flattened into one level of
 // alternatives (a cycle among them, which would fork forever without writing a byte, is an
-// error), subschemas that admit no finite value are cut out, and structurally identical nodes
-// (two copies of one recursive alternative) become one, so their configurations merge.
+// error), subschemas that admit no finite value are cut out, structurally identical nodes
+// (two copies of one recursive alternative) become one, so their configurations merge, and
+// string alternatives that differ only in length ranges that meet become one string.
 #pragma once
 
 #include "common/error.hpp"

@@ -143,6 +143,48 @@ TEST_CASE("abuse: two identical recursive object alternatives merge into one con
     CHECK(widest(g, v) == 1); // was 2^depth
 }
 
+TEST_CASE("abuse: 32 strings that differ only in maxLength are one configuration, and joined "
+          "ranges keep their gaps") {
+    std::string alts;
+    for (int i = 0; i < 32; ++i)
+        alts += (i ? "," : "") + std::string(R"({"type":"string","maxLength":)") +
+                std::to_string(100000 + i) + "}";
+    const auto g = compile(R"({"anyOf":[)" + alts + "]}");
+    const std::string v = "\"" + std::string(200, 'x') + "\"";
+    CHECK(accepts(g, v));
+    CHECK(widest(g, v) == 1); // was 32 through every byte
+    // The longest alternative's cap is the cap: 100,031 code points and no more.
+    CHECK(accepts(g, "\"" + std::string(100031, 'y') + "\""));
+    CHECK_FALSE(accepts(g, "\"" + std::string(100032, 'y') + "\""));
+
+    // Ranges that touch join; a gap stays a gap.
+    const auto touch = compile(R"({"anyOf":[{"type":"string","maxLength":3},
+        {"type":"string","minLength":4,"maxLength":6}]})");
+    CHECK(accepts(touch, R"("abcd")"));
+    CHECK(accepts(touch, R"("")"));
+    CHECK_FALSE(accepts(touch, R"("abcdefg")"));
+    CHECK(widest(touch, R"("abcdef")") == 1);
+    const auto gap = compile(R"({"anyOf":[{"type":"string","maxLength":3},
+        {"type":"string","minLength":5,"maxLength":6}]})");
+    CHECK(accepts(gap, R"("abc")"));
+    CHECK_FALSE(accepts(gap, R"("abcd")"));
+    CHECK(accepts(gap, R"("abcde")"));
+
+    // The same pattern joins over its ranges; another pattern, or a format, stays apart.
+    const auto same = compile(R"({"anyOf":[{"type":"string","pattern":"^a+$","maxLength":2},
+        {"type":"string","pattern":"^a+$","minLength":3,"maxLength":4}]})");
+    CHECK(accepts(same, R"("aaaa")"));
+    CHECK_FALSE(accepts(same, R"("aaaaa")"));
+    CHECK_FALSE(accepts(same, R"("ab")"));
+    CHECK(widest(same, R"("aaaa")") == 1);
+    const auto apart = compile(R"({"anyOf":[{"type":"string","pattern":"^a+$","maxLength":2},
+        {"type":"string","pattern":"^b+$","maxLength":4}]})");
+    CHECK(accepts(apart, R"("bbbb")"));
+    CHECK_FALSE(accepts(apart, R"("aaa")"));
+    CHECK(accepts(apart, R"("aa")"));
+    CHECK(widest(apart, "\"") == 2); // two patterns: two configurations
+}
+
 TEST_CASE("abuse: a class of 140,000 ranges is sorted once and looked up by binary search") {
     // Every other code point from U+0100 on, excluded: 140,000 single-code-point ranges.
     const std::string cls = test::sparse_code_points(140000);
