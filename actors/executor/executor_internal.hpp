@@ -54,6 +54,9 @@ struct seq_state {
         model::constrain::call_splitter opener;
     };
     std::optional<lazy_schema> lazy{};
+    /// The cached mask of the constraint's current state, as the step's prefetch found it
+    /// (null when not cached then): the sample takes it without a second lookup.
+    std::shared_ptr<const model::constrain::token_mask> ready_mask{};
 
     /// Masked now, or may be from a later token on: its samples are drawn on the host, one
     /// token at a time through sample_into.

@@ -63,6 +63,7 @@ void catch_up(seq_state& s) {
     for (auto i = from; i < s.tokens.size(); ++i)
         take_token(s, s.tokens[i]);
     s.replay = 0;
+    s.ready_mask.reset();
 }
 
 /// Until when `j` is waited for in this step.
@@ -87,10 +88,11 @@ void prefetch_masks(executor_state& st, const msg::step_batch& batch) {
         auto& s = it->second;
         // A replay waits for the chunk's tokens (masked_row asks then); a job already asked for
         // is for this same state (it is dropped whenever the constraint takes a token).
-        if (s.replay > 0 || s.mask_job)
+        if (s.replay > 0 || s.mask_job || s.ready_mask)
             continue;
         const auto& con = *s.constraint;
-        if (!con.compiled()->cached_mask(con.state()))
+        s.ready_mask = con.compiled()->cached_mask(con.state());
+        if (!s.ready_mask)
             s.mask_job = st.masks->submit(con.compiled(), con.state());
     }
 }
@@ -107,7 +109,7 @@ result<std::optional<std::span<const float>>> masked_row(executor_state& st, seq
     auto& con = *s.constraint;
     if (s.replay > 0)
         catch_up(s);
-    auto mask = con.compiled()->cached_mask(con.state());
+    auto mask = s.ready_mask ? s.ready_mask : con.compiled()->cached_mask(con.state());
     if (!mask) {
         if (!s.mask_job)
             s.mask_job = st.masks->submit(con.compiled(), con.state());
@@ -160,7 +162,8 @@ result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
         return smp.error();
     if (s.schema_bound()) {
         take_token(s, smp->token);
-        s.mask_job.reset(); // it was for the state before the token
+        s.mask_job.reset(); // both were for the state before the token
+        s.ready_mask.reset();
         std::vector<float>().swap(s.pending_row);
     }
     msg::sampled_token t{seq, smp->token, smp->logprob, {}, {}};
