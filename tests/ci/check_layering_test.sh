@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Shows that tools/ci/check-layering.sh fails on a forbidden include: copies the rooms of the real
 # tree into a temporary directory, checks the copy passes, then plants one bad include per rule
-# (in a new file, third line) and expects exit 1 naming that file:line and the rule. A commented-out
-# include must not count, and a directory that is not a source tree is a usage error (exit 2), so a
-# wrong ROOT can never read as "clean".
+# (each in a new file of its own, third line) and expects exit 1 naming every file:line with its
+# rule, and no other violation. The plants are checked in one run (each file is judged alone, so
+# one run says what one run per plant would, in a thirtieth of the time), after one run with a
+# single plant shows that one violation alone fails the check. A commented-out include must not
+# count, and a directory that is not a source tree is a usage error (exit 2), so a wrong ROOT can
+# never read as "clean".
 #
 # usage: check_layering_test.sh CHECK_SCRIPT SOURCE_ROOT
 set -euo pipefail
@@ -33,19 +36,27 @@ run_check() { # sets rc and out
 run_check
 [ "$rc" -eq 0 ] || fail "the unmodified copy should pass, got exit $rc: $out"
 
-# plant ROOM INCLUDE_TARGET RULE_TEXT: one violation alone must give exit 1, file:line and rule.
+# plant ROOM INCLUDE_TARGET RULE_TEXT: a file of its own in ROOM whose third line includes
+# INCLUDE_TARGET; the line the check must print for it is remembered.
+planted=()
+expected=()
 plant() {
     local room="$1" target="$2" rule="$3"
-    local file="$tmp/$room/planted_violation.hpp"
-    printf '#pragma once\n// planted by check_layering_test.sh\n#include %s\n' "$target" >"$file"
-    run_check
-    rm -f "$file"
-    if [ "$rc" -ne 1 ]; then
-        fail "$room including $target: expected exit 1, got $rc: $out"
-    elif ! grep -qF "$room/planted_violation.hpp:3: #include $target  [$rule]" <<<"$out"; then
-        fail "$room including $target: output does not name file:line and rule: $out"
-    fi
+    local name="planted_violation_${#planted[@]}.hpp"
+    printf '#pragma once\n// planted by check_layering_test.sh\n#include %s\n' "$target" >"$tmp/$room/$name"
+    planted+=("$tmp/$room/$name")
+    expected+=("$room/$name:3: #include $target  [$rule]")
 }
+
+# One violation alone fails the check.
+plant kernels '"model/engine/engine.hpp"' 'kernels/ may include common/ only of ours'
+run_check
+if [ "$rc" -ne 1 ] || ! grep -qF "${expected[0]}" <<<"$out"; then
+    fail "a single planted violation: expected exit 1 and '${expected[0]}', got $rc: $out"
+fi
+rm -f "${planted[@]}"
+planted=()
+expected=()
 
 plant kernels '"model/engine/engine.hpp"' 'kernels/ may include common/ only of ours'
 plant kernels '"messages/types.hpp"' 'kernels/ may include common/ only of ours'
@@ -84,6 +95,18 @@ plant model/engine/weights '"model/engine/engine.hpp"' 'model/engine/weights/ (t
 plant model/engine '"model/engine/cpu/cpu_engine.hpp"' "model/engine/'s shared files must not include an engine or placement/"
 plant model/engine/cpu '"model/engine/cuda/cuda_engine.hpp"' 'model/engine/cpu/ must not include the CUDA engine or placement/'
 plant model/engine/cuda '"model/engine/cpu/cpu_engine.hpp"' 'model/engine/cuda/ must not include the CPU engine or placement/'
+
+run_check
+rm -f "${planted[@]}"
+if [ "$rc" -ne 1 ]; then
+    fail "${#planted[@]} planted violations: expected exit 1, got $rc: $out"
+fi
+for line in "${expected[@]}"; do
+    grep -qF "$line" <<<"$out" || fail "the output does not name '$line': $out"
+done
+found="$(grep -c 'planted_violation_' <<<"$out" || true)"
+[ "$found" -eq "${#planted[@]}" ] ||
+    fail "expected ${#planted[@]} violations named, the check named $found: $out"
 
 # Allowed edges stay allowed, and only real directives count.
 printf '#pragma once\n#include "actors/cluster/peer_gate.hpp"\n#include "actors/trace_spans.hpp"\n' >"$tmp/actors/batcher/planted_ok.hpp"
