@@ -56,15 +56,15 @@ std::uint32_t draft_forced_tokens(const compiled_constraint& c, std::string_view
         std::size_t tokens_on_path = 0;
         std::size_t depth = 0;
         for (; pos + depth < bytes.size(); ++depth) {
-            const auto& next = vocab.nodes[at].next;
+            const auto next = vocab.next(at);
             const auto b = static_cast<std::uint8_t>(bytes[pos + depth]);
             auto it =
                 std::lower_bound(next.begin(), next.end(), std::make_pair(b, std::uint32_t{0}));
             if (it == next.end() || it->first != b)
                 break;
             at = it->second;
-            if (!vocab.nodes[at].tokens.empty()) {
-                tokens_on_path += vocab.nodes[at].tokens.size();
+            if (!vocab.tokens(at).empty()) {
+                tokens_on_path += vocab.tokens(at).size();
                 best = at;
                 best_len = depth + 1;
             }
@@ -74,8 +74,8 @@ std::uint32_t draft_forced_tokens(const compiled_constraint& c, std::string_view
         // Certain: it is the only piece along the way, and no piece can run past it. A walk that
         // reached the end of the forced bytes with edges left might continue into bytes that
         // are free to choose, so it is not.
-        const bool ran_out = pos + depth == bytes.size() && !vocab.nodes[at].next.empty();
-        const auto& ids = vocab.nodes[best].tokens;
+        const bool ran_out = pos + depth == bytes.size() && !vocab.next(at).empty();
+        const auto ids = vocab.tokens(best);
         all_certain = all_certain && tokens_on_path == 1 && !ran_out;
         if (all_certain)
             ++certain;

@@ -75,7 +75,12 @@ std::shared_ptr<const vocab_index> vocab_index::build(const tokenizer& tok) {
     auto v = std::make_shared<vocab_index>();
     v->n_vocab = tok.n_vocab();
     v->pieces.resize(static_cast<std::size_t>(v->n_vocab));
-    v->nodes.emplace_back();
+    // The trie as it grows (a node's edges and ids where they are added), then laid out flat.
+    struct growing_node {
+        std::vector<edge> next; ///< sorted by byte
+        std::vector<std::int32_t> tokens;
+    };
+    std::vector<growing_node> grown(1);
     for (std::int32_t id = 0; id < v->n_vocab; ++id) {
         if (tok.is_eog(id))
             continue;
@@ -90,25 +95,49 @@ std::shared_ptr<const vocab_index> vocab_index::build(const tokenizer& tok) {
         std::uint32_t at = 0;
         for (char ch : piece) {
             const auto b = static_cast<std::uint8_t>(ch);
-            auto& nx = v->nodes[at].next;
+            auto& nx = grown[at].next;
             auto it = std::lower_bound(nx.begin(), nx.end(), std::make_pair(b, std::uint32_t{0}));
             if (it != nx.end() && it->first == b) {
                 at = it->second;
                 continue;
             }
-            const auto child = static_cast<std::uint32_t>(v->nodes.size());
+            const auto child = static_cast<std::uint32_t>(grown.size());
             nx.insert(it, {b, child});
-            v->nodes.emplace_back();
+            grown.emplace_back();
             at = child;
         }
-        v->nodes[at].tokens.push_back(id);
+        grown[at].tokens.push_back(id);
+    }
+    // Depth-first order, children by byte (an explicit stack: pieces can be long).
+    std::vector<std::uint32_t> order;
+    order.reserve(grown.size());
+    std::vector<std::uint32_t> renamed(grown.size());
+    std::vector<std::uint32_t> stack{0};
+    while (!stack.empty()) {
+        const auto at = stack.back();
+        stack.pop_back();
+        renamed[at] = static_cast<std::uint32_t>(order.size());
+        order.push_back(at);
+        const auto& nx = grown[at].next;
+        for (auto it = nx.rbegin(); it != nx.rend(); ++it)
+            stack.push_back(it->second);
+    }
+    v->nodes.resize(order.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        const auto& g = grown[order[i]];
+        auto& n = v->nodes[i];
+        n.first_edge = static_cast<std::uint32_t>(v->edges.size());
+        n.n_edges = static_cast<std::uint32_t>(g.next.size());
+        for (const auto& [b, child] : g.next)
+            v->edges.emplace_back(b, renamed[child]);
+        n.first_token = static_cast<std::uint32_t>(v->node_tokens.size());
+        n.n_tokens = static_cast<std::uint32_t>(g.tokens.size());
+        v->node_tokens.insert(v->node_tokens.end(), g.tokens.begin(), g.tokens.end());
     }
     const auto eog = tok.eog_ids();
     v->eog.assign(eog.begin(), eog.end());
-    v->bytes = sizeof(vocab_index) + buffer_bytes(v->nodes) + buffer_bytes(v->pieces) +
-               buffer_bytes(v->eog);
-    for (const auto& n : v->nodes)
-        v->bytes += buffer_bytes(n.next) + buffer_bytes(n.tokens);
+    v->bytes = sizeof(vocab_index) + buffer_bytes(v->nodes) + buffer_bytes(v->edges) +
+               buffer_bytes(v->node_tokens) + buffer_bytes(v->pieces) + buffer_bytes(v->eog);
     for (const auto& p : v->pieces)
         v->bytes += heap_bytes(p);
     return v;
@@ -186,10 +215,9 @@ void compiled_constraint::set_eog(const byte_matcher& m, token_mask& mask) const
 
 void compiled_constraint::walk(std::uint32_t at, const byte_matcher& m, token_mask& mask,
                                walk_budget& b) const {
-    const auto& n = vocab_->nodes[at];
-    for (auto id : n.tokens)
+    for (auto id : vocab_->tokens(at))
         mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
-    for (const auto& [byte, child] : n.next) {
+    for (const auto& [byte, child] : vocab_->next(at)) {
         if (b.spent())
             return;
         byte_matcher next = m;

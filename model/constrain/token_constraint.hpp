@@ -37,12 +37,33 @@ using token_mask = std::vector<std::uint64_t>;
 bool apply_mask(const token_mask& mask, std::span<const float> row, std::vector<float>& out);
 
 /// The tokenizer's pieces as bytes and as a trie, and its end-of-generation ids.
+///
+/// The trie is laid out flat, nodes in depth-first order and each node's edges and token ids
+/// in one shared array apiece: a mask is a depth-first walk of it, which then reads memory
+/// mostly in order instead of chasing three heap blocks per node (on a 128k vocabulary the
+/// walk was bound by those misses).
 struct vocab_index {
+    using edge = std::pair<std::uint8_t, std::uint32_t>; ///< byte, child node
     struct trie_node {
-        std::vector<std::pair<std::uint8_t, std::uint32_t>> next; ///< sorted by byte
-        std::vector<std::int32_t> tokens;                         ///< ids whose piece ends here
+        std::uint32_t first_edge = 0;
+        std::uint32_t n_edges = 0;
+        std::uint32_t first_token = 0;
+        std::uint32_t n_tokens = 0;
     };
-    std::vector<trie_node> nodes;
+    std::vector<trie_node> nodes; ///< node 0 is the root
+    std::vector<edge> edges;      ///< each node's, sorted by byte
+    std::vector<std::int32_t> node_tokens;
+
+    /// Node `at`'s edges, sorted by byte.
+    [[nodiscard]] std::span<const edge> next(std::uint32_t at) const noexcept {
+        const auto& n = nodes[at];
+        return {edges.data() + n.first_edge, n.n_edges};
+    }
+    /// The ids whose piece ends at node `at`.
+    [[nodiscard]] std::span<const std::int32_t> tokens(std::uint32_t at) const noexcept {
+        const auto& n = nodes[at];
+        return {node_tokens.data() + n.first_token, n.n_tokens};
+    }
     std::vector<std::string> pieces; ///< per id; empty = never emitted as text (control tokens)
     std::vector<std::int32_t> eog;
     std::int32_t n_vocab = 0;
