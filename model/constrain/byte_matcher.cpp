@@ -310,21 +310,25 @@ byte_matcher byte_matcher::start(const grammar& g) {
 bool byte_matcher::feed(const grammar& g, std::uint8_t b, std::uint64_t* work) {
     if (work)
         *work += configs_.size();
-    std::vector<frame_stack> next;
-    next.reserve(configs_.size());
+    // What the configurations lead to is gathered in a buffer of this thread's, which then
+    // trades places with configs_: a byte allocates nothing once the buffers have grown (to at
+    // most limits::max_live_configs configurations and a few more while a byte forks). The
+    // configurations are replaced, so each is stepped from where it lies, not from a copy.
+    thread_local std::vector<frame_stack> next;
+    next.clear();
     internal::stepper s(g, next);
-    // The configurations are replaced by what they lead to, so each is stepped from where it
-    // lies, not from a copy (a copy of every configuration for every byte was most of what a
-    // token cost to match).
     for (auto& c : configs_)
         s.step(std::move(c), b);
     std::sort(next.begin(), next.end());
     next.erase(std::unique(next.begin(), next.end()), next.end());
     if (next.size() > limits::max_live_configs) {
-        next.clear();
+        std::vector<frame_stack>().swap(next); // dead: nothing of the fork's size is kept
         overflowed_ = true;
     }
-    configs_ = std::move(next);
+    configs_.swap(next);
+    // What this thread keeps is at most what a live state can need.
+    if (next.capacity() > limits::max_live_configs)
+        std::vector<frame_stack>().swap(next);
     return !configs_.empty();
 }
 

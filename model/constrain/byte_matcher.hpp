@@ -12,8 +12,13 @@
 
 #include "model/constrain/grammar.hpp"
 
+#include <algorithm>
+#include <array>
+#include <compare>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bitnet::model::constrain {
@@ -31,7 +36,77 @@ struct frame {
 };
 static_assert(sizeof(frame) == 32, "frames are hashed as bytes: no padding");
 
-using frame_stack = std::vector<frame>;
+/// One configuration: its frames, innermost last. The first `in_place` frames live in the object
+/// itself (JSON values are seldom nested deeper while they are written), so copying or stepping a
+/// configuration, which the matcher does for every byte and the mask walk for every trie edge,
+/// allocates nothing; a deeper stack spills to the heap.
+class frame_stack {
+public:
+    static constexpr std::uint32_t in_place = 4;
+
+    frame_stack() = default;
+    frame_stack(std::initializer_list<frame> frames) {
+        for (const auto& f : frames)
+            push_back(f);
+    }
+    frame_stack(const frame_stack&) = default;
+    frame_stack& operator=(const frame_stack&) = default;
+    /// A moved-from stack is empty (not a count of frames whose storage went elsewhere).
+    frame_stack(frame_stack&& o) noexcept
+        : local_(o.local_)
+        , spill_(std::move(o.spill_))
+        , n_(std::exchange(o.n_, 0)) {}
+    frame_stack& operator=(frame_stack&& o) noexcept {
+        local_ = o.local_;
+        spill_ = std::move(o.spill_);
+        n_ = std::exchange(o.n_, 0);
+        return *this;
+    }
+    ~frame_stack() = default;
+
+    [[nodiscard]] bool empty() const noexcept { return n_ == 0; }
+    [[nodiscard]] std::size_t size() const noexcept { return n_; }
+    [[nodiscard]] const frame* data() const noexcept {
+        return n_ <= in_place ? local_.data() : spill_.data();
+    }
+    [[nodiscard]] frame* data() noexcept { return n_ <= in_place ? local_.data() : spill_.data(); }
+    [[nodiscard]] const frame* begin() const noexcept { return data(); }
+    [[nodiscard]] const frame* end() const noexcept { return data() + n_; }
+    [[nodiscard]] frame& back() noexcept { return data()[n_ - 1]; }
+    [[nodiscard]] const frame& back() const noexcept { return data()[n_ - 1]; }
+
+    void push_back(const frame& f) {
+        if (n_ < in_place) {
+            local_[n_++] = f;
+            return;
+        }
+        if (n_ == in_place)
+            spill_.assign(local_.begin(), local_.end());
+        spill_.push_back(f);
+        ++n_;
+    }
+    void pop_back() noexcept {
+        --n_;
+        if (n_ > in_place)
+            spill_.pop_back();
+        else if (n_ == in_place) {
+            std::copy_n(spill_.begin(), in_place, local_.begin());
+            spill_.clear();
+        }
+    }
+
+    friend bool operator==(const frame_stack& a, const frame_stack& b) noexcept {
+        return a.n_ == b.n_ && std::equal(a.begin(), a.end(), b.begin());
+    }
+    friend std::strong_ordering operator<=>(const frame_stack& a, const frame_stack& b) noexcept {
+        return std::lexicographical_compare_three_way(a.begin(), a.end(), b.begin(), b.end());
+    }
+
+private:
+    std::array<frame, in_place> local_{};
+    std::vector<frame> spill_; ///< all the frames, when there are more than in_place
+    std::uint32_t n_ = 0;
+};
 
 class byte_matcher {
 public:

@@ -214,25 +214,34 @@ void compiled_constraint::set_eog(const byte_matcher& m, token_mask& mask) const
 }
 
 void compiled_constraint::walk(std::uint32_t at, const byte_matcher& m, token_mask& mask,
-                               walk_budget& b) const {
+                               walk_budget& b, std::vector<byte_matcher>& pool,
+                               std::size_t depth) const {
     for (auto id : vocab_->tokens(at))
         mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
     for (const auto& [byte, child] : vocab_->next(at)) {
         if (b.spent())
             return;
-        byte_matcher next = m;
+        byte_matcher& next = pool[depth];
+        next = m; // an assignment: the storage of the last edge's state is reused
         if (next.feed(g_, byte, &b.work))
-            walk(child, next, mask, b);
+            walk(child, next, mask, b, pool, depth + 1);
         else if (next.overflowed())
             b.stop = too_ambiguous();
     }
+}
+
+void compiled_constraint::walk_all(const byte_matcher& m, token_mask& mask, walk_budget& b) const {
+    // A trie node's depth is the length of the pieces through it, so the walk goes at most
+    // max_piece_bytes deep: the pool is sized once, and no reference into it moves.
+    std::vector<byte_matcher> pool(std::size_t{vocab_->max_piece_bytes} + 1);
+    walk(0, m, mask, b, pool, 0);
 }
 
 token_mask compiled_constraint::mask_by_trie(const byte_matcher& m) const {
     token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
     walk_budget b;
     if (!m.dead())
-        walk(0, m, mask, b);
+        walk_all(m, mask, b);
     set_eog(m, mask);
     return mask;
 }
@@ -247,7 +256,7 @@ result<token_mask> compiled_constraint::mask_within_budget(const byte_matcher& m
     b.deadline_ns = thread_cpu_ns() + limits::max_mask_ms * 1'000'000;
     b.cancel = cancel;
     if (!m.dead())
-        walk(0, m, mask, b);
+        walk_all(m, mask, b);
     if (b.stop)
         return *b.stop;
     set_eog(m, mask);

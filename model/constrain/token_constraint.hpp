@@ -121,7 +121,12 @@ private:
     mutable std::atomic<std::uint64_t> computed_{0};
 
     void set_eog(const byte_matcher& m, token_mask& mask) const;
-    void walk(std::uint32_t at, const byte_matcher& m, token_mask& mask, walk_budget& b) const;
+    /// The walk below trie node `at` (at `depth`) from state `m`; `pool[depth]` is the state one
+    /// byte further, reused for every edge (pool holds max_piece_bytes + 1 matchers).
+    void walk(std::uint32_t at, const byte_matcher& m, token_mask& mask, walk_budget& b,
+              std::vector<byte_matcher>& pool, std::size_t depth) const;
+    /// The walk from the root.
+    void walk_all(const byte_matcher& m, token_mask& mask, walk_budget& b) const;
 };
 
 /// One sequence's place in its schema: the mask for the next token, and the token taken.

@@ -6,7 +6,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
+#include <vector>
 
 using namespace bitnet::model::constrain;
 
@@ -139,4 +142,57 @@ TEST_CASE("constrain: unsupported keywords are refused by name, never ignored") 
     auto ref = compile_json_schema(R"({"$ref":"#/$defs/missing"})");
     REQUIRE_FALSE(ref);
     CHECK(ref.error().value() == bitnet::errc::invalid_argument);
+}
+
+TEST_CASE("constrain: a frame stack keeps its first frames in place and orders like a vector") {
+    // The matcher's configurations hold frame_stack::in_place frames in the object and spill the
+    // rest to the heap; across that line (pushes past it, pops back below it, copies and moves
+    // of either form) every stack must hold, compare and order as std::vector<frame> does.
+    std::mt19937_64 rng(3);
+    auto random_frame = [&] {
+        frame f;
+        f.node = static_cast<std::uint32_t>(rng() % 3);
+        f.x = static_cast<std::uint32_t>(rng() % 2);
+        return f;
+    };
+    std::vector<frame_stack> stacks;
+    std::vector<std::vector<frame>> reference;
+    for (int i = 0; i < 300; ++i) {
+        frame_stack s;
+        std::vector<frame> r;
+        const int ops = static_cast<int>(rng() % 24);
+        for (int k = 0; k < ops; ++k) {
+            if (!r.empty() && rng() % 3 == 0) {
+                s.pop_back();
+                r.pop_back();
+            } else {
+                const auto f = random_frame();
+                s.push_back(f);
+                r.push_back(f);
+            }
+            REQUIRE(s.size() == r.size());
+            if (!r.empty())
+                CHECK(s.back() == r.back());
+        }
+        frame_stack copy = s; // a copy of either form
+        frame_stack moved = std::move(copy);
+        CHECK(copy.empty()); // NOLINT(bugprone-use-after-move): moved-from is empty, by contract
+        CHECK(std::equal(moved.begin(), moved.end(), r.begin(), r.end()));
+        stacks.push_back(std::move(moved));
+        reference.push_back(std::move(r));
+    }
+    for (std::size_t a = 0; a < stacks.size(); a += 7)
+        for (std::size_t b = 0; b < stacks.size(); ++b) {
+            CHECK((stacks[a] == stacks[b]) == (reference[a] == reference[b]));
+            CHECK((stacks[a] <=> stacks[b]) == (reference[a] <=> reference[b]));
+        }
+    // Sorting and de-duplicating (what feed does with a byte's configurations) agree too.
+    std::sort(stacks.begin(), stacks.end());
+    stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+    std::sort(reference.begin(), reference.end());
+    reference.erase(std::unique(reference.begin(), reference.end()), reference.end());
+    REQUIRE(stacks.size() == reference.size());
+    for (std::size_t i = 0; i < stacks.size(); ++i)
+        CHECK(std::equal(stacks[i].begin(), stacks[i].end(), reference[i].begin(),
+                         reference[i].end()));
 }
