@@ -311,9 +311,9 @@ bool byte_matcher::feed(const grammar& g, std::uint8_t b, std::uint64_t* work) {
     if (work)
         *work += configs_.size();
     // What the configurations lead to is gathered in a buffer of this thread's, which then
-    // trades places with configs_: a byte allocates nothing once the buffers have grown (to at
-    // most limits::max_live_configs configurations and a few more while a byte forks). The
-    // configurations are replaced, so each is stepped from where it lies, not from a copy.
+    // trades places with configs_: a byte allocates nothing once the buffers have grown (the
+    // thread keeps one of at most limits::max_live_configs, below). The configurations are
+    // replaced, so each is stepped from where it lies, not from a copy.
     thread_local std::vector<frame_stack> next;
     next.clear();
     internal::stepper s(g, next);
