@@ -8,17 +8,17 @@
 //
 // llama3: the real Llama-3 tokenizer (128,256 tokens) from tests/data; default: the shipped
 // model's 4,096-token vocabulary (models/).
+#include "llama3_tokenizer.hpp"
 #include "model/constrain/token_constraint.hpp"
 #include "model/engine/engine.hpp"
 #include "model/tokenizer/tokenizer.hpp"
-#include "tools/hf_tokenizer_import.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,22 +27,6 @@ using namespace bitnet;
 namespace mc = bitnet::model::constrain;
 
 namespace {
-
-model::tokenizer load_llama3() {
-    const std::string dir = std::string(BITNET_BENCH_DATA_DIR) + "/tokenizer/";
-    auto v = tools::import_hf_tokenizer_file(dir + "llama3-tokenizer.json",
-                                             dir + "llama3-tokenizer_config.json");
-    if (!v) {
-        std::fprintf(stderr, "%s\n", v.error().to_string().c_str());
-        std::exit(1);
-    }
-    auto t = model::tokenizer::create(std::move(*v));
-    if (!t) {
-        std::fprintf(stderr, "%s\n", t.error().to_string().c_str());
-        std::exit(1);
-    }
-    return std::move(*t);
-}
 
 struct schema_case {
     const char* name;
@@ -90,11 +74,9 @@ int main(int argc, char** argv) {
     CLI11_PARSE(app, argc, argv);
 
     std::unique_ptr<model::engine> eng;
-    std::optional<model::tokenizer> own;
     const model::tokenizer* tok = nullptr;
     if (which == "llama3") {
-        own.emplace(load_llama3());
-        tok = &*own;
+        tok = &bench::llama3_tokenizer();
     } else {
         model::engine_options opt;
         opt.model_path = model_path;

@@ -1,8 +1,8 @@
 // Encode/decode throughput of the Llama-3 tokenizer (byte-level BPE, llama-bpe pre-tokenizer) on
 // the 276 reference texts of tests/data/tokenizer concatenated (English, code, JSON, many scripts),
 // repeated to about 1 MiB. Figures go to bench/RESULTS.md.
+#include "llama3_tokenizer.hpp"
 #include "model/tokenizer/tokenizer.hpp"
-#include "tools/hf_tokenizer_import.hpp"
 
 #include <benchmark/benchmark.h>
 #include <boost/json.hpp>
@@ -19,21 +19,7 @@ std::string data_dir() {
 }
 
 const bitnet::model::tokenizer& llama3() {
-    static const bitnet::model::tokenizer tok = [] {
-        auto v = bitnet::tools::import_hf_tokenizer_file(
-            data_dir() + "llama3-tokenizer.json", data_dir() + "llama3-tokenizer_config.json");
-        if (!v) {
-            std::fprintf(stderr, "%s\n", v.error().to_string().c_str());
-            std::exit(1);
-        }
-        auto t = bitnet::model::tokenizer::create(std::move(*v));
-        if (!t) {
-            std::fprintf(stderr, "%s\n", t.error().to_string().c_str());
-            std::exit(1);
-        }
-        return *t;
-    }();
-    return tok;
+    return bitnet::bench::llama3_tokenizer();
 }
 
 const std::string& corpus() {
