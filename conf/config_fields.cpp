@@ -115,6 +115,8 @@ constexpr field k_fields[] = {
      secrecy::secret},
     {"admin_open", &server_config::admin_open, 0, 1,
      "1 = admin routes open when no admin key is set (local use)"},
+    {"web_ui", &server_config::web_ui, 0, 1,
+     "1 = GET / serves the web page (chat playground, operator console) to browsers"},
     {"max_connections", &server_config::max_connections, 1, 1u << 20,
      "open connections; past it the oldest idle one closes, or the new one gets 503"},
     {"max_connections_per_client", &server_config::max_connections_per_client, 1, 1u << 20,

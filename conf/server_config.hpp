@@ -125,6 +125,8 @@ struct server_config {
     std::vector<std::string> cors_allowed_origins;
     /// 1 = admin routes need no key when admin_api_keys is empty (local use only).
     std::uint32_t admin_open = 0;
+    /// 1 = GET / serves the web page (chat playground, operator console) to browsers.
+    std::uint32_t web_ui = 1;
     /// Open connections; past it a new connection gets 503 + Retry-After and is closed.
     std::uint32_t max_connections = 1024;
     std::uint32_t max_connections_per_client = 256;

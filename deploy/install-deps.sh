@@ -26,6 +26,8 @@ packages=(
     python3-rfc3987                  # its `uri` format checker
     python3-jinja2                   # test only: the reference renderer of chat templates
                                      # (tests/model/render_chat_template.py)
+    chromium                         # the web page's browser tests (tests/clients/web-ui.test.mjs,
+                                     # driven by puppeteer-core)
     nodejs npm                       # the npm client suite (tests/clients; its packages:
                                      # tests/clients/install.sh, run by make deps)
 )

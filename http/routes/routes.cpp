@@ -7,6 +7,8 @@ namespace bitnet::http {
 namespace {
 
 constexpr std::array k_routes{
+    route{"GET", "/", route_id::web_page, role::open},
+    route{"GET", "/ui/{asset}", route_id::web_asset, role::open},
     route{"GET", "/health/live", route_id::health_live, role::open},
     route{"GET", "/health/ready", route_id::health_ready, role::open},
     route{"GET", "/health", route_id::health, role::open},

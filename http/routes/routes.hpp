@@ -12,6 +12,8 @@ namespace bitnet::http {
 
 /// What a route does; the session dispatches on it.
 enum class route_id {
+    web_page,
+    web_asset,
     health_live,
     health_ready,
     health,

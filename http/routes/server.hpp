@@ -49,6 +49,8 @@ struct server_options : transport_options {
     /// `admin_open` (local use) lets them through without a key.
     std::vector<std::string> admin_keys;
     bool admin_open = false;
+    /// GET / serves the web page (http/ui/) to browsers; off: a 404 there and under /ui/.
+    bool web_ui = true;
     std::string default_model;
     /// Model states and executor info for /v1/models, /health and bitnet_model_info. Null: the
     /// models are listed from admission's queue stats only.

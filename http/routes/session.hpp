@@ -10,6 +10,7 @@
 //   handlers_models.cpp     model management: load, rollback, unload, the crash hook, tickets
 //   handlers_text.cpp       tokenize, detokenize, count_tokens, apply-template
 //   handlers_cluster.cpp    the cluster's members and rolls
+//   handlers_web.cpp        the web page (GET /) and its files (GET /ui/NAME)
 //   handlers_choices.cpp    n > 1: each choice's tokens and end
 //   handlers_messages.cpp   Anthropic's Messages stream and reply
 //   handlers_responses.cpp  OpenAI's Responses stream, reply and store
@@ -281,6 +282,14 @@ private:
     // ---- cluster (handlers_cluster.cpp) ------------------------------------------------
 
     void do_cluster();
+
+    // ---- the web page (handlers_web.cpp) -----------------------------------------------
+
+    /// GET /: the page for a browser (Accept names text/html) unless web_ui is off; a line
+    /// saying the server runs for any other client (probes, scripts).
+    void do_web_page(const std::string& route, const request& req);
+    /// GET /ui/NAME: one of the page's files, or 404.
+    void do_web_asset(const std::string& route, const std::string& name);
 
     // ---- text (handlers_text.cpp) ------------------------------------------------------
 

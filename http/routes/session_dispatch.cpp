@@ -147,6 +147,10 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
     if (json_body && r.id != route_id::model_load && !json_type(req))
         return send_error(label, status_error(415, "send Content-Type: application/json"), "-");
     switch (r.id) {
+    case route_id::web_page:
+        return do_web_page(label, req);
+    case route_id::web_asset:
+        return do_web_asset(label, alias);
     case route_id::health_live:
         return send_json(label, 200, R"({"status":"ok"})");
     case route_id::health_ready:
