@@ -200,6 +200,22 @@ function bodyRouteErrors(op, { mediaType = true, badJson = true } = {}) {
 }
 
 const CASES = [
+  // the web page
+  { name: 'the page for a browser', op: 'GET /', key: null, headers: { accept: 'text/html,application/xhtml+xml;q=0.9' }, status: 200,
+    check: ({ body, headers }) => {
+      assert.match(body, /<nav aria-label="Views">/);
+      assert.match(headers.get('content-security-policy') ?? '', /script-src 'self'/);
+      assert.match(headers.get('content-security-policy') ?? '', /frame-ancestors 'none'/);
+      assert.equal(headers.get('x-content-type-options'), 'nosniff');
+    } },
+  { name: 'a line for any other client', op: 'GET /', key: null, status: 200,
+    check: ({ body }) => assert.equal(body, 'bitnet-serve is running\n') },
+  { name: 'POST is not allowed', op: 'GET /', method: 'POST', key: null, status: 405 },
+  { name: 'a file of the page', op: 'GET /ui/{asset}', path: '/ui/app.js', key: null, status: 200 },
+  { name: 'the style sheet', op: 'GET /ui/{asset}', path: '/ui/style.css', key: null, status: 200 },
+  { name: 'a name the page does not have', op: 'GET /ui/{asset}', path: '/ui/index.html', key: null, status: 404 },
+  { name: 'no path outside the table', op: 'GET /ui/{asset}', path: '/ui/..%2fopenapi.json', key: null, status: 404 },
+
   // health and the document
   { name: 'live', op: 'GET /health/live', key: null, status: 200 },
   { name: 'PUT is not allowed', op: 'GET /health/live', method: 'PUT', key: null, status: 405 },
