@@ -229,6 +229,7 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.admin_keys = cfg.admin_api_keys;
     ho.cors_origins = cfg.cors_allowed_origins;
     ho.admin_open = cfg.admin_open != 0;
+    ho.web_ui = cfg.web_ui != 0;
     ho.max_connections = cfg.max_connections;
     ho.max_connections_per_client = cfg.max_connections_per_client;
     ho.trusted_proxies = cfg.trusted_proxies;
