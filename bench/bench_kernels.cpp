@@ -1,9 +1,9 @@
-// CPU kernel throughput on the BitNet-b1.58-2B-4T shapes (spec §4.1): the ternary product per
-// kernel family at decode (M = 1, weight GB/s) and batched (M tokens, GMAC/s), the tied-logits F16
-// product in F16 and in Q8_0 blocks, activation quantization, and the machine's streaming read
-// bandwidth with the same thread counts, so decode figures can be quoted as a fraction of the
-// roofline. Figures go to bench/RESULTS.md ("Kernels"). BITNET_ISA does not matter here: every
-// family this CPU runs is registered by name.
+// CPU kernel throughput on the BitNet-b1.58-2B-4T shapes (docs/GGUF-FORMAT.md §4.1): the ternary
+// product per kernel family at decode (M = 1, weight GB/s) and batched (M tokens, GMAC/s), the
+// tied-logits F16 product in F16 and in Q8_0 blocks, activation quantization, and the machine's
+// streaming read bandwidth with the same thread counts, so decode figures can be quoted as a
+// fraction of the roofline. Figures go to bench/RESULTS.md ("Kernels"). BITNET_ISA does not matter
+// here: every family this CPU runs is registered by name.
 #include "ceilings.hpp"
 #include "kernels/cpu_features.hpp"
 #include "kernels/f16.hpp"
@@ -134,7 +134,8 @@ void bm_ternary_decode_stack(benchmark::State& state, isa family) {
 }
 
 // --- 1.6-bit packing (5 codes a byte, base 3): a measurement for memory-bound decode -----------
-// Codes 0..2 of an I2_S matrix, one per byte, row-major (spec §2.2's block order undone).
+// Codes 0..2 of an I2_S matrix, one per byte, row-major (docs/GGUF-FORMAT.md §2.2's block order
+// undone).
 std::vector<std::uint8_t> i2s_codes(const std::vector<std::uint8_t>& i2s, std::uint32_t rows,
                                     std::uint32_t cols) {
     std::vector<std::uint8_t> c(static_cast<std::size_t>(rows) * cols);

@@ -1,5 +1,6 @@
-// This machine's own ceilings, measured in the same run as the figures they bound (BENCHMARKING.md:
-// compare a figure with what this CPU can do now, not with a number from another machine):
+// This machine's own ceilings, measured in the same run as the figures they bound
+// (docs/BENCHMARKING.md: compare a figure with what this CPU can do now, not with a number from
+// another machine):
 //   - int8 multiply-accumulate peak of the best instruction the CPU has: vpdpbusd on zmm or ymm
 //     (AVX-512 VNNI), else vpmaddubsw on ymm (AVX2: the instruction bitnet.cpp's x86 kernel uses);
 //   - fp32 FMA peak (vfmadd231ps on zmm or ymm);

@@ -2,7 +2,7 @@
 # What prompt logprobs cost (completions `echo`): the same P-token prompt (random ids below VOCAB,
 # the same ids every time) run (A) as a plain request, max_tokens 1 (prefill and one sample), and
 # (B) as an echo request, max_tokens 0 with logprobs 1 (prefill with every token's logits row and
-# the scoring), interleaved A B A B (BENCHMARKING.md). Per pair: the server's prefill time from
+# the scoring), interleaved A B A B (docs/BENCHMARKING.md). Per pair: the server's prefill time from
 # Server-Timing and the server process's CPU time (user+system from /proc/SERVER_PID/stat), then
 # the medians of the B/A ratios. Start the server with the model first, e.g.
 #   build/release/tools/bitnet-server --model /tmp/2b4t.gguf --port 8080 --threads 2 &

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// Plain HTTP against HTTPS on the same server build (BENCHMARKING.md rules: interleaved A B A B
-// in one sitting, medians of the per-pair ratios with the range). Two bitnet-server processes run
-// side by side, one plain and one with --tls-cert/--tls-key; each round sends GET `--path` from
-// `--concurrency` clients for `--seconds` to one, then the other. Two modes:
+// Plain HTTP against HTTPS on the same server build (docs/BENCHMARKING.md rules: interleaved
+// A B A B in one sitting, medians of the per-pair ratios with the range). Two bitnet-server
+// processes run side by side, one plain and one with --tls-cert/--tls-key; each round sends GET
+// `--path` from `--concurrency` clients for `--seconds` to one, then the other. Two modes:
 //   reuse  keep-alive connections (the steady state: TLS record cost only)
 //   fresh  a new connection per request (TCP + TLS handshake every time)
 // Reports requests/s (wall clock: noisy on a shared machine) and the server's CPU time per

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Load generator for bitnet-server (BENCHMARKING.md, "What to record for the server"): sweeps
+// Load generator for bitnet-server (docs/BENCHMARKING.md, "What to record for the server"): sweeps
 // concurrency levels of streaming clients on loopback and reports, per level, aggregate generated
 // tokens/s, TTFT p50/p90/p99, inter-token latency p50/p90/p99, end-to-end p50/p90/p99 and errors
 // by status. Node's own http module only; nothing leaves 127.0.0.1.

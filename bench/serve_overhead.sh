@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The server's overhead (BENCHMARKING.md rules: ratios in one run, interleaved A B A B, median of
-# the per-pair ratios with the range): the same workload, N streams x P-token prompts x T greedy
-# tokens, (A) through HTTP (bench/loadgen.mjs against a running bitnet-server started with
+# The server's overhead (docs/BENCHMARKING.md rules: ratios in one run, interleaved A B A B,
+# median of the per-pair ratios with the range): the same workload, N streams x P-token prompts x
+# T greedy tokens, (A) through HTTP (bench/loadgen.mjs against a running bitnet-server started with
 # --max-seqs >= N) and (B) driven directly through model::step + sampler (bench_engine
 # --workload). Prints each pair and the medians of two ratios: aggregate tokens/s (A/B, wall
 # clock: at the mercy of a noisy machine) and CPU time per generated token (A/B: the server

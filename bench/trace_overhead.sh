@@ -3,7 +3,7 @@
 # sampling 1.0, and a collector that is down changes no request's latency). Three servers on the
 # same model: (off) tracing off, (on) --otlp-endpoint to a null receiver (bench/otlp_sink.mjs)
 # with --otlp-sample-ratio 1, (down) --otlp-endpoint to a port where nothing listens. Measured one
-# after the other in interleaved rounds off on down (BENCHMARKING.md: ratios in one run, median
+# after the other in interleaved rounds off on down (docs/BENCHMARKING.md: ratios in one run, median
 # of the per-round ratios with the range). Each run: bench/loadgen.mjs, N streams x T greedy
 # tokens, ROUNDS requests per stream. Per round: aggregate tokens/s on/off (wall clock, noisy on
 # a shared machine), the server process's CPU time per generated token on/off (/proc/PID/stat

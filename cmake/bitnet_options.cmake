@@ -65,7 +65,7 @@ endfunction()
 
 # bitnet_precompile_reuse(target FROM): the sub-rooms of one glue room share one precompiled
 # header (their first library's) instead of compiling one each: a .gch costs 15-18 s on our
-# machines (TOOLCHAIN-NOTES.md, Q8), and the sub-rooms' files include the same CAF/Beast headers.
+# machines (docs/ARCHITECTURE.md §5), and the sub-rooms' files include the same CAF/Beast headers.
 # The targets' compile options and definitions must match, as those of one room's sub-rooms do.
 function(bitnet_precompile_reuse tgt from)
     if(NOT BITNET_PCH)

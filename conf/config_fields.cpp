@@ -4,6 +4,15 @@ namespace bitnet::conf::detail {
 
 namespace {
 
+// The keys of test builds (BITNET_TEST_HOOKS: the dev and asan presets), last in the table there.
+// clang-format off
+#define BITNET_TEST_HOOK_FIELDS                                                                    \
+    {"test_tool_call_opener_bias", &server_config::test_tool_call_opener_bias, 0, 100,             \
+     "test hook: logit bias on a one-token tool-call opener in auto turns (0 = off)"},             \
+    {"test_hooks", &server_config::test_hooks, 0, 1,                                               \
+     "1 = serve the crash test hook POST /v1/models/{alias}/crash"},
+// clang-format on
+
 // Every key, as data: constant-initialized, so it is whole before any code runs.
 constexpr field k_fields[] = {
     {"listen_address", &server_config::listen_address, 0, 0, "address to listen on"},
@@ -77,8 +86,6 @@ constexpr field k_fields[] = {
     {"schema_cache_bytes", &server_config::schema_cache_bytes, 1ull << 20, 1ull << 40,
      "bytes of compiled structured-output schemas kept for all models (LRU; a schema past the "
      "whole budget is a 400)"},
-    {"test_tool_call_opener_bias", &server_config::test_tool_call_opener_bias, 0, 100,
-     "test hook: logit bias on a one-token tool-call opener in auto turns (0 = off)"},
     {"quota_requests_per_minute", &server_config::quota_requests_per_minute, 0, 1u << 24,
      "sequences (n choices count n) per minute per API key before 429 (0 = no quota)"},
     {"quota_burst", &server_config::quota_burst, 0, 1u << 24,
@@ -138,8 +145,6 @@ constexpr field k_fields[] = {
      "a new version crashing this soon after its swap is rolled back"},
     {"keep_standby", &server_config::keep_standby, 0, 1,
      "1 = a replaced version stays resident until the next swap; 0 = through probation only"},
-    {"test_hooks", &server_config::test_hooks, 0, 1,
-     "1 = the crash test hook (builds with test hooks only)"},
     {"log_level", &server_config::log_level, 0, 0, "trace|debug|info|warn|error|critical|off"},
     {"compute_spin_count", &server_config::compute_spin_count, 0, 100000000,
      "iterations an idle compute thread spins before it sleeps (0 = sleep at once)"},
@@ -191,7 +196,18 @@ constexpr field k_fields[] = {
     {"devices", &server_config::devices, 0, 0,
      "placements in preference order: auto, cpu, cuda, cuda:N, sim:N (comma-separated; the "
      "CPU is always the last resort)"},
+#ifdef BITNET_TEST_HOOKS
+    BITNET_TEST_HOOK_FIELDS
+#endif
 };
+
+#ifndef BITNET_TEST_HOOKS
+// Without the test hooks their keys are in no listing (--help, --print-config) and no flag or
+// environment variable reads them, but a file that names them still loads (operators' files, and
+// those written for a test build): the value is read and nothing uses it.
+constexpr field k_absent_test_fields[] = {BITNET_TEST_HOOK_FIELDS};
+#endif
+#undef BITNET_TEST_HOOK_FIELDS
 
 } // namespace
 
@@ -203,6 +219,17 @@ const field* find_field(std::string_view key) {
     for (const auto& f : fields())
         if (f.key == key)
             return &f;
+    return nullptr;
+}
+
+const field* find_file_key(std::string_view key) {
+    if (const auto* f = find_field(key))
+        return f;
+#ifndef BITNET_TEST_HOOKS
+    for (const auto& f : k_absent_test_fields)
+        if (f.key == key)
+            return &f;
+#endif
     return nullptr;
 }
 

@@ -41,5 +41,8 @@ inline constexpr std::uint64_t k_u32_max = UINT32_MAX;
 [[nodiscard]] std::span<const field> fields();
 /// The key named `key`, or null.
 [[nodiscard]] const field* find_field(std::string_view key);
+/// A key a config file may hold: find_field's, and in a build without the test hooks their keys
+/// too (read, used by nothing, listed nowhere), so a file written for a test build still loads.
+[[nodiscard]] const field* find_file_key(std::string_view key);
 
 } // namespace bitnet::conf::detail

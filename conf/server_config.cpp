@@ -381,7 +381,7 @@ result<void> apply_json(server_config& cfg, std::string_view json_text, std::str
         // Keys starting with '_' are comments (JSON has none of its own).
         if (!k.empty() && k.front() == '_')
             continue;
-        const field* f = find_field(k);
+        const field* f = detail::find_file_key(k);
         if (!f)
             return error{errc::invalid_argument,
                          std::string(origin) + ": unknown config key '" + std::string(k) + "'"};

@@ -1,7 +1,7 @@
 // Response rendering: every JSON body and SSE payload the routes send, native and OpenAI shapes,
 // as pure functions of native values (the request parsing is beside it, in api_json.hpp). The
 // session only decides what to send and when; the bytes are made here. Tests compare streams
-// byte for byte, so a change here is a change to the contract (HTTP-API.md).
+// byte for byte, so a change here is a change to the contract (http/openapi.json).
 #pragma once
 
 #include "common/memory_tables.hpp"

@@ -1,4 +1,5 @@
-// errc -> HTTP status + the contract's error body, in one function (HTTP-API.md "Errors").
+// errc -> HTTP status + the contract's error body, in one function (http/openapi.json,
+// ErrorResponse).
 #pragma once
 
 #include "common/error.hpp"

@@ -1,7 +1,8 @@
-// Causal multi-head attention of one query token over a paged F16 KV cache, with GQA (spec §3.4
-// step 6, §3.6): q rounded to F16, S = K·q accumulated in float, softmax(S · scale) with expf in
-// float and the sum in double (kernels/softmax.hpp), probabilities optionally rounded to F16
-// (bitnet.cpp does so in single-token steps only), then o = V·P in float (FMA).
+// Causal multi-head attention of one query token over a paged F16 KV cache, with GQA
+// (docs/GGUF-FORMAT.md §3.4 step 6, §3.6): q rounded to F16, S = K·q accumulated in float,
+// softmax(S · scale) with expf in float and the sum in double (kernels/softmax.hpp), probabilities
+// optionally rounded to F16 (bitnet.cpp does so in single-token steps only), then o = V·P in float
+// (FMA).
 //
 // KV in Q8_0 (opt-in, kv_cache_type q8_0): each KV head's row of head_dim values is stored as
 // head_dim / 32 blocks of an F16 scale d and 32 int8 q (ggml's block_q8_0: d = max|x| / 127,

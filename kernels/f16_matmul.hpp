@@ -1,6 +1,6 @@
-// The F16 matrix product of the tied logits (spec §3.4 step 4): each activation row is rounded to
-// F16, dotted with F16 weight rows, accumulated in float. Used for logits only, where the weight
-// (the token embedding) is the largest tensor of the model.
+// The F16 matrix product of the tied logits (docs/GGUF-FORMAT.md §3.4 step 4): each activation row
+// is rounded to F16, dotted with F16 weight rows, accumulated in float. Used for logits only, where
+// the weight (the token embedding) is the largest tensor of the model.
 #pragma once
 
 #include "kernels/cpu_features.hpp"

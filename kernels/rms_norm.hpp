@@ -1,5 +1,5 @@
-// RMSNorm as ggml computes it (spec §3.4): Σ x² of float products summed in double, then
-// scale = 1 / sqrtf(mean + eps) in float, y = (x · scale) ⊙ g.
+// RMSNorm as ggml computes it (docs/GGUF-FORMAT.md §3.4): Σ x² of float products summed in double,
+// then scale = 1 / sqrtf(mean + eps) in float, y = (x · scale) ⊙ g.
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
-// Rotary position embedding (spec §3.4 step 4, §3.6). Angles are built as ggml_rope_cache_init
-// does, in float and iteratively: theta starts at the position and is multiplied by
-// base^(-2/head_dim) once per pair; an optional frequency factor divides it. Getting this exactly
-// right matters: computing the angles in double moves bitnet.cpp's logits by ~0.05.
+// Rotary position embedding (docs/GGUF-FORMAT.md §3.4 step 4, §3.6). Angles are built as
+// ggml_rope_cache_init does, in float and iteratively: theta starts at the position and is
+// multiplied by base^(-2/head_dim) once per pair; an optional frequency factor divides it. Getting
+// this exactly right matters: computing the angles in double moves bitnet.cpp's logits by ~0.05.
 #pragma once
 
 #include <cstddef>

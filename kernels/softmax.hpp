@@ -1,6 +1,6 @@
-// The softmax of attention scores as ggml_soft_max computes it in bitnet.cpp (spec §3.6): per row,
-// m = max, e_i = expf(x_i − m) in float, the sum of the e_i in double in position order, then each
-// e_i times (float)(1 / sum), optionally rounded to F16.
+// The softmax of attention scores as ggml_soft_max computes it in bitnet.cpp (docs/GGUF-FORMAT.md
+// §3.6): per row, m = max, e_i = expf(x_i − m) in float, the sum of the e_i in double in position
+// order, then each e_i times (float)(1 / sum), optionally rounded to F16.
 //
 // The vector family keeps those bits: its expf repeats glibc's (since 2.28; the FMA variant,
 // which glibc itself picks on every CPU our vector kernels run on) operation for operation in

@@ -1,5 +1,5 @@
-// BitLinear on the CPU (spec §3.5, §6): per-token int8 activation quantization and the ternary
-// matrix product over M tokens at once,
+// BitLinear on the CPU (docs/GGUF-FORMAT.md §3.5, §6): per-token int8 activation quantization and
+// the ternary matrix product over M tokens at once,
 //
 //     y[t][m] = (Σ_k code[m][k] · q[t][k] − Σ_k q[t][k]) / act_scale[t] · w_scale,
 //
@@ -19,8 +19,9 @@
 
 namespace bitnet::kernels {
 
-/// Activations of `n_rows` tokens quantized for the ternary product (the work buffer of spec
-/// §6.2): int8 codes [n_rows][k], act_scale = 127 / max(|x|, 1e-5) and Σ q per row.
+/// Activations of `n_rows` tokens quantized for the ternary product (the work buffer of
+/// docs/GGUF-FORMAT.md §6.2): int8 codes [n_rows][k], act_scale = 127 / max(|x|, 1e-5) and Σ q per
+/// row.
 struct quantized_acts {
     std::size_t n_rows = 0;
     std::size_t k = 0;
@@ -59,12 +60,12 @@ struct packed_ternary {
     aligned_buffer data;
 };
 
-/// Repacks I2_S codes (spec §2.2: the rows·cols/4 packed bytes, 128-code blocks of 32 bytes, row r
-/// at byte r·cols/4) into `family`'s layout. cols must be a multiple of 128 (the caller checks).
-/// A family the CPU lacks is lowered (best_isa_up_to); the result's `family` says which was used.
-/// Code 3 (never written by bitnet.cpp) is stored as 0, as bitnet.cpp reads it. The scalar layout
-/// is I2_S itself; every SIMD family gets the same bytes: tiles of 64 rows (the last padded with
-/// zeros), described in kernels/cpu/isa_kernels.hpp. Packing uses one thread per core.
+/// Repacks I2_S codes (docs/GGUF-FORMAT.md §2.2: the rows·cols/4 packed bytes, 128-code blocks of
+/// 32 bytes, row r at byte r·cols/4) into `family`'s layout. cols must be a multiple of 128 (the
+/// caller checks). A family the CPU lacks is lowered (best_isa_up_to); the result's `family` says
+/// which was used. Code 3 (never written by bitnet.cpp) is stored as 0, as bitnet.cpp reads it. The
+/// scalar layout is I2_S itself; every SIMD family gets the same bytes: tiles of 64 rows (the last
+/// padded with zeros), described in kernels/cpu/isa_kernels.hpp. Packing uses one thread per core.
 [[nodiscard]] packed_ternary pack_ternary(const std::uint8_t* i2s_codes, std::uint32_t rows,
                                           std::uint32_t cols, float scale, isa family = best_isa());
 

@@ -103,7 +103,7 @@ using admission_actor = caf::typed_actor<
     caf::reacts_to<cluster_atom, std::vector<replica_view>>, caf::reacts_to<down_atom, std::string>,
     caf::replies_to<place_atom, std::string, std::string, caf::actor>::with<replica_view>>;
 
-/// Owns model versions and their batcher/executor pairs (ARCHITECTURE.md §2, hot-swap): answers
+/// Owns model versions and their batcher/executor pairs (docs/ARCHITECTURE.md §2): answers
 /// routing lookups, lists every alias (versions, operations) for /v1/models and /health, and runs
 /// the model-management operations. `load`, `rollback` and `unload` answer at once with a ticket
 /// (accepted with an operation id, or refused); progress shows in `models`. `crash(alias)` kills

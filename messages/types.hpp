@@ -260,7 +260,7 @@ typename Inspector::result_type inspect(Inspector& f, token_event& x) {
 /// The end of a request: why, how many tokens, and where the time went (microseconds).
 struct completion {
     request_id id = 0;
-    std::string finish_reason; ///< stop|length|eos|cancelled|deadline (HTTP-API.md)
+    std::string finish_reason; ///< stop|length|eos|cancelled|deadline (http/openapi.json)
     std::string model;
     std::string model_version;
     std::uint32_t prompt_tokens = 0;

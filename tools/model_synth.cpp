@@ -61,7 +61,7 @@ result<synth_shape> find_shape(const std::string& name) {
 
 synth_tokenizer byte_level_tokenizer(std::uint32_t n_vocab) {
     // GPT-2's byte -> code point map: printable Latin-1 bytes map to themselves, the other 68
-    // bytes to U+0100 onwards in increasing order (spec §5.1).
+    // bytes to U+0100 onwards in increasing order (docs/GGUF-FORMAT.md §5.1).
     std::vector<std::string> tokens;
     std::vector<std::int32_t> types;
     std::uint32_t next = 256;

@@ -66,7 +66,7 @@ struct tensor_plan {
 bitnet_tensor_plan(const std::string& arch, const synth_shape& s, std::uint32_t n_vocab);
 
 /// Adds the `general.*`, `<arch>.*` hyper-parameter and tokenizer metadata of a model to `w`
-/// (spec §3.2); `file_type` 40 = I2_S, 0 = F32.
+/// (docs/GGUF-FORMAT.md §3.2); `file_type` 40 = I2_S, 0 = F32.
 void add_bitnet_metadata(model::gguf_writer& w, const std::string& arch, const synth_shape& s,
                          const synth_tokenizer& tokenizer, const std::string& name,
                          std::uint32_t file_type);

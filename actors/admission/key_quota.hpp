@@ -1,8 +1,8 @@
-// Per-key request quotas (HTTP-API.md: 429 rate_limit_error with Retry-After when "a key's quota
-// is exhausted"), counted in sequences: a request with n choices counts n. The quota is a token
-// bucket per API key: `requests_per_minute` refill
-// continuously, up to `burst` saved (0 = one minute's worth). Requests without a key share one
-// bucket (the empty key). A plain class, owned by admission and tested without actors.
+// Per-key request quotas (README.md, "Serving": a key past its quota gets a 429
+// rate_limit_error with Retry-After), counted in sequences: a request with n choices counts n. The
+// quota is a token bucket per API key: `requests_per_minute` refill continuously, up to `burst`
+// saved (0 = one minute's worth). Requests without a key share one bucket (the empty key). A plain
+// class, owned by admission and tested without actors.
 #pragma once
 
 #include <chrono>

@@ -42,7 +42,7 @@ using msg::priority;
 using msg::request_id;
 using msg::token_id;
 
-/// Why a sequence ended (HTTP-API.md `finish_reason`).
+/// Why a sequence ended (rendered as `finish_reason`, http/openapi.json).
 enum class finish_reason : std::uint8_t {
     stop,      ///< a stop token id, or a stop string (reported by the front end via finish())
     length,    ///< max_tokens reached, or the context window is full

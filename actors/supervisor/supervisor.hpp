@@ -1,5 +1,5 @@
 // The supervisor: owns every model alias and its versions (one executor + one batcher + one text
-// actor each), monitors them, and runs the model lifecycle (ARCHITECTURE.md §2, hot-swap):
+// actor each), monitors them, and runs the model lifecycle (docs/ARCHITECTURE.md §2):
 //   load:     loading (SHA-256 of the file) -> validating (verify_model's checks, the memory
 //             budget, the engine's own load) -> warming (a short generation, logits finite) ->
 //             ready: the alias is flipped to it in admission in one message; the version it

@@ -18,8 +18,9 @@
 #              endpoints present (check-otel-collector.py; a pipeline naming an undefined exporter
 #              must be rejected)
 #   metrics    dashboard JSON parses; every metric and label in dashboard and rules is in the
-#              contract (HTTP-API.md); dashboard PromQL parses (promtool); live scrape of a real
-#              bitnet-server when one is built (else of a stand-in, to test the check itself)
+#              contract (tests/data/contract/http-api-metrics.md); dashboard PromQL parses
+#              (promtool); live scrape of a real bitnet-server when one is built (else of a
+#              stand-in, to test the check itself)
 #   config     every rendered ConfigMap + Deployment/StatefulSet env through bitnet-server
 #              --print-config (the cluster's and HTTPS's TLS files as stand-ins, $(VAR) and
 #              fieldRefs resolved); tracing: the tracing overlay's and Helm's tracing value sets'

@@ -1,6 +1,6 @@
-// The contract's Prometheus metrics (HTTP-API.md "Metrics"), registered once, updated from the
-// HTTP layer (request outcomes, latencies) and from polled queue stats (gauges). prometheus-cpp
-// families are thread-safe, so no actor owns them; /metrics serializes the registry.
+// The contract's Prometheus metrics (tests/data/contract/http-api-metrics.md), registered once,
+// updated from the HTTP layer (request outcomes, latencies) and from polled queue stats (gauges).
+// prometheus-cpp families are thread-safe, so no actor owns them; /metrics serializes the registry.
 #pragma once
 
 #include "common/memory_tables.hpp"
@@ -15,7 +15,7 @@
 
 namespace bitnet::http {
 
-/// What /v1/stats reports beside the queues (HTTP-API.md): the batch sizes seen since start,
+/// What /v1/stats reports beside the queues (http/openapi.json): the batch sizes seen since start,
 /// token rates over the last 10 s and 60 s, and admission refusals by reason.
 struct live_stats {
     std::uint64_t steps = 0;

@@ -217,6 +217,7 @@ void session::do_model_op(const std::string& kind, const std::string& alias,
     const std::string route = kind == "unload"     ? "/v1/models/{alias}"
                               : kind == "rollback" ? "/v1/models/{alias}/rollback"
                                                    : "/v1/models/{alias}/crash";
+#ifdef BITNET_TEST_HOOKS
     if (kind == "crash") {
         auto sup = srv_.opt.supervisor;
         if (sup)
@@ -224,6 +225,7 @@ void session::do_model_op(const std::string& kind, const std::string& alias,
         spdlog::warn("test hook: crash injected into the serving executor of '{}'", alias);
         return send_json(route, 202, alias_body(alias));
     }
+#endif
     // An optional body: {"nodes": [...]} limits a rolling operation to those nodes.
     std::vector<std::string> nodes;
     if (body.find_first_not_of(" \t\r\n") != std::string::npos) {

@@ -35,7 +35,9 @@ constexpr std::array k_routes{
     route{"POST", "/v1/models/load", route_id::model_load, role::admin},
     route{"POST", "/v1/models/{alias}/rollback", route_id::model_rollback, role::admin},
     route{"DELETE", "/v1/models/{alias}", route_id::model_unload, role::admin},
+#ifdef BITNET_TEST_HOOKS
     route{"POST", "/v1/models/{alias}/crash", route_id::model_crash, role::admin, true},
+#endif
 };
 
 /// Where a pattern's "{name}" segment starts, and its length (npos when it has none).

@@ -1,5 +1,5 @@
-// The route table: every route of HTTP-API.md as (method, path pattern, role), in one place, read
-// top to bottom like a menu. Matching is a pure function of the request line, so the session,
+// The route table: every route of http/openapi.json as (method, path pattern, role), in one place,
+// read top to bottom like a menu. Matching is a pure function of the request line, so the session,
 // the tests and the request fuzzer share it. The pattern doubles as the metrics `route` label:
 // it never carries client text, so no request can add series to /metrics.
 #pragma once

@@ -1,5 +1,5 @@
 // The HTTP front end: a Boost.Beast listener on its own io_context threads serving the routes of
-// HTTP-API.md. Beast and CAF stay out of this header (pimpl) so callers compile cheaply.
+// http/openapi.json. Beast and CAF stay out of this header (pimpl) so callers compile cheaply.
 // The asio<->CAF seam (bridge.cpp's pattern, in inference_sink.cpp): an asio thread never waits on
 // an actor: it spawns one sink actor per request, which submits to admission and receives the
 // token/done/fail events; the sink posts each event onto the connection's strand. Only the

@@ -29,8 +29,9 @@ public:
     void engage_tls(std::shared_ptr<boost::asio::ssl::context> ctx) {
         // TLS writes several small records in a row (the handshake's flights, TLS 1.3's session
         // tickets, then the response): with Nagle each waits for the peer's delayed ACK of the
-        // one before, 40 ms a time on Linux. Measured: 64 handshakes/s with Nagle (bench/
-        // RESULTS.md, "HTTPS"). Plain HTTP writes each response at once and keeps its setting.
+        // one before, 40 ms a time on Linux. Measured: 64 handshakes/s with Nagle
+        // (bench/RESULTS.md, "HTTPS"). Plain HTTP writes each response at once and keeps its
+        // setting.
         boost::system::error_code ec;
         plain_.socket().set_option(tcp::no_delay(true), ec);
         ctx_ = std::move(ctx);

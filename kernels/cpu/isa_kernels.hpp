@@ -42,7 +42,8 @@ constexpr std::size_t ternary_scratch_bytes(std::size_t k) noexcept {
     return static_cast<std::size_t>(simd_tile_rows) * k;
 }
 
-/// Quantizes one activation row as quantize_row_i8_s (spec §3.5), bit-identical to the scalar one.
+/// Quantizes one activation row as quantize_row_i8_s (docs/GGUF-FORMAT.md §3.5), bit-identical to
+/// the scalar one.
 struct quantize_args {
     const float* x = nullptr;
     std::size_t k = 0;

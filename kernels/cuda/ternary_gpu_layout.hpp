@@ -1,4 +1,5 @@
-// The GPU's layout of a ternary weight matrix, made once at load from I2_S (spec §2.2) on the host.
+// The GPU's layout of a ternary weight matrix, made once at load from I2_S (docs/GGUF-FORMAT.md
+// §2.2) on the host.
 //
 // Why this layout: the decode GEMV reads every weight once per token and does almost nothing with
 // it, so its speed is the memory bandwidth divided by the bytes it reads. The layout therefore
@@ -36,8 +37,8 @@ inline constexpr std::uint32_t ternary_gpu_word_cols = 16;
     return static_cast<std::size_t>(rows) * cols / 4;
 }
 
-/// Repacks I2_S codes (the rows · cols / 4 bytes of spec §2.2; cols a multiple of 128, which the
-/// caller checks) into the GPU layout above.
+/// Repacks I2_S codes (the rows · cols / 4 bytes of docs/GGUF-FORMAT.md §2.2; cols a multiple of
+/// 128, which the caller checks) into the GPU layout above.
 [[nodiscard]] std::vector<std::uint8_t> pack_ternary_gpu(const std::uint8_t* i2s,
                                                          std::uint32_t rows, std::uint32_t cols);
 

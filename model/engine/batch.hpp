@@ -24,8 +24,8 @@ using seq_id = std::uint64_t;
 /// appends the chunk's K/V after them. A chunk is never empty.
 ///
 /// Decode semantics: bitnet.cpp computes a one-token step slightly differently from a prompt
-/// step (attention probabilities rounded to F16, spec §3.6), and near-ties turn that into other
-/// tokens. A chunk of exactly one token is computed as a decode. Positions at or after
+/// step (attention probabilities rounded to F16, docs/GGUF-FORMAT.md §3.6), and near-ties turn that
+/// into other tokens. A chunk of exactly one token is computed as a decode. Positions at or after
 /// `decoded_from` are computed as a decode too, whatever the chunk's size: they were first
 /// computed one token at a time (generated tokens re-prefilled after a preemption, or a stream
 /// resumed elsewhere), and computing them again the same way gives the same KV and logits.

@@ -1,4 +1,5 @@
-// Hyper-parameters and tensor map of the bitnet.cpp architectures (spec §3.1–§3.3), validated.
+// Hyper-parameters and tensor map of the bitnet.cpp architectures (docs/GGUF-FORMAT.md §3.1–§3.3),
+// validated.
 #include "model/engine/model_config.hpp"
 
 #include <cmath>

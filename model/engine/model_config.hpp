@@ -1,5 +1,5 @@
-// Architectures bitnet.cpp writes (spec §3): hyper-parameters read from GGUF keys, the tensor map
-// of each architecture, and validation of both with messages an operator can act on.
+// Architectures bitnet.cpp writes (docs/GGUF-FORMAT.md §3): hyper-parameters read from GGUF keys,
+// the tensor map of each architecture, and validation of both with messages an operator can act on.
 #pragma once
 
 #include "common/error.hpp"

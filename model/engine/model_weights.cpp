@@ -89,7 +89,8 @@ public:
                              " is not a multiple of 128, which the ternary kernels need");
         formats_.insert(std::string(ggml_type_name(t.type)));
         if (t.type == ggml_type::i2_s) {
-            // Used in place: the packed codes, then the f32 scale right after them (§2.2).
+            // Used in place: the packed codes, then the f32 scale right after them
+            // (docs/GGUF-FORMAT.md §2.2).
             const std::uint64_t n_codes = std::uint64_t{rows} * cols;
             float scale = 0.0f;
             std::memcpy(&scale, t.data + n_codes / 4, sizeof scale);

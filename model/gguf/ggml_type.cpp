@@ -1,4 +1,4 @@
-// Byte-size rules of ggml tensor types as bitnet.cpp's fork computes them (spec §2).
+// Byte-size rules of ggml tensor types as bitnet.cpp's fork computes them (docs/GGUF-FORMAT.md §2).
 #include "model/gguf/ggml_type.hpp"
 
 #include <string>

@@ -1,5 +1,6 @@
-// ggml tensor type ids as bitnet.cpp's fork numbers them (spec §2.1), and the byte-size rule of
-// each type, including the bitnet-specific I2_S/TL1/TL2 sizes with their tail scale slot.
+// ggml tensor type ids as bitnet.cpp's fork numbers them (docs/GGUF-FORMAT.md §2.1), and the
+// byte-size rule of each type, including the bitnet-specific I2_S/TL1/TL2 sizes with their tail
+// scale slot.
 #pragma once
 
 #include "common/error.hpp"
@@ -51,14 +52,15 @@ bool ggml_type_known(std::uint32_t id) noexcept;
 using tensor_shape = std::array<std::uint64_t, 4>;
 
 /// Bytes a tensor of this type and shape occupies in a GGUF data section, as bitnet.cpp's
-/// `ggml_nbytes` computes it (spec §2, §8.2):
+/// `ggml_nbytes` computes it (docs/GGUF-FORMAT.md §2.7):
 ///  - block types: ne0 must be a multiple of the block size; rows * (ne0 / block) * block_bytes
 ///  - I2_S, TL1:   n/4 + 32 (packed 2-bit codes, then a 32-byte slot holding the f32 scale)
 ///  - TL2:         PAD32((K-256)*M/3*5/8 + 256*M/2*4/8) + 32, K = ne0 >= 256, M = rows
 /// Errors on unknown types, ragged block rows and element counts that overflow 64 bits.
 result<std::uint64_t> tensor_nbytes(ggml_type type, const tensor_shape& ne);
 
-/// Byte offset, inside an I2_S / TL1 / TL2 tensor, of its f32 scale (spec §2.2, §2.6).
+/// Byte offset, inside an I2_S / TL1 / TL2 tensor, of its f32 scale (docs/GGUF-FORMAT.md §2.2,
+/// §2.6).
 result<std::uint64_t> ternary_scale_offset(ggml_type type, const tensor_shape& ne);
 
 /// GGUF `general.file_type` as the weight format's name (llama.cpp's LLAMA_FTYPE values and

@@ -51,8 +51,8 @@ struct rendered_chat {
     std::vector<std::pair<std::size_t, std::size_t>> markers; ///< [begin, end) of each marker
 };
 
-/// Renders `messages` with the BitNet or Llama-3 form of HTTP-API.md. The result ends where the
-/// assistant's reply begins. Tool calls and results (README, "Tool calls"):
+/// Renders `messages` with the BitNet or Llama-3 form of docs/GGUF-FORMAT.md §5.3. The result ends
+/// where the assistant's reply begins. Tool calls and results (README, "Tool calls"):
 ///   Llama-3: an assistant's calls follow its text, one `{"name": N, "parameters": ARGS}` a line
 ///            (Llama 3.1's JSON tool-call form), and a result is an `ipython` turn;
 ///   BitNet:  the template has no tool syntax; calls follow the text as

@@ -1,5 +1,5 @@
-// The tokenizer facade: text <-> token ids for the two GGUF tokenizer families (spec §5),
-// byte-level BPE ("gpt2") and SentencePiece ("llama"), following llama.cpp's behaviour. Chat
+// The tokenizer facade: text <-> token ids for the two GGUF tokenizer families (docs/GGUF-FORMAT.md
+// §5), byte-level BPE ("gpt2") and SentencePiece ("llama"), following llama.cpp's behaviour. Chat
 // templates live elsewhere; this file knows nothing of roles.
 #pragma once
 

@@ -1,7 +1,7 @@
-// Byte-level BPE (spec §5.1, llama.cpp's llm_tokenizer_bpe): pre-tokenize, map bytes to their GPT-2
-// stand-ins, then merge adjacent symbols lowest rank first, leftmost on ties. Symbols are token
-// ids from the start (create() checked every merge result is a token), so the merge loop never
-// builds strings.
+// Byte-level BPE (docs/GGUF-FORMAT.md §5.1, llama.cpp's llm_tokenizer_bpe): pre-tokenize, map bytes
+// to their GPT-2 stand-ins, then merge adjacent symbols lowest rank first, leftmost on ties.
+// Symbols are token ids from the start (create() checked every merge result is a token), so the
+// merge loop never builds strings.
 #include "model/tokenizer/tokenizer_impl.hpp"
 #include "model/tokenizer/unicode.hpp"
 

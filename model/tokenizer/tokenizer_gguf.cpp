@@ -1,5 +1,5 @@
-// GGUF <-> tokenizer_vocab: the `tokenizer.ggml.*` keys (spec §5) read through gguf_file's typed
-// getters and written with the types llama.cpp's converters use.
+// GGUF <-> tokenizer_vocab: the `tokenizer.ggml.*` keys (docs/GGUF-FORMAT.md §5) read through
+// gguf_file's typed getters and written with the types llama.cpp's converters use.
 #include "model/gguf/gguf_reader.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 

@@ -1,4 +1,5 @@
-// PCRE2-backed pre-tokenizers. The patterns are llama.cpp's (spec §5.1); PCRE2's backtracking gives
+// PCRE2-backed pre-tokenizers. The patterns are llama.cpp's (docs/GGUF-FORMAT.md §5.1); PCRE2's
+// backtracking gives
 // `\s+(?!\S)` the same meaning as in Hugging Face's tokenizers (leave the last space to the next
 // word). Match data and JIT stacks are per thread, so concurrent encodes never share them.
 #define PCRE2_CODE_UNIT_WIDTH 8

@@ -1,5 +1,6 @@
-// Pre-tokenizers of byte-level BPE vocabularies (spec §5.1): the regex splits that run before the
-// merges, on PCRE2 with UTF + UCP (Unicode classes) and JIT. Internal; exposed for tests.
+// Pre-tokenizers of byte-level BPE vocabularies (docs/GGUF-FORMAT.md §5.1): the regex splits that
+// run before the merges, on PCRE2 with UTF + UCP (Unicode classes) and JIT. Internal; exposed for
+// tests.
 #pragma once
 
 #include "common/error.hpp"

@@ -1,5 +1,5 @@
-// The tokenizer vocabulary exactly as GGUF stores it (`tokenizer.ggml.*`, spec §5): plain data,
-// no validation. tokenizer::create() checks it; tokenizer_gguf.cpp reads and writes it.
+// The tokenizer vocabulary exactly as GGUF stores it (`tokenizer.ggml.*`, docs/GGUF-FORMAT.md §5):
+// plain data, no validation. tokenizer::create() checks it; tokenizer_gguf.cpp reads and writes it.
 #pragma once
 
 #include <cstdint>

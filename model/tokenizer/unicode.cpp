@@ -1,5 +1,5 @@
-// UTF-8 helpers and the GPT-2 byte map (spec §5.1: printable bytes map to themselves, the other 68
-// bytes, in increasing order, to U+0100, U+0101, ...).
+// UTF-8 helpers and the GPT-2 byte map (docs/GGUF-FORMAT.md §5.1: printable bytes map to
+// themselves, the other 68 bytes, in increasing order, to U+0100, U+0101, ...).
 #include "model/tokenizer/unicode.hpp"
 
 #include <array>

@@ -58,6 +58,7 @@ rm -f "${planted[@]}"
 planted=()
 expected=()
 
+plant common '"model/engine/engine.hpp"' 'common/ must not include another room (every room builds on it)'
 plant kernels '"model/engine/engine.hpp"' 'kernels/ may include common/ only of ours'
 plant kernels '"messages/types.hpp"' 'kernels/ may include common/ only of ours'
 plant kernels '<caf/all.hpp>' 'kernels/ must not include CAF, Beast or Asio'
@@ -66,6 +67,10 @@ plant model '"messages/types.hpp"' 'model/ must not include actors/, http/ or me
 plant model '<caf/actor_system.hpp>' 'model/ must not include CAF, Beast or Asio'
 plant model '<boost/beast/http.hpp>' 'model/ must not include CAF, Beast or Asio'
 plant model '<boost/asio/post.hpp>' 'model/ must not include CAF, Beast or Asio'
+plant model '"conf/server_config.hpp"' 'only tools/ may include conf/ or tools/'
+plant messages '"tools/model_synth.hpp"' 'only tools/ may include conf/ or tools/'
+plant conf '"model/gguf/gguf_reader.hpp"' 'conf/ may include common/ only of ours'
+plant http '"actors/batcher/batcher.hpp"' 'http/ must not include actors/ (it talks to them through messages/)'
 plant model/gguf '"model/tokenizer/tokenizer.hpp"' 'model/gguf/ (the file format) must not include the model sub-rooms above it'
 plant model/tokenizer '"model/engine/engine.hpp"' 'model/tokenizer/ may include model/gguf/ and model/jinja/ only of the model sub-rooms'
 plant model/jinja '"model/tokenizer/tokenizer.hpp"' 'model/jinja/ must not include the other model sub-rooms'

@@ -1,8 +1,8 @@
 // Positions first computed one token at a time (decode) must be computed the same way when they
 // are computed again in a chunk: after a preemption the scheduler re-prefills prompt + generated,
 // and a stream resumed on another node re-prefills prompt + the tokens already sent. The engine
-// rounds attention probabilities to F16 only for decode positions (spec §3.6), so a plain
-// multi-token recompute gives other bits, and on a model with near-ties other tokens.
+// rounds attention probabilities to F16 only for decode positions (docs/GGUF-FORMAT.md §3.6), so a
+// plain multi-token recompute gives other bits, and on a model with near-ties other tokens.
 // seq_chunk::decoded_from marks those positions; these tests hold the engine to it on the real
 // tiny file bitnet.cpp wrote (random weights, greedy margins down to 0.003).
 #include "engine_fixture.hpp"

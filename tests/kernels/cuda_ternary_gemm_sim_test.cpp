@@ -1,6 +1,7 @@
 // The CUDA ternary product (kernels/cuda/ternary_gemm.cuh: the decode GEMV and the tiled GEMM) on
 // the simulated grid against the CPU's scalar family times out_multiplier, bit for bit; the GPU
-// weight layout (kernels/cuda/ternary_gpu_layout.hpp) against the spec's I2_S formula.
+// weight layout (kernels/cuda/ternary_gpu_layout.hpp) against the I2_S formula
+// (docs/GGUF-FORMAT.md §2.2).
 #include "cuda_kernel_checks.hpp"
 #include "kernels/cuda/ternary_gemm.cuh"
 
@@ -19,8 +20,9 @@ TEST_CASE("cuda_sim ternary GPU layout decodes to the I2_S weights of spec 2.2")
     REQUIRE(gpu.size() == kc::ternary_gpu_bytes(rows, cols));
     for (std::uint32_t m = 0; m < rows; ++m)
         for (std::uint32_t k = 0; k < cols; ++k) {
-            // Spec §2.2: flat index i = m·K + k, block i / 128 of 32 bytes, byte (i % 128) % 32,
-            // shift 6 − 2·((i % 128) / 32); value = code − 1, code 3 reads as 0.
+            // docs/GGUF-FORMAT.md §2.2: flat index i = m·K + k, block i / 128 of 32 bytes,
+            // byte (i % 128) % 32, shift 6 − 2·((i % 128) / 32); value = code − 1, code 3 reads
+            // as 0.
             const std::size_t i = std::size_t{m} * cols + k;
             const unsigned code =
                 (i2s[32 * (i / 128) + (i % 128) % 32] >> (6 - 2 * ((i % 128) / 32))) & 3u;

@@ -21,9 +21,9 @@ using bitnet::test::first_bit_difference;
 
 namespace {
 
-// Ternary weights w[m][k] ∈ {-1, 0, 1} and their I2_S bytes, encoded from the formula of spec
-// §2.2 (flat index i = m·K + k, 128-code blocks of 32 bytes, code j of a block at byte j % 32,
-// shift 6 − 2·(j / 32)), independently of the kernels' own decoder.
+// Ternary weights w[m][k] ∈ {-1, 0, 1} and their I2_S bytes, encoded from the formula of
+// docs/GGUF-FORMAT.md §2.2 (flat index i = m·K + k, 128-code blocks of 32 bytes, code j of a block
+// at byte j % 32, shift 6 − 2·(j / 32)), independently of the kernels' own decoder.
 struct ternary_case {
     std::uint32_t rows = 0;
     std::uint32_t cols = 0;

@@ -31,7 +31,7 @@ TEST_CASE("I2_S and TL1 sizes are n/4 plus a 32-byte scale slot") {
     CHECK(tensor_nbytes(ggml_type::i2_s, {2560, 2560, 1, 1}).value() == 2560ull * 2560 / 4 + 32);
     CHECK(tensor_nbytes(ggml_type::tl1, {256, 384, 1, 1}).value() == 256ull * 384 / 4 + 32);
     CHECK(ternary_scale_offset(ggml_type::i2_s, {2560, 640, 1, 1}).value() == 2560ull * 640 / 4);
-    // Sum over one 2B-4T layer: the spec's 17,367,264 bytes.
+    // Sum over one 2B-4T layer's ternary tensors: 17,367,264 bytes (docs/GGUF-FORMAT.md §2.7).
     auto i2s = [](std::uint64_t k, std::uint64_t m) {
         return tensor_nbytes(ggml_type::i2_s, {k, m, 1, 1}).value();
     };

@@ -1,5 +1,6 @@
 // The test-only reference forward pass: its building blocks on hand-made inputs, then the whole
-// model against bitnet.cpp's own logits and greedy tokens on the tiny I2_S fixture (spec §3.6).
+// model against bitnet.cpp's own logits and greedy tokens on the tiny I2_S fixture
+// (docs/GGUF-FORMAT.md §3.6).
 #include "support/reference_forward.hpp"
 
 #include "support/f16_round.hpp"
@@ -163,8 +164,9 @@ TEST_CASE("reference: matches bitnet.cpp on tiny-i2_s (first logits, teacher-for
                                                            << "margin diff (first 30, matching) "
                                                            << max_margin_diff_30);
     CHECK(n_match >= 62);
-    // bitnet.cpp's own margins, not just its argmax: the spec reports ~1e-3 agreement over the
-    // first ~30 steps when every rounding point of §3.6 is right (one wrong point gives ~0.2).
+    // bitnet.cpp's own margins, not just its argmax: margins agree to ~1e-3 over the
+    // first ~30 steps when every rounding point of docs/GGUF-FORMAT.md §3.6 is right (one wrong
+    // point gives ~0.2).
     CHECK(max_margin_diff_30 < 0.02);
     CHECK(st.n_past == prompt.size() + 63);
 }

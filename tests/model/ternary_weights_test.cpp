@@ -1,5 +1,5 @@
-// I2_S decode/encode against bitnet.cpp's own file and the layout formula of spec §2.2, and the
-// F32/F16 ternary-twin reader.
+// I2_S decode/encode against bitnet.cpp's own file and the layout formula of docs/GGUF-FORMAT.md
+// §2.2, and the F32/F16 ternary-twin reader.
 #include "model/engine/weights/ternary_weights.hpp"
 
 #include "model/gguf/f16.hpp"

@@ -1,7 +1,7 @@
 // The compute pool's manners (tools/server/compute_pool.hpp, kernels/compute_pool.hpp): the
 // server sets its idle wait (a bounded spin, then sleep) from its configuration, sizes the pool
 // from the CPUs it may use, and beside a CPU-bound process its control plane still answers while
-// every core computes (the latency figure itself is bench/control_plane.mjs's, in RESULTS.md;
+// every core computes (the latency figure itself is bench/control_plane.mjs's, in bench/RESULTS.md;
 // the bound here is generous).
 #include "server_process.hpp"
 

@@ -61,7 +61,8 @@ TEST_CASE("native completion on a real model: greedy is deterministic, usage add
     auto s2 = test::parse_object(s.post("/v1/inference", sampled).body);
     CHECK(s1.at("tokens") == s2.at("tokens"));
 
-    // Every metric family of the contract is exported by the running server (HTTP-API.md).
+    // Every metric family of the contract is exported by the running server
+    // (tests/data/contract/http-api-metrics.md).
     const auto m = s.get("/metrics").body;
     for (const char* name : {"bitnet_requests_total",
                              "bitnet_request_duration_seconds",

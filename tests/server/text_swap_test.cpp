@@ -27,7 +27,8 @@ std::string prompt_of(int i) {
     return std::string(words[i % 6]) + " number " + std::to_string(i) + " of many";
 }
 
-/// The BitNet chat form both versions use (neither file names a template HTTP-API.md knows).
+/// The BitNet chat form both versions use (neither file has a template of the known
+/// forms, docs/GGUF-FORMAT.md §5.3).
 std::string chat_text_of(int i) {
     return "User: " + prompt_of(i) + "<|eot_id|>Assistant: ";
 }

@@ -1,7 +1,7 @@
 // The reference forward pass (see reference_forward.hpp). Read top to bottom: loading, the three
 // numeric building blocks (int8 quantisation, BitLinear, RMSNorm), RoPE, attention, the step.
-// Every float operation mirrors the order ggml uses where the spec says it matters (§3.6); sums
-// whose order ggml leaves to SIMD lanes are taken in double here, i.e. as exactly as we can.
+// Every float operation mirrors the order ggml uses where it matters (docs/GGUF-FORMAT.md §3.6);
+// sums whose order ggml leaves to SIMD lanes are taken in double here, i.e. as exactly as we can.
 #include "support/reference_forward.hpp"
 
 #include "support/f16_round.hpp"
@@ -115,7 +115,7 @@ void prepare(reference_linear& w) {
         w.ternary[i] = static_cast<std::int8_t>(w.w[i] > 0.0f ? 1 : (w.w[i] < 0.0f ? -1 : 0));
 }
 
-// ------------------------------------------------------------------------------ RoPE (§3.6)
+// ---------------------------------------------------------------- RoPE (docs/GGUF-FORMAT.md §3.6)
 
 // Rotates each head of `x` ([n_heads][head_dim]) to position `pos`. Angles are built the way
 // ggml_rope_cache_init does: float theta, multiplied by theta_scale once per pair.
@@ -153,10 +153,11 @@ std::vector<float> rounded_f16(std::span<const float> x) {
     return out;
 }
 
-// ------------------------------------------------------------------------- attention (§3.4)
+// ----------------------------------------------------------- attention (docs/GGUF-FORMAT.md §3.4)
 
 // Output [n_head * head_dim] for the query `q` (already roped) at position `pos`, over cached
-// rows [0, pos]. `decode`: round the probabilities to F16 before the V product (§3.6).
+// rows [0, pos]. `decode`: round the probabilities to F16 before the V product
+// (docs/GGUF-FORMAT.md §3.6).
 std::vector<float> attend(const reference_model& m, const reference_state& st, std::uint32_t layer,
                           const std::vector<float>& q, int pos, bool decode) {
     const std::uint32_t hd = m.head_dim;

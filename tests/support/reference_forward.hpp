@@ -1,7 +1,7 @@
-// A plain float reference of the forward pass, for tests only: spec §3.4 followed literally, with
-// the rounding points of §3.6, one sequence at a time, no optimisation. It owns its weights as
-// plain float matrices so it shares no code with the engine's loaders and kernels; the optimised
-// engine is checked against it, and it is checked against bitnet.cpp's own logits.
+// A plain float reference of the forward pass, for tests only: docs/GGUF-FORMAT.md §3.4 followed
+// literally, with the rounding points of §3.6, one sequence at a time, no optimisation. It owns its
+// weights as plain float matrices so it shares no code with the engine's loaders and kernels; the
+// optimised engine is checked against it, and it is checked against bitnet.cpp's own logits.
 //
 // Architectures: `bitnet-b1.58` / `bitnet-25` (ReLU² FFN, sub-norms, NEOX RoPE, tied logits),
 // `bitnet` (as b1.58 with SiLU and optional per-projection `.scale`), `llama` (SiLU, NORM RoPE,
@@ -72,21 +72,22 @@ struct reference_state {
 /// norms F32). Errors name the key or tensor that is missing or of an unsupported type.
 [[nodiscard]] result<reference_model> load_reference_model(const model::gguf_file& f);
 
-/// Decodes an I2_S tensor (spec §2.2) to scale·{−1, 0, +1} floats, [M][K] row-major.
+/// Decodes an I2_S tensor (docs/GGUF-FORMAT.md §2.2) to scale·{−1, 0, +1} floats, [M][K] row-major.
 [[nodiscard]] result<std::vector<float>> reference_decode_i2s(const model::gguf_tensor& t);
 
 /// Runs `tokens` at positions pos0, pos0+1, ... (pos0 must equal state.n_past), appends their
 /// K/V to `state` and returns the logits of the last token ([n_vocab]). A multi-token call is a
 /// prompt step (attention probabilities stay F32); a single-token call is a decode step (they are
-/// rounded to F16), as bitnet.cpp does (§3.6). Positions >= `decoded_from` are computed as in a
-/// decode step whatever the call's size (model::seq_chunk::decoded_from).
+/// rounded to F16), as bitnet.cpp does (docs/GGUF-FORMAT.md §3.6). Positions >= `decoded_from` are
+/// computed as in a decode step whatever the call's size (model::seq_chunk::decoded_from).
 [[nodiscard]] std::vector<float> reference_step(reference_model& m, reference_state& state,
                                                 std::span<const std::int32_t> tokens, int pos0,
                                                 int decoded_from = std::numeric_limits<int>::max());
 
 // The building blocks, exposed so kernel tests can compare against them one by one.
 
-/// Per-token int8 absmax quantisation (§3.5): returns the codes, sets `act_scale` = 127/max.
+/// Per-token int8 absmax quantisation (docs/GGUF-FORMAT.md §3.5): returns the codes, sets
+/// `act_scale` = 127/max.
 std::vector<std::int8_t> reference_quantize_i8(std::span<const float> x, float& act_scale);
 /// BitLinear: (Σ t·q) / act_scale · w_scale · out_multiplier, with t ∈ {−1, 0, 1}.
 std::vector<float> reference_bitlinear(reference_linear& w, std::span<const float> x);

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Fails when a room includes a header it may not (the "may include / never" columns of the
-# architecture map, §1). Only #include lines are read, so it is a grep, not a compiler: it needs
+# architecture map, docs/ARCHITECTURE.md §1). Only #include lines are read, so it is a grep, not a compiler: it needs
 # nothing but bash and grep and takes well under a second, which is why CI runs it first.
 #
 # usage: check-layering.sh [ROOT]   (ROOT: the source tree, default the repository this script is in)
+#        check-layering.sh --print-rules   (the rules, one "ROOMS;ERE;what" line each, and exit:
+#        tests/ci/layering_map_test.sh compares them with the table of docs/ARCHITECTURE.md §1)
 # exit:  0 clean, 1 with one "file:line: #include ...  [rule]" line per violation on stderr,
 #        2 when ROOT is not a source tree.
 set -euo pipefail
 
+print_rules=false
+if [ "${1:-}" = "--print-rules" ]; then
+    print_rules=true
+    shift
+fi
 root="${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
-if [ ! -d "$root/kernels" ] || [ ! -d "$root/model" ]; then
+if ! $print_rules && { [ ! -d "$root/kernels" ] || [ ! -d "$root/model" ]; }; then
     echo "check-layering: $root is not a bitnet-serve source tree (no kernels/ or model/)" >&2
     exit 2
 fi
@@ -26,6 +33,8 @@ caf_or_net='<(caf/|boost/beast|boost/asio)'
 # a folder is read with its sub-folders, FOLDER/* is its own files only (a room's shared files,
 # beside its sub-rooms).
 # Rooms and dependencies not listed here are allowed on purpose:
+#   common -> nothing of ours         every room may build on it
+#   conf -> common
 #   model -> kernels, common          the model is built on the kernels
 #   model/ sub-rooms: gguf <- tokenizer <- engine; jinja <- tokenizer; sampling stands alone;
 #                     engine -> all three;
@@ -38,10 +47,14 @@ caf_or_net='<(caf/|boost/beast|boost/asio)'
 #   http/ sub-rooms: observe <- shared files <- openai, anthropic, responses, transport <- routes
 #   model/engine/ sub-rooms: weights <- shared files <- cpu, cuda <- placement
 rules=(
+    "common;${ours}(kernels|model|messages|actors|http|conf|tools)/;common/ must not include another room (every room builds on it)"
     "kernels;${ours}(model|messages|actors|http|conf|tools)/;kernels/ may include common/ only of ours"
     "kernels;${caf_or_net};kernels/ must not include CAF, Beast or Asio"
     "model;${ours}(actors|http|messages)/;model/ must not include actors/, http/ or messages/"
     "model;${caf_or_net};model/ must not include CAF, Beast or Asio"
+    # conf/ is read by the tools, which hand each room its options; tools/ is the top.
+    "model messages actors http;${ours}(conf|tools)/;only tools/ may include conf/ or tools/"
+    "conf;${ours}(kernels|model|messages|actors|http|tools)/;conf/ may include common/ only of ours"
     "model/gguf;${ours}model/(tokenizer|sampling|engine)/;model/gguf/ (the file format) must not include the model sub-rooms above it"
     "model/tokenizer;${ours}model/(sampling|engine)/;model/tokenizer/ may include model/gguf/ and model/jinja/ only of the model sub-rooms"
     # The chat-template interpreter is plain Jinja: it knows no model file, tokenizer or engine.
@@ -56,6 +69,7 @@ rules=(
     "model/engine/cpu;${ours}model/engine/(cuda|placement)/;model/engine/cpu/ must not include the CUDA engine or placement/"
     "model/engine/cuda;${ours}model/engine/(cpu|placement)/;model/engine/cuda/ must not include the CPU engine or placement/"
     "http;${ours}(model|kernels)/;http/ must not include model/ or kernels/ (it talks to messages/)"
+    "http;${ours}actors/;http/ must not include actors/ (it talks to them through messages/)"
     # http/: observe at the bottom, the families' shared files above it, each family and the
     # transport on those, routes on top; one API family never includes another.
     "http/observe;${ours}http/([a-z_]+\.hpp|openai/|anthropic/|responses/|transport/|routes/);http/observe/ must not include the rest of http/"
@@ -81,6 +95,11 @@ rules=(
 directive='^[[:space:]]*#[[:space:]]*include[[:space:]]*'
 sources=(--include='*.hpp' --include='*.cpp' --include='*.h' --include='*.cc'
          --include='*.cu' --include='*.cuh' --include='*.ipp' --include='*.inl')
+
+if $print_rules; then
+    printf '%s\n' "${rules[@]}"
+    exit 0
+fi
 
 violations=0
 # The files a room spec names, one per line: a folder with its sub-folders, or FOLDER/* its own
@@ -118,7 +137,7 @@ for rule in "${rules[@]}"; do
 done
 
 if [ "$violations" -gt 0 ]; then
-    echo "check-layering: $violations forbidden include(s); rooms and their allowed dependencies are in the architecture notes, §1" >&2
+    echo "check-layering: $violations forbidden include(s); rooms and their allowed dependencies are in docs/ARCHITECTURE.md §1" >&2
     exit 1
 fi
 echo "check-layering: ok"

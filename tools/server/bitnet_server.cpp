@@ -165,7 +165,9 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     bo.policy.weights = {c.priority_weight_high, c.priority_weight_normal, c.priority_weight_low};
     bo.default_timeout_ms = c.default_timeout_ms;
     bo.step_timeout_ms = c.step_timeout_ms;
+#ifdef BITNET_TEST_HOOKS
     bo.opener_bias = static_cast<float>(c.test_tool_call_opener_bias);
+#endif
     return spec;
 }
 
@@ -245,8 +247,10 @@ http::server_options http_options_for(const conf::server_config& cfg) {
 #ifdef BITNET_TEST_HOOKS
     ho.test_hooks = cfg.test_hooks != 0;
 #else
-    if (cfg.test_hooks != 0)
-        spdlog::warn("test_hooks is set but this build has no test hooks: ignored");
+    // Only a config file can set them here (conf: find_file_key).
+    if (cfg.test_hooks != 0 || cfg.test_tool_call_opener_bias != 0)
+        spdlog::warn("test_hooks or test_tool_call_opener_bias is set but this build has no test "
+                     "hooks: ignored");
 #endif
     ho.clustered = server::clustered(cfg);
     ho.first_request_id = server::first_request_id(cfg);

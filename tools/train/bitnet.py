@@ -1,4 +1,4 @@
-"""BitNet b1.58 in PyTorch: the `bitnet-b1.58` forward pass of the spec (§3.4, §3.5) with
+"""BitNet b1.58 in PyTorch: the `bitnet-b1.58` forward pass of docs/GGUF-FORMAT.md (§3.4, §3.5) with
 quantization-aware training.
 
 BitLinear quantizes on the fly and passes gradients straight through (STE) to the float weights
@@ -7,7 +7,7 @@ and activations:
   activations per-token absmax int8: a = 127 / max(max|x|, 1e-5), x_q = clamp(round(x a), -128, 127) / a
 torch.round rounds half to even, as bitnet.cpp's nearest_int does.
 
-`infer_numerics=True` adds the rounding points of the inference engine (spec §3.6, decode step):
+`infer_numerics=True` adds the rounding points of the inference engine (docs/GGUF-FORMAT.md §3.6, decode step):
 F16 embeddings, K/V and q rounded to F16, attention probabilities rounded to F16 before the V
 product, the final RMSNorm output rounded to F16 before the tied logits.
 """
@@ -81,7 +81,7 @@ class RMSNorm(nn.Module):
 
 
 def rope_table(n_ctx, head_dim, base):
-    """cos/sin [n_ctx, head_dim/2] built as ggml does (§3.6): float32 angles, multiplied
+    """cos/sin [n_ctx, head_dim/2] built as ggml does (docs/GGUF-FORMAT.md §3.6): float32 angles, multiplied
     iteratively by base^(-2/head_dim)."""
     theta_scale = np.float32(np.power(np.float32(base), np.float32(-2.0 / head_dim)))
     theta = np.arange(n_ctx, dtype=np.float32)
@@ -176,7 +176,7 @@ class BitNet(nn.Module):
         return y @ emb.t()
 
     def tensors(self):
-        """Float weights under their GGUF names (spec §3.3), [out, in] row-major."""
+        """Float weights under their GGUF names (docs/GGUF-FORMAT.md §3.3), [out, in] row-major."""
         out = {"token_embd": self.token_embd.weight, "output_norm": self.output_norm.weight}
         for i, b in enumerate(self.blocks):
             for name in (

@@ -29,7 +29,7 @@ _SPLIT = regex.compile(LLAMA3_REGEX)
 
 
 def bytes_to_unicode():
-    """GPT-2's byte -> printable code point table (spec §5.1)."""
+    """GPT-2's byte -> printable code point table (docs/GGUF-FORMAT.md §5.1)."""
     keep = list(range(0x21, 0x7F)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
     table, extra = {}, 0
     for b in range(256):

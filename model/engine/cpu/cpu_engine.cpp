@@ -107,7 +107,8 @@ void cpu_engine::attention_layer(std::span<const seq_chunk> batch, std::uint32_t
             const kv_layer_view& view = views[s.chunk];
             const kernels::paged_kv kv{view.k_blocks.data(), view.v_blocks.data(),
                                        cache_.block_tokens(), s.pos + 1, cache_.options().q8_0};
-            // bitnet.cpp rounds attention probabilities to F16 only in single-token steps (§3.6);
+            // bitnet.cpp rounds attention probabilities to F16 only in single-token steps
+            // (docs/GGUF-FORMAT.md §3.6);
             // deciding per chunk (and per position, for positions first decoded one at a time: see
             // seq_chunk::decoded_from) keeps a sequence's numbers independent of its batch-mates
             // and of how a recompute is chunked.

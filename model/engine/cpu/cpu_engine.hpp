@@ -1,5 +1,6 @@
-// The CPU implementation of the engine facade: the forward pass of spec §3.4 over a batch of
-// sequence chunks, with the ternary kernels, a paged F16 KV cache and the compute pool's threads.
+// The CPU implementation of the engine facade: the forward pass of docs/GGUF-FORMAT.md §3.4 over a
+// batch of sequence chunks, with the ternary kernels, a paged F16 KV cache and the compute pool's
+// threads.
 //
 // One step, T tokens in all:
 //   1. validate the whole batch and reserve its KV rows (nothing changes on error);

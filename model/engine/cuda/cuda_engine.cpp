@@ -156,7 +156,8 @@ std::uint32_t cuda_engine::fill_rows(std::span<const seq_chunk> batch, std::uint
             v_dst_.h()[t] = cache_.v_row_offset(c.seq, 0, pos);
             table_.h()[t] = first;
             n_ctx_.h()[t] = pos + 1;
-            // bitnet.cpp rounds attention probabilities to F16 only in single-token steps (§3.6);
+            // bitnet.cpp rounds attention probabilities to F16 only in single-token steps
+            // (docs/GGUF-FORMAT.md §3.6);
             // per chunk and position as the CPU engine decides (seq_chunk::decodes).
             round_.h()[t] = c.decodes(pos) ? 1 : 0;
         }

@@ -1,8 +1,8 @@
-// The CUDA implementation of the engine facade: the forward pass of spec §3.4 run entirely through
-// a kernels::cuda::ops (device memory, copies and the kernels of kernels/cuda/kernel_args.hpp,
-// queued in order on one stream). The same code runs on a GPU (make_device_ops) and on the host's
-// simulated grid (make_simulated_ops), where every kernel body runs as host loops: that is what
-// CI checks against the CPU engine, on machines without a GPU.
+// The CUDA implementation of the engine facade: the forward pass of docs/GGUF-FORMAT.md §3.4 run
+// entirely through a kernels::cuda::ops (device memory, copies and the kernels of
+// kernels/cuda/kernel_args.hpp, queued in order on one stream). The same code runs on a GPU
+// (make_device_ops) and on the host's simulated grid (make_simulated_ops), where every kernel body
+// runs as host loops: that is what CI checks against the CPU engine, on machines without a GPU.
 //
 // What lives where:
 //   - device: every projection in the GPU ternary layout (ternary_gpu_layout.hpp), Q/K/V stacked

@@ -1,9 +1,9 @@
-// cuda_engine's launch plans: the forward pass of spec §3.4 as kernel launches recorded into a
-// kernels::cuda::launch_plan, in the CPU engine's order and with its rounding points (each
-// kernel's contract in kernels/cuda/kernel_args.hpp names the CPU kernel it matches). Every
-// pointer is into a buffer allocated at load, and everything a step changes (tokens, positions,
-// block tables, contexts, sampling settings) is read by the kernels from buffers too, so a plan
-// recorded for one step is valid for any later step of the same shape (cuda_engine.hpp).
+// cuda_engine's launch plans: the forward pass of docs/GGUF-FORMAT.md §3.4 as kernel launches
+// recorded into a kernels::cuda::launch_plan, in the CPU engine's order and with its rounding
+// points (each kernel's contract in kernels/cuda/kernel_args.hpp names the CPU kernel it matches).
+// Every pointer is into a buffer allocated at load, and everything a step changes (tokens,
+// positions, block tables, contexts, sampling settings) is read by the kernels from buffers too, so
+// a plan recorded for one step is valid for any later step of the same shape (cuda_engine.hpp).
 #include "kernels/cuda/sample.cuh"
 #include "kernels/cuda/ternary_gemm.cuh"
 #include "model/engine/cuda/cuda_engine.hpp"

@@ -1,4 +1,4 @@
-// I2_S and F32/F16-twin conversions to and from ternary_matrix (spec §2.2, §2.5).
+// I2_S and F32/F16-twin conversions to and from ternary_matrix (docs/GGUF-FORMAT.md §2.2, §2.5).
 #include "model/engine/weights/ternary_weights.hpp"
 
 #include "model/gguf/f16.hpp"
@@ -20,8 +20,8 @@ std::string tensor_label(const gguf_tensor& t) {
     return std::string(ggml_type_name(t.type)) + " tensor '" + std::string(t.name) + "'";
 }
 
-// Packed byte offset and bit shift of code i in the flat row-major code array (spec §2.2):
-// code j of block b sits in byte 32b + j%32 at shift 6 - 2*(j/32).
+// Packed byte offset and bit shift of code i in the flat row-major code array (docs/GGUF-FORMAT.md
+// §2.2): code j of block b sits in byte 32b + j%32 at shift 6 - 2*(j/32).
 struct i2s_pos {
     std::uint64_t byte;
     unsigned shift;

@@ -23,10 +23,10 @@ struct ternary_matrix {
     }
 };
 
-/// Decodes an I2_S tensor (spec §2.2, x86 128/32 block layout). Code 3, which bitnet.cpp never
-/// writes, reads as 0 as in `dequantize_row_i2_s`. Errors: not I2_S or not 2-D, element count not
-/// a multiple of 128 (the layout is defined for whole blocks only), or the tensor's bytes too
-/// short.
+/// Decodes an I2_S tensor (docs/GGUF-FORMAT.md §2.2, x86 128/32 block layout). Code 3, which
+/// bitnet.cpp never writes, reads as 0 as in `dequantize_row_i2_s`. Errors: not I2_S or not 2-D,
+/// element count not a multiple of 128 (the layout is defined for whole blocks only), or the
+/// tensor's bytes too short.
 [[nodiscard]] result<ternary_matrix> decode_i2s(const gguf_tensor& t);
 
 /// Encodes to exactly the bytes bitnet.cpp's `quantize_i2_s` writes for the tensor: the packed

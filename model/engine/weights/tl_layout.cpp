@@ -1,5 +1,5 @@
-// TL1/TL2 decoding by the verified rules of spec §2.6, the kernel parameter table and bitnet.cpp's
-// kernel_config.ini parser.
+// TL1/TL2 decoding by the verified rules of docs/GGUF-FORMAT.md §2.6, the kernel parameter table
+// and bitnet.cpp's kernel_config.ini parser.
 #include "model/engine/weights/tl_layout.hpp"
 
 #include <algorithm>
@@ -33,8 +33,8 @@ constexpr std::uint64_t pad32(std::uint64_t n) {
     return (n + 31) / 32 * 32;
 }
 
-// TL2 quarter swap inside each 32-byte row group (spec §2.6): byte r of a K-step holds row
-// QPOS(r); the map swaps the 2nd and 3rd 8-byte quarters and is its own inverse.
+// TL2 quarter swap inside each 32-byte row group (docs/GGUF-FORMAT.md §2.6): byte r of a K-step
+// holds row QPOS(r); the map swaps the 2nd and 3rd 8-byte quarters and is its own inverse.
 constexpr std::uint64_t qpos(std::uint64_t r) {
     constexpr std::array<std::uint64_t, 4> q{0, 2, 1, 3};
     return 8 * q[r / 8] + r % 8;
@@ -69,7 +69,7 @@ result<void> decode_tl1(const gguf_tensor& t, const tl_params& p, ternary_matrix
             const std::uint64_t kb = k / bk, ks = (k % bk) / by, q = (k % by) / 2, kq = q / 2;
             const bool high = q % 2 == 0;
             // Outermost to innermost: M-tile, K-block, row sub-tile, K-step, 16-row group,
-            // 4-column group, row within the 16 (spec §2.6).
+            // 4-column group, row within the 16 (docs/GGUF-FORMAT.md §2.6).
             std::uint64_t byte = tile * (k_all / bk) + kb;
             byte = byte * (bm_big / bm) + rb;
             byte = byte * (bk / by) + ks;
@@ -199,7 +199,7 @@ result<void> validate_tl_params(tl_format f, std::uint32_t m, std::uint32_t k, c
     if (p.bm % 32 != 0)
         return constraint_error(f, m, k, p, "BM % 32 == 0");
     // BK % 6 is the codegen's assert, but sign words cover 8 triplets, so 24 is what the
-    // layout needs (spec §2.6).
+    // layout needs (docs/GGUF-FORMAT.md §2.6).
     if (p.bk % 24 != 0)
         return constraint_error(f, m, k, p, "BK % 24 == 0");
     if ((k % p.bk) % 32 != 0)
@@ -242,8 +242,8 @@ const tl_params* tl_param_table::find(tl_format f, std::uint32_t m,
 }
 
 const tl_param_table& tl_param_table::builtin() {
-    // Spec §6.4 (from bitnet.cpp setup_env.py / preset_kernels): per model, its shapes with
-    // BM, BK, bm listed in the same order.
+    // docs/GGUF-FORMAT.md §6.4 (from bitnet.cpp setup_env.py / preset_kernels): per model, its
+    // shapes with BM, BK, bm listed in the same order.
     struct model_params {
         std::vector<std::array<std::uint32_t, 2>> shapes; // (M, K)
         std::vector<std::uint32_t> tl1_bm, tl1_bk, tl1_bmm, tl2_bm, tl2_bk, tl2_bmm;
@@ -377,7 +377,7 @@ result<ternary_matrix> decode_tl(const gguf_tensor& t, const tl_param_table& par
                          "tl_kernel_config, the CLI's --tl-kernel-config)");
     BITNET_TRY(validate_tl_params(f, m, k, *p));
 
-    // Where the scale sits and how many bytes the layout reads (spec §2.6).
+    // Where the scale sits and how many bytes the layout reads (docs/GGUF-FORMAT.md §2.6).
     std::uint64_t data_len = 0, scale_at = 0, a_len = 0, b_len = 0;
     const std::uint64_t n = static_cast<std::uint64_t>(m) * k;
     if (f == tl_format::tl1) {

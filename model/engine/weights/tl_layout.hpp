@@ -1,6 +1,6 @@
 // TL1 / TL2 (bitnet.cpp's LUT-kernel formats) decoding to ternary_matrix, and the kernel
-// parameters (BM, BK, bm) those layouts depend on but the GGUF does not store (spec §2.3, §2.4,
-// §2.6, §6.4). Decoding only: nothing here runs the LUT kernels.
+// parameters (BM, BK, bm) those layouts depend on but the GGUF does not store (docs/GGUF-FORMAT.md
+// §2.3, §2.4, §2.6, §6.4). Decoding only: nothing here runs the LUT kernels.
 #pragma once
 
 #include "common/error.hpp"
@@ -31,8 +31,8 @@ struct tl_params {
 };
 
 /// Checks the constraints bitnet.cpp's code generators assert, plus those the byte layout needs
-/// (spec §2.6, §6.4). TL1: M%BM == 0, K%BK == 0, BM%bm == 0, bm ∈ {32, 64}, BK%by == 0 with
-/// by = 256/bm. TL2: bm == 32, M%BM == 0, BM%32 == 0, BK%24 == 0 (8-triplet sign groups),
+/// (docs/GGUF-FORMAT.md §2.6, §6.4). TL1: M%BM == 0, K%BK == 0, BM%bm == 0, bm ∈ {32, 64}, BK%by ==
+/// 0 with by = 256/bm. TL2: bm == 32, M%BM == 0, BM%32 == 0, BK%24 == 0 (8-triplet sign groups),
 /// (K%BK)%32 == 0. Errors are `unsupported_shape` naming the shape and the broken rule.
 [[nodiscard]] result<void> validate_tl_params(tl_format f, std::uint32_t m, std::uint32_t k,
                                               const tl_params& p);
@@ -61,9 +61,9 @@ public:
     [[nodiscard]] const std::vector<entry>& entries() const noexcept { return entries_; }
     [[nodiscard]] bool empty() const noexcept { return entries_.empty(); }
 
-    /// The published models' parameters (spec §6.4): bitnet_b1_58-large, bitnet_b1_58-3B and
-    /// Llama3-8B (also Falcon3 / Falcon-E), for TL1 and TL2.
-    /// NOTE: BitNet-b1.58-2B-4T has no TL shapes here; bitnet.cpp generates none for it either.
+    /// The published models' parameters (docs/GGUF-FORMAT.md §6.4): bitnet_b1_58-large,
+    /// bitnet_b1_58-3B and Llama3-8B (also Falcon3 / Falcon-E), for TL1 and TL2. NOTE:
+    /// BitNet-b1.58-2B-4T has no TL shapes here; bitnet.cpp generates none for it either.
     [[nodiscard]] static const tl_param_table& builtin();
 
 private:
@@ -81,8 +81,8 @@ private:
 [[nodiscard]] result<tl_param_table> load_kernel_config_ini(const std::string& path, tl_format f);
 
 /// Decodes a TL1 or TL2 tensor to ternary weights and its scale with the parameters `params`
-/// holds for the tensor's (M, K) (spec §2.6). A shape without parameters is refused with
-/// `unsupported_shape` naming the tensor, its shape and the format: the byte order depends on
+/// holds for the tensor's (M, K) (docs/GGUF-FORMAT.md §2.6). A shape without parameters is refused
+/// with `unsupported_shape` naming the tensor, its shape and the format: the byte order depends on
 /// parameters the file does not store, so guessing would silently scramble the weights.
 /// Other errors: not TL1/TL2, not 2-D, bytes too short, a nibble outside the format's range.
 [[nodiscard]] result<ternary_matrix> decode_tl(const gguf_tensor& t, const tl_param_table& params);
