@@ -75,7 +75,8 @@ rules=(
     "http/observe;${ours}http/([a-z_]+\.hpp|openai/|anthropic/|responses/|transport/|routes/);http/observe/ must not include the rest of http/"
     "http/*;${ours}http/(openai|anthropic|responses|transport|routes|ui)/;http/'s shared files may include http/observe/ only of its sub-rooms"
     # http/ui/ is the web page's bytes and their table: data, below everything that serves it.
-    "http/ui;(${ours}(model|kernels|messages|actors|conf|tools|common)/|${ours}http/([a-z_]+\.hpp|openai/|anthropic/|responses/|transport/|routes/|observe/));http/ui/ (the web page's files) includes nothing of ours but its own headers"
+    "http/ui;${ours}(model|kernels|messages|actors|conf|tools|common)/;http/ui/ (the web page's files) includes no other room"
+    "http/ui;${ours}http/([a-z_]+\.hpp|openai/|anthropic/|responses/|transport/|routes/|observe/);http/ui/ (the web page's files) includes nothing of http/ but its own headers"
     "http/openai;${ours}http/(anthropic|responses|transport|routes)/;http/openai/ (an API family) must not include another family, transport/ or routes/"
     "http/anthropic;${ours}http/(openai|responses|transport|routes)/;http/anthropic/ (an API family) must not include another family, transport/ or routes/"
     "http/responses;${ours}http/(openai|anthropic|transport|routes)/;http/responses/ (an API family) must not include another family, transport/ or routes/"
