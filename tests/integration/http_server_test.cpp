@@ -220,6 +220,22 @@ TEST_CASE("a deadline that passes while queued answers 504") {
     CHECK(error_of(r).at("code").as_string() == "deadline_exceeded");
 }
 
+TEST_CASE("a deadline that passes while the request runs is its failure, not a length cut: "
+          "plain 504, a stream's error event") {
+    live_server s(64, 20ms); // 20 ms a step: 40 tokens take 800 ms, past the 150 ms deadline
+    const std::string body = R"({"prompt":[1],"max_tokens":40,"timeout_ms":150})";
+    auto plain = s.post("/v1/inference", body);
+    CHECK(plain.status == 504); // 200 with finish_reason "deadline" before
+    CHECK(error_of(plain).at("code").as_string() == "deadline_exceeded");
+    CHECK(error_of(plain).at("message").as_string().find("timeout_ms") != std::string::npos);
+    auto stream = s.post("/v1/inference/stream", body);
+    REQUIRE(stream.status == 200); // the head went out before the deadline
+    CHECK(stream.body.find("event: error") != std::string::npos);
+    CHECK(stream.body.find("deadline_exceeded") != std::string::npos);
+    CHECK(stream.body.find("event: done") == std::string::npos);
+    CHECK(stream.body.find("\"deadline\"") == std::string::npos);
+}
+
 TEST_CASE("API keys guard /v1 routes, health and metrics stay open") {
     live_server s(64, 2ms, 8, {"secret-key-1"});
     const std::string body = R"({"prompt":[1],"max_tokens":1})";
