@@ -151,6 +151,7 @@ TEST_CASE("a client that disconnects mid-stream is cancelled and its KV freed") 
         beast::tcp_stream stream(ioc);
         stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port));
         bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/inference/stream", 11};
+        req.set(bhttp::field::host, "127.0.0.1"); // HTTP/1.1 needs one
         req.set(bhttp::field::content_type, "application/json");
         req.body() = R"({"prompt":[1,2,3,4,5,6,7,8,9],"max_tokens":40})";
         req.prepare_payload();
@@ -258,6 +259,7 @@ TEST_CASE("a client that disconnects while waiting for a non-streamed reply is c
         beast::tcp_stream stream(ioc);
         stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port));
         bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/inference", 11};
+        req.set(bhttp::field::host, "127.0.0.1"); // HTTP/1.1 needs one
         req.set(bhttp::field::content_type, "application/json");
         req.body() = R"({"prompt":[1,2,3],"max_tokens":40})";
         req.prepare_payload();
