@@ -107,6 +107,8 @@ struct server_config {
     std::uint64_t max_body_bytes = 1ull << 20;
     std::uint32_t read_timeout_ms = 30000;
     std::uint32_t write_timeout_ms = 30000;
+    std::uint32_t request_header_timeout_ms = 10000; ///< the headers whole, from their first byte
+    std::uint32_t request_body_min_rate = 1024; ///< body bytes/s after that head start; 0 = none
     std::uint32_t sse_ping_ms = 10000;
     std::uint64_t sse_buffer_bytes = 1ull << 20; ///< unsent SSE bytes before a slow reader is cut
     /// Stored Responses replies (previous_response_id, item_reference): count, age, bytes.

@@ -178,7 +178,9 @@ constexpr std::array k_rules{
     field_rule{"thinking",
                {none, none, none, none, "400 unless {\"type\":\"disabled\"}"},
                "the model does not think"},
-    field_rule{"timeout_ms", {yes, yes, yes, yes, yes}, "the request's deadline"},
+    field_rule{"timeout_ms",
+               {yes, yes, yes, yes, yes},
+               "the request's deadline (an error past it, below)"},
     field_rule{
         "token_logprob", {yes, none, none, none, none}, "whether stream events carry logprobs"},
     field_rule{"tool_choice",

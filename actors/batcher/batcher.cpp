@@ -91,12 +91,16 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
     auto& lr = it->second;
     ++st.finished;
     const auto rid = lr.req.id; // the request's id, whichever choice this is
-    if (f.reason == sched::finish_reason::deadline && f.never_scheduled) {
-        trace_finished(st, lr, f, "the deadline passed while the request was queued");
-        // Never started: the HTTP layer answers 504 rather than an empty completion.
-        emit_fail(self, lr, rid,
-                  msg::to_caf_error(errc::timeout, "the deadline passed while the request "
-                                                   "was queued"));
+    if (f.reason == sched::finish_reason::deadline) {
+        // The request's own deadline is its failure, never a finish a client would read as a
+        // length cut: a plain reply is a 504, a stream ends with an error event after what it
+        // sent (http/ answers both from this one error).
+        const auto why = f.never_scheduled
+                             ? std::string("the deadline passed while the request was queued")
+                             : "the deadline passed after " + std::to_string(f.n_generated) +
+                                   " generated tokens";
+        trace_finished(st, lr, f, why);
+        emit_fail(self, lr, rid, msg::to_caf_error(errc::timeout, why + " (timeout_ms)"));
         return fail_request(self, rid);
     } else if (f.reason == sched::finish_reason::error) {
         trace_finished(st, lr, f,

@@ -3,8 +3,8 @@
 // with one step in flight, turns samples into token_events for each request's sink, detokenizes
 // them (model/tokenizer/tokenizer_stream.hpp) and matches stop strings on that text
 // (model/sampling/stop_rules.hpp; vLLM: stop strings are front-end work), and sends a completion
-// (or fail for a deadline passed while queued) when a request ends. A sink that dies cancels its
-// request, so a disconnected client's KV is freed within one step.
+// (or fail for the request's deadline, queued or running) when a request ends. A sink that dies
+// cancels its request, so a disconnected client's KV is freed within one step.
 #pragma once
 
 #include "actors/batcher/sched_policy.hpp"

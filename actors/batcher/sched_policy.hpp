@@ -48,7 +48,7 @@ enum class finish_reason : std::uint8_t {
     length,    ///< max_tokens reached, or the context window is full
     eos,       ///< an end-of-generation token of the model
     cancelled, ///< client gone or explicit cancel
-    deadline,  ///< the request's deadline passed (while queued: HTTP 504)
+    deadline,  ///< the request's deadline passed (the batcher fails it: HTTP 504)
     error,     ///< the step failed for this sequence
 };
 [[nodiscard]] const char* to_string(finish_reason r) noexcept;

@@ -250,7 +250,7 @@ std::variant<std::string, api_error> messages_as_chat(std::string_view body) {
             out[k] = *v;
     translate_sampling(*o, out);
     const auto* max = o->if_contains("max_tokens");
-    if (!max)
+    if (!max || max->is_null()) // null means absent, as Anthropic's API reads it
         return bad("max_tokens", "max_tokens is required: the most tokens to generate");
     out["max_tokens"] = *max;
     if (const auto* s = o->if_contains("stop_sequences"); s && !s->is_null())

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <memory>
@@ -47,7 +48,8 @@ public:
         const auto level = spdlog::level::to_string_view(msg.level);
         const auto line =
             json_log_line(rfc3339(msg.time), std::string(level.data(), level.size()),
-                          std::string(msg.payload.data(), msg.payload.size()), node_, current);
+                          cut_log_message(std::string_view(msg.payload.data(), msg.payload.size())),
+                          node_, current);
         dest.append(line.data(), line.data() + line.size());
         dest.push_back('\n');
     }
@@ -65,7 +67,8 @@ class text_formatter final : public spdlog::formatter {
 public:
     void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
         const std::string_view payload(msg.payload.data(), msg.payload.size());
-        const auto escaped = escape_controls(payload);
+        const auto escaped = escape_controls(
+            payload.size() > max_log_message_bytes ? cut_log_message(payload) : payload);
         if (escaped.size() == payload.size())
             return inner_.format(msg, dest); // nothing to escape (the common case): no copy
         auto copy = msg;
@@ -80,48 +83,88 @@ private:
     spdlog::pattern_formatter inner_;
 };
 
-/// Whether s[i] starts a control character: C0, DEL, or C1 (U+0080..U+009F, UTF-8 C2 80..9F).
-bool control_at(std::string_view s, std::size_t i) {
+/// The bytes of the character at s[i] that a text log escapes, or 0: C0, DEL, C1 (U+0080..U+009F,
+/// UTF-8 C2 80..9F), the line and paragraph separators U+2028/2029 (a JavaScript reader's line
+/// ends), and the bidirectional controls (U+061C, U+200E/200F, U+202A..202E, U+2066..2069, which
+/// reorder what a terminal shows). `cp` is its code point.
+std::size_t control_at(std::string_view s, std::size_t i, std::uint32_t& cp) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F)
-        return true;
-    if (c != 0xC2 || i + 1 >= s.size())
-        return false;
-    const auto next = static_cast<unsigned char>(s[i + 1]);
-    return next >= 0x80 && next <= 0x9F;
+    auto at = [&](std::size_t k) { return static_cast<unsigned char>(s[i + k]); };
+    if (c < 0x20 || c == 0x7F) {
+        cp = c;
+        return 1;
+    }
+    if (c == 0xC2 && i + 1 < s.size() && at(1) >= 0x80 && at(1) <= 0x9F) {
+        cp = at(1);
+        return 2;
+    }
+    if (c == 0xD8 && i + 1 < s.size() && at(1) == 0x9C) {
+        cp = 0x061C;
+        return 2;
+    }
+    if ((c != 0xE2) || i + 2 >= s.size())
+        return 0;
+    cp = 0x2000u | ((at(1) & 0x3Fu) << 6) | (at(2) & 0x3Fu);
+    const bool hit =
+        (at(1) == 0x80 && (at(2) == 0x8E || at(2) == 0x8F || (at(2) >= 0xA8 && at(2) <= 0xAE))) ||
+        (at(1) == 0x81 && at(2) >= 0xA6 && at(2) <= 0xA9);
+    return hit ? 3 : 0;
 }
 
 } // namespace
 
 std::string escape_controls(std::string_view s) {
+    std::uint32_t cp = 0;
     std::size_t i = 0;
-    while (i < s.size() && !control_at(s, i))
+    while (i < s.size() && control_at(s, i, cp) == 0)
         ++i;
     if (i == s.size())
         return std::string(s);
     static constexpr char hex[] = "0123456789abcdef";
     std::string out(s.substr(0, i));
-    for (; i < s.size(); ++i) {
-        if (!control_at(s, i)) {
-            out += s[i];
+    while (i < s.size()) {
+        const auto n = control_at(s, i, cp);
+        if (n == 0) {
+            out += s[i++];
             continue;
         }
-        auto c = static_cast<unsigned char>(s[i]);
-        if (c == 0xC2)
-            c = static_cast<unsigned char>(s[++i]); // a C1 control, escaped as its code point
-        if (c == '\n') {
+        i += n;
+        if (cp == '\n') {
             out += "\\n";
-        } else if (c == '\r') {
+        } else if (cp == '\r') {
             out += "\\r";
-        } else if (c == '\t') {
+        } else if (cp == '\t') {
             out += "\\t";
+        } else if (cp > 0xFF) {
+            out += "\\u";
+            for (int shift = 12; shift >= 0; shift -= 4)
+                out += hex[(cp >> shift) & 15];
         } else {
             out += "\\x";
-            out += hex[c >> 4];
-            out += hex[c & 15];
+            out += hex[cp >> 4];
+            out += hex[cp & 15];
         }
     }
     return out;
+}
+
+namespace {
+
+/// At most `max` bytes of `s` (cut at a character's start), saying how many were left out.
+std::string cut_at(std::string_view s, std::size_t max) {
+    if (s.size() <= max)
+        return std::string(s);
+    std::size_t n = max;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
+        --n;
+    return std::string(s.substr(0, n)) + "... (" + std::to_string(s.size() - n) +
+           " more bytes not logged)";
+}
+
+} // namespace
+
+std::string cut_log_message(std::string_view s) {
+    return cut_at(s, max_log_message_bytes);
 }
 
 void use_text_logs() {
@@ -157,7 +200,7 @@ std::string json_log_line(const std::string& time, const std::string& level,
         field("request_id", f->request_id);
         field("trace_id", f->trace_id);
         field("span_id", f->span_id);
-        field("model", f->model);
+        field("model", cut_at(f->model, max_log_field_bytes));
     }
     out += '}';
     return out;

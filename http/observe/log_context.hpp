@@ -4,6 +4,7 @@
 // request id and trace id without each call site passing them.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -44,8 +45,17 @@ void use_json_logs(const std::string& node);
 void use_text_logs();
 
 /// `s` with its control characters escaped as use_text_logs writes them (`s` itself when it has
-/// none).
+/// none): \n \r \t, \xHH for the other C0, DEL and C1 controls, \uHHHH for U+2028/2029 and the
+/// bidirectional controls (U+061C, U+200E/200F, U+202A..202E, U+2066..2069).
 [[nodiscard]] std::string escape_controls(std::string_view s);
+
+/// The most of one message a log line writes (text and JSON alike): past it the message is cut
+/// (at a character's start) and says how many bytes were left out, so no value a client sent
+/// (a model name, a path) costs more log than this per line. A request's model in JSON lines'
+/// `model` field is cut at max_log_field_bytes.
+inline constexpr std::size_t max_log_message_bytes = 2048;
+inline constexpr std::size_t max_log_field_bytes = 128;
+[[nodiscard]] std::string cut_log_message(std::string_view s);
 
 /// Whether use_json_logs was called (scopes are worth filling only then).
 [[nodiscard]] bool json_logs() noexcept;

@@ -79,7 +79,8 @@ std::optional<api_error> item_text(const json::value& content, const std::string
     return std::nullopt;
 }
 
-/// `input` as chat messages; consecutive function_call items become one assistant turn.
+/// `input` as chat messages; an assistant message and the function_call items after it become one
+/// assistant turn.
 std::optional<api_error> translate_input(const json::value& input, json::array& msgs) {
     if (input.is_string()) {
         msgs.push_back(json::object{{"role", "user"}, {"content", input.get_string()}});
@@ -117,10 +118,13 @@ std::optional<api_error> translate_input(const json::value& input, json::array& 
                               {"type", "function"},
                               {"function", json::object{{"name", name->get_string()},
                                                         {"arguments", args->get_string()}}}};
-            // Calls in a row are one assistant turn (parallel calls).
+            // Calls in a row are one assistant turn (parallel calls), and so are a reply's
+            // message and the calls after it (one reply's output items: one turn, as on chat).
             auto* last = msgs.empty() ? nullptr : msgs.back().if_object();
             if (last && last->at("role") == "assistant" && last->contains("tool_calls"))
                 last->at("tool_calls").as_array().push_back(std::move(call));
+            else if (last && last->at("role") == "assistant")
+                (*last)["tool_calls"] = json::array{std::move(call)};
             else
                 msgs.push_back(json::object{{"role", "assistant"},
                                             {"content", nullptr},

@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace bitnet::http {
 
@@ -16,12 +17,13 @@ response_store::response_store(response_store_limits limits)
 void response_store::put(const std::string& scope, const std::string& id, std::string items,
                          std::vector<std::pair<std::string, std::string>> outputs,
                          clock::time_point now) {
-    put(scope, id, std::move(items), std::move(outputs), {}, {}, now);
+    put(scope, id, std::move(items), std::move(outputs), {}, {}, {}, now);
 }
 
 void response_store::put(const std::string& scope, const std::string& id, std::string items,
                          std::vector<std::pair<std::string, std::string>> outputs,
-                         std::string response, std::string input, clock::time_point now) {
+                         std::string response, std::string input,
+                         std::vector<std::string> continues, clock::time_point now) {
     if (!enabled())
         return;
     entry e;
@@ -37,12 +39,13 @@ void response_store::put(const std::string& scope, const std::string& id, std::s
     e.items = std::move(items);
     e.response = std::move(response);
     e.input = std::move(input);
+    e.continues = std::move(continues);
     std::lock_guard lock(mu_);
     if (auto it = responses_.find({scope, id}); it != responses_.end())
         drop(it->second); // ids are unique per process; kept simple if not
     for (auto& [item_id, text] : outputs) {
         e.item_ids.push_back(item_id);
-        items_[{scope, item_id}] = std::move(text);
+        items_[{scope, item_id}] = stored_item{id, std::move(text)};
     }
     bytes_ += e.bytes;
     auto& ps = scopes_[scope];
@@ -102,14 +105,32 @@ std::optional<std::string> response_store::conversation(const std::string& scope
     return it->second->items;
 }
 
+std::optional<response_store::chain_of>
+response_store::chain(const std::string& scope, const std::string& id, clock::time_point now) {
+    std::lock_guard lock(mu_);
+    evict(now, nullptr);
+    const auto it = responses_.find({scope, id});
+    if (it == responses_.end())
+        return std::nullopt;
+    return chain_of{it->second->items, it->second->continues, it->second->deleted};
+}
+
 std::optional<std::string> response_store::item(const std::string& scope, const std::string& id,
                                                 clock::time_point now) {
+    auto found = item_of(scope, id, now);
+    if (!found)
+        return std::nullopt;
+    return std::move(found->second);
+}
+
+std::optional<std::pair<std::string, std::string>>
+response_store::item_of(const std::string& scope, const std::string& id, clock::time_point now) {
     std::lock_guard lock(mu_);
     evict(now, nullptr);
     const auto it = items_.find({scope, id});
     if (it == items_.end())
         return std::nullopt;
-    return it->second;
+    return std::pair{it->second.owner, it->second.text};
 }
 
 std::optional<std::string> response_store::response(const std::string& scope, const std::string& id,
@@ -139,6 +160,12 @@ bool response_store::erase(const std::string& scope, const std::string& id) {
     if (it == responses_.end())
         return false;
     drop(it->second); // its items, its bytes and its key's share with it
+    // Every later reply of the key that holds its text can no longer be continued.
+    if (const auto ps = scopes_.find(scope); ps != scopes_.end())
+        for (const auto e : ps->second.oldest_first)
+            if (e->deleted.empty() &&
+                std::find(e->continues.begin(), e->continues.end(), id) != e->continues.end())
+                e->deleted = id;
     return true;
 }
 
@@ -179,6 +206,99 @@ api_error not_stored(const std::string& param, const std::string& what,
     return e;
 }
 
+/// The size of an expansion as it is built: the body as sent, then each stored part's bytes
+/// counted before it is copied in, so that nothing past the body limit is ever built.
+struct expansion_budget {
+    std::size_t bytes = 0;
+    std::size_t max_bytes = 0;
+
+    [[nodiscard]] std::optional<api_error> add(std::size_t n, const std::string& param,
+                                               const std::string& where = {}) {
+        bytes += n;
+        if (bytes <= max_bytes)
+            return std::nullopt;
+        auto e = invalid_value(param,
+                               where + "the request with its stored items comes to more than " +
+                                   std::to_string(max_bytes) + " bytes, past the " +
+                                   std::to_string(max_bytes) + "-byte body limit (max_body_bytes)");
+        e.suggestion = "start a new conversation, or send fewer items";
+        return e;
+    }
+};
+
+void note_continued(responses_expansion& out, const std::string& id) {
+    if (std::find(out.continues.begin(), out.continues.end(), id) == out.continues.end())
+        out.continues.push_back(id);
+}
+
+/// previous_response_id: its conversation before `input` (`own_from` where the request's own
+/// items start), refused when a reply it holds the text of was deleted.
+std::optional<api_error> prepend_previous(const json::value& prev, json::array& input,
+                                          response_store& store, const std::string& scope,
+                                          expansion_budget& budget, responses_expansion& out,
+                                          std::size_t& own_from) {
+    if (!prev.is_string())
+        return invalid_value("previous_response_id", "previous_response_id must be a string");
+    const std::string id(prev.get_string());
+    auto stored = store.enabled() ? store.chain(scope, id) : std::nullopt;
+    if (!stored)
+        return not_stored("previous_response_id", "no stored response '" + excerpt(id) + "'",
+                          store);
+    if (!stored->deleted.empty()) {
+        auto e = invalid_value("previous_response_id",
+                               "stored response '" + excerpt(id) + "' continues response '" +
+                                   excerpt(stored->deleted) +
+                                   "', which was deleted: its conversation cannot go on");
+        e.suggestion = "start a new conversation, or send the items you mean to keep in input";
+        return e;
+    }
+    if (auto e = budget.add(stored->items.size(), "previous_response_id"))
+        return e;
+    auto earlier = json::parse(stored->items).as_array();
+    own_from = earlier.size();
+    for (auto& it : input)
+        earlier.push_back(std::move(it));
+    input = std::move(earlier);
+    for (const auto& c : stored->continues)
+        note_continued(out, c);
+    note_continued(out, id);
+    return std::nullopt;
+}
+
+/// Each item_reference of `input` replaced by the stored item, counted and bounded as it goes.
+std::optional<api_error> resolve_references(json::array& input, response_store& store,
+                                            const std::string& scope, expansion_budget& budget,
+                                            responses_expansion& out, bool& changed) {
+    std::size_t references = 0;
+    for (std::size_t i = 0; i < input.size(); ++i) {
+        auto* io = input[i].if_object();
+        const auto* type = io ? io->if_contains("type") : nullptr;
+        if (!type || !type->is_string() || type->get_string() != "item_reference")
+            continue;
+        const auto where = "input[" + std::to_string(i) + "]: ";
+        if (++references > max_item_references) {
+            auto e =
+                invalid_value("input", where + "more than " + std::to_string(max_item_references) +
+                                           " item_reference items (max_item_references)");
+            e.suggestion = "name each stored item once, or send the items themselves";
+            return e;
+        }
+        const auto* id = io->if_contains("id");
+        if (!id || !id->is_string())
+            return invalid_value("input", where + "an item_reference needs a string \"id\"");
+        const std::string name(id->get_string());
+        auto stored = store.enabled() ? store.item_of(scope, name) : std::nullopt;
+        if (!stored)
+            return not_stored("input", where + "no stored item '" + excerpt(name) + "'", store);
+        if (auto e = budget.add(stored->second.size(), "input", where))
+            return e;
+        input[i] = json::parse(stored->second);
+        note_continued(out, stored->first);
+        changed = true;
+    }
+    return std::nullopt;
+}
+
 } // namespace
 
 std::variant<responses_expansion, api_error> expand_responses_request(std::string_view body,
@@ -207,42 +327,17 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
             return out;
         }
     }
+    expansion_budget budget{body.size(), max_bytes};
     bool changed = false;
     std::size_t own_from = 0; ///< where the request's own items start in `input`
     if (const auto* prev = o->if_contains("previous_response_id"); prev && !prev->is_null()) {
-        if (!prev->is_string())
-            return invalid_value("previous_response_id", "previous_response_id must be a string");
-        const std::string id(prev->get_string());
-        const auto stored = store.enabled() ? store.conversation(scope, id) : std::nullopt;
-        if (!stored)
-            return not_stored("previous_response_id", "no stored response '" + excerpt(id) + "'",
-                              store);
-        auto earlier = json::parse(*stored).as_array();
-        own_from = earlier.size();
-        for (auto& it : input)
-            earlier.push_back(std::move(it));
-        input = std::move(earlier);
+        if (auto e = prepend_previous(*prev, input, store, scope, budget, out, own_from))
+            return *e;
         o->erase("previous_response_id");
         changed = true;
     }
-    for (std::size_t i = 0; i < input.size(); ++i) {
-        auto* io = input[i].if_object();
-        const auto* type = io ? io->if_contains("type") : nullptr;
-        if (!type || !type->is_string() || type->get_string() != "item_reference")
-            continue;
-        const auto* id = io->if_contains("id");
-        if (!id || !id->is_string())
-            return invalid_value("input", "input[" + std::to_string(i) +
-                                              "]: an item_reference needs a string \"id\"");
-        const std::string name(id->get_string());
-        const auto stored = store.enabled() ? store.item(scope, name) : std::nullopt;
-        if (!stored)
-            return not_stored(
-                "input", "input[" + std::to_string(i) + "]: no stored item '" + excerpt(name) + "'",
-                store);
-        input[i] = json::parse(*stored);
-        changed = true;
-    }
+    if (auto e = resolve_references(input, store, scope, budget, out, changed))
+        return *e;
     out.input_items = json::serialize(input);
     json::array own;
     for (std::size_t i = own_from; i < input.size(); ++i)
@@ -254,14 +349,8 @@ std::variant<responses_expansion, api_error> expand_responses_request(std::strin
     }
     (*o)["input"] = std::move(input);
     out.body = json::serialize(*root);
-    if (out.body.size() > max_bytes) {
-        auto e = invalid_value("previous_response_id",
-                               "the conversation with its stored items is " +
-                                   std::to_string(out.body.size()) + " bytes, past the " +
-                                   std::to_string(max_bytes) + "-byte body limit");
-        e.suggestion = "start a new conversation, or send fewer items";
-        return e;
-    }
+    if (out.body.size() > max_bytes)
+        return *expansion_budget{out.body.size(), max_bytes}.add(0, "previous_response_id");
     return out;
 }
 

@@ -8,7 +8,10 @@
 // another key's replies (it evicts its own). Each entry is charged a fixed overhead beside its
 // text, so the byte bounds bound the count too. A key sees only what its own requests stored.
 // Nothing survives a restart, and ids are random, so an id from before a restart is "not stored",
-// never another reply's.
+// never another reply's. Each reply remembers the replies its conversation took text from (its
+// previous_response_id chain, the owners of the items it referenced): once one of them is deleted,
+// the chain refuses to continue past it (a 400 naming the deleted reply), so a deleted turn's text
+// never reaches a later request.
 #pragma once
 
 #include "http/errors.hpp"
@@ -53,9 +56,24 @@ public:
     /// The same, with what GET /v1/responses/{id} answers: `response` the response object
     /// (JSON) and `input` its own input items (a JSON array, every item with an id). Their
     /// bytes count toward the bound like the rest.
+    /// `continues`: the replies whose text its conversation holds (responses_expansion's).
     void put(const std::string& scope, const std::string& id, std::string items,
              std::vector<std::pair<std::string, std::string>> outputs, std::string response,
-             std::string input, clock::time_point now = clock::now());
+             std::string input, std::vector<std::string> continues = {},
+             clock::time_point now = clock::now());
+
+    /// A stored conversation with what it was built from.
+    struct chain_of {
+        std::string items;                  ///< the JSON array
+        std::vector<std::string> continues; ///< the replies whose text it holds
+        std::string deleted;                ///< one of them that was deleted since, or empty
+    };
+    /// Response `id`'s conversation and its chain, when `scope` stored it and it is kept.
+    [[nodiscard]] std::optional<chain_of> chain(const std::string& scope, const std::string& id,
+                                                clock::time_point now = clock::now());
+    /// One output item by its id: (the id of the reply it came from, its JSON text).
+    [[nodiscard]] std::optional<std::pair<std::string, std::string>>
+    item_of(const std::string& scope, const std::string& id, clock::time_point now = clock::now());
 
     /// The conversation of response `id` (a JSON array), when `scope` stored it and it is kept.
     [[nodiscard]] std::optional<std::string> conversation(const std::string& scope,
@@ -93,7 +111,13 @@ private:
         std::string response; ///< the response object, for GET /v1/responses/{id}
         std::string input;    ///< its own input items, for .../input_items
         std::vector<std::string> item_ids;
+        std::vector<std::string> continues; ///< the replies whose text `items` holds
+        std::string deleted;                ///< the first of them deleted since it was kept
         std::size_t bytes = 0;
+    };
+    struct stored_item {
+        std::string owner; ///< the reply it is an output of
+        std::string text;
     };
     using entries = std::list<entry>;
     using key = std::pair<std::string, std::string>; ///< (scope, id)
@@ -111,7 +135,7 @@ private:
     mutable std::mutex mu_;
     entries order_; ///< oldest first
     std::map<key, entries::iterator> responses_;
-    std::map<key, std::string> items_;
+    std::map<key, stored_item> items_;
     std::map<std::string, per_scope> scopes_;
     std::set<std::pair<std::size_t, std::string>> by_bytes_; ///< (bytes, scope) of every scope
     std::size_t bytes_ = 0;
@@ -126,7 +150,13 @@ struct responses_expansion {
     /// conversation), each item with an id: what GET .../input_items lists.
     std::string own_input;
     bool store = false; ///< the reply is to be stored (store not false, the store enabled)
+    /// The stored replies whose text it holds (the chain and the referenced items' replies).
+    std::vector<std::string> continues;
 };
+
+/// The most item_reference items one request may name (each resolved is also counted against
+/// the body limit before it is copied).
+inline constexpr std::size_t max_item_references = 1024;
 
 /// A request's own input items (responses_expansion::own_input) as GET .../input_items lists
 /// them: each item an object with a `type` (message when it has none) and an `id` (kept, or
@@ -146,10 +176,12 @@ struct responses_expansion {
                                                                     std::string_view after);
 
 /// Resolves `previous_response_id` (its conversation goes before `input`) and `item_reference`
-/// items against `store` for `scope`; a name that is not stored is a 400 naming the field. The
-/// expanded request is bounded by `max_bytes` (the body limit), so a chain of stored replies
-/// cannot grow one request without end. A body that is not a JSON object comes back unchanged,
-/// for the parser to refuse.
+/// items against `store` for `scope`; a name that is not stored, or a chain that continues a
+/// deleted reply, is a 400 naming the field. The expanded request is bounded by `max_bytes` (the
+/// body limit) as it is built: each stored part's bytes are counted before it is copied in, and
+/// past the limit (or past max_item_references references) it is a 400 naming the limit, so no
+/// request builds more than `max_bytes` of stored text. A body that is not a JSON object comes back
+/// unchanged, for the parser to refuse.
 [[nodiscard]] std::variant<responses_expansion, api_error>
 expand_responses_request(std::string_view body, response_store& store, const std::string& scope,
                          std::size_t max_bytes);

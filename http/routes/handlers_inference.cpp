@@ -117,6 +117,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
         c.store = ex.store;
         c.input_items = std::move(ex.input_items);
         c.own_input = std::move(ex.own_input);
+        c.continues = std::move(ex.continues);
     }
     auto parsed = kind == route_kind::messages    ? parse_messages(body)
                   : kind == route_kind::responses ? parse_responses(expanded)
@@ -485,7 +486,8 @@ void session::on_fail(caf::error e) {
     else if (err.value() == errc::quota_exceeded)
         srv_.m.rejected("quota");
     spdlog::info("{} {} {} {} code={} message={}{}", call_->req_id, call_->route,
-                 sse_ ? "stream" : "plain", api.status, api.code, api.message, trace_note());
+                 sse_ ? "stream" : "plain", api.status, api.code,
+                 excerpt(api.message, max_error_message_bytes), trace_note());
     if (span_) {
         trace_attr("error.type", api.code);
         if (sse_ || api.status >= 500) { // a stream's 200 went out; its failure is the span's

@@ -49,16 +49,9 @@ void session::responses_stream_head() {
                                          "[]", nullptr, "null", call_->store, call_->response_echo);
     responses_event("response.created", ",\"response\":" + pending);
     responses_event("response.in_progress", ",\"response\":" + pending);
-    const auto msg_id = quoted(response_message_id(call_->req_id));
-    if (!call_->tool_call) {
-        responses_event("response.output_item.added",
-                        ",\"output_index\":0,\"item\":" +
-                            response_message_item(call_->req_id, "", false));
-        responses_event(
-            "response.content_part.added",
-            ",\"item_id\":" + msg_id +
-                R"(,"output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]})");
-    } else if (!call_->tool_name.empty()) {
+    if (!call_->tool_call && !call_->auto_tools) {
+        responses_open_message();
+    } else if (call_->tool_call && !call_->tool_name.empty()) {
         responses_event("response.output_item.added",
                         ",\"output_index\":0,\"item\":" +
                             response_call_item(call_->req_id, call_->tool_name, "", false));
@@ -66,9 +59,24 @@ void session::responses_stream_head() {
     // A call among several functions: its item opens once the name is known (at the end).
 }
 
+void session::responses_open_message() {
+    if (call_->message_opened)
+        return;
+    call_->message_opened = true;
+    responses_event("response.output_item.added",
+                    ",\"output_index\":0,\"item\":" +
+                        response_message_item(call_->req_id, "", false));
+    responses_event(
+        "response.content_part.added",
+        ",\"item_id\":" + quoted(response_message_id(call_->req_id)) +
+            R"(,"output_index":0,"content_index":0,"part":{"type":"output_text","text":"","annotations":[]})");
+}
+
 void session::stream_responses_token(const msg::token_event& ev) {
     if (ev.text.empty())
         return;
+    if (!call_->tool_call)
+        responses_open_message(); // an auto turn's message item opens with its first text
     if (!call_->tool_call)
         responses_event("response.output_text.delta",
                         ",\"item_id\":" + quoted(response_message_id(call_->req_id)) +
@@ -84,9 +92,12 @@ void session::responses_done_events(const msg::completion& c) {
     const auto& id = call_->req_id;
     const bool incomplete = status_of(c, whole) == "incomplete";
     output_items items;
-    // Calls the model opened itself follow the message item the stream began with.
-    const std::size_t first = call_->auto_called() ? 1 : 0;
-    if (!call_->tool_call || call_->auto_called()) {
+    // An auto turn has a message item only when it wrote text (as its plain reply); calls the
+    // model opened itself follow it.
+    const bool message = !call_->tool_call || (call_->auto_called() && call_->message_opened);
+    const std::size_t first = message ? 1 : 0;
+    if (message) {
+        responses_open_message(); // a turn with no text at all still answers with its item
         const auto& text = call_->auto_called() ? call_->reply_text : call_->text;
         const auto item_id = quoted(response_message_id(id));
         responses_event("response.output_text.done",
@@ -193,7 +204,7 @@ void session::remember_response(const std::vector<std::pair<std::string, std::st
     conversation += "]";
     const auto rid = response_id(call_->req_id);
     srv_.responses.put(client_key_, rid, std::move(conversation), outputs, object,
-                       stored_input_items(call_->own_input, rid));
+                       stored_input_items(call_->own_input, rid), call_->continues);
 }
 
 namespace {

@@ -140,7 +140,8 @@ void session::do_count_tokens(const std::string& body) {
     std::string counted(body);
     auto counted_body = parse_request_json(body);
     if (auto* o = std::get_if<json::value>(&counted_body);
-        o && o->is_object() && !o->get_object().contains("max_tokens")) {
+        o && o->is_object() &&
+        (!o->get_object().contains("max_tokens") || o->get_object().at("max_tokens").is_null())) {
         o->get_object()["max_tokens"] = 1;
         counted = json::serialize(*o);
     }

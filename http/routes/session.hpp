@@ -109,14 +109,16 @@ private:
         /// the text block or message item the stream began with.
         [[nodiscard]] bool auto_called() const noexcept { return auto_tools && tool_call; }
         bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
-        bool store = false;     ///< responses: keep the reply (http/responses/response_store.hpp)
-        bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
-        bool token_logprob = true;    ///< native stream: token events carry the logprob
-        std::string input_items;      ///< responses: the input as stored items (a JSON array)
-        std::string own_input;        ///< responses: the request's own input items
-        std::string response_echo;    ///< responses: the request's settings as echoed
-        bool has_stops = false;       ///< the request had stop strings (Anthropic's stop_reason)
-        std::uint32_t events = 0;     ///< Responses stream events sent (their sequence_number)
+        bool message_opened = false; ///< responses stream: the message item was added
+        bool store = false; ///< responses: keep the reply (http/responses/response_store.hpp)
+        bool native_logprobs = false;       ///< native plain reply: `logprobs` N > 0 was asked
+        bool token_logprob = true;          ///< native stream: token events carry the logprob
+        std::string input_items;            ///< responses: the input as stored items (a JSON array)
+        std::string own_input;              ///< responses: the request's own input items
+        std::vector<std::string> continues; ///< responses: the stored replies its input holds
+        std::string response_echo;          ///< responses: the request's settings as echoed
+        bool has_stops = false;   ///< the request had stop strings (Anthropic's stop_reason)
+        std::uint32_t events = 0; ///< Responses stream events sent (their sequence_number)
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
         struct choice {
             std::string text;
@@ -211,6 +213,9 @@ private:
     void responses_event(const char* type, const std::string& fields);
     /// response.created, response.in_progress and the first output item's opening.
     void responses_stream_head();
+    /// The message item's output_item.added and content_part.added (once): at the head, or for
+    /// an auto turn at its first text (a turn that only calls has no message item).
+    void responses_open_message();
     void stream_responses_token(const msg::token_event& ev);
     /// The item's .done events, then response.completed or response.incomplete (a drain cut:
     /// an error event and response.failed).

@@ -70,7 +70,11 @@ void session::handle(request req) {
     std::string target(req.target());
     if (auto q = target.find('?'); q != std::string::npos)
         target.resize(q);
-    const auto m = match_route(req.method_string(), target, srv_.opt.test_hooks);
+    // HEAD is answered wherever GET is, with GET's headers and no body (RFC 9110 section 9.3.2).
+    head_ = req.method() == bhttp::verb::head;
+    const std::string_view method =
+        head_ ? std::string_view("GET") : std::string_view(req.method_string());
+    const auto m = match_route(method, target, srv_.opt.test_hooks);
     note_origin(req);
     if (answer_preflight(req, std::string(m.label), m.path_known || m.found))
         return;

@@ -8,6 +8,7 @@
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <spdlog/spdlog.h>
@@ -98,12 +99,35 @@ void connection::set_idle(bool idle) {
 
 void connection::reclaim() {
     // Chosen while idle; still idle only if nothing of a request has arrived since.
-    if (!idle_ || closed_ || (parser_ && parser_->got_some()) || buf_.size() > 0) {
-        idle_ = false; // the registry no longer lists it as idle; it is busy now
-        return;
+    if (idle_ && !closed_ && !(parser_ && parser_->got_some()) && buf_.size() == 0) {
+        spdlog::debug("closing an idle connection to make room past a connection cap");
+        return close();
     }
-    spdlog::debug("closing an idle connection to make room past a connection cap");
-    close();
+    idle_ = false; // the registry no longer lists it as idle; it is busy now
+    // Or chosen as a read that stalled: closed if it still makes no progress.
+    if (reading_ && !closed_ && steady::now() - progress_at_ >= net_.conf.stalled_read_after) {
+        spdlog::debug("closing a stalled request read to make room past a connection cap");
+        close();
+    }
+}
+
+void connection::set_reading(bool reading) {
+    if (reading_ == reading || reg_id_ == 0)
+        return;
+    reading_ = reading;
+    progress_at_ = steady::now();
+    std::lock_guard lk(reg_->mu);
+    if (auto it = reg_->conns.find(reg_id_); it != reg_->conns.end()) {
+        it->second.reading = reading;
+        it->second.progress_at = progress_at_;
+    }
+}
+
+void connection::note_progress() {
+    progress_at_ = steady::now();
+    std::lock_guard lk(reg_->mu);
+    if (auto it = reg_->conns.find(reg_id_); it != reg_->conns.end())
+        it->second.progress_at = progress_at_;
 }
 
 void connection::release_slot() {
@@ -130,6 +154,7 @@ void connection::cut() {
 
 void connection::do_read() {
     trace_ = {}; // a refusal of what comes next must not carry the last request's trace
+    head_ = false;
     parser_.emplace();
     parser_->body_limit(net_.conf.max_body_bytes);
     parser_->header_limit(net_.conf.max_header_bytes);
@@ -156,13 +181,63 @@ void connection::do_read() {
 
 void connection::read_rest() {
     set_idle(false);
-    bhttp::async_read(
+    set_reading(true);
+    // The headers whole within header_timeout of their first bytes, however they trickle in.
+    stream_.expires_after(net_.conf.header_timeout);
+    bhttp::async_read_header(
         stream_, buf_, *parser_,
-        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+}
+
+void connection::on_header(beast::error_code ec) {
+    if (ec)
+        return on_read(ec);
+    note_progress();
+    const auto& h = parser_->get();
+    if (auto refusal = framing_refusal(h, h.version())) {
+        keep_alive_ = false;
+        set_reading(false);
+        return safely("request", [&] { send_error("-", *refusal, "-"); });
+    }
+    body_start_ = steady::now();
+    body_read_ = 0;
+    if (!expects_continue(h, h.version()) || parser_->is_done())
+        return read_body();
+    // The client waits for this before it sends the body (RFC 9110 section 10.1.1).
+    static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(go_on.data(), go_on.size()),
+                     [self = shared_from_this()](beast::error_code wec, std::size_t) {
+                         if (wec)
+                             return self->on_read(wec);
+                         self->read_body();
+                     });
+}
+
+void connection::read_body() {
+    if (parser_->is_done())
+        return on_read({});
+    // Each piece moves the deadline on by what the minimum rate allows for it: a body that
+    // keeps to min_body_rate (after header_timeout's head start) is read whole, a slower one
+    // is closed.
+    const auto rate = net_.conf.min_body_rate;
+    if (rate == 0)
+        stream_.expires_after(net_.conf.read_timeout);
+    else
+        stream_.expires_at(body_start_ + net_.conf.header_timeout +
+                           std::chrono::milliseconds(body_read_ * 1000 / rate));
+    bhttp::async_read_some(stream_, buf_, *parser_,
+                           [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                               if (ec)
+                                   return self->on_read(ec);
+                               self->body_read_ += n;
+                               self->note_progress();
+                               self->read_body();
+                           });
 }
 
 void connection::on_read(beast::error_code ec) {
     set_idle(false);
+    set_reading(false);
     if (!ec)
         return safely("request", [&] { handle(parser_->release()); });
     if (auto refusal = read_refusal(ec, {net_.conf.max_body_bytes, net_.conf.max_header_bytes})) {
@@ -274,6 +349,11 @@ void connection::write_response(const std::string& route, bool counted) {
     set_cors_headers();
     res_.keep_alive(keep_alive_);
     res_.prepare_payload();
+    if (head_) { // GET's headers, its Content-Length included, and no body
+        const auto length = res_.body().size();
+        res_.body().clear();
+        res_.content_length(length);
+    }
     stream_.expires_after(net_.conf.write_timeout);
     responding_ = true;
     bhttp::async_write(stream_, res_,

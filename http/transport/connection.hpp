@@ -123,15 +123,25 @@ protected:
     /// Marks this connection idle (waiting for a request, nothing of it read) or busy in the
     /// registry: past a connection cap the oldest idle one is closed to make room.
     void set_idle(bool idle);
-    /// Closes it if it is still idle (the listener chose it to make room).
+    /// Closes it if it is still idle, or its read still stalled (the listener chose it to make
+    /// room).
     void reclaim();
     /// Gives back its place in the open count and its peer's count (once).
     void release_slot();
     /// Reads the next request: idle (in the registry) until its first bytes arrive.
     void do_read();
-    /// The rest of a request whose first bytes have come (busy from here on).
+    /// The rest of a request whose first bytes have come (busy from here on): its headers
+    /// within header_timeout, refused when RFC 9112 refuses their framing (framing_refusal),
+    /// `100 Continue` when the client expects it, then the body at min_body_rate or faster.
     void read_rest();
+    void on_header(boost::beast::error_code ec);
+    void read_body();
     void on_read(boost::beast::error_code ec);
+    /// Marks this connection reading a request (headers or body) in the registry, with the
+    /// time of its last progress: past a connection cap a read stalled for stalled_read_after
+    /// is closed to make room, as an idle connection is.
+    void set_reading(bool reading);
+    void note_progress();
     /// While a non-streamed reply is being generated nothing reads the socket: wait for it to
     /// become readable. Readable with nothing to read is the peer's FIN: the client is gone, so
     /// the request is cancelled (its KV freed) instead of generating for nobody.
@@ -220,7 +230,11 @@ protected:
     bool peer_counted_ = false;             ///< counted in the registry's per_peer
     bool slot_released_ = false;
     bool idle_ = false;
-    std::string overload_reason_; ///< why a connection past a cap was refused
+    bool reading_ = false;           ///< a request's headers or body are being read
+    steady::time_point progress_at_; ///< while reading: the last progress
+    steady::time_point body_start_;  ///< the body's read began (its rate is counted from here)
+    std::uint64_t body_read_ = 0;    ///< bytes the parser took since
+    std::string overload_reason_;    ///< why a connection past a cap was refused
     boost::asio::steady_timer ping_;
     boost::beast::flat_buffer buf_;
     std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
@@ -234,6 +248,7 @@ protected:
     bool closed_ = false;
     bool watching_ = false;
     bool responding_ = false; ///< a plain response is being written
+    bool head_ = false;       ///< the request is a HEAD: its answer goes without its body
     /// The Access-Control-Allow-Origin this request's answer carries (connection_cors.cpp);
     /// empty: none (no CORS configured, no Origin, or one not allowed).
     std::string cors_origin_;

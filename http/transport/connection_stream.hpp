@@ -10,6 +10,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -51,6 +52,7 @@ public:
     void expires_after(Duration d) {
         tcp_layer().expires_after(d);
     }
+    void expires_at(std::chrono::steady_clock::time_point t) { tcp_layer().expires_at(t); }
     void expires_never() { tcp_layer().expires_never(); }
     void close() { tcp_layer().close(); }
 

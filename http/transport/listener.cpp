@@ -58,29 +58,47 @@ std::uint64_t connection_registry::oldest_idle(const std::string* peer) const {
     return best;
 }
 
+std::uint64_t connection_registry::reclaimable(const std::string* peer,
+                                               steady::time_point stalled_since) const {
+    if (const auto idle = oldest_idle(peer); idle != 0)
+        return idle;
+    std::uint64_t best = 0;
+    steady::time_point at{};
+    for (const auto& [id, e] : conns)
+        if (e.reading && e.progress_at <= stalled_since && (peer == nullptr || e.peer == *peer) &&
+            (best == 0 || e.progress_at < at)) {
+            best = id;
+            at = e.progress_at;
+        }
+    return best;
+}
+
 std::optional<std::string> listener::admit(const std::string& peer, bool trusted_peer) {
     auto& reg = *connections;
+    const auto stalled_since = steady::now() - conf.stalled_read_after;
     std::lock_guard lk(reg.mu);
     std::uint64_t victim = 0;
     const auto held = reg.per_peer.count(peer) > 0 ? reg.per_peer.at(peer) : 0u;
     if (!trusted_peer && held >= conf.max_connections_per_client) {
         // One client cannot hoard connections: its own oldest idle one makes room, if any.
-        victim = reg.oldest_idle(&peer);
+        victim = reg.reclaimable(&peer, stalled_since);
         if (victim == 0)
             return "this client has max_connections_per_client (" +
                    std::to_string(conf.max_connections_per_client) +
-                   ") connections open, none of them idle";
+                   ") connections open, none of them idle or stalled";
     } else if (reg.open.load() > static_cast<int>(conf.max_connections)) {
         // Counted open already: more than the cap is open now. Idle sockets never lock out a
-        // working client: the oldest idle one closes (as nginx reuses its idle connections).
-        victim = reg.oldest_idle(nullptr);
+        // working client: the oldest idle one closes (as nginx reuses its idle connections),
+        // and so does a read that stalled (a request sent by halves holds no slot for long).
+        victim = reg.reclaimable(nullptr, stalled_since);
         if (victim == 0)
             return "the server has max_connections (" + std::to_string(conf.max_connections) +
-                   ") connections open, none of them idle";
+                   ") connections open, none of them idle or stalled";
     }
     if (victim != 0) {
         auto& v = reg.conns.at(victim);
         v.idle = false; // chosen once
+        v.reading = false;
         v.reclaim();
         ++reg.reclaimed;
         m.connection_reclaimed();

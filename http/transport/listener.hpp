@@ -44,16 +44,24 @@ struct connection_registry {
         std::string peer;
         bool idle = false; ///< waiting for a request, none of its bytes read
         steady::time_point idle_since{};
+        bool reading = false; ///< a request's headers or body are being read
+        steady::time_point
+            progress_at{}; ///< while reading: its headers' start, or the last body bytes
     };
     std::mutex mu;
     std::uint64_t next = 1;
     std::unordered_map<std::uint64_t, entry> conns;
     std::unordered_map<std::string, std::uint32_t> per_peer; ///< registered, not closed
     std::atomic<int> open{0};                ///< connections whose socket is not closed yet
-    std::atomic<std::uint64_t> reclaimed{0}; ///< idle connections closed to make room
+    std::atomic<std::uint64_t> reclaimed{0}; ///< idle or stalled connections closed for room
 
     /// The oldest idle connection (of `peer` when it is not null), or 0 (mu held).
     [[nodiscard]] std::uint64_t oldest_idle(const std::string* peer) const;
+    /// The connection to close to make room (of `peer` when it is not null): the oldest idle
+    /// one, else the read whose last progress is oldest and before `stalled_since`; 0 when none
+    /// (mu held).
+    [[nodiscard]] std::uint64_t reclaimable(const std::string* peer,
+                                            steady::time_point stalled_since) const;
 };
 
 class listener {

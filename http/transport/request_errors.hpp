@@ -5,6 +5,7 @@
 
 #include "http/errors.hpp"
 
+#include <boost/beast/http/fields.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <cstdint>
@@ -27,5 +28,16 @@ struct read_limits {
 /// or nothing when the connection simply ended (EOF, reset, timeout: nobody to answer).
 [[nodiscard]] std::optional<api_error> read_refusal(const boost::system::error_code& ec,
                                                     const read_limits& limits);
+
+/// What RFC 9112 refuses in a request's header section before its body is read, or nothing:
+/// a Transfer-Encoding whose last coding is not chunked (with or without Content-Length: the
+/// body cannot be framed, §6.3), chunked applied twice, or a coding this server does not decode
+/// (`gzip, chunked`: 501, §6.1); an HTTP/1.1 request without exactly one Host (§3.2); an
+/// Expect other than 100-continue (417, RFC 9110 §10.1.1). Each answer closes the connection.
+[[nodiscard]] std::optional<api_error> framing_refusal(const boost::beast::http::fields& f,
+                                                       unsigned version);
+
+/// Whether the request asks for `100 Continue` before it sends its body (HTTP/1.1 only).
+[[nodiscard]] bool expects_continue(const boost::beast::http::fields& f, unsigned version);
 
 } // namespace bitnet::http

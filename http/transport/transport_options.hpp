@@ -21,15 +21,23 @@ struct transport_options {
     /// buffer is bounded by it too, so no header or trailer block can grow memory without end.
     std::uint32_t max_header_bytes = 16384;
     /// Open connections. Past the cap the oldest idle connection (waiting for a request, kept
-    /// alive or new) is closed to make room; with none idle the new one is answered 503 +
-    /// Retry-After and closed.
+    /// alive or new) is closed to make room, else the read stalled longest (stalled_read_after);
+    /// with neither the new one is answered 503 + Retry-After and closed.
     std::uint32_t max_connections = 1024;
     /// Open connections of one peer address (trusted proxies exempt). Past it that peer's oldest
     /// idle connection is closed to make room, or the new one is answered 503.
     std::uint32_t max_connections_per_client = 256;
     /// Proxies whose X-Forwarded-For names the client (addresses or ADDRESS/PREFIX networks).
     std::vector<std::string> trusted_proxies;
-    std::chrono::milliseconds read_timeout{30000};
+    std::chrono::milliseconds read_timeout{30000}; ///< the wait for a request's first bytes
+    /// The request line and headers must arrive whole within this from their first byte
+    /// (nginx's client_header_timeout); the body must then come at `min_body_rate` bytes/s or
+    /// faster on average, with this as its head start. Slower, the connection is closed.
+    std::chrono::milliseconds header_timeout{10000};
+    std::uint32_t min_body_rate = 1024; ///< bytes/s; 0: none (read_timeout per read)
+    /// Past a connection cap, a request being read that made no progress for this long (headers
+    /// not yet whole, or a body stalled) is closed to make room, as an idle connection is.
+    std::chrono::milliseconds stalled_read_after{1000};
     std::chrono::milliseconds write_timeout{30000};
     std::chrono::milliseconds sse_ping{10000};
     std::size_t sse_buffer_bytes = 1 << 20;

@@ -3,7 +3,10 @@
 // pattern and format.
 #include "model/constrain/schema_compiler.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace bitnet::model::constrain::detail {
 
@@ -33,6 +36,29 @@ bool compiler::has_type(const json::value& v, const std::set<std::string>& types
     }
     return false;
 }
+
+namespace {
+
+/// The matcher frames writing `v` takes: one per object or array and one for the scalar inside
+/// (an empty object or array is one). Walked with a work list, not the call stack.
+std::uint32_t frames_of(const json::value& v) {
+    std::uint32_t deepest = 0;
+    std::vector<std::pair<const json::value*, std::uint32_t>> todo{{&v, 1}};
+    while (!todo.empty()) {
+        const auto [at, depth] = todo.back();
+        todo.pop_back();
+        deepest = std::max(deepest, depth);
+        if (const auto* a = at->if_array())
+            for (const auto& e : *a)
+                todo.emplace_back(&e, depth + 1);
+        else if (const auto* o = at->if_object())
+            for (const auto& kv : *o)
+                todo.emplace_back(&kv.value(), depth + 1);
+    }
+    return deepest;
+}
+
+} // namespace
 
 std::uint32_t compiler::enumeration(const json::object& o, const std::set<std::string>& types,
                                     const std::string& path) {
@@ -66,6 +92,15 @@ std::uint32_t compiler::enumeration(const json::object& o, const std::set<std::s
         if (!has_type(*v, types))
             continue;
         if (v->is_array() || v->is_object()) {
+            // Deeper than the matcher writes: refused now, not a dead end mid-stream.
+            if (const auto frames = frames_of(*v); frames > limits::max_value_depth) {
+                fail(limit_error("max_value_depth", limits::max_value_depth,
+                                 std::string(kw) + " at " +
+                                     (path.empty() ? std::string("the root") : path) +
+                                     " holds a value nested " + std::to_string(frames) +
+                                     " levels (objects, arrays and the scalar inside them)"));
+                return nothing();
+            }
             u.alts.push_back(constant(*v, path));
             continue;
         }

@@ -161,6 +161,16 @@ test('every marked README block has its checks, and every check its block', () =
   assert.deepEqual([...BLOCKS.keys()].sort(), Object.keys(CHECKS).sort());
 });
 
+test('no README block uses $H before the README has set it', () => {
+  // A reader copies the blocks in order: the first that uses H must set it (the run adds it to
+  // every block, so a block that forgot would pass there).
+  let set = false;
+  for (const [name, block] of BLOCKS) {
+    set ||= /^H='Content-Type: application\/json'$/m.test(block);
+    if (block.includes('"$H"')) assert.ok(set, `the README example '${name}' uses $H before any block sets it`);
+  }
+});
+
 for (const [name, block] of BLOCKS) {
   test(`README example '${name}' runs verbatim and answers as documented`, async () => {
     const checks = CHECKS[name];

@@ -66,6 +66,27 @@ TEST_CASE("abuse: 12,000 nested regex groups are a clean refusal naming the limi
     CHECK_FALSE(accepts(g2, "\"b\""));
 }
 
+TEST_CASE("abuse: a const or enum value deeper than the matcher writes is refused at compile "
+          "time naming max_value_depth") {
+    // `arrays` arrays around one scalar: arrays + 1 matcher frames.
+    auto nested = [](std::size_t arrays, const std::string& leaf) {
+        return std::string(arrays, '[') + leaf + std::string(arrays, ']');
+    };
+    const std::size_t fits = limits::max_value_depth - 1;
+    const auto deepest = nested(fits, "1");
+    const auto g = compile(R"({"const":)" + deepest + "}");
+    CHECK(accepts(g, deepest)); // what compiles can be written
+    CHECK(accepts(compile(R"({"const":)" + nested(fits + 1, "") + "}"), nested(fits + 1, "")));
+    for (const auto& schema : {R"({"const":)" + nested(fits + 1, "1") + "}",
+                               R"({"enum":[1,)" + nested(fits + 1, R"("x")") + "]}",
+                               R"({"const":{"a":)" + nested(fits, "{}") + "}}"}) {
+        auto refused = compile_json_schema(schema);
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().message.find("max_value_depth") != std::string::npos);
+        CHECK(refused.error().message.find("nested 33 levels") != std::string::npos);
+    }
+}
+
 TEST_CASE("abuse: errors quote a short excerpt of a long name, never the whole of it") {
     const std::string name(10000, 'k');
     auto g = compile_json_schema(R"({"type":"object",)" + quoted(name) + ":1}");

@@ -73,6 +73,11 @@ TEST_CASE("messages: a tool round trip becomes the chat request that asks the sa
 
 TEST_CASE("messages: refusals name the Messages field") {
     CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}]})").param == "max_tokens");
+    // null means absent (a 200 with the default 128 tokens before).
+    const auto null_max =
+        error_of(R"({"max_tokens":null,"messages":[{"role":"user","content":"x"}]})");
+    CHECK(null_max.param == "max_tokens");
+    CHECK(null_max.message.find("required") != std::string::npos);
     auto e = error_of(R"({"max_tokens":8,"messages":[{"role":"user","content":[
         {"type":"image","source":{}}]}]})");
     CHECK(e.param == "messages");

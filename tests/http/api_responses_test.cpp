@@ -66,6 +66,22 @@ TEST_CASE("responses: a function-call round trip becomes the chat request that a
     CHECK(std::get<inference_input>(in).tool_name == "f");
 }
 
+TEST_CASE("responses: one reply's message and function_call items are one assistant turn") {
+    // What a stored auto turn's output is: its text, then its calls (two turns before).
+    const auto chat = chat_of(R"({"input":[{"role":"user","content":"Weather?"},
+        {"type":"message","role":"assistant","content":[{"type":"output_text","text":"Let me look."}]},
+        {"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"},
+        {"type":"function_call","call_id":"c2","name":"get_time","arguments":"{}"},
+        {"type":"function_call_output","call_id":"c1","output":"sunny"}]})");
+    const auto& m = chat.at("messages").as_array();
+    REQUIRE(m.size() == 3);
+    CHECK(m[1].at("role") == "assistant");
+    CHECK(m[1].at("content") == "Let me look.");
+    REQUIRE(m[1].at("tool_calls").as_array().size() == 2);
+    CHECK(m[1].at("tool_calls").at(0).at("id") == "c1");
+    CHECK(m[2].at("role") == "tool");
+}
+
 TEST_CASE("responses: refusals name the Responses field") {
     CHECK(error_of(R"({"model":"m"})").param == "input");
     CHECK(error_of(R"({"input":"x","previous_response_id":"resp_1"})").param ==

@@ -25,3 +25,37 @@ TEST_CASE("escape_controls: C0, DEL and C1 controls escaped, every other byte ke
           "caf\xC3\xA9 \xC2\xA0 \xE6\xBC\xA2");
     CHECK(escape_controls("end\xC2") == "end\xC2");
 }
+
+TEST_CASE("escape_controls: line and paragraph separators and bidi controls are escaped") {
+    // U+2028, U+2029: line ends to a JavaScript log reader.
+    CHECK(escape_controls("a\xE2\x80\xA8"
+                          "b\xE2\x80\xA9"
+                          "c") == "a\\u2028b\\u2029c");
+    // The bidirectional controls reorder what a terminal shows ("Trojan Source").
+    CHECK(escape_controls("\xE2\x80\xAE"
+                          "evil") == "\\u202eevil");                          // RLO
+    CHECK(escape_controls("\xE2\x81\xA6x\xE2\x81\xA9") == "\\u2066x\\u2069"); // LRI .. PDI
+    CHECK(escape_controls("\xE2\x80\x8E\xE2\x80\x8F") == "\\u200e\\u200f");   // LRM, RLM
+    CHECK(escape_controls("\xD8\x9C") == "\\u061c");                          // ALM
+    // Their neighbours stay: an en dash (U+2013), a zero-width joiner (U+200D), U+2070.
+    CHECK(escape_controls("\xE2\x80\x93\xE2\x80\x8D\xE2\x81\xB0") ==
+          "\xE2\x80\x93\xE2\x80\x8D\xE2\x81\xB0");
+    CHECK(escape_controls("cut\xE2\x80") == "cut\xE2\x80"); // a truncated sequence is kept
+}
+
+TEST_CASE("cut_log_message: a long message is cut at a character, saying how much was left out") {
+    using bitnet::http::cut_log_message;
+    using bitnet::http::max_log_message_bytes;
+    CHECK(cut_log_message("short") == "short");
+    const std::string name(900 * 1024, 'm');
+    const auto cut = cut_log_message("no model '" + name + "'");
+    CHECK(cut.size() < max_log_message_bytes + 64);
+    CHECK(cut.find("more bytes not logged") != std::string::npos);
+    // Never inside a character: 'é' is two bytes.
+    std::string accents;
+    while (accents.size() < max_log_message_bytes + 10)
+        accents += "\xC3\xA9";
+    const auto cut2 = cut_log_message("x" + accents);
+    CHECK(cut2.find("\xC3...") == std::string::npos);
+    CHECK(cut2.substr(0, cut2.find("...")).size() % 2 == 1);
+}

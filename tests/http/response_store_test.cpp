@@ -239,6 +239,67 @@ TEST_CASE("responses expansion: the request's own input, without the stored conv
     CHECK(stored_input_items("not json", "resp_1") == "[]");
 }
 
+TEST_CASE("responses expansion: item_reference fan-out is bounded as it is resolved, before it "
+          "is built") {
+    response_store s({10, 3600s, 64u << 20, 256u << 20});
+    const std::string big(8000, 'x');
+    s.put("k1", "resp_1", conv,
+          {{"msg_a",
+            R"({"id":"msg_a","type":"message","role":"assistant","content":")" + big + R"("})"}});
+    // One 8 KB item named 14,978 times: refused at the reference that would pass the limit.
+    std::string body = R"({"input":[)";
+    for (int i = 0; i < 14978; ++i)
+        body += std::string(i ? "," : "") + R"({"type":"item_reference","id":"msg_a"})";
+    body += "]}";
+    const std::size_t limit = 1u << 20;
+    auto fan = expand_error(s, body, "k1", limit);
+    CHECK(fan.status == 400);
+    CHECK(fan.param == "input");
+    CHECK(fan.message.find("max_body_bytes") != std::string::npos);
+    // It stopped within the limit's worth of items (one reference past what fits), not at the end.
+    const auto at = fan.message.find("input[");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stoul(fan.message.substr(at + 6)) < 200);
+
+    // The count: more than max_item_references names of a small item is a 400 naming the limit.
+    s.put("k1", "resp_2", conv, outs("msg_b"));
+    std::string many = R"({"input":[)";
+    for (std::size_t i = 0; i <= max_item_references; ++i)
+        many += std::string(i ? "," : "") + R"({"type":"item_reference","id":"msg_b"})";
+    many += "]}";
+    auto counted = expand_error(s, many, "k1", 64u << 20);
+    CHECK(counted.param == "input");
+    CHECK(counted.message.find("max_item_references") != std::string::npos);
+}
+
+TEST_CASE("responses expansion: a chain that holds a deleted reply's text refuses to continue") {
+    response_store s({10, 3600s, 1 << 20});
+    s.put("k1", "resp_1", conv, outs("msg_a"));
+    const auto x = expand_ok(s, R"({"previous_response_id":"resp_1","input":"again"})");
+    CHECK(x.continues == std::vector<std::string>{"resp_1"});
+    s.put("k1", "resp_2", x.input_items, outs("msg_b"), "{}", "[]", x.continues);
+    const auto y = expand_ok(s, R"({"previous_response_id":"resp_2","input":"more"})");
+    CHECK(y.continues == std::vector<std::string>{"resp_1", "resp_2"});
+    s.put("k1", "resp_3", y.input_items, outs("msg_c"), "{}", "[]", y.continues);
+    // A reply that referenced resp_1's item holds its text too.
+    const auto r = expand_ok(s, R"({"input":[{"type":"item_reference","id":"msg_a"}]})");
+    CHECK(r.continues == std::vector<std::string>{"resp_1"});
+    s.put("k1", "resp_4", r.input_items, outs("msg_d"), "{}", "[]", r.continues);
+    s.put("k1", "resp_5", conv, outs("msg_e")); // not built on resp_1
+
+    REQUIRE(s.erase("k1", "resp_1"));
+    for (const char* id : {"resp_2", "resp_3", "resp_4"}) {
+        auto e =
+            expand_error(s, R"({"previous_response_id":")" + std::string(id) + R"(","input":"x"})");
+        CHECK(e.status == 400);
+        CHECK(e.param == "previous_response_id");
+        CHECK(e.message.find("resp_1") != std::string::npos);
+        CHECK(e.message.find("deleted") != std::string::npos);
+    }
+    expand_ok(s, R"({"previous_response_id":"resp_5","input":"x"})");
+    CHECK(s.item("k1", "msg_b")); // its own items are still its own
+}
+
 TEST_CASE("input_items pages: order, limit and after, as OpenAI's list object") {
     const std::string items = R"([{"id":"a"},{"id":"b"},{"id":"c"}])";
     auto page = [&](std::string_view order, std::string_view limit, std::string_view after) {

@@ -151,6 +151,7 @@ TEST_CASE("a client that disconnects mid-stream is cancelled and its KV freed") 
         beast::tcp_stream stream(ioc);
         stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port));
         bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/inference/stream", 11};
+        req.set(bhttp::field::host, "127.0.0.1"); // HTTP/1.1 needs one
         req.set(bhttp::field::content_type, "application/json");
         req.body() = R"({"prompt":[1,2,3,4,5,6,7,8,9],"max_tokens":40})";
         req.prepare_payload();
@@ -220,6 +221,22 @@ TEST_CASE("a deadline that passes while queued answers 504") {
     CHECK(error_of(r).at("code").as_string() == "deadline_exceeded");
 }
 
+TEST_CASE("a deadline that passes while the request runs is its failure, not a length cut: "
+          "plain 504, a stream's error event") {
+    live_server s(64, 20ms); // 20 ms a step: 40 tokens take 800 ms, past the 150 ms deadline
+    const std::string body = R"({"prompt":[1],"max_tokens":40,"timeout_ms":150})";
+    auto plain = s.post("/v1/inference", body);
+    CHECK(plain.status == 504); // 200 with finish_reason "deadline" before
+    CHECK(error_of(plain).at("code").as_string() == "deadline_exceeded");
+    CHECK(error_of(plain).at("message").as_string().find("timeout_ms") != std::string::npos);
+    auto stream = s.post("/v1/inference/stream", body);
+    REQUIRE(stream.status == 200); // the head went out before the deadline
+    CHECK(stream.body.find("event: error") != std::string::npos);
+    CHECK(stream.body.find("deadline_exceeded") != std::string::npos);
+    CHECK(stream.body.find("event: done") == std::string::npos);
+    CHECK(stream.body.find("\"deadline\"") == std::string::npos);
+}
+
 TEST_CASE("API keys guard /v1 routes, health and metrics stay open") {
     live_server s(64, 2ms, 8, {"secret-key-1"});
     const std::string body = R"({"prompt":[1],"max_tokens":1})";
@@ -242,6 +259,7 @@ TEST_CASE("a client that disconnects while waiting for a non-streamed reply is c
         beast::tcp_stream stream(ioc);
         stream.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), s.port));
         bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/v1/inference", 11};
+        req.set(bhttp::field::host, "127.0.0.1"); // HTTP/1.1 needs one
         req.set(bhttp::field::content_type, "application/json");
         req.body() = R"({"prompt":[1,2,3],"max_tokens":40})";
         req.prepare_payload();

@@ -9,6 +9,7 @@
 #include "support/test_data.hpp"
 
 #include <set>
+#include <vector>
 
 using namespace bitnet;
 namespace json = boost::json;
@@ -182,20 +183,32 @@ TEST_CASE("auto tool calls: Messages answers a tool_use block and Responses a fu
     CHECK(fc->at("name").as_string() == "get_weather");
     check_arguments(json::parse(fc->at("arguments").as_string()));
 
+    std::vector<std::string> plain_types;
+    for (const auto& item : body.at("output").as_array())
+        plain_types.emplace_back(item.at("type").as_string());
+    // The opener comes first (the hook's bias): no text, so no message item, as the plain reply.
+    CHECK(plain_types == std::vector<std::string>{"function_call"});
+
     r = s.post("/v1/responses", responses + R"(,"stream":true})");
     REQUIRE_MESSAGE(r.status == 200, r.body);
-    std::set<std::string> types;
+    // The stream's items are the plain reply's: no empty message item opened before the call
+    // (and stored with the reply), which the stream used to add.
+    std::vector<std::string> added, completed;
     std::string args;
     for (const auto& [event, data] : test::sse_events(r.body)) {
         const auto o = json::parse(data).as_object();
         if (event == "response.output_item.added")
-            types.insert(std::string(o.at("item").at("type").as_string()));
+            added.emplace_back(o.at("item").at("type").as_string());
         if (event == "response.function_call_arguments.done") {
-            CHECK(o.at("output_index").as_int64() == 1); // after the message item
+            CHECK(o.at("output_index").as_int64() == 0);
             args = o.at("arguments").as_string();
         }
+        if (event == "response.completed")
+            for (const auto& item : o.at("response").at("output").as_array())
+                completed.emplace_back(item.at("type").as_string());
     }
-    CHECK(types.count("function_call") == 1);
+    CHECK(added == plain_types);
+    CHECK(completed == plain_types);
     check_arguments(json::parse(args));
 }
 

@@ -185,12 +185,24 @@ actors::supervisor_options supervisor_options_for(const conf::server_config& cfg
     so.make_spec = [c = cfg, devices, step_metrics](const msg::load_order& order) {
         return spec_for(c, devices, step_metrics, order);
     };
-    so.on_serving = [](const std::string& alias, const actors::model_spec* serving) {
-        if (serving)
-            spdlog::info("model '{}': serving {} on {} ({})", alias, serving->path,
-                         serving->executor.device, serving->executor.device_reason);
-        else
-            spdlog::info("model '{}': unloaded", alias);
+    // Swaps live in memory only: a restart serves the configured files again, and the log says
+    // so at start and at every swap away from them (README, "Model management").
+    std::map<std::string, std::string> configured;
+    for (const auto& m : cfg.models)
+        configured[m.alias] = m.path;
+    so.on_serving = [configured](const std::string& alias, const actors::model_spec* serving) {
+        if (!serving)
+            return spdlog::info("model '{}': unloaded (until a restart, which serves the "
+                                "configured models again)",
+                                alias);
+        spdlog::info("model '{}': serving {} on {} ({})", alias, serving->path,
+                     serving->executor.device, serving->executor.device_reason);
+        const auto it = configured.find(alias);
+        if (it == configured.end() || it->second != serving->path)
+            spdlog::warn("model '{}': this version is not kept across a restart, which serves {}",
+                         alias,
+                         it == configured.end() ? std::string("nothing under this alias")
+                                                : "the configured " + it->second);
     };
     so.on_swap = [metrics](const std::string& result) { metrics->swap(result); };
     so.on_stall = [metrics](const std::string& alias) { metrics->executor_stall(alias); };
@@ -203,6 +215,9 @@ actors::supervisor_options supervisor_options_for(const conf::server_config& cfg
         order.path = m.path;
         order.draft_path = m.draft_or(cfg.draft_model);
         so.initial.push_back(order);
+        spdlog::info("model '{}': starts from {}, the configured file (a hot-swap or load made "
+                     "before a restart is not kept)",
+                     m.alias, m.path);
     }
     if (so.initial.empty())
         spdlog::warn("no models configured (set \"models\", BITNET_MODEL or --model): "
@@ -219,6 +234,8 @@ http::server_options http_options_for(const conf::server_config& cfg) {
     ho.max_n = cfg.max_n;
     ho.read_timeout = std::chrono::milliseconds(cfg.read_timeout_ms);
     ho.write_timeout = std::chrono::milliseconds(cfg.write_timeout_ms);
+    ho.header_timeout = std::chrono::milliseconds(cfg.request_header_timeout_ms);
+    ho.min_body_rate = cfg.request_body_min_rate;
     ho.sse_ping = std::chrono::milliseconds(cfg.sse_ping_ms);
     ho.sse_buffer_bytes = cfg.sse_buffer_bytes;
     ho.responses_store = {cfg.responses_store_max, std::chrono::seconds(cfg.responses_store_ttl_s),
@@ -377,6 +394,8 @@ actors::admission_options admission_options_for(const conf::server_config& cfg,
                                                 const std::shared_ptr<http::metrics>& metrics) {
     actors::admission_options ao;
     ao.default_model = cfg.default_entry() ? cfg.default_entry()->alias : std::string{};
+    for (const auto& m : cfg.models)
+        ao.startup_models.push_back(m.alias);
     ao.max_waiting_requests = cfg.max_waiting_requests;
     ao.max_waiting_prompt_tokens = cfg.max_waiting_prompt_tokens;
     ao.key_quota = {cfg.quota_requests_per_minute, cfg.quota_burst};
