@@ -31,9 +31,10 @@ struct read_limits {
 
 /// What RFC 9112 refuses in a request's header section before its body is read, or nothing:
 /// a Transfer-Encoding whose last coding is not chunked (with or without Content-Length: the
-/// body cannot be framed, §6.3), chunked applied twice, or a coding this server does not decode
-/// (`gzip, chunked`: 501, §6.1); an HTTP/1.1 request without exactly one Host (§3.2); an
-/// Expect other than 100-continue (417, RFC 9110 §10.1.1). Each answer closes the connection.
+/// body cannot be framed, RFC 9112 §6.3), chunked applied twice, or a coding this server does
+/// not decode (`gzip, chunked`: 501, RFC 9112 §6.1); an HTTP/1.1 request without exactly one
+/// Host (RFC 9112 §3.2); an Expect other than 100-continue (417, RFC 9110 §10.1.1). Each
+/// answer closes the connection.
 [[nodiscard]] std::optional<api_error> framing_refusal(const boost::beast::http::fields& f,
                                                        unsigned version);
 

@@ -68,6 +68,8 @@ records() {
         # (in a .md file, a bare section sign means the file itself, whatever came before)
         if (FNR - doc_line > 3) doc = ""
         if (FILENAME ~ /\.md$/) doc = "@self"
+        # a section of an IETF standard ("RFC 9112 §6.3") is public, not a document of ours
+        gsub(/RFC [0-9]+ §[0-9]+(\.[0-9]+)*/, "", line)
         while (match(line, /(\$\{?[A-Za-z_][A-Za-z0-9_]*\}?)?[A-Za-z0-9_.\/-]*[A-Za-z0-9_-]\.md([^A-Za-z0-9_]|$)|§[0-9]+(\.[0-9]+)*|[Ss]pec §/)) {
             tok = substr(line, RSTART, RLENGTH)
             rest = substr(line, RSTART + RLENGTH)
