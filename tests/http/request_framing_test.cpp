@@ -62,7 +62,7 @@ TEST_CASE("framing: a coding this server does not decode before chunked is a 501
     CHECK(refused(two) == 501);
 }
 
-TEST_CASE("framing: HTTP/1.1 needs exactly one Host; HTTP/1.0 none") {
+TEST_CASE("framing: HTTP/1.1 needs exactly one Host, HTTP/1.0 none") {
     CHECK(refused(fields_of({}, false)) == 400);
     bhttp::fields twice = fields_of({});
     twice.insert(bhttp::field::host, "u");

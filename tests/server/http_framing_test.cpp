@@ -33,7 +33,7 @@ bool closed_within(test::raw_conn& c, std::chrono::milliseconds limit) {
 } // namespace
 
 TEST_CASE("framing: Transfer-Encoding not ending in chunked is a 400 and close, beside "
-          "Content-Length too; gzip before chunked is a 501") {
+          "Content-Length too, and gzip before chunked is a 501") {
     test::server_process s({}, {.admin_open = false});
     const auto cl = "Content-Length: " + std::to_string(tokenize_body.size()) + "\r\n";
     // Framed by Content-Length before: a 200.
