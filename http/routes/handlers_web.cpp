@@ -44,24 +44,22 @@ void session::do_web_page(const std::string& route, const request& req) {
     if (!srv_.opt.web_ui)
         return send_error(route, status_error(404, "the web page is off on this server (web_ui 0)"),
                           "-");
-    const auto page = ui::page();
-    res_ = {bhttp::status::ok, 11};
-    res_.set(bhttp::field::content_type, page.content_type);
-    for (const auto& [name, value] : ui::security_headers())
-        res_.set(name, value);
-    res_.body() = std::string(page.bytes);
-    write_response(route, false);
+    send_web_file(route, ui::page());
 }
 
 void session::do_web_asset(const std::string& route, const std::string& name) {
     const auto asset = srv_.opt.web_ui ? ui::find_asset(name) : std::nullopt;
     if (!asset)
         return send_error(route, status_error(404, "no route /ui/" + name.substr(0, 64)), "-");
+    send_web_file(route, *asset);
+}
+
+void session::send_web_file(const std::string& route, const ui::web_asset& file) {
     res_ = {bhttp::status::ok, 11};
-    res_.set(bhttp::field::content_type, asset->content_type);
-    for (const auto& [header, value] : ui::security_headers())
-        res_.set(header, value);
-    res_.body() = std::string(asset->bytes);
+    res_.set(bhttp::field::content_type, file.content_type);
+    for (const auto& [name, value] : ui::security_headers())
+        res_.set(name, value);
+    res_.body() = std::string(file.bytes);
     write_response(route, false);
 }
 

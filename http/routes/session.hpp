@@ -27,6 +27,7 @@
 #include "http/routes/routes.hpp"
 #include "http/routes/server_impl.hpp"
 #include "http/transport/connection.hpp"
+#include "http/ui/web_assets.hpp"
 
 #include <boost/json/object.hpp>
 #include <caf/actor.hpp>
@@ -295,6 +296,8 @@ private:
     void do_web_page(const std::string& route, const request& req);
     /// GET /ui/NAME: one of the page's files, or 404.
     void do_web_asset(const std::string& route, const std::string& name);
+    /// A 200 with one of the page's files and the page's security headers.
+    void send_web_file(const std::string& route, const ui::web_asset& file);
 
     // ---- text (handlers_text.cpp) ------------------------------------------------------
 
