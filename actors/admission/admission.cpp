@@ -126,98 +126,6 @@ using namespace admission_detail;
 /// maps and checks in a few), so a client's first retry is likely to find it served.
 constexpr std::uint32_t k_loading_retry_after_s = 2;
 
-void poll(admission_pointer self) {
-    for (auto& [alias, q] : self->state.models) {
-        self->request(q.batcher, std::chrono::seconds(1), msg::stats_atom_v)
-            .then(
-                [self, name = alias](const msg::batcher_stats& s) {
-                    auto it = self->state.models.find(name);
-                    if (it == self->state.models.end())
-                        return;
-                    auto& mq = it->second;
-                    const auto now = clock::now();
-                    if (mq.polled_at != clock::time_point{} && s.finished >= mq.last.finished) {
-                        const double dt = std::chrono::duration<double>(now - mq.polled_at).count();
-                        if (dt > 0) {
-                            const double rate =
-                                static_cast<double>(s.finished - mq.last.finished) / dt;
-                            mq.drain_per_s =
-                                mq.drain_per_s == 0.0 ? rate : 0.8 * mq.drain_per_s + 0.2 * rate;
-                        }
-                    }
-                    mq.last = s;
-                    mq.polled_at = now;
-                    mq.admitted_since = 0;
-                    mq.prompt_tokens_since = 0;
-                    mq.work_since = 0;
-                },
-                [](const caf::error&) {
-                    // A batcher that does not answer keeps its last figures; the supervisor
-                    // handles its failure.
-                });
-    }
-}
-
-/// Why `req` (for `alias`, on version `v`) is refused, or nothing: the caller's errors first (no
-/// queue state makes them acceptable later), then draining, the queue caps, the key's quota. When
-/// nothing refuses it the request is counted as admitted to the alias's queue.
-std::optional<caf::error> refusal(admission_pointer self, const std::string& alias,
-                                  const version_route& v, const msg::generate_request& req) {
-    auto& st = self->state;
-    if (auto valid = check_request(v.limits, req); !valid)
-        return msg::to_caf_error(valid.error());
-    if (st.draining)
-        return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
-    // The alias's queue; gone when it was unloaded while this request was tokenized (it still
-    // runs on the version it was routed to, which drains).
-    auto it = st.models.find(alias);
-    if (it != st.models.end()) {
-        auto& q = it->second;
-        const std::uint64_t waiting =
-            q.last.waiting[0] + q.last.waiting[1] + q.last.waiting[2] + q.admitted_since;
-        const std::uint64_t waiting_tokens = q.last.waiting_prompt_tokens + q.prompt_tokens_since;
-        if (waiting >= st.opt.max_waiting_requests ||
-            waiting_tokens + req.prompt.size() > st.opt.max_waiting_prompt_tokens) {
-            const auto ra = retry_after_seconds(waiting, q.drain_per_s);
-            return msg::to_caf_error(errc::queue_full,
-                                     "queue full: " + std::to_string(waiting) + " requests and " +
-                                         std::to_string(waiting_tokens) +
-                                         " prompt tokens waiting (caps " +
-                                         std::to_string(st.opt.max_waiting_requests) + ", " +
-                                         std::to_string(st.opt.max_waiting_prompt_tokens) + ")",
-                                     ra);
-        }
-    }
-    // Counted only for requests the queue takes (a 503 does not use up the quota).
-    if (auto no = quota_refusal(st, req))
-        return no;
-    if (it != st.models.end()) {
-        ++it->second.admitted_since;
-        it->second.prompt_tokens_since += req.prompt.size();
-        it->second.work_since += req.prompt.size() + req.max_tokens;
-    }
-    return std::nullopt;
-}
-
-/// A request routed to `route` was handed over (to its batcher, or answered with an error): once
-/// none is left in tokenization there, the route answers held for it go out.
-void handed_over(admission_pointer self, std::uint64_t route) {
-    auto& st = self->state;
-    auto it = st.tokenizing.find(route);
-    if (it == st.tokenizing.end() || --it->second > 0)
-        return;
-    st.tokenizing.erase(it);
-    auto& held = st.held_routes;
-    for (auto h = held.begin(); h != held.end();) {
-        if (h->first == route) {
-            h->second.deliver(true);
-            h = held.erase(h);
-        } else {
-            ++h;
-        }
-    }
-}
-
 /// A text or chat prompt: tokenized by the text actor of the version it is routed to now, then
 /// checked and delegated to that version's batcher, which answers the sink.
 caf::result<msg::request_id> submit_text(admission_pointer self, const std::string& alias,
@@ -246,23 +154,8 @@ caf::result<msg::request_id> submit_text(admission_pointer self, const std::stri
                 if (tok)
                     close_span(tok->s);
                 req.prompt = std::move(ids);
-                if (auto no = refusal(self, req.model, v, req)) {
-                    if (span) {
-                        const auto err = msg::from_caf_error(*no);
-                        span_attr(span->s, "bitnet.admission.outcome", std::string("refused"));
-                        span_attr(span->s, "bitnet.admission.reason",
-                                  std::string(errc_name(err.value())));
-                        span_error(span->s, err.message);
-                    }
-                    rp.deliver(std::move(*no));
-                } else {
-                    if (span)
-                        span_attr(span->s, "bitnet.admission.outcome", std::string("queued"));
-                    rp.delegate(v.batcher, msg::submit_atom_v, std::move(req), std::move(sink));
-                }
-                if (span)
-                    close_span(span->s);
-                handed_over(self, v.route);
+                admit(self, std::move(rp), std::move(v), std::move(req), std::move(sink),
+                      std::move(span), true);
             },
             [self, rp, v, span, tok](caf::error& e) mutable {
                 if (tok) {
@@ -355,12 +248,10 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
     const auto& q = it->second;
     if (text)
         return submit_text(self, alias, q, std::move(req), std::move(sink), span);
-    if (auto no = refusal(self, alias, {q.batcher, q.limits, q.route}, req))
-        return std::move(*no);
     req.model = alias;
-    if (span)
-        span_attr(span->s, "bitnet.admission.outcome", std::string("queued"));
-    return self->delegate(q.batcher, msg::submit_atom_v, std::move(req), std::move(sink));
+    auto rp = self->make_response_promise<msg::request_id>();
+    admit(self, rp, {q.batcher, q.limits, q.route}, std::move(req), std::move(sink), span, false);
+    return rp;
 }
 
 /// The supervisor points `alias` at a version (a null batcher removes it). Answered once no
@@ -375,6 +266,7 @@ caf::result<bool> route(admission_pointer self, const std::string& alias,
     // Served again (a version that works), or unloaded: either way no longer failed or loading.
     st.unserved.erase(alias);
     st.loading.erase(alias);
+    st.startup_pending.erase(alias); // served now (or unloaded): no longer waited for
     if (!batcher) {
         // The alias is being unloaded: new requests for it are refused from now on.
         st.models.erase(alias);
@@ -425,6 +317,11 @@ std::tuple<bool, std::string> readiness(admission_state& st) {
     if (st.draining)
         return {false, "draining"};
     const auto alias = default_alias(st);
+    // Every model the server starts with, not only the default: a second one still loading
+    // would answer 503 model_loading to the traffic readiness lets in.
+    if (!st.startup_pending.empty())
+        return {false, "model '" + *st.startup_pending.begin() +
+                           "' (configured at start) is not ready yet"};
     if (st.models.count(alias) == 0 && best_remote(st, alias) == nullptr)
         return {false, st.opt.default_model.empty() && alias.empty()
                            ? std::string("no model is served")
@@ -457,6 +354,8 @@ void note_remote_views(admission_state& st, std::vector<msg::replica_view>& view
 msg::admission_actor::behavior_type admission_fn(admission_pointer self, admission_options opt) {
     self->state.quota = key_quota(opt.key_quota);
     self->state.opt = std::move(opt);
+    self->state.startup_pending = {self->state.opt.startup_models.begin(),
+                                   self->state.opt.startup_models.end()};
     relay_options ro;
     ro.node_name = self->state.opt.node_name;
     ro.admission = self;
@@ -484,6 +383,7 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             // Nothing serves the alias any more: a route to a version that failed is gone too.
             self->state.models.erase(alias);
             self->state.loading.erase(alias);
+            self->state.startup_pending.erase(alias); // failed: told so per request, not waited for
             self->state.unserved[alias] = why;
         },
         [self](msg::load_atom, const std::string& alias) {

@@ -11,7 +11,9 @@
 // the version that runs it. /v1/tokenize and /v1/detokenize go to the serving version's text actor
 // through admission too.
 // Queue depths come from polling each batcher's stats every `poll_interval` plus what was
-// admitted since, so the caps hold without a round trip per request.
+// admitted since, so the caps hold without a round trip per request; a request the caps would
+// refuse only on account of those (they may have finished since) asks the batcher first and is
+// decided on what waits now (admission_queue.cpp).
 // In a cluster the replicas of other nodes join the choice (the cluster actor sends them with the
 // load their heartbeats carried): a request goes to the replica of its alias with the least
 // outstanding work (tokens to prefill and to generate), here or there. One placed on another node
@@ -27,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace caf {
 class actor_system;
@@ -36,6 +39,9 @@ namespace bitnet::actors {
 
 struct admission_options {
     std::string default_model; ///< alias used when a request names none
+    /// The aliases the server starts with: /health/ready waits until each is served or has
+    /// failed (a later load or reload of an alias never takes readiness back).
+    std::vector<std::string> startup_models;
     std::uint32_t max_waiting_requests = 256;
     std::uint64_t max_waiting_prompt_tokens = 262144;
     std::chrono::milliseconds poll_interval{20};

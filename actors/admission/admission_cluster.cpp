@@ -188,6 +188,7 @@ caf::result<msg::replica_view> place(admission_pointer self, const std::string& 
                             caf::actor_cast<caf::actor>(it->second.batcher) != gone;
     if (local_fits && (!r || !ranks_before(rank_of(*r), rank_of(it->second)))) {
         it->second.work_since += 1; // the next request sees it as busier
+        it->second.work_total += 1;
         return local_view(st, alias, it->second);
     }
     if (r) {

@@ -6,6 +6,7 @@
 #include "actors/admission/admission.hpp"
 #include "actors/admission/key_quota.hpp"
 #include "actors/supervisor/device_placements.hpp"
+#include "actors/trace_spans.hpp"
 
 #include <caf/typed_event_based_actor.hpp>
 
@@ -34,7 +35,15 @@ struct model_queue {
     std::uint32_t admitted_since = 0; ///< requests delegated since that poll
     std::uint64_t prompt_tokens_since = 0;
     std::uint64_t work_since = 0; ///< their prompt tokens plus max_tokens
-    double drain_per_s = 0.0;     ///< finished requests per second, smoothed
+    /// What was ever admitted to this queue (never reset): a stats request notes these when it
+    /// goes out, and its answer, which counts every request admitted before it, leaves as
+    /// "since" what was admitted after. Several answers in flight at once each subtract their own
+    /// mark, so none takes away a request another answer does not count.
+    std::uint64_t admitted_total = 0;
+    std::uint64_t prompt_tokens_total = 0;
+    std::uint64_t work_total = 0;
+    std::uint64_t counted_total = 0; ///< admitted_total at the newest answer applied
+    double drain_per_s = 0.0;        ///< finished requests per second, smoothed
     clock::time_point polled_at{};
 };
 
@@ -89,6 +98,8 @@ struct admission_state {
     /// "no model" nor the last failure. A route or a failure for the alias ends it; the
     /// supervisor runs one operation per alias, so there are never more than it holds.
     std::set<std::string> loading;
+    /// Start-up aliases neither served nor failed yet (admission_options::startup_models).
+    std::set<std::string> startup_pending;
     std::uint64_t next_route = 1;
     /// Requests being tokenized, by the route they were routed to.
     std::map<std::uint64_t, std::uint32_t> tokenizing;
@@ -139,5 +150,24 @@ inline constexpr std::size_t k_gone_kept = 256;
 [[nodiscard]] caf::result<msg::replica_view> place(admission_pointer self, const std::string& alias,
                                                    const std::string& version,
                                                    const caf::actor& gone);
+
+/// Asks every batcher for its stats (admission_queue.cpp: the figures the caps are checked on).
+void poll(admission_pointer self);
+/// Why `req` (for `alias`, on version `v`) is refused, or nothing: the caller's errors first (no
+/// queue state makes them acceptable later), then draining, the queue caps, the key's quota. When
+/// nothing refuses it the request is counted as admitted to the alias's queue.
+[[nodiscard]] std::optional<caf::error> refusal(admission_pointer self, const std::string& alias,
+                                                const version_route& v,
+                                                const msg::generate_request& req);
+/// A request routed to `route` was handed over (to its batcher, or answered with an error): once
+/// none is left in tokenization there, the route answers held for it go out.
+void handed_over(admission_pointer self, std::uint64_t route);
+/// `req` (its model the alias) refused through `rp`, or delegated to `v`'s batcher; when the caps
+/// refuse it only on account of requests admitted since the last poll, and it was not `asked`
+/// yet, the batcher's figures are asked for first. `tokenized`: it came through tokenization
+/// (handed_over once decided). Closes `span`.
+void admit(admission_pointer self, caf::typed_response_promise<msg::request_id> rp, version_route v,
+           msg::generate_request req, msg::sink_actor sink, shared_span_ptr span, bool tokenized,
+           bool asked = false);
 
 } // namespace bitnet::actors::admission_detail

@@ -394,6 +394,8 @@ actors::admission_options admission_options_for(const conf::server_config& cfg,
                                                 const std::shared_ptr<http::metrics>& metrics) {
     actors::admission_options ao;
     ao.default_model = cfg.default_entry() ? cfg.default_entry()->alias : std::string{};
+    for (const auto& m : cfg.models)
+        ao.startup_models.push_back(m.alias);
     ao.max_waiting_requests = cfg.max_waiting_requests;
     ao.max_waiting_prompt_tokens = cfg.max_waiting_prompt_tokens;
     ao.key_quota = {cfg.quota_requests_per_minute, cfg.quota_burst};
