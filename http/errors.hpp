@@ -19,6 +19,12 @@ struct api_error {
     std::string param; ///< the offending field, when one is
     std::string suggestion;
     std::uint32_t retry_after_s = 0; ///< sent as Retry-After when non-zero
+    /// Anthropic's `error.details` (a JSON object, the server's own text), when not empty: what
+    /// the SDK reads to recover from a refused message thread (its `error_code`).
+    std::string details{};
+    /// Sent with `x-should-retry: false`: the same request would be refused again, so the SDKs
+    /// that retry a 409 by default (Stainless's) answer at once instead.
+    bool final_answer = false;
 };
 
 /// Maps our error vocabulary to the status table. `retry_after_s` rides along for 503s; `param`

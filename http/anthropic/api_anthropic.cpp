@@ -2,6 +2,7 @@
 
 #include "http/api_render.hpp"
 #include "http/field_policy.hpp"
+#include "http/reply_id.hpp"
 
 #include <boost/json.hpp>
 
@@ -383,6 +384,7 @@ std::string anthropic_error_body(const api_error& e, std::string_view request_id
         type = "not_found_error";
         break;
     case 405:
+    case 409: // a message thread already continued, or being continued
         type = "invalid_request_error";
         break;
     case 413:
@@ -401,12 +403,13 @@ std::string anthropic_error_body(const api_error& e, std::string_view request_id
     std::string message = excerpt(e.message, max_error_message_bytes);
     if (!e.param.empty() && e.message.find(e.param) == std::string::npos)
         message = excerpt(e.param, max_error_param_bytes) + ": " + message;
+    const auto details = e.details.empty() ? std::string() : R"(,"details":)" + e.details;
     return R"({"type":"error","error":{"type":")" + std::string(type) + R"(","message":)" +
-           quoted(message) + R"(},"request_id":)" + quoted(request_id) + "}";
+           quoted(message) + details + R"(},"request_id":)" + quoted(request_id) + "}";
 }
 
 std::string anthropic_message_id(const std::string& req_id) {
-    return "msg_" + number_of(req_id);
+    return "msg_" + reply_id_of(req_id);
 }
 
 std::string anthropic_tool_use_id(const std::string& req_id) {

@@ -66,10 +66,12 @@ namespace bitnet::http {
                                                   std::uint32_t prompt_tokens);
 
 /// {"type":"error","error":{"type":..,"message":..},"request_id":..} with Anthropic's error
-/// types for our statuses.
+/// types for our statuses; `error.details` when the error has them (api_error::details).
 [[nodiscard]] std::string anthropic_error_body(const api_error& e, std::string_view request_id);
 
-/// The message id of a request ("msg_" and the request id's number) and its tool_use id.
+/// The message id of a request ("msg_" and 32 hex digits, http/reply_id.hpp: a message thread
+/// continues from a stored reply named by it, so it is never guessed nor reused after a restart)
+/// and its tool_use id ("toolu_" and the request id's number).
 [[nodiscard]] std::string anthropic_message_id(const std::string& req_id);
 [[nodiscard]] std::string anthropic_tool_use_id(const std::string& req_id);
 

@@ -3,16 +3,11 @@
 #include "http/api_render.hpp"
 #include "http/api_structured.hpp"
 #include "http/field_policy.hpp"
+#include "http/reply_id.hpp"
 
 #include <boost/json.hpp>
 
 #include <algorithm>
-#include <array>
-#include <stdexcept>
-
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
 
 namespace bitnet::http {
 
@@ -24,29 +19,11 @@ api_error bad(std::string param, std::string message) {
     return invalid_value(std::move(param), std::move(message));
 }
 
-/// The part of a response's ids after their prefix ("resp_", "msg_", "fc_"): 128 bits of
-/// HMAC-SHA-256 of the request id under a key drawn once per process from the OS. Every id of
-/// one request is the same whenever it is asked for, none can be guessed from another (a stored
-/// reply is named by its id alone within its key), and an id from before a restart names
-/// nothing now.
+/// The part of a response's ids after their prefix ("resp_", "msg_", "fc_"): every id of one
+/// request is the same whenever it is asked for, none can be guessed from another
+/// (http/reply_id.hpp).
 std::string id_of(const std::string& req_id) {
-    static const std::array<unsigned char, 32> key = [] {
-        std::array<unsigned char, 32> k{};
-        if (RAND_bytes(k.data(), static_cast<int>(k.size())) != 1)
-            throw std::runtime_error("no random bytes for response ids");
-        return k;
-    }();
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-         reinterpret_cast<const unsigned char*>(req_id.data()), req_id.size(), mac, &n);
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out;
-    for (unsigned i = 0; i < 16; ++i) {
-        out += hex[mac[i] >> 4];
-        out += hex[mac[i] & 15];
-    }
-    return out;
+    return reply_id_of(req_id);
 }
 
 /// A message item's content: a string, or parts of type input_text, output_text or text

@@ -41,6 +41,13 @@ void response_store::put(const std::string& scope, const std::string& id, std::s
     e.input = std::move(input);
     e.continues = std::move(continues);
     std::lock_guard lock(mu_);
+    keep(std::move(e), std::move(outputs), now);
+}
+
+void response_store::keep(entry e, std::vector<std::pair<std::string, std::string>> outputs,
+                          clock::time_point now) {
+    const std::string scope = e.scope;
+    const std::string id = e.id;
     if (auto it = responses_.find({scope, id}); it != responses_.end())
         drop(it->second); // ids are unique per process; kept simple if not
     for (auto& [item_id, text] : outputs) {
@@ -75,6 +82,81 @@ void response_store::drop(entries::iterator e) {
     order_.erase(e);
 }
 
+void response_store::recharge(entries::iterator e, std::size_t bytes) {
+    auto& ps = scopes_.at(e->scope);
+    by_bytes_.erase({ps.bytes, e->scope});
+    ps.bytes = ps.bytes - e->bytes + bytes;
+    by_bytes_.insert({ps.bytes, e->scope});
+    bytes_ = bytes_ - e->bytes + bytes;
+    e->bytes = bytes;
+}
+
+void response_store::put_thread(const std::string& scope, const std::string& id, std::string record,
+                                const std::string& previous, clock::time_point now) {
+    if (!enabled())
+        return;
+    entry e;
+    e.scope = scope;
+    e.id = id;
+    e.at = now;
+    e.thread = true;
+    e.bytes = entry_overhead + scope.size() + id.size() + record.size();
+    e.items = std::move(record);
+    std::lock_guard lock(mu_);
+    if (const auto it = responses_.find({scope, previous});
+        !previous.empty() && it != responses_.end() && it->second->thread) {
+        // Continued: its whole conversation is in the new record, so only its id stays.
+        auto p = it->second;
+        p->continued = true;
+        p->in_flight = false;
+        std::string().swap(p->items);
+        recharge(p, entry_overhead + p->scope.size() + p->id.size());
+    }
+    if (e.bytes > limits_.max_bytes || e.bytes > limits_.total_bytes)
+        return; // it alone would not fit: not kept (a continue of it is thread_not_found)
+    keep(std::move(e), {}, now);
+}
+
+response_store::thread_claim response_store::claim_thread(const std::string& scope,
+                                                          const std::string& id,
+                                                          clock::time_point now) {
+    thread_claim out;
+    {
+        std::lock_guard lock(mu_);
+        evict(now, nullptr);
+        const auto it = responses_.find({scope, id});
+        if (it == responses_.end() || !it->second->thread)
+            return out;
+        auto& e = *it->second;
+        if (e.continued || e.in_flight) {
+            out.state = e.continued ? thread_state::already_continued : thread_state::in_flight;
+            return out;
+        }
+        e.in_flight = true;
+        out.state = thread_state::claimed;
+        out.record = e.items;
+    }
+    // Made outside the lock: its deleter takes it.
+    out.hold = std::shared_ptr<const std::string>(new std::string(id),
+                                                  [this, scope](const std::string* held) {
+                                                      release_thread(scope, *held);
+                                                      delete held;
+                                                  });
+    return out;
+}
+
+void response_store::release_thread(const std::string& scope, const std::string& id) {
+    std::lock_guard lock(mu_);
+    if (const auto it = responses_.find({scope, id}); it != responses_.end())
+        it->second->in_flight = false;
+}
+
+const response_store::entry* response_store::response_entry(const std::string& scope,
+                                                            const std::string& id) {
+    const auto it = responses_.find({scope, id});
+    return it == responses_.end() || it->second->thread ? nullptr : &*it->second;
+}
+
 void response_store::evict(clock::time_point now, const std::string* scope) {
     while (!order_.empty() && now - order_.front().at > limits_.ttl)
         drop(order_.begin());
@@ -99,20 +181,20 @@ std::optional<std::string> response_store::conversation(const std::string& scope
                                                         clock::time_point now) {
     std::lock_guard lock(mu_);
     evict(now, nullptr);
-    const auto it = responses_.find({scope, id});
-    if (it == responses_.end())
+    const auto* e = response_entry(scope, id);
+    if (!e)
         return std::nullopt;
-    return it->second->items;
+    return e->items;
 }
 
 std::optional<response_store::chain_of>
 response_store::chain(const std::string& scope, const std::string& id, clock::time_point now) {
     std::lock_guard lock(mu_);
     evict(now, nullptr);
-    const auto it = responses_.find({scope, id});
-    if (it == responses_.end())
+    const auto* e = response_entry(scope, id);
+    if (!e)
         return std::nullopt;
-    return chain_of{it->second->items, it->second->continues, it->second->deleted};
+    return chain_of{e->items, e->continues, e->deleted};
 }
 
 std::optional<std::string> response_store::item(const std::string& scope, const std::string& id,
@@ -137,10 +219,10 @@ std::optional<std::string> response_store::response(const std::string& scope, co
                                                     clock::time_point now) {
     std::lock_guard lock(mu_);
     evict(now, nullptr);
-    const auto it = responses_.find({scope, id});
-    if (it == responses_.end() || it->second->response.empty())
+    const auto* e = response_entry(scope, id);
+    if (!e || e->response.empty())
         return std::nullopt;
-    return it->second->response;
+    return e->response;
 }
 
 std::optional<std::string> response_store::input_items(const std::string& scope,
@@ -148,16 +230,16 @@ std::optional<std::string> response_store::input_items(const std::string& scope,
                                                        clock::time_point now) {
     std::lock_guard lock(mu_);
     evict(now, nullptr);
-    const auto it = responses_.find({scope, id});
-    if (it == responses_.end() || it->second->input.empty())
+    const auto* e = response_entry(scope, id);
+    if (!e || e->input.empty())
         return std::nullopt;
-    return it->second->input;
+    return e->input;
 }
 
 bool response_store::erase(const std::string& scope, const std::string& id) {
     std::lock_guard lock(mu_);
     const auto it = responses_.find({scope, id});
-    if (it == responses_.end())
+    if (it == responses_.end() || it->second->thread)
         return false;
     drop(it->second); // its items, its bytes and its key's share with it
     // Every later reply of the key that holds its text can no longer be continued.

@@ -12,6 +12,14 @@
 // previous_response_id chain, the owners of the items it referenced): once one of them is deleted,
 // the chain refuses to continue past it (a 400 naming the deleted reply), so a deleted turn's text
 // never reaches a later request.
+// Anthropic's message threads are kept in the same store, under the same key and bounds (a
+// key's responses and threads share its count and bytes): each threaded Messages reply is one
+// entry holding its thread's record (system, tools and the conversation with the reply last,
+// http/anthropic/message_thread.hpp). A stored reply is continued once: a continue holds it while
+// it runs (a second continue meanwhile is "in flight"), and once the continue's reply is stored
+// the continued one keeps only its id ("already continued"), its record freed, so a thread holds
+// one record however long it grows. A continue that ends without a stored reply lets go of it.
+// The Responses routes never see a thread entry, nor a thread the Responses replies.
 #pragma once
 
 #include "http/errors.hpp"
@@ -21,6 +29,7 @@
 #include <cstdint>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -92,6 +101,27 @@ public:
     /// Forgets response `id` of `scope` and its items; false when it was not kept.
     bool erase(const std::string& scope, const std::string& id);
 
+    // ---- Anthropic's message threads -----------------------------------------------------
+
+    /// Keeps threaded reply `id` of `scope` with its thread's `record` (JSON text). `previous`:
+    /// the reply it continued (claimed by claim_thread), now continued: its record is freed and
+    /// its id kept, to answer a later continue of it.
+    void put_thread(const std::string& scope, const std::string& id, std::string record,
+                    const std::string& previous = {}, clock::time_point now = clock::now());
+    enum class thread_state { claimed, not_found, already_continued, in_flight };
+    struct thread_claim {
+        thread_state state = thread_state::not_found;
+        std::string record; ///< claimed: the thread's record
+        /// claimed: the hold on the reply; when its last copy goes, the reply may be continued
+        /// again unless put_thread has continued it meanwhile.
+        std::shared_ptr<const std::string> hold;
+    };
+    /// Claims threaded reply `id` of `scope` for a continue: not_found when `scope` did not store
+    /// it (or it expired or was evicted), already_continued, or in_flight while another continue
+    /// holds it.
+    [[nodiscard]] thread_claim claim_thread(const std::string& scope, const std::string& id,
+                                            clock::time_point now = clock::now());
+
     [[nodiscard]] std::size_t size() const;
     [[nodiscard]] std::size_t bytes() const;
     /// What `scope` holds: its responses and their bytes.
@@ -114,6 +144,9 @@ private:
         std::vector<std::string> continues; ///< the replies whose text `items` holds
         std::string deleted;                ///< the first of them deleted since it was kept
         std::size_t bytes = 0;
+        bool thread = false;    ///< an Anthropic thread's reply (`items` its record)
+        bool in_flight = false; ///< thread: a continue holds it
+        bool continued = false; ///< thread: continued once (its record freed)
     };
     struct stored_item {
         std::string owner; ///< the reply it is an output of
@@ -130,6 +163,14 @@ private:
     /// the most (mu_ held).
     void evict(clock::time_point now, const std::string* scope);
     void drop(entries::iterator e);
+    /// Adds `e` with its output items, then evicts past the bounds (mu_ held).
+    void keep(entry e, std::vector<std::pair<std::string, std::string>> outputs,
+              clock::time_point now);
+    /// `e` charged `bytes` instead of what it was (mu_ held).
+    void recharge(entries::iterator e, std::size_t bytes);
+    /// A Responses reply (not a thread's) of `scope` by id (mu_ held).
+    [[nodiscard]] const entry* response_entry(const std::string& scope, const std::string& id);
+    void release_thread(const std::string& scope, const std::string& id);
 
     response_store_limits limits_;
     mutable std::mutex mu_;

@@ -106,7 +106,8 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.kind = kind;
     c.route = route;
     c.req_id = "req-" + std::to_string(id);
-    std::string expanded; // Responses: the request with its stored parts filled in
+    // Responses, a threaded Messages request: the request with its stored parts filled in.
+    std::string expanded;
     if (kind == route_kind::responses) {
         auto x = expand_responses_request(body, srv_.responses, client_key_,
                                           static_cast<std::size_t>(srv_.opt.max_body_bytes));
@@ -119,7 +120,10 @@ void session::start_inference(const std::string& route, route_kind kind, const s
         c.own_input = std::move(ex.own_input);
         c.continues = std::move(ex.continues);
     }
-    auto parsed = kind == route_kind::messages    ? parse_messages(body)
+    if (kind == route_kind::messages)
+        if (auto e = expand_thread(body, c, expanded))
+            return send_error(route, *e, c.req_id);
+    auto parsed = kind == route_kind::messages ? parse_messages(expanded.empty() ? body : expanded)
                   : kind == route_kind::responses ? parse_responses(expanded)
                                                   : parse_inference(body, api_of(kind));
     if (auto* e = std::get_if<api_error>(&parsed))

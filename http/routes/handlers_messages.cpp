@@ -2,10 +2,14 @@
 // stream's event sequence and the plain reply. A forced call to one function streams its arguments
 // as input_json_delta events in a tool_use block; a call among several (or several parallel calls)
 // comes whole at the end, a block each; a call cut short is no tool_use block (stop_reason
-// max_tokens).
+// max_tokens). A threaded request (`thread`, http/anthropic/message_thread.hpp) is made whole
+// from the store before it is parsed, and its reply, plain or streamed, is stored for the next
+// continue.
 #include "http/anthropic/api_anthropic.hpp"
+#include "http/anthropic/message_thread.hpp"
 #include "http/api_render.hpp"
 #include "http/api_structured.hpp"
+#include "http/responses/response_store.hpp"
 #include "http/routes/session.hpp"
 
 #include <boost/json.hpp>
@@ -115,9 +119,10 @@ void session::messages_done_events(const msg::completion& c) {
         sse_event("error", anthropic_error_body(drain_error(), call_->req_id));
     else
         sse_event("message_stop", R"({"type":"message_stop"})");
+    remember_thread(messages_content(c)); // a stream's reply continues its thread like a plain one
 }
 
-std::string session::messages_body(const msg::completion& c) const {
+std::string session::messages_content(const msg::completion& c) const {
     const bool whole = whole_call(c);
     std::string content = "[]";
     if (!call_->tool_call) {
@@ -131,9 +136,61 @@ std::string session::messages_body(const msg::completion& c) const {
             content += (content.empty() ? "[" : ",") + b;
         content += content.empty() ? "[]" : "]";
     }
-    return anthropic_message_body(call_->req_id, c.model.empty() ? call_->model : c.model, content,
-                                  anthropic_stop_reason(c.finish_reason, whole, call_->has_stops),
-                                  c);
+    return content;
+}
+
+std::string session::messages_body(const msg::completion& c) const {
+    const auto content = messages_content(c);
+    remember_thread(content);
+    return anthropic_message_body(
+        call_->req_id, c.model.empty() ? call_->model : c.model, content,
+        anthropic_stop_reason(c.finish_reason, whole_call(c), call_->has_stops), c);
+}
+
+std::optional<api_error> session::expand_thread(const std::string& body, call& c,
+                                                std::string& expanded) {
+    auto parsed = parse_request_json(body);
+    auto* root = std::get_if<json::value>(&parsed);
+    auto* o = root ? root->if_object() : nullptr;
+    if (!o)
+        return std::nullopt; // the parser names what is wrong with it
+    auto thread = read_message_thread(*o);
+    if (auto* e = std::get_if<api_error>(&thread))
+        return *e;
+    const auto& t = std::get<message_thread>(thread);
+    if (t.type == message_thread::kind::none)
+        return std::nullopt;
+    if (!srv_.responses.enabled())
+        return thread_error(thread_refusal::unsupported, t.previous_message_id);
+    std::string record;
+    if (t.type == message_thread::kind::resume) {
+        auto claim = srv_.responses.claim_thread(client_key_, t.previous_message_id);
+        using state = response_store::thread_state;
+        if (claim.state != state::claimed)
+            return thread_error(claim.state == state::not_found ? thread_refusal::not_found
+                                : claim.state == state::in_flight
+                                    ? thread_refusal::in_flight
+                                    : thread_refusal::already_continued,
+                                t.previous_message_id);
+        record = std::move(claim.record);
+        c.thread_hold = std::move(claim.hold); // released with the call unless continued
+        c.thread_previous = t.previous_message_id;
+    }
+    auto x = expand_message_thread(std::move(*o), record,
+                                   static_cast<std::size_t>(srv_.opt.max_body_bytes));
+    if (auto* e = std::get_if<api_error>(&x))
+        return *e;
+    auto& ex = std::get<thread_expansion>(x);
+    expanded = std::move(ex.body);
+    c.thread_head = std::move(ex.head);
+    return std::nullopt;
+}
+
+void session::remember_thread(const std::string& content) const {
+    if (call_->thread_head.empty() || call_->cut)
+        return;
+    srv_.responses.put_thread(client_key_, anthropic_message_id(call_->req_id),
+                              thread_record(call_->thread_head, content), call_->thread_previous);
 }
 
 } // namespace bitnet::http

@@ -139,6 +139,14 @@ void session::do_count_tokens(const std::string& body) {
     // max_tokens is not needed to count: the parser gets one when the client left it out.
     std::string counted(body);
     auto counted_body = parse_request_json(body);
+    // A continue's count would be its new messages' alone: the thread is not counted here.
+    if (auto* o = std::get_if<json::value>(&counted_body); o && o->is_object() &&
+                                                           o->get_object().contains("thread") &&
+                                                           !o->get_object().at("thread").is_null())
+        return send_error(route,
+                          invalid_value("thread", "count_tokens counts the messages it is sent: "
+                                                  "send the whole conversation without thread"),
+                          "-");
     if (auto* o = std::get_if<json::value>(&counted_body);
         o && o->is_object() &&
         (!o->get_object().contains("max_tokens") || o->get_object().at("max_tokens").is_null())) {

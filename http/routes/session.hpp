@@ -118,6 +118,13 @@ private:
         std::string own_input;              ///< responses: the request's own input items
         std::vector<std::string> continues; ///< responses: the stored replies its input holds
         std::string response_echo;          ///< responses: the request's settings as echoed
+        /// messages with `thread`: the start of its reply's record (thread_record); empty when
+        /// the request is not threaded.
+        std::string thread_head;
+        std::string thread_previous; ///< a continue: the stored reply it continues
+        /// A continue's hold on that reply (response_store::claim_thread): going with the call,
+        /// it lets another continue have it, unless this one stored its reply first.
+        std::shared_ptr<const std::string> thread_hold;
         bool has_stops = false;   ///< the request had stop strings (Anthropic's stop_reason)
         std::uint32_t events = 0; ///< Responses stream events sent (their sequence_number)
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
@@ -201,8 +208,16 @@ private:
     /// The block's stop, message_delta (stop_reason, usage), the drain error when cut, then
     /// message_stop.
     void messages_done_events(const msg::completion& c);
-    /// The whole reply of a plain request.
+    /// The whole reply of a plain request (stored when threaded).
     [[nodiscard]] std::string messages_body(const msg::completion& c) const;
+    /// The reply's content blocks (a JSON array).
+    [[nodiscard]] std::string messages_content(const msg::completion& c) const;
+    /// A Messages request's `thread`: a continue claimed from this key's stored replies and made
+    /// whole into `expanded` (left empty when the request is not threaded), `c` keeping what its
+    /// reply's record needs; or the error that refuses it.
+    std::optional<api_error> expand_thread(const std::string& body, call& c, std::string& expanded);
+    /// Stores a threaded reply (its `content` blocks) for the next continue; a cut one is not.
+    void remember_thread(const std::string& content) const;
     /// Whether the forced call in the text is whole (not cut by max_tokens, the deadline or a
     /// drain).
     [[nodiscard]] bool whole_call(const msg::completion& c) const;

@@ -302,12 +302,13 @@ void connection::send_error(const std::string& route, const api_error& e,
     // Every error body carries a request id, also for requests refused before they got one.
     const auto id = req_id == "-" ? "req-" + std::to_string(net_.next_id.fetch_add(1)) : req_id;
     // Each API family answers in its own error shape, whatever refused the request.
-    send_json(route, e.status, error_body_for(route, e, id), id, {}, e.retry_after_s);
+    send_json(route, e.status, error_body_for(route, e, id), id, {}, e.retry_after_s, false,
+              e.final_answer);
 }
 
 void connection::send_json(const std::string& route, unsigned status, std::string body,
                            const std::string& req_id, const std::string& server_timing,
-                           std::uint32_t retry_after, bool counted) {
+                           std::uint32_t retry_after, bool counted, bool final_answer) {
     res_ = {static_cast<bhttp::status>(status), 11};
     res_.set(bhttp::field::content_type, "application/json");
     if (req_id != "-") {
@@ -319,6 +320,8 @@ void connection::send_json(const std::string& route, unsigned status, std::strin
         res_.set("Server-Timing", server_timing);
     if (retry_after > 0)
         res_.set(bhttp::field::retry_after, std::to_string(retry_after));
+    if (final_answer)
+        res_.set("x-should-retry", "false");
     res_.body() = std::move(body);
     write_response(route, counted);
 }

@@ -149,9 +149,10 @@ protected:
     void on_readable_while_busy();
 
     void send_error(const std::string& route, const api_error& e, const std::string& req_id);
+    /// `final_answer`: with `x-should-retry: false` (api_error::final_answer).
     void send_json(const std::string& route, unsigned status, std::string body,
                    const std::string& req_id = "-", const std::string& server_timing = {},
-                   std::uint32_t retry_after = 0, bool counted = false);
+                   std::uint32_t retry_after = 0, bool counted = false, bool final_answer = false);
     void write_response(const std::string& route, bool counted);
     void linger_close();
     void linger_read();

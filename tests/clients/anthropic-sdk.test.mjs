@@ -1,12 +1,14 @@
 // Anthropic's SDK (@anthropic-ai/sdk) against the real server's Messages API: plain and streamed
 // messages, a tool round trip both ways, stop reasons and usage, structured output through
-// messages.parse (output_config.format), tools: [], and thinking refused by name. The SDK sends
-// the key as x-api-key.
+// messages.parse (output_config.format), tools: [], thinking refused by name, and the default
+// beta toolRunner over a message thread (`thread` create, then continues). The SDK (1.x) sends
+// the key as Authorization: Bearer; x-api-key, what 0.x sent, is served too.
 import test, { before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
 import { zodOutputFormat } from '@anthropic-ai/sdk/helpers/zod';
 import { jsonSchemaOutputFormat } from '@anthropic-ai/sdk/helpers/json-schema';
+import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
 import * as z4 from 'zod/v4';
 import { startServer, API_KEY, MODEL } from './harness.mjs';
 import { WEATHER_PARAMS, PERSON_SCHEMA, assertMatchesSchema, recordingFetch, withExchanges } from './common.mjs';
@@ -53,7 +55,14 @@ test('messages.create: text, stop_reason, usage; count_tokens agrees', () => wit
   assert.ok(['end_turn', 'max_tokens'].includes(m.stop_reason), m.stop_reason);
   assert.equal(m.stop_sequence, null);
   assertUsage(m.usage, 16);
+  assert.equal(rec.exchanges.at(-1).requestHeaders.authorization, '(redacted)', 'the key went as a Bearer credential');
+  // The key in x-api-key, as the SDK's 0.x releases sent it (and a caller's defaultHeaders may).
+  const byHeader = new Anthropic({ baseURL: server.origin, apiKey: null, defaultHeaders: { 'x-api-key': API_KEY },
+                                   fetch: rec.fetch, maxRetries: 0 });
+  const again = await byHeader.messages.create({ ...params, max_tokens: 2 });
+  assert.equal(again.type, 'message');
   assert.equal(rec.exchanges.at(-1).requestHeaders['x-api-key'], '(redacted)', 'the key went as x-api-key');
+  assert.equal(rec.exchanges.at(-1).requestHeaders.authorization, undefined);
 
   const { input_tokens } = await client.messages.countTokens({ model: MODEL, system: params.system,
                                                                messages: params.messages });
@@ -205,3 +214,71 @@ test('thinking enabled is refused, naming it; thinking disabled is served', () =
   const m = await client.messages.create({ model: MODEL, max_tokens: 4, thinking: { type: 'disabled' }, messages: [question] });
   assert.equal(m.type, 'message');
 }));
+
+/// A client whose fetch steers the model, a field of the API at a time: the tiny model cannot
+/// choose a tool, so the first `calls` turns force get_weather and the rest forbid tools. `sent`
+/// keeps each Messages request as the SDK wrote it, before the steering.
+function steeredClient(calls, sent) {
+  const steer = async (url, init) => {
+    if (new URL(String(url)).pathname === '/v1/messages' && init?.body) {
+      const body = JSON.parse(init.body);
+      sent.push(structuredClone(body));
+      body.tool_choice = sent.length <= calls ? { type: 'tool', name: 'get_weather' } : { type: 'none' };
+      init = { ...init, body: JSON.stringify(body) };
+    }
+    return rec.fetch(url, init);
+  };
+  return new Anthropic({ baseURL: server.origin, apiKey: API_KEY, fetch: steer, maxRetries: 0 });
+}
+
+for (const stream of [false, true]) {
+  test(`beta.messages.toolRunner as it comes (over a message thread${stream ? ', streamed' : ''}): two tool calls, each continue sending only the new messages`, () => withExchanges(rec, async () => {
+    const sent = [];
+    const ran = [];
+    const getWeather = betaTool({
+      name: 'get_weather', description: 'The weather in a city.', inputSchema: WEATHER_PARAMS,
+      run: async ({ city }) => { ran.push(city); return `Sunny in ${city}`; },
+    });
+    const runner = steeredClient(2, sent).beta.messages.toolRunner({
+      model: MODEL, max_tokens: 32, temperature: 0, system: 'You answer weather questions.',
+      tools: [getWeather], messages: [question], ...(stream ? { stream: true } : {}),
+    });
+    const final = await runner.runUntilDone();
+
+    assert.equal(ran.length, 2, 'the tool ran twice');
+    for (const city of ran) assertMatchesSchema({ city }, WEATHER_PARAMS, 'the tool input');
+    assert.equal(sent.length, 3, 'three turns: two calls, then the answer');
+    // The create: the whole request, with the threads beta.
+    assert.deepEqual(sent[0].thread, { type: 'create' });
+    assert.equal(sent[0].system, 'You answer weather questions.');
+    assert.equal(sent[0].tools[0].name, 'get_weather');
+    assert.deepEqual(sent[0].messages, [question]);
+    const betas = rec.exchanges.filter((e) => new URL(e.url).pathname === '/v1/messages')
+      .slice(-3).map((e) => e.requestHeaders['anthropic-beta'] ?? '');
+    assert.ok(betas[0].includes('message-threads-'), `the threads beta: ${betas[0]}`);
+    // Each continue names the reply before it and sends only the tool result, no system, no tools:
+    // the server filled them in from the thread (no thread_* refusal sent it back to a create).
+    const replies = rec.exchanges.filter((e) => new URL(e.url).pathname === '/v1/messages').slice(-3);
+    for (const e of replies) assert.equal(e.status, 200, e.responseBody);
+    for (const i of [1, 2]) {
+      const prev = sent[i - 1];
+      assert.equal(sent[i].thread?.type, 'continue', `turn ${i} continues the thread`);
+      assert.ok(/^msg_[0-9a-f]{32}$/.test(sent[i].thread.previous_message_id), sent[i].thread.previous_message_id);
+      assert.equal(sent[i].system, undefined, 'a continue leaves system to the thread');
+      assert.equal(sent[i].tools, undefined, 'a continue leaves tools to the thread');
+      assert.equal(sent[i].messages.length, 1, 'only the new message');
+      const [result] = sent[i].messages[0].content;
+      assert.equal(result.type, 'tool_result');
+      assert.equal(result.content, `Sunny in ${ran[i - 1]}`);
+      assert.notEqual(sent[i].thread.previous_message_id, prev.thread.previous_message_id);
+    }
+    assert.ok(['end_turn', 'max_tokens'].includes(final.stop_reason), final.stop_reason);
+    assert.equal(final.content[0].type, 'text');
+    if (!stream) {
+      // The last prompt is the whole conversation (the create's, two calls and their results).
+      await new Promise((r) => setTimeout(r, 20)); // the recorded clones' text settles
+      const promptOf = (m) => m.usage.input_tokens + m.usage.cache_read_input_tokens;
+      assert.ok(promptOf(final) > promptOf(JSON.parse(replies[0].responseBody)), 'the continue prompt holds the thread');
+    }
+  }));
+}

@@ -554,6 +554,23 @@ test('the live server answers every operation as documented', async (t) => {
       await exchange(server, { op, body: { ...responses, previous_response_id: first.body.id }, key: ADMIN_KEY, status: 400 });
     });
 
+    await t.test('Messages: a thread created, continued once, another key\'s not found', async () => {
+      const op = 'POST /v1/messages';
+      const first = await exchange(server, { op, body: { ...anthropic, system: 'Be brief.', thread: { type: 'create' } }, status: 200 });
+      const cont = { type: 'continue', previous_message_id: first.body.id };
+      const next = await exchange(server, { op, body: { ...anthropic, thread: cont }, status: 200 });
+      assert.ok(next.body.usage.input_tokens + next.body.usage.cache_read_input_tokens >
+                first.body.usage.input_tokens + first.body.usage.cache_read_input_tokens, 'the thread came first');
+      const twice = await exchange(server, { op, body: { ...anthropic, thread: cont }, status: 409 });
+      assert.equal(twice.body.error.details.error_code, 'thread_already_continued');
+      const stranger = await exchange(server, { op, key: ADMIN_KEY, status: 404,
+        body: { ...anthropic, thread: { type: 'continue', previous_message_id: next.body.id } } });
+      assert.equal(stranger.body.error.details.error_code, 'thread_not_found');
+      await exchange(server, { op, status: 200,
+        body: { ...anthropic, stream: true, thread: { type: 'continue', previous_message_id: next.body.id } } });
+      await exchange(server, { op, body: { ...anthropic, system: 'x', thread: { type: 'continue', previous_message_id: 'msg_1' } }, status: 400 });
+    });
+
     await t.test('Responses: a stored reply read, its input items listed, deleted; another key sees none', async () => {
       const op = 'POST /v1/responses';
       const made = await exchange(server, { op, body: { ...responses, instructions: 'Be brief.', parallel_tool_calls: false }, status: 200 });

@@ -125,7 +125,12 @@ TEST_CASE("messages: stop reasons, usage, blocks and errors in Anthropic's shape
     CHECK(anthropic_tool_use_blocks("not json").empty());
     const auto body = json::parse(anthropic_message_body(
         "req-7", "m", "[" + anthropic_text_block("hi") + "]", "end_turn", c));
-    CHECK(body.at("id") == "msg_7");
+    // The id a thread continues from: unguessable, the same for the same request, never the
+    // request's number (which a restart reuses).
+    CHECK(body.at("id").as_string() == anthropic_message_id("req-7"));
+    CHECK(body.at("id").as_string().size() == 4 + 32);
+    CHECK(body.at("id").as_string() != "msg_7");
+    CHECK(anthropic_message_id("req-8") != anthropic_message_id("req-7"));
     CHECK(body.at("type") == "message");
     CHECK(body.at("role") == "assistant");
     CHECK(body.at("content") == json::parse(R"([{"type":"text","text":"hi"}])"));
