@@ -1,8 +1,8 @@
 // The item_reference fan-out of the attack round: one stored reply's message item, named as many
 // times as a 1 MiB Responses request holds (14,978 for the round's 8 KB item), sent ROUNDS times;
 // each answer's status, time and the server's RSS growth (from /proc/PID/status, so the server must
-// run on this machine). The stored item is made by a first request of MAX_TOKENS tokens with
-// ignore_eos (its text is about ITEM_BYTES long for the model's pieces). Prints one JSON line.
+// run on this machine). The stored item is the reply of a first request of up to MAX_TOKENS tokens
+// (its bytes are printed). Prints one JSON line.
 //
 //   node bench/item_fanout.mjs --port 8080 --pid PID [--max-tokens 2048] [--rounds 4]
 import fs from 'node:fs';
@@ -40,7 +40,7 @@ const rssMb = () => {
 };
 
 const first = await post('/v1/responses', JSON.stringify({
-    input: 'Tell me a long story.', max_output_tokens: a.maxTokens, ignore_eos: true }));
+    input: 'Tell me a long story.', max_output_tokens: a.maxTokens }));
 if (first.status !== 200) { console.error(first.text); process.exit(1); }
 const item = JSON.parse(first.text).output[0];
 const itemBytes = JSON.stringify(item).length;

@@ -54,9 +54,9 @@ void connection::run(const std::string& peer) {
             if (auto s = w.lock())
                 net::post(s->stream_.get_executor(), [s] { s->cut(); });
         };
-        e.reclaim = [w = weak_from_this()] {
+        e.reclaim = [w = weak_from_this()](bool crowded) {
             if (auto s = w.lock())
-                net::post(s->stream_.get_executor(), [s] { s->reclaim(); });
+                net::post(s->stream_.get_executor(), [s, crowded] { s->reclaim(crowded); });
         };
         reg_->conns.emplace(reg_id_, std::move(e));
     }
@@ -97,15 +97,17 @@ void connection::set_idle(bool idle) {
     }
 }
 
-void connection::reclaim() {
+void connection::reclaim(bool crowded) {
     // Chosen while idle; still idle only if nothing of a request has arrived since.
     if (idle_ && !closed_ && !(parser_ && parser_->got_some()) && buf_.size() == 0) {
         spdlog::debug("closing an idle connection to make room past a connection cap");
         return close();
     }
     idle_ = false; // the registry no longer lists it as idle; it is busy now
-    // Or chosen as a read that stalled: closed if it still makes no progress.
-    if (reading_ && !closed_ && steady::now() - progress_at_ >= net_.conf.stalled_read_after) {
+    // Or chosen as a read that stalled: closed if it still makes no progress. Or as a read of
+    // the peer holding the most connections: closed if its request is still being read.
+    if (reading_ && !closed_ &&
+        (crowded || steady::now() - progress_at_ >= net_.conf.stalled_read_after)) {
         spdlog::debug("closing a stalled request read to make room past a connection cap");
         close();
     }

@@ -123,9 +123,9 @@ protected:
     /// Marks this connection idle (waiting for a request, nothing of it read) or busy in the
     /// registry: past a connection cap the oldest idle one is closed to make room.
     void set_idle(bool idle);
-    /// Closes it if it is still idle, or its read still stalled (the listener chose it to make
-    /// room).
-    void reclaim();
+    /// Closes it if it is still idle, or its read still stalled, or (`crowded`) its request is
+    /// still being read (the listener chose it to make room: connection_registry).
+    void reclaim(bool crowded);
     /// Gives back its place in the open count and its peer's count (once).
     void release_slot();
     /// Reads the next request: idle (in the registry) until its first bytes arrive.

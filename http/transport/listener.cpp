@@ -47,26 +47,52 @@ listener::listener(const transport_options& c, std::shared_ptr<metrics> mp)
     next_id = conf.first_request_id;
 }
 
-std::uint64_t connection_registry::oldest_idle(const std::string* peer) const {
+std::uint32_t connection_registry::held(const std::string& peer) const {
+    const auto it = per_peer.find(peer);
+    return it == per_peer.end() ? 0u : it->second;
+}
+
+std::uint64_t connection_registry::reclaimable(const std::string* peer,
+                                               steady::time_point stalled_since,
+                                               const std::string* newcomer) const {
+    const auto newcomer_holds = newcomer == nullptr ? 0u : held(*newcomer);
+    const auto eligible = [&](const entry& e) {
+        return (peer == nullptr || e.peer == *peer) &&
+               (newcomer == nullptr || held(e.peer) >= newcomer_holds);
+    };
     std::uint64_t best = 0;
     steady::time_point since{};
     for (const auto& [id, e] : conns)
-        if (e.idle && (peer == nullptr || e.peer == *peer) && (best == 0 || e.idle_since < since)) {
+        if (e.idle && eligible(e) && (best == 0 || e.idle_since < since)) {
             best = id;
             since = e.idle_since;
+        }
+    if (best != 0)
+        return best;
+    steady::time_point at{};
+    for (const auto& [id, e] : conns)
+        if (e.reading && e.progress_at <= stalled_since && eligible(e) &&
+            (best == 0 || e.progress_at < at)) {
+            best = id;
+            at = e.progress_at;
         }
     return best;
 }
 
-std::uint64_t connection_registry::reclaimable(const std::string* peer,
-                                               steady::time_point stalled_since) const {
-    if (const auto idle = oldest_idle(peer); idle != 0)
-        return idle;
+std::uint64_t connection_registry::crowded_read(const std::string& peer) const {
+    const std::string* crowded = nullptr;
+    std::uint32_t most = 0;
+    for (const auto& [p, n] : per_peer)
+        if (n > most) {
+            most = n;
+            crowded = &p;
+        }
+    if (crowded == nullptr || most < held(peer) + 2)
+        return 0;
     std::uint64_t best = 0;
     steady::time_point at{};
     for (const auto& [id, e] : conns)
-        if (e.reading && e.progress_at <= stalled_since && (peer == nullptr || e.peer == *peer) &&
-            (best == 0 || e.progress_at < at)) {
+        if (e.reading && e.peer == *crowded && (best == 0 || e.progress_at < at)) {
             best = id;
             at = e.progress_at;
         }
@@ -78,6 +104,7 @@ std::optional<std::string> listener::admit(const std::string& peer, bool trusted
     const auto stalled_since = steady::now() - conf.stalled_read_after;
     std::lock_guard lk(reg.mu);
     std::uint64_t victim = 0;
+    bool crowded = false; ///< the victim is a read of the peer that holds the most
     const auto held = reg.per_peer.count(peer) > 0 ? reg.per_peer.at(peer) : 0u;
     if (!trusted_peer && held >= conf.max_connections_per_client) {
         // One client cannot hoard connections: its own oldest idle one makes room, if any.
@@ -90,7 +117,11 @@ std::optional<std::string> listener::admit(const std::string& peer, bool trusted
         // Counted open already: more than the cap is open now. Idle sockets never lock out a
         // working client: the oldest idle one closes (as nginx reuses its idle connections),
         // and so does a read that stalled (a request sent by halves holds no slot for long).
-        victim = reg.reclaimable(nullptr, stalled_since);
+        victim = reg.reclaimable(nullptr, stalled_since, &peer);
+        if (victim == 0) {
+            victim = reg.crowded_read(peer);
+            crowded = victim != 0;
+        }
         if (victim == 0)
             return "the server has max_connections (" + std::to_string(conf.max_connections) +
                    ") connections open, none of them idle or stalled";
@@ -99,7 +130,7 @@ std::optional<std::string> listener::admit(const std::string& peer, bool trusted
         auto& v = reg.conns.at(victim);
         v.idle = false; // chosen once
         v.reading = false;
-        v.reclaim();
+        v.reclaim(crowded);
         ++reg.reclaimed;
         m.connection_reclaimed();
     }

@@ -39,8 +39,10 @@ class connection;
 struct connection_registry {
     using steady = std::chrono::steady_clock;
     struct entry {
-        std::function<void()> cut;     ///< posts a cut to its strand
-        std::function<void()> reclaim; ///< posts "close if still idle" to its strand
+        std::function<void()> cut; ///< posts a cut to its strand
+        /// Posts "close if still idle or stalled" to its strand; with true, "close if its request
+        /// is still being read" (a read of the peer that holds the most connections).
+        std::function<void(bool)> reclaim;
         std::string peer;
         bool idle = false; ///< waiting for a request, none of its bytes read
         steady::time_point idle_since{};
@@ -55,13 +57,24 @@ struct connection_registry {
     std::atomic<int> open{0};                ///< connections whose socket is not closed yet
     std::atomic<std::uint64_t> reclaimed{0}; ///< idle or stalled connections closed for room
 
-    /// The oldest idle connection (of `peer` when it is not null), or 0 (mu held).
-    [[nodiscard]] std::uint64_t oldest_idle(const std::string* peer) const;
+    /// Connections `peer` holds (mu held).
+    [[nodiscard]] std::uint32_t held(const std::string& peer) const;
     /// The connection to close to make room (of `peer` when it is not null): the oldest idle
     /// one, else the read whose last progress is oldest and before `stalled_since`; 0 when none
-    /// (mu held).
+    /// (mu held). With `newcomer` (the global cap), only of an address that holds at least as
+    /// many as the newcomer's: addresses that keep retaking slots take each other's, never the
+    /// one connection of a client that holds few (its new connection is idle until its first
+    /// bytes are read).
     [[nodiscard]] std::uint64_t reclaimable(const std::string* peer,
-                                            steady::time_point stalled_since) const;
+                                            steady::time_point stalled_since,
+                                            const std::string* newcomer = nullptr) const;
+    /// Past max_connections with nothing idle or stalled: the read whose headers or body have
+    /// been coming longest, of the peer holding the most connections, when that peer holds at
+    /// least two more than `peer` does; 0 otherwise (mu held). Reads that keep trickling are
+    /// never stalled, so without this a few addresses that each hold their share of the slots
+    /// (and retake every slot that frees) would keep a client that holds none out; peers that
+    /// hold about as many as each other never take each other's slots.
+    [[nodiscard]] std::uint64_t crowded_read(const std::string& peer) const;
 };
 
 class listener {

@@ -21,8 +21,9 @@ struct transport_options {
     /// buffer is bounded by it too, so no header or trailer block can grow memory without end.
     std::uint32_t max_header_bytes = 16384;
     /// Open connections. Past the cap the oldest idle connection (waiting for a request, kept
-    /// alive or new) is closed to make room, else the read stalled longest (stalled_read_after);
-    /// with neither the new one is answered 503 + Retry-After and closed.
+    /// alive or new) is closed to make room, else the read stalled longest (stalled_read_after),
+    /// else the oldest read of the peer holding the most connections if it holds two or more
+    /// than the new one's peer; with none of these the new one is answered 503 + Retry-After.
     std::uint32_t max_connections = 1024;
     /// Open connections of one peer address (trusted proxies exempt). Past it that peer's oldest
     /// idle connection is closed to make room, or the new one is answered 503.

@@ -150,3 +150,27 @@ TEST_CASE("half-sent requests holding every connection slot do not lock a workin
     CHECK(stats.at("connections").as_object().at("reclaimed").as_int64() >=
           1); // one made room for all
 }
+
+TEST_CASE("half-sent requests from a few addresses holding every slot do not lock out a client "
+          "that holds none, however young they are") {
+    constexpr int slots = 48;
+    test::server_process s({"--max-connections", std::to_string(slots)}, {.admin_open = false});
+    // Two addresses hold every slot between them with requests whose headers never end. They are
+    // probed at once: none is idle and none has stalled for stalled_read_after (1 s) yet, as when
+    // attackers retake every slot the moment it frees (each retake reclaims a stalled one, so
+    // every held read stays young); before, every probe then got 503.
+    std::list<test::raw_conn> half;
+    for (int i = 0; i < slots; ++i) {
+        half.emplace_back(s.port(), i % 2 == 0 ? 0x7f000002u : 0x7f000003u);
+        REQUIRE(half.back().send("POST /v1/tokenize HTTP/1.1\r\nHost: t\r\nX-Slow: "));
+    }
+    int served = 0;
+    for (int i = 0; i < 8; ++i) {
+        const auto r = test::raw_exchange(
+            s.port(), "GET /health/live HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", 5s);
+        served += test::status_of(r) == 200 ? 1 : 0;
+    }
+    CHECK(served == 8);
+    const auto stats = test::parse_object(s.get("/v1/stats").body);
+    CHECK(stats.at("connections").as_object().at("reclaimed").as_int64() >= 1); // room for all
+}

@@ -18,10 +18,21 @@ namespace bitnet::test {
 /// A connected socket, closed when it goes out of scope; -1 when the connect failed.
 class raw_conn {
 public:
-    explicit raw_conn(std::uint16_t port) {
+    /// `from`: the loopback address it connects from (127.0.0.1 when 0; every 127.x.y.z is
+    /// loopback on Linux), so one test can be several clients to the server's per-address caps.
+    explicit raw_conn(std::uint16_t port, std::uint32_t from = 0) {
         fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
         if (fd_ < 0)
             return;
+        if (from != 0) {
+            sockaddr_in local{};
+            local.sin_family = AF_INET;
+            local.sin_addr.s_addr = htonl(from);
+            if (::bind(fd_, reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0) {
+                close();
+                return;
+            }
+        }
         sockaddr_in a{};
         a.sin_family = AF_INET;
         a.sin_port = htons(port);
