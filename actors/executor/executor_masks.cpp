@@ -18,8 +18,9 @@ using clock = std::chrono::steady_clock;
 /// nobody else waits on it, and waiting less would only send the next such step sooner.
 constexpr auto idle_mask_wait = std::chrono::milliseconds(50);
 
-/// A mask under way this long in wall time is stuck: its own budget (limits::max_mask_ms) is CPU
-/// time, which a worker below the kernels' priority may take a while to get on a busy machine,
+/// A mask whose slice has been under way this long in wall time is stuck: a slice is
+/// mask_worker::slice_ns of CPU time, and the mask's own budget (limits::max_mask_ms) CPU time
+/// too, which a worker below the kernels' priority may take a while to get on a busy machine,
 /// so the bound is generous, and still half of the default step_timeout_ms.
 constexpr auto stuck_after = std::chrono::milliseconds(15 * model::constrain::limits::max_mask_ms);
 
@@ -68,7 +69,7 @@ void catch_up(seq_state& s) {
 
 /// Until when `j` is waited for in this step.
 clock::time_point wait_for(const executor_state& st, const model::constrain::mask_worker::job& j) {
-    if (auto started = j.started(); started && clock::now() - *started > stuck_after)
+    if (auto running = j.running_since(); running && clock::now() - *running > stuck_after)
         return clock::time_point::max();
     // A mask asked for in an earlier step has had its wait there; it is taken when ready.
     if (j.queued() < st.step_start && st.step_has_pass)
@@ -93,7 +94,7 @@ void prefetch_masks(executor_state& st, const msg::step_batch& batch) {
         const auto& con = *s.constraint;
         s.ready_mask = con.compiled()->cached_mask(con.state());
         if (!s.ready_mask)
-            s.mask_job = st.masks->submit(con.compiled(), con.state());
+            s.mask_job = st.masks->submit(con.compiled(), con.state(), s.tenant);
     }
 }
 
@@ -112,7 +113,7 @@ result<std::optional<std::span<const float>>> masked_row(executor_state& st, seq
     auto mask = s.ready_mask ? s.ready_mask : con.compiled()->cached_mask(con.state());
     if (!mask) {
         if (!s.mask_job)
-            s.mask_job = st.masks->submit(con.compiled(), con.state());
+            s.mask_job = st.masks->submit(con.compiled(), con.state(), s.tenant);
         auto& j = *s.mask_job;
         // In slices, so a wait without end still ends when the executor is replaced.
         const auto until = wait_for(st, j);
