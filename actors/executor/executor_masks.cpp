@@ -77,6 +77,31 @@ clock::time_point wait_for(const executor_state& st, const model::constrain::mas
     return st.mask_deadline;
 }
 
+/// Charges `s` the CPU time of the mask it is about to sample under (its worker job's; a cached
+/// mask costs nothing) and errors once the sequence's masks together are past its budget:
+/// executor_order::mask_ms_up_front (one mask's own bound), then mask_ms_per_token for each token
+/// it samples. A schema whose every token costs a heavy mask ends its own request after a few
+/// tokens instead of holding the worker for all of them.
+result<void> charge_mask(const executor_state& st, seq_state& s, std::size_t n_generated) {
+    if (!s.mask_job)
+        return {};
+    s.mask_cpu_ns += s.mask_job->cpu_ns();
+    const std::int64_t per_token = st.order.mask_ms_per_token;
+    const std::int64_t up_front = st.order.mask_ms_up_front;
+    const auto tokens = static_cast<std::int64_t>(n_generated) + 1;
+    const std::int64_t budget_ms = up_front + per_token * tokens;
+    const std::int64_t used_ms = s.mask_cpu_ns / 1'000'000;
+    if (used_ms <= budget_ms)
+        return {};
+    return error{errc::invalid_argument,
+                 "structured output: this request's token masks took " + std::to_string(used_ms) +
+                     " ms of CPU time for " + std::to_string(tokens) +
+                     " tokens, more than its budget of " + std::to_string(budget_ms) + " ms (" +
+                     std::to_string(up_front) + " ms up front, then " + std::to_string(per_token) +
+                     " ms per token: limit mask_ms_per_token)",
+                 "mask_ms_per_token"};
+}
+
 } // namespace
 
 void prefetch_masks(executor_state& st, const msg::step_batch& batch) {
@@ -156,6 +181,8 @@ result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
             out.deferred.push_back(seq);
             return false;
         }
+        if (auto charged = charge_mask(st, s, n_generated); !charged)
+            return charged.error();
         logits = **m;
     }
     auto smp = s.sampler.sample(logits, s.tokens, n_generated);
