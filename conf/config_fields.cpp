@@ -83,6 +83,9 @@ constexpr field k_fields[] = {
      "a step slower than this is a stuck executor, replaced as for a crash"},
     {"mask_cache_bytes", &server_config::mask_cache_bytes, 1ull << 20, 1ull << 40,
      "bytes of structured-output token masks kept for all schemas (LRU, fair share)"},
+    {"mask_ms_per_token", &server_config::mask_ms_per_token, 1, 60000,
+     "structured output: CPU ms of token masks a sequence may take per token it samples, after "
+     "one mask's own 2000 up front; past it the request ends with an error naming the limit"},
     {"schema_cache_bytes", &server_config::schema_cache_bytes, 1ull << 20, 1ull << 40,
      "bytes of compiled structured-output schemas kept for all models (LRU; a schema past the "
      "whole budget is a 400)"},

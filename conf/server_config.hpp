@@ -95,6 +95,9 @@ struct server_config {
     std::uint32_t step_timeout_ms = 60000;
     /// Bytes of structured output's token masks kept for all schemas together (LRU, fair share).
     std::uint64_t mask_cache_bytes = 256ull << 20;
+    /// CPU time of structured output's token masks one sequence may take per token it samples,
+    /// after one mask's own bound (max_mask_ms) up front (msg::executor_order::mask_ms_per_token).
+    std::uint32_t mask_ms_per_token = 100;
     /// Compiled schemas (their text and grammar) kept for all models together.
     std::uint64_t schema_cache_bytes = 128ull << 20;
     /// Test hook: added to the logit of an auto tool call's opener when the opener is one token

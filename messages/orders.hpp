@@ -41,6 +41,14 @@ struct executor_order {
     /// Speculative decoding: a smaller GGUF with the same vocabulary whose greedy tokens are
     /// drafts for this model's sequences (loaded beside it, on the CPU); empty = none.
     std::string draft_model;
+    /// Structured output: the CPU time of token masks one sequence may take, on average per
+    /// token it samples (server_config::mask_ms_per_token), beyond mask_ms_up_front; past it
+    /// the sequence ends with an error naming mask_ms_per_token.
+    std::uint32_t mask_ms_per_token = 100;
+    /// Allowed before the first token on top of that: one mask's own bound
+    /// (model::constrain::limits::max_mask_ms), so a schema whose first mask is costly but
+    /// within that bound still starts. Tests set 0 to meet the per-token budget at once.
+    std::uint32_t mask_ms_up_front = 2000;
 };
 
 /// Everything a batcher needs besides its executor and, in this process, its tokenizer (a
@@ -76,7 +84,8 @@ typename Inspector::result_type inspect(Inspector& f, batch_policy& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, executor_order& x) {
     return f(caf::meta::type_name("executor_order"), x.alias, x.engine_kind, x.engine, x.device,
-             x.eog_ids, x.file_sha256, x.file, x.device_reason, x.draft_model);
+             x.eog_ids, x.file_sha256, x.file, x.device_reason, x.draft_model, x.mask_ms_per_token,
+             x.mask_ms_up_front);
 }
 
 template <class Inspector>

@@ -303,6 +303,9 @@ struct step_chunk {
     /// opener on (model/constrain/tool_call_opener.hpp); empty = from the first token.
     std::string schema_opener{};
     bool opener_at_start = false;
+    /// Its tenant (generate_request::client_key), on the chunk that starts a sequence with a
+    /// schema: the mask worker serves tenants in turns (model/constrain/mask_worker.hpp).
+    std::string tenant{};
     /// Prefix caching, on the chunk that starts a sequence (pos0 == 0): its leading whole
     /// blocks computed with prompt semantics (the executor offers them to the cache as they
     /// fill), and how many of those it may take from the cache instead (0 = no lookup).
@@ -331,8 +334,9 @@ struct step_chunk {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_chunk& x) {
     return f(caf::meta::type_name("step_chunk"), x.part, x.params, x.n_sampled, x.next_token,
-             x.json_schema, x.schema_opener, x.opener_at_start, x.prefix_tokens, x.reuse_blocks,
-             x.prefix_scope, x.fork_to, x.fork_params, x.n_draft, x.draft_next, x.resume_sample);
+             x.json_schema, x.schema_opener, x.opener_at_start, x.tenant, x.prefix_tokens,
+             x.reuse_blocks, x.prefix_scope, x.fork_to, x.fork_params, x.n_draft, x.draft_next,
+             x.resume_sample);
 }
 
 /// A draft model's proposal for a sequence: tokens to follow its last sample, for the next step

@@ -397,6 +397,8 @@ void kick_step(batcher_pointer self) {
             mark_prompt_rows(it->second, sc);
             if (c.part.pos0 == 0) {
                 sc.json_schema = it->second.req.json_schema;
+                if (!sc.json_schema.empty())
+                    sc.tenant = it->second.req.client_key;
                 if (const auto& calls = it->second.calls) {
                     sc.schema_opener = calls->opener().text;
                     sc.opener_at_start = calls->opener().at_start;

@@ -102,6 +102,7 @@ result<void> prepare_seq(executor_state& st, const msg::step_chunk& c) {
         smp.resume_after(c.n_sampled);
         seq_state s{std::move(smp),     {}, std::nullopt,  0, c.prefix_tokens, c.reuse_blocks,
                     c.reuse_blocks > 0, 0,  c.prefix_scope};
+        s.tenant = c.tenant;
         if (!c.json_schema.empty()) {
             // The batcher compiled it before queueing: this is a cache hit.
             auto compiled = model::constrain::schema_cache::shared().get(
@@ -218,6 +219,7 @@ void sample_chunk(executor_state& st, const msg::step_chunk& c, const model::ste
         smp.resume_after(c.n_sampled);
         // Each choice continues from the prompt's schema state with a matcher of its own.
         seq_state k{std::move(smp), s.tokens, s.constraint, s.replay, {}, 0, false, 0, 0};
+        k.tenant = s.tenant;
         st.seqs.insert_or_assign(child, std::move(k));
     }
     if (auto r = sample_into(st, st.seqs.at(c.part.seq), c.part.seq, logits, c.n_sampled, out); !r)

@@ -57,6 +57,10 @@ struct seq_state {
     /// The cached mask of the constraint's current state, as the step's prefetch found it
     /// (null when not cached then): the sample takes it without a second lookup.
     std::shared_ptr<const model::constrain::token_mask> ready_mask{};
+    /// Whose masks these are (step_chunk::tenant): the mask worker's turns go by it.
+    std::string tenant{};
+    /// CPU time of the masks computed for it so far (executor_order::mask_ms_per_token).
+    std::int64_t mask_cpu_ns = 0;
 
     /// Masked now, or may be from a later token on: its samples are drawn on the host, one
     /// token at a time through sample_into.

@@ -18,8 +18,9 @@ using clock = std::chrono::steady_clock;
 /// nobody else waits on it, and waiting less would only send the next such step sooner.
 constexpr auto idle_mask_wait = std::chrono::milliseconds(50);
 
-/// A mask under way this long in wall time is stuck: its own budget (limits::max_mask_ms) is CPU
-/// time, which a worker below the kernels' priority may take a while to get on a busy machine,
+/// A mask whose slice has been under way this long in wall time is stuck: a slice is
+/// mask_worker::slice_ns of CPU time, and the mask's own budget (limits::max_mask_ms) CPU time
+/// too, which a worker below the kernels' priority may take a while to get on a busy machine,
 /// so the bound is generous, and still half of the default step_timeout_ms.
 constexpr auto stuck_after = std::chrono::milliseconds(15 * model::constrain::limits::max_mask_ms);
 
@@ -68,12 +69,37 @@ void catch_up(seq_state& s) {
 
 /// Until when `j` is waited for in this step.
 clock::time_point wait_for(const executor_state& st, const model::constrain::mask_worker::job& j) {
-    if (auto started = j.started(); started && clock::now() - *started > stuck_after)
+    if (auto running = j.running_since(); running && clock::now() - *running > stuck_after)
         return clock::time_point::max();
     // A mask asked for in an earlier step has had its wait there; it is taken when ready.
     if (j.queued() < st.step_start && st.step_has_pass)
         return clock::now();
     return st.mask_deadline;
+}
+
+/// Charges `s` the CPU time of the mask it is about to sample under (its worker job's; a cached
+/// mask costs nothing) and errors once the sequence's masks together are past its budget:
+/// executor_order::mask_ms_up_front (one mask's own bound), then mask_ms_per_token for each token
+/// it samples. A schema whose every token costs a heavy mask ends its own request after a few
+/// tokens instead of holding the worker for all of them.
+result<void> charge_mask(const executor_state& st, seq_state& s, std::size_t n_generated) {
+    if (!s.mask_job)
+        return {};
+    s.mask_cpu_ns += s.mask_job->cpu_ns();
+    const std::int64_t per_token = st.order.mask_ms_per_token;
+    const std::int64_t up_front = st.order.mask_ms_up_front;
+    const auto tokens = static_cast<std::int64_t>(n_generated) + 1;
+    const std::int64_t budget_ms = up_front + per_token * tokens;
+    const std::int64_t used_ms = s.mask_cpu_ns / 1'000'000;
+    if (used_ms <= budget_ms)
+        return {};
+    return error{errc::invalid_argument,
+                 "structured output: this request's token masks took " + std::to_string(used_ms) +
+                     " ms of CPU time for " + std::to_string(tokens) +
+                     " tokens, more than its budget of " + std::to_string(budget_ms) + " ms (" +
+                     std::to_string(up_front) + " ms up front, then " + std::to_string(per_token) +
+                     " ms per token: limit mask_ms_per_token)",
+                 "mask_ms_per_token"};
 }
 
 } // namespace
@@ -93,7 +119,7 @@ void prefetch_masks(executor_state& st, const msg::step_batch& batch) {
         const auto& con = *s.constraint;
         s.ready_mask = con.compiled()->cached_mask(con.state());
         if (!s.ready_mask)
-            s.mask_job = st.masks->submit(con.compiled(), con.state());
+            s.mask_job = st.masks->submit(con.compiled(), con.state(), s.tenant);
     }
 }
 
@@ -112,7 +138,7 @@ result<std::optional<std::span<const float>>> masked_row(executor_state& st, seq
     auto mask = s.ready_mask ? s.ready_mask : con.compiled()->cached_mask(con.state());
     if (!mask) {
         if (!s.mask_job)
-            s.mask_job = st.masks->submit(con.compiled(), con.state());
+            s.mask_job = st.masks->submit(con.compiled(), con.state(), s.tenant);
         auto& j = *s.mask_job;
         // In slices, so a wait without end still ends when the executor is replaced.
         const auto until = wait_for(st, j);
@@ -155,6 +181,8 @@ result<bool> sample_into(executor_state& st, seq_state& s, std::uint64_t seq,
             out.deferred.push_back(seq);
             return false;
         }
+        if (auto charged = charge_mask(st, s, n_generated); !charged)
+            return charged.error();
         logits = **m;
     }
     auto smp = s.sampler.sample(logits, s.tokens, n_generated);

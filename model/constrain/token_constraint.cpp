@@ -12,8 +12,6 @@
 #include <optional>
 #include <string_view>
 
-#include <time.h>
-
 namespace bitnet::model::constrain {
 
 namespace {
@@ -153,116 +151,6 @@ compiled_constraint::~compiled_constraint() {
     mask_cache::shared().forget(id_);
 }
 
-namespace {
-
-std::int64_t thread_cpu_ns() {
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-error too_ambiguous() {
-    return error{errc::invalid_argument,
-                 "structured output: the schema is ambiguous here, with more than " +
-                     std::to_string(limits::max_live_configs) +
-                     " alternatives open at once (limit max_live_configs)",
-                 "max_live_configs"};
-}
-
-} // namespace
-
-/// What one mask's walk may spend, and why it stopped when it did.
-struct compiled_constraint::walk_budget {
-    std::uint64_t work = 0;
-    std::uint64_t max_work = ~0ULL;
-    /// CPU time of the computing thread (a mask worker below the kernels' priority may wait for
-    /// a core: that is no work of the mask's).
-    std::int64_t deadline_ns = std::numeric_limits<std::int64_t>::max();
-    const cancel_token* cancel = nullptr;
-    std::uint32_t calls = 0;
-    std::optional<error> stop;
-
-    bool spent() {
-        if (stop)
-            return true;
-        if (work > max_work)
-            stop = error{errc::invalid_argument,
-                         "structured output: the allowed tokens of this state take more than " +
-                             std::to_string(limits::max_mask_steps) +
-                             " matcher steps to find (limit max_mask_steps)",
-                         "max_mask_steps"};
-        else if ((++calls & 255) == 0) {
-            if (cancel && cancel->cancelled.load(std::memory_order_relaxed))
-                stop = error{errc::cancelled, "structured output: the mask was cancelled"};
-            else if (thread_cpu_ns() > deadline_ns)
-                stop = error{errc::invalid_argument,
-                             "structured output: the allowed tokens of this state took more than " +
-                                 std::to_string(limits::max_mask_ms) +
-                                 " ms to find (limit max_mask_ms)",
-                             "max_mask_ms"};
-        }
-        return stop.has_value();
-    }
-};
-
-void compiled_constraint::set_eog(const byte_matcher& m, token_mask& mask) const {
-    if (!m.complete(g_))
-        return;
-    for (auto id : vocab_->eog)
-        if (id >= 0 && id < vocab_->n_vocab)
-            mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
-}
-
-void compiled_constraint::walk(std::uint32_t at, const byte_matcher& m, token_mask& mask,
-                               walk_budget& b, std::vector<byte_matcher>& pool,
-                               std::size_t depth) const {
-    for (auto id : vocab_->tokens(at))
-        mask[static_cast<std::size_t>(id) >> 6] |= 1ULL << (id & 63);
-    for (const auto& [byte, child] : vocab_->next(at)) {
-        if (b.spent())
-            return;
-        byte_matcher& next = pool[depth];
-        next = m; // an assignment: the storage of the last edge's state is reused
-        if (next.feed(g_, byte, &b.work))
-            walk(child, next, mask, b, pool, depth + 1);
-        else if (next.overflowed())
-            b.stop = too_ambiguous();
-    }
-}
-
-void compiled_constraint::walk_all(const byte_matcher& m, token_mask& mask, walk_budget& b) const {
-    // A trie node's depth is the length of the pieces through it, so the walk goes at most
-    // max_piece_bytes deep: the pool is sized once, and no reference into it moves.
-    std::vector<byte_matcher> pool(std::size_t{vocab_->max_piece_bytes} + 1);
-    walk(0, m, mask, b, pool, 0);
-}
-
-token_mask compiled_constraint::mask_by_trie(const byte_matcher& m) const {
-    token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
-    walk_budget b;
-    if (!m.dead())
-        walk_all(m, mask, b);
-    set_eog(m, mask);
-    return mask;
-}
-
-result<token_mask> compiled_constraint::mask_within_budget(const byte_matcher& m,
-                                                           const cancel_token* cancel) const {
-    if (m.overflowed())
-        return too_ambiguous();
-    token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
-    walk_budget b;
-    b.max_work = limits::max_mask_steps;
-    b.deadline_ns = thread_cpu_ns() + limits::max_mask_ms * 1'000'000;
-    b.cancel = cancel;
-    if (!m.dead())
-        walk_all(m, mask, b);
-    if (b.stop)
-        return *b.stop;
-    set_eog(m, mask);
-    return mask;
-}
-
 token_mask compiled_constraint::mask_by_scan(const byte_matcher& m) const {
     token_mask mask((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
     for (std::int32_t id = 0; id < vocab_->n_vocab; ++id) {
@@ -279,21 +167,6 @@ token_mask compiled_constraint::mask_by_scan(const byte_matcher& m) const {
 
 std::shared_ptr<const token_mask> compiled_constraint::cached_mask(const byte_matcher& m) const {
     return mask_cache::shared().find(id_, mask_key(m), false);
-}
-
-result<std::shared_ptr<const token_mask>>
-compiled_constraint::mask_for(const byte_matcher& m, const cancel_token* cancel) const {
-    const auto key = mask_key(m);
-    auto& cache = mask_cache::shared();
-    if (auto hit = cache.find(id_, key))
-        return hit;
-    auto mask = mask_within_budget(m, cancel);
-    if (!mask)
-        return mask.error();
-    auto shared = std::make_shared<const token_mask>(std::move(*mask));
-    ++computed_;
-    cache.put(id_, key, shared);
-    return shared;
 }
 
 token_constraint::token_constraint(std::shared_ptr<const compiled_constraint> c)

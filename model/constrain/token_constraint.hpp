@@ -3,7 +3,9 @@
 // matcher state down each edge and cutting every branch no configuration survives. Masks are
 // cached per state key in the process's mask_cache (mask_cache.hpp), so most decode steps cost a
 // hash lookup. A walk has a budget (limits::max_mask_steps, max_mask_ms, a cancel flag): a state
-// too costly to mask ends its sequence with an error instead of stalling the step.
+// too costly to mask ends its sequence with an error instead of stalling the step. A walk may run
+// in slices of CPU time (mask_slice, mask_walk.hpp), so the mask worker can take turns between
+// tenants.
 #pragma once
 
 #include "common/error.hpp"
@@ -24,6 +26,8 @@
 #include <vector>
 
 namespace bitnet::model::constrain {
+
+class mask_walk; // mask_walk.hpp
 
 /// One bit per token id; set = the token may come next.
 using token_mask = std::vector<std::uint64_t>;
@@ -91,6 +95,13 @@ public:
     /// budget (`param` names the limit), or `cancel` was set (errc::cancelled).
     [[nodiscard]] result<std::shared_ptr<const token_mask>>
     mask_for(const byte_matcher& m, const cancel_token* cancel = nullptr) const;
+    /// mask_for in slices of at most `slice_ns` of the calling thread's CPU time (the mask
+    /// worker's turns between tenants). `walk` null on the first call: the cache is looked up,
+    /// and on a miss the walk starts there. A slice that ends before the walk answers null;
+    /// call again with the same `walk` and `m` to go on where it stopped.
+    [[nodiscard]] result<std::shared_ptr<const token_mask>>
+    mask_slice(const byte_matcher& m, std::unique_ptr<mask_walk>& walk, const cancel_token* cancel,
+               std::int64_t slice_ns) const;
     /// The mask cache's key of state `m`: states with one key have one mask.
     [[nodiscard]] std::string mask_key(const byte_matcher& m) const {
         return m.mask_key(g_, vocab_->max_piece_bytes);
@@ -112,7 +123,6 @@ public:
     [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
 
 private:
-    struct walk_budget;
     grammar g_;
     std::shared_ptr<const vocab_index> vocab_;
     std::uint64_t id_; ///< this schema's key in the mask cache
@@ -121,12 +131,13 @@ private:
     mutable std::atomic<std::uint64_t> computed_{0};
 
     void set_eog(const byte_matcher& m, token_mask& mask) const;
-    /// The walk below trie node `at` (at `depth`) from state `m`; `pool[depth]` is the state one
-    /// byte further, reused for every edge (pool holds max_piece_bytes + 1 matchers).
-    void walk(std::uint32_t at, const byte_matcher& m, token_mask& mask, walk_budget& b,
-              std::vector<byte_matcher>& pool, std::size_t depth) const;
-    /// The walk from the root.
-    void walk_all(const byte_matcher& m, token_mask& mask, walk_budget& b) const;
+    /// `w` set to walk state `m` from the trie's root (mask_walk.cpp), within the mask budget
+    /// when `budgeted`.
+    void start_walk(mask_walk& w, const byte_matcher& m, bool budgeted,
+                    const cancel_token* cancel) const;
+    /// Runs `w` for at most `slice_ns` of CPU time (<= 0: to its end); true when it ended
+    /// (done, or stopped with w's error), false when the slice ended first.
+    bool run_walk(mask_walk& w, std::int64_t slice_ns) const;
 };
 
 /// One sequence's place in its schema: the mask for the next token, and the token taken.

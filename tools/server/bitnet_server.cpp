@@ -149,6 +149,7 @@ result<actors::model_spec> spec_for(const conf::server_config& c,
     eo.engine.kv_q8_0 = c.kv_cache_type == "q8_0";
     eo.engine.tl_kernel_config = c.tl_kernel_config;
     eo.draft_model = order.draft_path;
+    eo.mask_ms_per_token = c.mask_ms_per_token;
     spec.text = std::move(text->text);
     spec.text.special_in_content = c.chat_content_special != 0;
     auto& bo = spec.batcher;
