@@ -57,11 +57,11 @@ bool mask_walk::spent() {
         if (cancel_ && cancel_->cancelled.load(std::memory_order_relaxed))
             stop_ = error{errc::cancelled, "structured output: the mask was cancelled"};
         else if (const auto now = thread_cpu_ns(); now > deadline_ns_)
-            stop_ =
-                error{errc::invalid_argument,
-                      "structured output: the allowed tokens of this state took more than " +
-                          std::to_string(limits::max_mask_ms) + " ms to find (limit max_mask_ms)",
-                      "max_mask_ms"};
+            stop_ = error{errc::invalid_argument,
+                          "structured output: the allowed tokens of this state took more than " +
+                              std::to_string(max_cpu_ns_ / 1'000'000) +
+                              " ms to find (limit max_mask_ms)",
+                          "max_mask_ms"};
         else if (now > slice_end_ns_) {
             paused_ = true;
             return true;
@@ -79,12 +79,12 @@ void compiled_constraint::set_eog(const byte_matcher& m, token_mask& mask) const
 }
 
 void compiled_constraint::start_walk(mask_walk& w, const byte_matcher& m, bool budgeted,
-                                     const cancel_token* cancel) const {
+                                     const cancel_token* cancel, std::int64_t max_ms) const {
     w.root_ = m;
     w.mask_.assign((static_cast<std::size_t>(vocab_->n_vocab) + 63) / 64, 0);
     if (budgeted) {
         w.max_work_ = limits::max_mask_steps;
-        w.max_cpu_ns_ = limits::max_mask_ms * 1'000'000;
+        w.max_cpu_ns_ = max_ms * 1'000'000;
     }
     w.cancel_ = cancel;
     if (budgeted && m.overflowed()) {
@@ -156,7 +156,8 @@ result<token_mask> compiled_constraint::mask_within_budget(const byte_matcher& m
 
 result<std::shared_ptr<const token_mask>>
 compiled_constraint::mask_slice(const byte_matcher& m, std::unique_ptr<mask_walk>& walk,
-                                const cancel_token* cancel, std::int64_t slice_ns) const {
+                                const cancel_token* cancel, std::int64_t slice_ns,
+                                std::int64_t max_ms) const {
     auto& cache = mask_cache::shared();
     if (!walk) {
         auto key = mask_key(m);
@@ -164,7 +165,7 @@ compiled_constraint::mask_slice(const byte_matcher& m, std::unique_ptr<mask_walk
             return hit;
         walk = std::make_unique<mask_walk>();
         walk->key_ = std::move(key);
-        start_walk(*walk, m, true, cancel);
+        start_walk(*walk, m, true, cancel, max_ms);
     }
     if (!run_walk(*walk, slice_ns))
         return std::shared_ptr<const token_mask>{};

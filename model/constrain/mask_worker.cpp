@@ -85,7 +85,7 @@ bool mask_worker::run_slice(job& j) {
         std::lock_guard lk(j.mu_);
         j.running_since_ = clock::now();
     }
-    auto mask = j.constraint_->mask_slice(j.state_, j.walk_, &stop_, slice_ns);
+    auto mask = j.constraint_->mask_slice(j.state_, j.walk_, &stop_, slice_ns, max_mask_ms_);
     if (j.walk_)
         j.cpu_ns_.store(j.walk_->cpu_ns());
     const bool done = !mask || *mask;

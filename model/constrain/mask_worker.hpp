@@ -80,7 +80,10 @@ public:
         std::optional<result<std::shared_ptr<const token_mask>>> result_;
     };
 
-    mask_worker() = default;
+    /// `max_mask_ms`: CPU time one mask may take in all its slices (limits::max_mask_ms; tests
+    /// that need heavy masks to finish under the sanitizers on a slow machine give more).
+    explicit mask_worker(std::int64_t max_mask_ms = limits::max_mask_ms) noexcept
+        : max_mask_ms_(max_mask_ms) {}
     /// Stops the thread: the job under way ends at its next cancel check.
     ~mask_worker();
     mask_worker(const mask_worker&) = delete;
@@ -112,6 +115,7 @@ private:
     std::deque<std::string> turns_;
     std::unordered_map<std::string, std::weak_ptr<job>> in_flight_; ///< by job key
     cancel_token stop_;
+    std::int64_t max_mask_ms_;
     bool stopping_ = false;
     std::thread thread_;
 

@@ -12,6 +12,7 @@
 #include "common/memory_tables.hpp"
 #include "model/constrain/byte_matcher.hpp"
 #include "model/constrain/grammar.hpp"
+#include "model/constrain/limits.hpp"
 #include "model/tokenizer/tokenizer.hpp"
 
 #include <atomic>
@@ -97,11 +98,12 @@ public:
     mask_for(const byte_matcher& m, const cancel_token* cancel = nullptr) const;
     /// mask_for in slices of at most `slice_ns` of the calling thread's CPU time (the mask
     /// worker's turns between tenants). `walk` null on the first call: the cache is looked up,
-    /// and on a miss the walk starts there. A slice that ends before the walk answers null;
-    /// call again with the same `walk` and `m` to go on where it stopped.
+    /// and on a miss the walk starts there, with `max_ms` of CPU time for all its slices
+    /// (limits::max_mask_ms; a worker may be given another). A slice that ends before the walk
+    /// answers null; call again with the same `walk` and `m` to go on where it stopped.
     [[nodiscard]] result<std::shared_ptr<const token_mask>>
     mask_slice(const byte_matcher& m, std::unique_ptr<mask_walk>& walk, const cancel_token* cancel,
-               std::int64_t slice_ns) const;
+               std::int64_t slice_ns, std::int64_t max_ms = limits::max_mask_ms) const;
     /// The mask cache's key of state `m`: states with one key have one mask.
     [[nodiscard]] std::string mask_key(const byte_matcher& m) const {
         return m.mask_key(g_, vocab_->max_piece_bytes);
@@ -133,8 +135,8 @@ private:
     void set_eog(const byte_matcher& m, token_mask& mask) const;
     /// `w` set to walk state `m` from the trie's root (mask_walk.cpp), within the mask budget
     /// when `budgeted`.
-    void start_walk(mask_walk& w, const byte_matcher& m, bool budgeted,
-                    const cancel_token* cancel) const;
+    void start_walk(mask_walk& w, const byte_matcher& m, bool budgeted, const cancel_token* cancel,
+                    std::int64_t max_ms = limits::max_mask_ms) const;
     /// Runs `w` for at most `slice_ns` of CPU time (<= 0: to its end); true when it ended
     /// (done, or stopped with w's error), false when the slice ended first.
     bool run_walk(mask_walk& w, std::int64_t slice_ns) const;

@@ -1,8 +1,11 @@
 // model/constrain: the mask worker shares its thread between tenants in turns of CPU time, and a
 // mask computed in slices is the mask computed whole. The heavy masks are the issue's schema on
 // Llama-3's vocabulary: an anyOf of 64 strings whose length ranges do not touch (64
-// configurations inside the string, far more than one slice per mask). Order is read from the
-// jobs' own completion times and the masks each schema computed, never from a wall-clock bound.
+// configurations inside the string, far more than one slice per mask). Under the sanitizers on a
+// slow machine such a mask takes more than limits::max_mask_ms of CPU time, so the workers here
+// give each mask minutes: a mask refused for its budget would end early and blur the order. Order
+// is read from the jobs' own completion times and the masks each schema computed, never from a
+// wall-clock bound.
 #include "model/constrain/mask_worker.hpp"
 
 #include "model/constrain/mask_walk.hpp"
@@ -66,10 +69,13 @@ std::vector<std::shared_ptr<mask_worker::job>> queue_heavy(mask_worker& w, const
     return jobs;
 }
 
+/// CPU time a worker here gives one mask: the heavy masks always finish.
+constexpr std::int64_t unhurried_mask_ms = 10 * 60 * 1000;
+
 } // namespace
 
 TEST_CASE("mask worker: a quick mask waits for at most one of another tenant's eight heavy ones") {
-    mask_worker w;
+    mask_worker w{unhurried_mask_ms};
     auto light = compile(R"({"type":"object","properties":{"n":{"type":"integer"}}})");
     const auto heavy = queue_heavy(w, "fair ");
     auto quick = w.submit(light, byte_matcher::start(light->rules()), "B");
@@ -82,7 +88,7 @@ TEST_CASE("mask worker: a quick mask waits for at most one of another tenant's e
 }
 
 TEST_CASE("mask worker: a state another tenant asked for first is served in either one's turn") {
-    mask_worker w;
+    mask_worker w{unhurried_mask_ms};
     const auto heavy = queue_heavy(w, "shared ");
     // B asks for the state of A's last job: one job, now in both tenants' queues.
     // (The schema cache answers the same compiled schema for the same text.)
@@ -97,7 +103,7 @@ TEST_CASE("mask worker: a state another tenant asked for first is served in eith
 }
 
 TEST_CASE("mask worker: jobs nobody waits for any more are dropped unrun") {
-    mask_worker w;
+    mask_worker w{unhurried_mask_ms};
     auto heavy = queue_heavy(w, "dropped ");
     auto kept = heavy.back();
     heavy.clear(); // seven requests gone (cancelled, failed, ended) while their masks waited
@@ -108,6 +114,17 @@ TEST_CASE("mask worker: jobs nobody waits for any more are dropped unrun") {
     for (int i = 0; i < 7; ++i)
         computed += compile(heavy_schema("dropped " + std::to_string(i)))->masks_computed();
     CHECK(computed == 0);
+}
+
+TEST_CASE("mask worker: a mask past the worker's CPU budget is refused, naming max_mask_ms") {
+    mask_worker w{1};
+    auto c = compile(heavy_schema("budget"));
+    auto j = w.submit(c, inside_string(*c), "A");
+    REQUIRE(j->wait_until(mask_worker::clock::now() + std::chrono::minutes(5)));
+    REQUIRE(!j->mask());
+    CHECK(j->mask().error().param == "max_mask_ms");
+    CHECK(j->mask().error().message.find("more than 1 ms") != std::string::npos);
+    CHECK(c->masks_computed() == 0);
 }
 
 TEST_CASE("mask walk: a mask computed in slices is the mask computed whole, budget and all") {
