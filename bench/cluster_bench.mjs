@@ -14,7 +14,7 @@
 // them) the time from the kill to its next token, client-side; each stream's token ids are
 // compared with the same prompt served by node (a) alone (greedy).
 //
-//   node bench/cluster_bench.mjs --server build/release/tools/server/bitnet-server \
+//   node bench/cluster_bench.mjs --server build/release/tools/bitnet-server \
 //        --model 2b4t.gguf --vocab 128256 [--streams 32] [--max-tokens 64] [--prompt-tokens 16]
 //        [--pairs 3] [--failover-tokens 64] [--base-port 28480] [--json FILE] [--keep-logs DIR]
 //
@@ -31,7 +31,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 
 function parseArgs(argv) {
     const a = {
-        server: 'build/release/tools/server/bitnet-server', model: '', vocab: 500, streams: 32,
+        server: 'build/release/tools/bitnet-server', model: '', vocab: 500, streams: 32,
         maxTokens: 64, promptTokens: 16, pairs: 3, failoverTokens: 64, basePort: 28480, json: '',
         keepLogs: '', maxSeqs: 64,
     };

@@ -32,6 +32,7 @@ export function adoptChild(proc) {
 
 /// SIGTERM, then SIGKILL after 10 s.
 export async function stopServer(s) {
+    s.killedOnPurpose = true; // its exit is no failure for waitFor
     if (s.exited) return;
     s.proc.kill('SIGTERM');
     for (let i = 0; i < 100 && !s.exited; ++i) await sleep(100);

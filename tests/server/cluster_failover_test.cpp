@@ -120,6 +120,33 @@ TEST_CASE("cluster: a replica killed under 32 greedy streams: every stream compl
     CHECK(migrated(*c.r) > 0);
 }
 
+TEST_CASE("cluster: a replica killed and restarted three times under 16 greedy streams: each "
+          "time every stream equals one node's output") {
+    // bench/failover_soak.mjs runs this cycle hundreds of times and classifies what differs;
+    // here three cycles: a stream resumed on a node that had itself been restarted, and one
+    // moved off a restarted node, are both exercised. Node b is the one killed each time (node
+    // a is the seed every restart joins through).
+    three_nodes c;
+    auto body = [](int i) { return stream_body(i, 300); };
+    const auto want = run_streams(c.a->port(), 16, body);
+    for (int cycle = 0; cycle < 3; ++cycle) {
+        CAPTURE(cycle);
+        const auto moved_before = migrated(*c.r);
+        auto got = streams_with_fault(c, 16, body, [&] { c.b->kill_now(); });
+        CHECK(migrated(*c.r) > moved_before);
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            INFO("stream " << i << ": " << got[i].raw.substr(0, 400));
+            REQUIRE(want[i].ok());
+            CHECK(got[i].ok());
+            CHECK(got[i].finish_reason == want[i].finish_reason);
+            CHECK(got[i].text == want[i].text);
+        }
+        c.b->start();
+        REQUIRE_MESSAGE(eventually([&] { return c.r->sees("b") == "up"; }), c.r->log());
+        REQUIRE_MESSAGE(serves_again(*c.r, *c.b), c.r->log());
+    }
+}
+
 TEST_CASE("cluster: a replica killed under 32 seeded streams at temperature 0.8: the resumed "
           "sampler gives one node's text") {
     three_nodes c;
