@@ -45,6 +45,8 @@ const char* errc_name(errc e) noexcept {
         return "forbidden";
     case errc::unavailable:
         return "unavailable";
+    case errc::draining:
+        return "draining";
     }
     return "unknown";
 }

@@ -33,6 +33,7 @@ enum class errc {
     replica_lost = 16,     ///< every replica of the model that ran the request is gone (cluster)
     forbidden = 17,        ///< a cluster peer asked for what its role does not allow
     unavailable = 18,      ///< the model exists but nothing serves it (its load failed)
+    draining = 19,         ///< admission refused: the server is shutting down (try another)
 };
 
 const std::error_category& bitnet_category() noexcept;

@@ -69,17 +69,24 @@ bool caller_error(const bitnet::error& e, std::uint32_t retry_after_s, api_error
 /// The errors of capacity and of the server itself (503, 504, 500), each with what to do next.
 api_error server_side_error(const bitnet::error& e, std::uint32_t retry_after_s, api_error out) {
     switch (e.value()) {
-    case errc::queue_full: {
-        const bool draining = out.message.rfind("draining", 0) == 0;
+    case errc::queue_full:
         out = {503,
                "overloaded",
-               draining ? "draining" : "queue_full",
+               "queue_full",
                out.message,
                out.param,
-               draining ? "retry against another replica" : "retry after the Retry-After delay",
+               "retry after the Retry-After delay",
                retry_after_s == 0 ? 1 : retry_after_s};
         break;
-    }
+    case errc::draining:
+        out = {503,
+               "overloaded",
+               "draining",
+               out.message,
+               out.param,
+               "retry against another replica",
+               retry_after_s == 0 ? 1 : retry_after_s};
+        break;
     case errc::replica_lost:
         // A cluster lost every replica that could carry the request on: another may join soon.
         out = {503,

@@ -208,7 +208,7 @@ caf::result<msg::request_id> submit(admission_pointer self, msg::generate_reques
                                     msg::sink_actor& sink, const shared_span_ptr& span) {
     auto& st = self->state;
     if (st.draining)
-        return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
+        return msg::to_caf_error(errc::draining, "draining: the server is shutting down", 5);
     const auto alias = req.model.empty() ? default_alias(st) : req.model;
     const bool text = req.text.form != msg::prompt_form::ids;
     auto it = st.models.find(alias);

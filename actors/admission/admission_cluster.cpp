@@ -78,7 +78,7 @@ std::optional<caf::error> remote_refusal(admission_pointer self, remote_replica&
     if (auto valid = check_request(limits_of(r.view.info), req); !valid)
         return msg::to_caf_error(valid.error());
     if (st.draining)
-        return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
+        return msg::to_caf_error(errc::draining, "draining: the server is shutting down", 5);
     const std::uint64_t waiting = r.view.waiting + r.admitted_since;
     if (waiting >= st.opt.max_waiting_requests)
         return msg::to_caf_error(errc::queue_full,

@@ -87,7 +87,7 @@ std::optional<caf::error> refusal(admission_pointer self, const std::string& ali
     if (auto valid = check_request(v.limits, req); !valid)
         return msg::to_caf_error(valid.error());
     if (st.draining)
-        return msg::to_caf_error(errc::queue_full, "draining: the server is shutting down", 5);
+        return msg::to_caf_error(errc::draining, "draining: the server is shutting down", 5);
     // The alias's queue; gone when it was unloaded while this request was tokenized (it still
     // runs on the version it was routed to, which drains).
     auto it = st.models.find(alias);

@@ -485,7 +485,7 @@ void session::on_fail(caf::error e) {
     const auto err =
         sees_all() ? msg::from_caf_error(e) : without_operator_detail(msg::from_caf_error(e));
     auto api = to_api_error(err, msg::retry_after_of(e));
-    if (err.value() == errc::queue_full)
+    if (err.value() == errc::queue_full || err.value() == errc::draining)
         srv_.m.rejected(api.code);
     else if (err.value() == errc::quota_exceeded)
         srv_.m.rejected("quota");

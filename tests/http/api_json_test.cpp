@@ -127,7 +127,10 @@ TEST_CASE("errc maps to the status table with the contract's body") {
     CHECK(busy.status == 503);
     CHECK(busy.code == "queue_full");
     CHECK(busy.retry_after_s == 7);
-    CHECK(to_api_error({errc::queue_full, "draining: bye"}).code == "draining");
+    // Draining is its own code, told by the error's value, never by its wording.
+    CHECK(to_api_error({errc::draining, "the server is shutting down"}).code == "draining");
+    CHECK(to_api_error({errc::queue_full, "draining: a message that only says so"}).code ==
+          "queue_full");
     auto quota = to_api_error({errc::quota_exceeded, "quota exceeded"}, 30);
     CHECK(quota.status == 429);
     CHECK(quota.type == "rate_limit_error");
