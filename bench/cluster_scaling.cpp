@@ -90,7 +90,7 @@ msg::stream_batch batch(int s, int done) {
     for (int i = 0; i < done; ++i) {
         msg::completion c;
         c.id = 1000000 + static_cast<msg::request_id>(i);
-        c.finish_reason = "length";
+        c.finish = bitnet::msg::finish_reason::length;
         c.model = "model-0";
         c.model_version = "0123456789ab";
         c.prompt_tokens = 16;

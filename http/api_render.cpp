@@ -150,11 +150,10 @@ std::int64_t unix_now() {
         .count();
 }
 
-std::string openai_finish(const std::string& reason) {
+std::string openai_finish(msg::finish_reason reason) {
     // A drain-cut ("cancelled") output is cut short too: OpenAI has no other word for it, and
     // the stream's error event says why.
-    return (reason == "length" || reason == "deadline" || reason == "cancelled") ? "length"
-                                                                                 : "stop";
+    return msg::ran_out(reason) || reason == msg::finish_reason::cancelled ? "length" : "stop";
 }
 
 std::string utf8_or_replacement(std::string_view s) {
@@ -305,7 +304,7 @@ std::string native_token_event(const msg::token_event& ev, bool with_logprob) {
 }
 
 std::string native_done_event(const msg::completion& c) {
-    return R"({"finish_reason":)" + quoted(c.finish_reason) + R"(,"usage":)" + usage_json(c) +
+    return R"({"finish_reason":)" + quoted(to_string(c.finish)) + R"(,"usage":)" + usage_json(c) +
            R"(,"timings":)" + timings_json(c) + R"(,"model_version":)" + quoted(c.model_version) +
            "}";
 }
@@ -338,7 +337,7 @@ std::string native_body(const std::string& req_id, const msg::completion& c,
     }
     return R"({"id":)" + quoted(req_id) + R"(,"model":)" + quoted(c.model) +
            R"(,"model_version":)" + quoted(c.model_version) + R"(,"text":)" + quoted(text) +
-           R"(,"tokens":)" + toks + lps + R"(,"finish_reason":)" + quoted(c.finish_reason) +
+           R"(,"tokens":)" + toks + lps + R"(,"finish_reason":)" + quoted(to_string(c.finish)) +
            R"(,"usage":)" + usage_json(c) + R"(,"timings":)" + timings_json(c) + "}";
 }
 
@@ -348,14 +347,14 @@ std::string chat_body(const std::string& req_id, std::int64_t created, const msg
            std::to_string(created) + R"(,"model":)" + quoted(c.model) +
            R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":{"role":"assistant","content":)" +
            quoted(text) + R"(,"refusal":null},"logprobs":)" + logprobs + R"(,"finish_reason":)" +
-           quoted(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
+           quoted(openai_finish(c.finish)) + R"(}],"usage":)" + usage_json(c) + "}";
 }
 
 std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
                                 const msg::completion& c,
                                 const std::optional<std::string>& tool_calls,
                                 const std::string* content) {
-    const bool whole = tool_calls && c.finish_reason != "length" && c.finish_reason != "deadline";
+    const bool whole = tool_calls.has_value();
     // A call cut short (max_tokens, the deadline) is no call and no content: the partial
     // arguments are internal text, never an answer a client could take for one.
     const std::string head = R"({"role":"assistant","content":)" +
@@ -365,8 +364,8 @@ std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
            std::to_string(created) + R"(,"model":)" + quoted(c.model) +
            R"(,"system_fingerprint":"bitnet-serve","choices":[{"index":0,"message":)" + message +
            R"(,"logprobs":null,"finish_reason":)" +
-           quoted(whole ? std::string("tool_calls") : openai_finish(c.finish_reason)) +
-           R"(}],"usage":)" + usage_json(c) + "}";
+           quoted(whole ? std::string("tool_calls") : openai_finish(c.finish)) + R"(}],"usage":)" +
+           usage_json(c) + "}";
 }
 
 std::string completion_body(const std::string& req_id, std::int64_t created,
@@ -376,7 +375,7 @@ std::string completion_body(const std::string& req_id, std::int64_t created,
            std::to_string(created) + R"(,"model":)" + quoted(c.model) +
            R"(,"system_fingerprint":"bitnet-serve","choices":[{"text":)" + quoted(text) +
            R"(,"index":0,"logprobs":)" + logprobs + R"(,"finish_reason":)" +
-           quoted(openai_finish(c.finish_reason)) + R"(}],"usage":)" + usage_json(c) + "}";
+           quoted(openai_finish(c.finish)) + R"(}],"usage":)" + usage_json(c) + "}";
 }
 
 // ---- operational routes ------------------------------------------------------------------

@@ -32,8 +32,9 @@ struct build_info;
 /// Seconds since the Unix epoch (OpenAI's `created`).
 [[nodiscard]] std::int64_t unix_now();
 
-/// Our finish reason in OpenAI's vocabulary: "length" for length and deadline, else "stop".
-[[nodiscard]] std::string openai_finish(const std::string& reason);
+/// Our finish reason in OpenAI's vocabulary: "length" for a cut (length, deadline, a drain
+/// cut), else "stop".
+[[nodiscard]] std::string openai_finish(msg::finish_reason reason);
 
 /// `s` with every byte sequence that is not valid UTF-8 replaced by U+FFFD (a token's piece may
 /// be half a character; JSON text must be whole ones, and the raw bytes go in "bytes").
@@ -121,9 +122,10 @@ struct chunk_head {
                                     const msg::completion& c, const std::string& text,
                                     const std::string& logprobs);
 
-/// POST /v1/chat/completions with a tool call: `tool_calls` (JSON text) with content null (or
-/// `content`, the text an auto turn wrote before its calls) and finish_reason "tool_calls";
-/// without them (the call was cut), no calls and the finish reason ("length").
+/// POST /v1/chat/completions with a tool call: `tool_calls` (JSON text; the turn's whole calls,
+/// settle_turn) with content null (or `content`, the text an auto turn wrote before its calls)
+/// and finish_reason "tool_calls"; without them (the call was cut), no calls and the finish
+/// reason ("length").
 [[nodiscard]] std::string chat_tool_call_body(const std::string& req_id, std::int64_t created,
                                               const msg::completion& c,
                                               const std::optional<std::string>& tool_calls,

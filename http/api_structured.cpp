@@ -390,24 +390,19 @@ std::optional<std::vector<forced_call>> parse_auto_calls(std::string_view call_t
     return parse_forced_calls(std::string(value));
 }
 
-std::string calls_array(const std::vector<forced_call>& calls) {
-    json::array out;
-    for (const auto& c : calls) {
-        boost::system::error_code ec;
-        auto args = json::parse(c.arguments, ec);
-        out.push_back(json::object{{"name", c.name}, {"arguments", ec ? json::value() : args}});
-    }
-    return json::serialize(out);
-}
-
 std::optional<std::string> tool_calls_json(const std::string& text, const std::string& req_id,
                                            bool with_index, const std::string& tool_name) {
     const auto parsed = parse_forced_calls(text, tool_name);
     if (!parsed)
         return std::nullopt;
+    return tool_calls_json(*parsed, req_id, with_index);
+}
+
+std::string tool_calls_json(const std::vector<forced_call>& calls, const std::string& req_id,
+                            bool with_index) {
     json::array out;
-    for (std::size_t i = 0; i < parsed->size(); ++i) {
-        const auto& c = (*parsed)[i];
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        const auto& c = calls[i];
         json::object call;
         if (with_index)
             call["index"] = i;

@@ -56,15 +56,15 @@ struct forced_call {
 [[nodiscard]] std::optional<std::vector<forced_call>>
 parse_forced_calls(const std::string& text, const std::string& tool_name = {});
 
+/// The `tool_calls` array of whole calls (as tool_calls_json of their text).
+[[nodiscard]] std::string tool_calls_json(const std::vector<forced_call>& calls,
+                                          const std::string& req_id, bool with_index);
+
 /// The calls of an auto turn (tool_choice "auto") from its call text (token_event::call_text:
 /// the opener, the call's JSON, perhaps a closing </tool_call>): one call or an array of them,
 /// each {"name", "arguments"} or, as Llama 3.1 writes them, {"name", "parameters"}. Nothing when
 /// the text holds no whole call.
 [[nodiscard]] std::optional<std::vector<forced_call>> parse_auto_calls(std::string_view call_text);
-
-/// `calls` as the constrained text of a forced call among several functions would be:
-/// [{"name": .., "arguments": {..}}, ...] (what tool_calls_json and parse_forced_calls read).
-[[nodiscard]] std::string calls_array(const std::vector<forced_call>& calls);
 
 /// The id of a request's call number `i` ("call_" and the request id's number, then "_i" past
 /// the first).

@@ -4,6 +4,7 @@
 
 #include "common/trace.hpp"
 #include "messages/batcher_stats.hpp"
+#include "messages/finish_reason.hpp"
 #include "messages/ids.hpp"
 #include "messages/model_inspect.hpp"
 #include "model/engine/batch.hpp"
@@ -260,7 +261,7 @@ typename Inspector::result_type inspect(Inspector& f, token_event& x) {
 /// The end of a request: why, how many tokens, and where the time went (microseconds).
 struct completion {
     request_id id = 0;
-    std::string finish_reason; ///< stop|length|eos|cancelled|deadline (http/openapi.json)
+    finish_reason finish = finish_reason::stop; ///< why it ended (each family renders its word)
     std::string model;
     std::string model_version;
     std::uint32_t prompt_tokens = 0;
@@ -274,13 +275,13 @@ struct completion {
     /// Prompt tokens this request took from the prefix cache (its own key's scope) instead of
     /// computing them: usage.prompt_tokens_details.cached_tokens.
     std::uint32_t cached_tokens = 0;
-    /// The stop string that ended the choice (finish_reason "stop" by a stop string), else "".
+    /// The stop string that ended the choice (finish_reason::stop by a stop string), else "".
     std::string stop_sequence;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion& x) {
-    return f(caf::meta::type_name("completion"), x.id, x.finish_reason, x.model, x.model_version,
+    return f(caf::meta::type_name("completion"), x.id, x.finish, x.model, x.model_version,
              x.prompt_tokens, x.completion_tokens, x.queue_us, x.prefill_us, x.ttft_us, x.decode_us,
              x.total_us, x.choice, x.cached_tokens, x.stop_sequence);
 }

@@ -124,7 +124,7 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
         msg::completion c;
         c.id = rid;
         c.choice = lr.choice;
-        c.finish_reason = sched::to_string(f.reason);
+        c.finish = f.reason;
         c.model = st.opt.model;
         c.model_version = st.opt.model_version;
         c.prompt_tokens = f.n_prompt;
@@ -142,7 +142,7 @@ void report(batcher_pointer self, const sched::finished_seq& f) {
             // The node the client talks to logs the request; this line ties it to this replica.
             spdlog::info("req-{} (placed here by another node) finish={} prompt_tokens={} "
                          "completion_tokens={} resumed={}",
-                         f.id, c.finish_reason, c.prompt_tokens, c.completion_tokens,
+                         f.id, to_string(c.finish), c.prompt_tokens, c.completion_tokens,
                          lr.req.n_resumed);
         trace_finished(st, lr, f, {});
         emit_done(self, lr, std::move(c));

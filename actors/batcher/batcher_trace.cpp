@@ -153,14 +153,13 @@ void trace_finished(const batcher_state& st, live_request& lr, const sched::fini
     gen.name = "bitnet.generate";
     gen.start_ns = start;
     gen.end_ns = std::max(end, start);
-    gen.attrs = {
-        {"gen_ai.request.model", st.opt.model},
-        {"bitnet.model.version", st.opt.model_version},
-        {"bitnet.request_id", "req-" + std::to_string(lr.req.id)},
-        {"gen_ai.usage.input_tokens", static_cast<std::int64_t>(f.n_prompt)},
-        {"gen_ai.usage.output_tokens", static_cast<std::int64_t>(f.n_generated)},
-        {"gen_ai.response.finish_reasons", std::vector<std::string>{sched::to_string(f.reason)}},
-        {"bitnet.usage.cached_tokens", static_cast<std::int64_t>(lr.cached_tokens)}};
+    gen.attrs = {{"gen_ai.request.model", st.opt.model},
+                 {"bitnet.model.version", st.opt.model_version},
+                 {"bitnet.request_id", "req-" + std::to_string(lr.req.id)},
+                 {"gen_ai.usage.input_tokens", static_cast<std::int64_t>(f.n_prompt)},
+                 {"gen_ai.usage.output_tokens", static_cast<std::int64_t>(f.n_generated)},
+                 {"gen_ai.response.finish_reasons", std::vector<std::string>{to_string(f.reason)}},
+                 {"bitnet.usage.cached_tokens", static_cast<std::int64_t>(lr.cached_tokens)}};
     if (lr.req.n > 1 || lr.choice > 0)
         gen.attrs.push_back({"bitnet.choice", static_cast<std::int64_t>(lr.choice)});
     if (lr.req.n_resumed > 0)

@@ -5,24 +5,6 @@
 
 namespace bitnet::sched {
 
-const char* to_string(finish_reason r) noexcept {
-    switch (r) {
-    case finish_reason::stop:
-        return "stop";
-    case finish_reason::length:
-        return "length";
-    case finish_reason::eos:
-        return "eos";
-    case finish_reason::cancelled:
-        return "cancelled";
-    case finish_reason::deadline:
-        return "deadline";
-    case finish_reason::error:
-        return "error";
-    }
-    return "error";
-}
-
 policy::policy(policy_config cfg)
     : cfg_(std::move(cfg))
     , eog_(cfg_.eog_ids.begin(), cfg_.eog_ids.end())

@@ -18,6 +18,7 @@
 #include "actors/batcher/spec_draft.hpp"
 #include "common/error.hpp"
 #include "messages/batch_policy.hpp"
+#include "messages/finish_reason.hpp"
 #include "messages/ids.hpp"
 #include "model/engine/batch.hpp"
 
@@ -42,16 +43,8 @@ using msg::priority;
 using msg::request_id;
 using msg::token_id;
 
-/// Why a sequence ended (rendered as `finish_reason`, http/openapi.json).
-enum class finish_reason : std::uint8_t {
-    stop,      ///< a stop token id, or a stop string (reported by the front end via finish())
-    length,    ///< max_tokens reached, or the context window is full
-    eos,       ///< an end-of-generation token of the model
-    cancelled, ///< client gone or explicit cancel
-    deadline,  ///< the request's deadline passed (the batcher fails it: HTTP 504)
-    error,     ///< the step failed for this sequence
-};
-[[nodiscard]] const char* to_string(finish_reason r) noexcept;
+using msg::finish_reason;
+using msg::to_string;
 
 using policy_config = msg::batch_policy;
 

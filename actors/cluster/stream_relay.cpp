@@ -153,7 +153,7 @@ void move_elsewhere(relay_pointer self, msg::request_id id, move_cause cause) {
         // Everything was delivered but the end was lost with the node: end it here.
         msg::completion c;
         c.id = id;
-        c.finish_reason = "length";
+        c.finish = msg::finish_reason::length;
         c.model = r.where.alias;
         c.model_version = r.where.version;
         c.prompt_tokens = static_cast<std::uint32_t>(r.base.prompt.size());

@@ -300,14 +300,17 @@ parse_result parse_messages(std::string_view body) {
     return r;
 }
 
-std::string anthropic_stop_reason(const std::string& finish_reason, bool whole_call, bool stops) {
+std::string anthropic_stop_reason(msg::finish_reason finish, bool whole_call, bool stops) {
     if (whole_call)
         return "tool_use";
-    if (finish_reason == "eos")
+    switch (finish) {
+    case msg::finish_reason::eos:
         return "end_turn";
-    if (finish_reason == "stop")
+    case msg::finish_reason::stop:
         return stops ? "stop_sequence" : "end_turn";
-    return "max_tokens"; // length, deadline, a drain cut
+    default:
+        return "max_tokens"; // length, deadline, a drain cut
+    }
 }
 
 std::string anthropic_usage(const msg::completion& c) {
@@ -322,25 +325,19 @@ std::string anthropic_text_block(const std::string& text) {
     return R"({"type":"text","text":)" + quoted(text) + "}";
 }
 
-std::vector<std::string> anthropic_tool_use_blocks(const std::string& calls) {
-    boost::system::error_code ec;
-    const auto v = json::parse(calls, ec);
-    const auto* a = ec ? nullptr : v.if_array();
-    if (!a)
-        return {};
-    std::vector<std::string> blocks;
-    for (const auto& e : *a) {
-        const auto& call = e.as_object();
-        const auto& fn = call.at("function").as_object();
-        const auto input = json::parse(fn.at("arguments").as_string(), ec);
-        if (ec)
-            return {};
-        const std::string id(call.at("id").as_string());
-        blocks.push_back(
-            json::serialize(json::object{{"type", "tool_use"},
-                                         {"id", "toolu_" + id.substr(id.find('_') + 1)},
-                                         {"name", fn.at("name")},
-                                         {"input", input}}));
+std::vector<json::object> anthropic_tool_use_blocks(const std::vector<forced_call>& calls,
+                                                    const std::string& req_id) {
+    std::vector<json::object> blocks;
+    for (std::size_t i = 0; i < calls.size(); ++i) {
+        boost::system::error_code ec;
+        auto input = json::parse(calls[i].arguments, ec);
+        if (ec || !input.is_object())
+            return {}; // not a call's arguments (whole calls always are)
+        const auto id = tool_call_id(req_id, i);
+        blocks.push_back(json::object{{"type", "tool_use"},
+                                      {"id", "toolu_" + id.substr(id.find('_') + 1)},
+                                      {"name", calls[i].name},
+                                      {"input", std::move(input)}});
     }
     return blocks;
 }

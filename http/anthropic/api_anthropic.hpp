@@ -18,8 +18,11 @@
 #pragma once
 
 #include "http/api_json.hpp"
+#include "http/api_structured.hpp"
 #include "http/errors.hpp"
 #include "messages/types.hpp"
+
+#include <boost/json/object.hpp>
 
 #include <string>
 #include <string_view>
@@ -38,16 +41,17 @@ namespace bitnet::http {
 
 /// Anthropic's stop_reason for a finish: a forced call that is whole is "tool_use"; `stops`
 /// tells whether the request had stop_sequences (then a stop is "stop_sequence").
-[[nodiscard]] std::string anthropic_stop_reason(const std::string& finish_reason, bool whole_call,
+[[nodiscard]] std::string anthropic_stop_reason(msg::finish_reason finish, bool whole_call,
                                                 bool stops);
 
 /// The usage object: uncached input, output and cache reads.
 [[nodiscard]] std::string anthropic_usage(const msg::completion& c);
 
 /// A text block; the tool_use blocks ({"type":"tool_use","id","name","input"}) of a turn's
-/// tool_calls JSON (tool_calls_json's array), one per call; none when `calls` is not one.
+/// whole calls, one per call, their ids those of the request's calls (tool_call_id).
 [[nodiscard]] std::string anthropic_text_block(const std::string& text);
-[[nodiscard]] std::vector<std::string> anthropic_tool_use_blocks(const std::string& calls);
+[[nodiscard]] std::vector<boost::json::object>
+anthropic_tool_use_blocks(const std::vector<forced_call>& calls, const std::string& req_id);
 
 /// The whole reply: `content` is the JSON array of blocks.
 /// The `stop_sequence` field: the stop string that ended the reply (JSON text), else null.

@@ -15,7 +15,7 @@ namespace bitnet::http {
 struct rendered_choice {
     std::string text;
     std::string logprobs = "null";
-    std::string finish_reason; ///< the batcher's (mapped to OpenAI's here)
+    msg::finish_reason finish = msg::finish_reason::stop; ///< mapped to OpenAI's word here
 };
 
 /// POST /v1/chat/completions with n > 1; `total` holds the usage of them all.

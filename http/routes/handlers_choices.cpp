@@ -58,7 +58,7 @@ void session::choice_done(msg::completion c) {
         return;
     const auto index = c.choice;
     if (sse_) {
-        const auto finish = quoted(openai_finish(c.finish_reason));
+        const auto finish = quoted(openai_finish(c.finish));
         if (call_->kind == route_kind::chat)
             sse_data(chat_chunk(head(), "{}", finish, "null", index));
         else
@@ -108,7 +108,7 @@ void session::choice_done(msg::completion c) {
     for (auto& ch : call_->choices) {
         rendered_choice r;
         r.text = std::move(ch.text);
-        r.finish_reason = ch.done->finish_reason;
+        r.finish = ch.done->finish;
         if (call_->want_logprobs)
             r.logprobs = call_->kind == route_kind::chat ? chat_logprobs_object(ch.lp_chat)
                                                          : completion_logprobs_object(ch.lp_cols);

@@ -231,7 +231,7 @@ void session::on_token(msg::token_event ev) {
     const bool lp = call_->want_logprobs && real_token;
     if (call_->n_choices > 1)
         return choice_token(ev, lp);
-    // The text of a call the model opened is kept for the end (settle_auto_calls).
+    // The text of a call the model opened is kept for the end (settle_turn_of).
     if (call_->auto_tools)
         call_->call_text += ev.call_text;
     if (!sse_)
@@ -240,27 +240,21 @@ void session::on_token(msg::token_event ev) {
     stream_token(ev, lp);
 }
 
-void session::settle_auto_calls(const msg::completion& c) {
-    if (!call_->auto_tools || call_->call_text.empty())
-        return;
-    const bool cut = call_->cut || c.finish_reason == "length" || c.finish_reason == "deadline";
-    if (auto calls = cut ? std::nullopt : parse_auto_calls(call_->call_text)) {
-        call_->reply_text = std::move(call_->text);
-        call_->text = calls_array(*calls);
-        call_->tool_call = true;
-        return;
-    }
-    if (cut)
-        return; // a call cut short is no call and no text (as a forced one)
-    // The model wrote the opener but no call (stop strings apply to an auto turn): its text.
-    call_->text += call_->call_text;
-    if (sse_) {
+void session::settle_turn_of(const msg::completion& c) {
+    const auto mode = call_->tool_call    ? turn_mode::forced_call
+                      : call_->auto_tools ? turn_mode::auto_calls
+                                          : turn_mode::text;
+    call_->reply = settle_turn(
+        turn_output{mode, std::move(call_->text), std::move(call_->call_text), call_->tool_name},
+        c.finish, call_->cut);
+    call_->text.clear();
+    call_->call_text.clear();
+    if (sse_ && !call_->reply->unsent_text.empty()) {
         msg::token_event rest;
         rest.token = -1; // text only
-        rest.text = std::move(call_->call_text);
+        rest.text = call_->reply->unsent_text;
         stream_token(rest, false);
     }
-    call_->call_text.clear();
 }
 
 /// The prompt echo (completions `echo`), before any generated token: the prompt's text (as sent,
@@ -381,7 +375,8 @@ void session::on_done(msg::completion c) {
         begin_stream();
     if (call_->n_choices > 1)
         return choice_done(std::move(c));
-    settle_auto_calls(c);
+    settle_turn_of(c);
+    const auto& r = *call_->reply;
     srv_.m.completion(c);
     if (!srv_.opt.api_keys.empty())
         srv_.usage.add(client_key_, c.prompt_tokens, c.completion_tokens);
@@ -390,9 +385,9 @@ void session::on_done(msg::completion c) {
     // The request log: one line per inference request.
     spdlog::info("{} {} {} 200 model={} finish={} prompt_tokens={} completion_tokens={} "
                  "queue_ms={} ttft_ms={} total_ms={}{}",
-                 call_->req_id, call_->route, sse_ ? "stream" : "plain", c.model, c.finish_reason,
-                 c.prompt_tokens, c.completion_tokens, ms_of(c.queue_us), ms_of(c.ttft_us),
-                 ms_of(c.total_us), trace_note());
+                 call_->req_id, call_->route, sse_ ? "stream" : "plain", c.model,
+                 to_string(c.finish), c.prompt_tokens, c.completion_tokens, ms_of(c.queue_us),
+                 ms_of(c.ttft_us), ms_of(c.total_us), trace_note());
     trace_usage({c});
     if (sse_) {
         stream_done_events(c);
@@ -400,21 +395,21 @@ void session::on_done(msg::completion c) {
     }
     std::string body;
     if (call_->kind == route_kind::native)
-        body = native_body(call_->req_id, c, call_->text, call_->tokens, call_->native_logprobs);
+        body = native_body(call_->req_id, c, r.text, call_->tokens, call_->native_logprobs);
     else if (call_->kind == route_kind::messages)
         body = messages_body(c);
     else if (call_->kind == route_kind::responses)
         body = responses_body(c);
-    else if (call_->kind == route_kind::chat && call_->tool_call)
+    else if (call_->kind == route_kind::chat && (call_->tool_call || r.called))
         body = chat_tool_call_body(
             call_->req_id, call_->created, c,
-            tool_calls_json(call_->text, call_->req_id, false, call_->tool_name),
-            call_->reply_text.empty() ? nullptr : &call_->reply_text);
+            r.called ? std::optional(tool_calls_json(r.calls, call_->req_id, false)) : std::nullopt,
+            r.text.empty() ? nullptr : &r.text);
     else if (call_->kind == route_kind::chat)
-        body = chat_body(call_->req_id, call_->created, c, call_->text,
+        body = chat_body(call_->req_id, call_->created, c, r.text,
                          call_->want_logprobs ? chat_logprobs_object(call_->lp_chat) : "null");
     else
-        body = completion_body(call_->req_id, call_->created, c, call_->text,
+        body = completion_body(call_->req_id, call_->created, c, r.text,
                                call_->want_logprobs ? completion_logprobs_object(call_->lp_cols)
                                                     : "null");
     auto route = call_->route;
@@ -425,7 +420,8 @@ void session::on_done(msg::completion c) {
 
 /// A stream's last events: the finish (and usage), the drain error when cut, then [DONE].
 void session::stream_done_events(const msg::completion& c) {
-    const auto finish = quoted(openai_finish(c.finish_reason));
+    const auto finish = quoted(openai_finish(c.finish));
+    const auto& r = *call_->reply;
     switch (call_->kind) {
     case route_kind::native:
     case route_kind::native_stream:
@@ -437,22 +433,16 @@ void session::stream_done_events(const msg::completion& c) {
         if (call_->tool_call && !call_->tool_name.empty()) {
             // The arguments went out as deltas; a whole call ends with "tool_calls", a cut one
             // with its reason (its partial arguments were only ever tool-call deltas).
-            const bool whole = !call_->cut && c.finish_reason != "length" &&
-                               c.finish_reason != "deadline" &&
-                               tool_calls_json(call_->text, call_->req_id, true, call_->tool_name);
-            sse_data(chat_chunk(head(), "{}", whole ? quoted("tool_calls") : finish));
-        } else if (call_->tool_call) {
-            // One delta with the whole call, then the finish: OpenAI's shape, in one piece.
-            if (auto calls = tool_calls_json(call_->text, call_->req_id, true)) {
-                sse_data(chat_chunk(head(), R"({"tool_calls":)" + *calls + "}", "null"));
-                if (!call_->cut && c.finish_reason != "length" && c.finish_reason != "deadline")
-                    sse_data(chat_chunk(head(), "{}", quoted("tool_calls")));
-                else
-                    sse_data(chat_chunk(head(), "{}", finish));
-            } else {
-                // Cut before the call was whole: no partial arguments as content.
-                sse_data(chat_chunk(head(), "{}", finish));
-            }
+            sse_data(chat_chunk(head(), "{}", r.called ? quoted("tool_calls") : finish));
+        } else if (call_->tool_call || r.called) {
+            // One delta with the whole call, then the finish: OpenAI's shape, in one piece. Cut
+            // before the call was whole: no partial arguments as content.
+            if (!r.calls.empty())
+                sse_data(chat_chunk(head(),
+                                    R"({"tool_calls":)" +
+                                        tool_calls_json(r.calls, call_->req_id, true) + "}",
+                                    "null"));
+            sse_data(chat_chunk(head(), "{}", r.called ? quoted("tool_calls") : finish));
         } else {
             sse_data(chat_chunk(head(), "{}", finish));
         }

@@ -45,12 +45,6 @@ std::string json_delta(const std::string& partial, std::size_t index = 0) {
 
 } // namespace
 
-bool session::whole_call(const msg::completion& c) const {
-    return call_->tool_call && !call_->cut && c.finish_reason != "length" &&
-           c.finish_reason != "deadline" &&
-           parse_forced_calls(call_->text, call_->tool_name).has_value();
-}
-
 void session::messages_stream_head() {
     if (call_->head_sent)
         return;
@@ -85,8 +79,8 @@ void session::messages_done_events(const msg::completion& c) {
         call_->prompt_tokens = std::max(call_->prompt_tokens, c.prompt_tokens);
         messages_stream_head();
     }
-    const bool whole = whole_call(c);
-    if (call_->tool_call && call_->tool_name.empty()) {
+    const auto& r = *call_->reply;
+    if (call_->whole_calls_at_end()) {
         // The calls among several functions, whole, each in one piece; a cut turn opens no block.
         // Calls the model opened itself follow the text block the stream began with.
         std::size_t first = 0;
@@ -94,11 +88,10 @@ void session::messages_done_events(const msg::completion& c) {
             sse_event("content_block_stop", block_stop());
             first = 1;
         }
-        if (whole) {
-            const auto calls = tool_calls_json(call_->text, call_->req_id, false);
-            const auto blocks = anthropic_tool_use_blocks(*calls);
+        if (r.called) {
+            const auto blocks = anthropic_tool_use_blocks(r.calls, call_->req_id);
             for (std::size_t i = 0; i < blocks.size(); ++i) {
-                const auto block = json::parse(blocks[i]).as_object();
+                const auto& block = blocks[i];
                 sse_event("content_block_start",
                           tool_use_start(std::string(block.at("id").as_string()),
                                          std::string(block.at("name").as_string()), first + i));
@@ -110,7 +103,7 @@ void session::messages_done_events(const msg::completion& c) {
     } else {
         sse_event("content_block_stop", block_stop());
     }
-    const auto stop_reason = anthropic_stop_reason(c.finish_reason, whole, call_->has_stops);
+    const auto stop_reason = anthropic_stop_reason(c.finish, r.called, call_->has_stops);
     sse_event("message_delta", R"({"type":"message_delta","delta":{"stop_reason":)" +
                                    quoted(stop_reason) + R"(,"stop_sequence":)" +
                                    anthropic_stop_sequence(stop_reason, c) + R"(},"usage":)" +
@@ -119,32 +112,30 @@ void session::messages_done_events(const msg::completion& c) {
         sse_event("error", anthropic_error_body(drain_error(), call_->req_id));
     else
         sse_event("message_stop", R"({"type":"message_stop"})");
-    remember_thread(messages_content(c)); // a stream's reply continues its thread like a plain one
+    remember_thread(messages_content()); // a stream's reply continues its thread like a plain one
 }
 
-std::string session::messages_content(const msg::completion& c) const {
-    const bool whole = whole_call(c);
-    std::string content = "[]";
-    if (!call_->tool_call) {
-        content = "[" + anthropic_text_block(call_->text) + "]";
-    } else if (whole) {
-        const auto calls = tool_calls_json(call_->text, call_->req_id, false, call_->tool_name);
-        content.clear();
-        if (!call_->reply_text.empty()) // an auto turn's text before its calls
-            content = "[" + anthropic_text_block(call_->reply_text);
-        for (const auto& b : anthropic_tool_use_blocks(*calls))
-            content += (content.empty() ? "[" : ",") + b;
-        content += content.empty() ? "[]" : "]";
+std::string session::messages_content() const {
+    const auto& r = *call_->reply;
+    json::array content;
+    const auto text_block = [&] { return json::object{{"type", "text"}, {"text", r.text}}; };
+    if (!call_->tool_call && !r.called) {
+        content.push_back(text_block());
+    } else if (r.called) {
+        if (!r.text.empty()) // an auto turn's text before its calls
+            content.push_back(text_block());
+        for (auto& b : anthropic_tool_use_blocks(r.calls, call_->req_id))
+            content.push_back(std::move(b));
     }
-    return content;
+    return json::serialize(content);
 }
 
 std::string session::messages_body(const msg::completion& c) const {
-    const auto content = messages_content(c);
+    const auto content = messages_content();
     remember_thread(content);
     return anthropic_message_body(
         call_->req_id, c.model.empty() ? call_->model : c.model, content,
-        anthropic_stop_reason(c.finish_reason, whole_call(c), call_->has_stops), c);
+        anthropic_stop_reason(c.finish, call_->reply->called, call_->has_stops), c);
 }
 
 std::optional<api_error> session::expand_thread(const std::string& body, call& c,

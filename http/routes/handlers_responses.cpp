@@ -20,10 +20,8 @@ namespace bitnet::http {
 namespace {
 
 /// completed, or incomplete when max_output_tokens (or the deadline) cut the output.
-std::string status_of(const msg::completion& c, bool whole_call) {
-    return !whole_call && (c.finish_reason == "length" || c.finish_reason == "deadline")
-               ? "incomplete"
-               : "completed";
+const char* status_of(const turn_reply& r) {
+    return r.incomplete() ? "incomplete" : "completed";
 }
 
 /// A reply's output items, each with its id (what item_reference names).
@@ -88,17 +86,17 @@ void session::stream_responses_token(const msg::token_event& ev) {
 }
 
 void session::responses_done_events(const msg::completion& c) {
-    const bool whole = whole_call(c);
+    const auto& r = *call_->reply;
     const auto& id = call_->req_id;
-    const bool incomplete = status_of(c, whole) == "incomplete";
+    const bool incomplete = r.incomplete();
     output_items items;
     // An auto turn has a message item only when it wrote text (as its plain reply); calls the
     // model opened itself follow it.
-    const bool message = !call_->tool_call || (call_->auto_called() && call_->message_opened);
+    const bool message = !call_->tool_call && (!call_->auto_called() || call_->message_opened);
     const std::size_t first = message ? 1 : 0;
     if (message) {
         responses_open_message(); // a turn with no text at all still answers with its item
-        const auto& text = call_->auto_called() ? call_->reply_text : call_->text;
+        const auto& text = r.text;
         const auto item_id = quoted(response_message_id(id));
         responses_event("response.output_text.done",
                         ",\"item_id\":" + item_id +
@@ -112,13 +110,13 @@ void session::responses_done_events(const msg::completion& c) {
         responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
         items.emplace_back(response_message_id(id), item);
     }
-    if (call_->tool_call && whole) {
-        const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
+    if (r.called) {
+        const auto& calls = r.calls;
         for (std::size_t i = 0; i < calls.size(); ++i) {
             const auto& [name, args] = calls[i];
             const auto item_id = quoted(response_call_item_id(id, i));
             const auto index = ",\"output_index\":" + std::to_string(first + i);
-            if (call_->tool_name.empty()) {
+            if (call_->whole_calls_at_end()) {
                 // Among several functions (or parallel calls): each whole call now.
                 responses_event("response.output_item.added",
                                 index + ",\"item\":" + response_call_item(id, name, "", false, i));
@@ -137,8 +135,8 @@ void session::responses_done_events(const msg::completion& c) {
         const auto item_id = quoted(response_call_item_id(id));
         responses_event("response.function_call_arguments.done",
                         ",\"item_id\":" + item_id +
-                            ",\"output_index\":0,\"arguments\":" + quoted(call_->text));
-        const auto item = response_call_item(id, call_->tool_name, call_->text, true, 0, true);
+                            ",\"output_index\":0,\"arguments\":" + quoted(r.call_text));
+        const auto item = response_call_item(id, call_->tool_name, r.call_text, true, 0, true);
         responses_event("response.output_item.done", ",\"output_index\":0,\"item\":" + item);
         items.emplace_back(response_call_item_id(id), item);
     }
@@ -155,7 +153,7 @@ void session::responses_done_events(const msg::completion& c) {
                                 call_->response_echo));
         return;
     }
-    const auto status = status_of(c, whole);
+    const std::string status = status_of(r);
     const auto object =
         response_object(id, call_->created, c.model.empty() ? call_->model : c.model, status,
                         output, &c, "null", call_->store, call_->response_echo);
@@ -165,29 +163,29 @@ void session::responses_done_events(const msg::completion& c) {
 }
 
 std::string session::responses_body(const msg::completion& c) const {
-    const bool whole = whole_call(c);
+    const auto& r = *call_->reply;
     const auto& id = call_->req_id;
-    const bool incomplete = status_of(c, whole) == "incomplete";
+    const bool incomplete = r.incomplete();
     output_items items;
-    if (!call_->tool_call) {
+    if (!call_->tool_call && !r.called) {
         items.emplace_back(response_message_id(id),
-                           response_message_item(id, call_->text, true, incomplete));
-    } else if (whole) {
-        if (!call_->reply_text.empty()) // an auto turn's text before its calls
+                           response_message_item(id, r.text, true, incomplete));
+    } else if (r.called) {
+        if (!r.text.empty()) // an auto turn's text before its calls
             items.emplace_back(response_message_id(id),
-                               response_message_item(id, call_->reply_text, true, incomplete));
-        const auto calls = *parse_forced_calls(call_->text, call_->tool_name);
+                               response_message_item(id, r.text, true, incomplete));
+        const auto& calls = r.calls;
         for (std::size_t i = 0; i < calls.size(); ++i)
             items.emplace_back(response_call_item_id(id, i),
                                response_call_item(id, calls[i].name, calls[i].arguments, true, i));
     } else if (!call_->tool_name.empty()) {
         // The one function's call cut short: its arguments so far, status incomplete.
         items.emplace_back(response_call_item_id(id),
-                           response_call_item(id, call_->tool_name, call_->text, true, 0, true));
+                           response_call_item(id, call_->tool_name, r.call_text, true, 0, true));
     }
-    const auto object = response_object(
-        id, call_->created, c.model.empty() ? call_->model : c.model, status_of(c, whole),
-        array_of(items), &c, "null", call_->store, call_->response_echo);
+    const auto object =
+        response_object(id, call_->created, c.model.empty() ? call_->model : c.model, status_of(r),
+                        array_of(items), &c, "null", call_->store, call_->response_echo);
     remember_response(items, object);
     return object;
 }

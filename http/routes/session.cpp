@@ -56,7 +56,7 @@ void session::cut_request() {
         caf::anon_send_exit(call_->sink, caf::exit_reason::user_shutdown);
     call_->cut = true;
     msg::completion c;
-    c.finish_reason = "cancelled";
+    c.finish = msg::finish_reason::cancelled;
     c.model = call_->model;
     c.prompt_tokens = call_->prompt_tokens;
     c.completion_tokens = static_cast<std::uint32_t>(call_->n_tokens);

@@ -27,6 +27,7 @@
 #include "http/routes/routes.hpp"
 #include "http/routes/server_impl.hpp"
 #include "http/transport/connection.hpp"
+#include "http/turn_reply.hpp"
 #include "http/ui/web_assets.hpp"
 
 #include <boost/json/object.hpp>
@@ -94,21 +95,27 @@ private:
         /// The prompt as sent, when it was text: what `echo` gives back (token ids are echoed
         /// as the model's tokenizer renders them).
         std::optional<std::string> echo_text;
-        bool tool_call = false; ///< chat: the text is a forced tool call, sent as tool_calls
+        bool tool_call = false; ///< the text is a forced tool call (turn_mode::forced_call)
         /// The one function a forced call names (its arguments alone are generated, and
         /// streamed as argument deltas); empty: the text is {"name","arguments"}.
         std::string tool_name;
         bool tool_opened = false; ///< the stream sent the call's id and name
         /// tool_choice "auto" with tools: the model may open calls itself. Their text comes
-        /// apart from the reply's (token_event::call_text); at the end, whole calls make the
-        /// turn a tool-call turn (tool_call set, `text` the calls as a forced call among
-        /// several functions would have them, `reply_text` the text written before them).
+        /// apart from the reply's (token_event::call_text) and is settled at the end.
         bool auto_tools = false;
         std::string call_text;
-        std::string reply_text;
-        /// The model opened calls itself and they were whole (settle_auto_calls): they follow
-        /// the text block or message item the stream began with.
-        [[nodiscard]] bool auto_called() const noexcept { return auto_tools && tool_call; }
+        /// The turn as settled at its end (settle_turn_of): what every family renders.
+        std::optional<turn_reply> reply;
+        /// The model opened calls itself and they were whole: they follow the text block or
+        /// message item the stream began with.
+        [[nodiscard]] bool auto_called() const noexcept {
+            return auto_tools && reply && reply->called;
+        }
+        /// The turn answers with calls among several functions (a forced call that names no
+        /// one function, or calls the model opened itself): each goes out whole at the end.
+        [[nodiscard]] bool whole_calls_at_end() const noexcept {
+            return (tool_call && tool_name.empty()) || auto_called();
+        }
         bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
         bool message_opened = false; ///< responses stream: the message item was added
         bool store = false; ///< responses: keep the reply (http/responses/response_store.hpp)
@@ -192,10 +199,9 @@ private:
     void on_token(msg::token_event ev);
     void on_echo(msg::token_event ev);
     void on_done(msg::completion c);
-    /// An auto turn's end: whole calls become the reply's calls; call text that is no whole
-    /// call is the reply's text (sent as a text delta to a stream), unless max_tokens, the
-    /// deadline or a drain cut it (then, as a cut forced call, it is neither).
-    void settle_auto_calls(const msg::completion& c);
+    /// The turn's end, settled once for every family (http/turn_reply.hpp) into call_->reply;
+    /// an auto turn's opener that was no call goes to a stream as text.
+    void settle_turn_of(const msg::completion& c);
     void on_fail(caf::error e);
     void stream_done_events(const msg::completion& c);
 
@@ -211,16 +217,13 @@ private:
     /// The whole reply of a plain request (stored when threaded).
     [[nodiscard]] std::string messages_body(const msg::completion& c) const;
     /// The reply's content blocks (a JSON array).
-    [[nodiscard]] std::string messages_content(const msg::completion& c) const;
+    [[nodiscard]] std::string messages_content() const;
     /// A Messages request's `thread`: a continue claimed from this key's stored replies and made
     /// whole into `expanded` (left empty when the request is not threaded), `c` keeping what its
     /// reply's record needs; or the error that refuses it.
     std::optional<api_error> expand_thread(const std::string& body, call& c, std::string& expanded);
     /// Stores a threaded reply (its `content` blocks) for the next continue; a cut one is not.
     void remember_thread(const std::string& content) const;
-    /// Whether the forced call in the text is whole (not cut by max_tokens, the deadline or a
-    /// drain).
-    [[nodiscard]] bool whole_call(const msg::completion& c) const;
 
     // ---- OpenAI's Responses API (handlers_responses.cpp) ----------------------------------
 

@@ -78,14 +78,15 @@ void session::trace_usage(const std::vector<msg::completion>& choices,
     trace_attr("gen_ai.usage.output_tokens", static_cast<std::int64_t>(t.completion_tokens));
     std::vector<std::string> reasons;
     for (const auto& c : choices)
-        reasons.push_back(c.finish_reason);
+        reasons.emplace_back(to_string(c.finish));
     trace_attr("gen_ai.response.finish_reasons", std::move(reasons));
     trace_attr("bitnet.model.version", t.model_version);
     trace_attr("bitnet.usage.cached_tokens", static_cast<std::int64_t>(t.cached_tokens));
     trace_attr("bitnet.queue_ms", static_cast<double>(t.queue_us) / 1000.0);
     trace_attr("bitnet.ttft_ms", static_cast<double>(t.ttft_us) / 1000.0);
     if (trace::recorder::process().include_text() && call_)
-        trace_attr("bitnet.completion", call_->text);
+        trace_attr("bitnet.completion",
+                   call_->reply ? call_->reply->text + call_->reply->call_text : call_->text);
 }
 
 log_fields session::log_context() const {

@@ -106,7 +106,7 @@ TEST_CASE("a relayed echo request's prompt echo travels in its relay's batch, be
                 for (auto& ev : b.tokens)
                     events.push_back(ev);
                 if (!b.done.empty()) {
-                    CHECK(b.done[0].finish_reason == "length");
+                    CHECK(b.done[0].finish == msg::finish_reason::length);
                     done = true;
                 }
             },

@@ -39,7 +39,7 @@ TEST_CASE("a request runs to max_tokens with usage and timings") {
     rig r;
     auto t = run_one(r, make_req(1, {1, 2, 3}, 5));
     REQUIRE(t.done);
-    CHECK(t.done->finish_reason == "length");
+    CHECK(t.done->finish == msg::finish_reason::length);
     CHECK(t.done->prompt_tokens == 3);
     CHECK(t.done->completion_tokens == 5);
     CHECK(t.done->model == "fake");
@@ -59,7 +59,7 @@ TEST_CASE("an EOG token ends with eos") {
     rig r;
     auto t = run_one(r, make_req(1, {27}, 20)); // 28, 29, 30, then 31 = EOG
     REQUIRE(t.done);
-    CHECK(t.done->finish_reason == "eos");
+    CHECK(t.done->finish == msg::finish_reason::eos);
     CHECK(t.tokens.size() == 3);
     // The EOG token ends the reply without being returned: usage counts what was delivered.
     CHECK(t.done->completion_tokens == 3);
@@ -71,7 +71,7 @@ TEST_CASE("a stop string ends with stop, text before it is delivered, the stop s
     req.stop = {"<5><6"};
     auto t = run_one(r, req);
     REQUIRE(t.done);
-    CHECK(t.done->finish_reason == "stop");
+    CHECK(t.done->finish == msg::finish_reason::stop);
     CHECK(t.text() == "<2><3><4>");
 }
 
@@ -81,7 +81,7 @@ TEST_CASE("text held for a possible stop string is released when generation ends
     req.stop = {"<5>X"};
     auto t = run_one(r, req);
     REQUIRE(t.done);
-    CHECK(t.done->finish_reason == "length");
+    CHECK(t.done->finish == msg::finish_reason::length);
     CHECK(t.text() == "<2><3><4><5>");
     // "<5>" could have begun the stop string: it came after the last token, as text only.
     REQUIRE(t.tokens.size() == 5);
@@ -107,7 +107,7 @@ TEST_CASE("a stop string that ends inside a split character still stops the requ
     req.stop = {"\xC3\xA9"};
     auto t = run_one(r, req);
     REQUIRE(t.done);
-    CHECK(t.done->finish_reason == "stop");
+    CHECK(t.done->finish == msg::finish_reason::stop);
     CHECK(t.text() == "<19>");
 }
 
@@ -183,7 +183,7 @@ TEST_CASE("an explicit cancel ends a running request with finish_reason cancelle
             [&](msg::fail_atom, msg::request_id, caf::error e) { FAIL(caf::to_string(e)); },
             caf::after(10s) >> [&] { FAIL("no completion"); });
     REQUIRE(done);
-    CHECK(done->finish_reason == "cancelled");
+    CHECK(done->finish == msg::finish_reason::cancelled);
     CHECK(done->completion_tokens < 10);
 }
 
@@ -274,7 +274,7 @@ TEST_CASE("a prompt id outside the vocabulary fails its own request, its batch-m
     for (std::size_t i : {0u, 2u}) {
         CAPTURE(i);
         REQUIRE(t[i].done);
-        CHECK(t[i].done->finish_reason == "length");
+        CHECK(t[i].done->finish == msg::finish_reason::length);
     }
     CHECK(ids_of(t[0]) == ids_of(alone_a));
     CHECK(ids_of(t[2]) == ids_of(alone_b));
@@ -298,7 +298,7 @@ TEST_CASE("a sequence the engine fails for its own reason fails alone, the other
     for (std::size_t i : {0u, 2u}) {
         CAPTURE(i);
         REQUIRE(t[i].done);
-        CHECK(t[i].done->finish_reason == "length");
+        CHECK(t[i].done->finish == msg::finish_reason::length);
         CHECK_FALSE(t[i].failed);
     }
     CHECK(ids_of(t[0]) == ids_of(alone_a));

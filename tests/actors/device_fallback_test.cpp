@@ -224,7 +224,7 @@ TEST_CASE("a CUDA placement that cannot load falls back to the CPU, which takes 
     for (msg::request_id id = 1; id <= 3; ++id) {
         auto done = complete_one(self, r.adm, id);
         REQUIRE(done);
-        CHECK(done->finish_reason == "length");
+        CHECK(done->finish == msg::finish_reason::length);
         CHECK(done->completion_tokens == 4);
     }
     CHECK(r.probe->steps > 0);
@@ -295,7 +295,7 @@ TEST_CASE("a CUDA executor that crashes after loading restarts on the CPU and se
     for (msg::request_id id = 2; id <= 3; ++id) {
         auto done = complete_one(self, r.adm, id);
         REQUIRE(done);
-        CHECK(done->finish_reason == "length");
+        CHECK(done->finish == msg::finish_reason::length);
     }
 }
 
@@ -334,7 +334,7 @@ TEST_CASE("a device that fails in a step ends its executor, and the CPU serves w
     for (msg::request_id id = 2; id <= 3; ++id) {
         auto done = complete_one(self, r.adm, id);
         REQUIRE(done);
-        CHECK(done->finish_reason == "length");
+        CHECK(done->finish == msg::finish_reason::length);
     }
 }
 

@@ -150,7 +150,7 @@ TEST_CASE("batcher: echo with logprobs and max_tokens 0 gives the prompt scored,
     const std::vector<msg::token_id> prompt{3, 4, 5, 9, 10};
     auto t = test::run_together(r.sys, r.batcher, {echo_req(1, prompt, 0, 2)}).front();
     REQUIRE(t.done);
-    CHECK(t.done->finish_reason == "length");
+    CHECK(t.done->finish == msg::finish_reason::length);
     CHECK(t.done->completion_tokens == 0);
     CHECK(t.done->prompt_tokens == prompt.size());
     REQUIRE(t.tokens.size() == 1);
@@ -175,7 +175,7 @@ TEST_CASE("batcher: a prompt prefilled in many chunks is scored whole, in order,
     auto ts = test::run_together(r.sys, r.batcher, {echo_req(1, prompt, 3, 1), plain});
     const auto& t = ts[0];
     REQUIRE(t.done);
-    CHECK(t.done->finish_reason == "length");
+    CHECK(t.done->finish == msg::finish_reason::length);
     CHECK(t.done->completion_tokens == 3);
     REQUIRE(t.tokens.size() == 4);
     check_scores(t.tokens[0].echo, prompt, 1);
@@ -205,7 +205,7 @@ TEST_CASE("batcher: echo without logprobs gives the prompt's tokens and text onl
     CHECK(a.tokens[1].token == 9);
     const auto& b = ts[1];
     REQUIRE(b.done);
-    CHECK(b.done->finish_reason == "length");
+    CHECK(b.done->finish == msg::finish_reason::length);
     REQUIRE(b.tokens.size() == 1);
     CHECK(b.tokens[0].echo.tokens == std::vector<msg::token_id>{6});
     CHECK(b.tokens[0].echo.logprobs.empty());

@@ -151,7 +151,7 @@ TEST_CASE("tiny-i2_s: a stream resumed after k tokens continues with the first r
             CHECK(text_from(resumed, 0) == text_from(first, k));
             CHECK(resumed.done->completion_tokens == n_gen);
             CHECK(resumed.done->prompt_tokens == prompt.size());
-            CHECK(resumed.done->finish_reason == "length");
+            CHECK(resumed.done->finish == msg::finish_reason::length);
         }
     }
 }

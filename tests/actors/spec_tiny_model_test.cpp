@@ -80,7 +80,7 @@ void check_same(const test::transcript& got, const test::transcript& want) {
         CHECK(got.tokens[i].text == want.tokens[i].text);
         CHECK(got.tokens[i].logprob == want.tokens[i].logprob);
     }
-    CHECK(got.done->finish_reason == want.done->finish_reason);
+    CHECK(got.done->finish == want.done->finish);
     CHECK(got.done->completion_tokens == want.done->completion_tokens);
 }
 
@@ -219,7 +219,7 @@ TEST_CASE("tiny-i2_s speculation: under a JSON Schema and with a stop string, th
     s.id = 4;
     const auto cut_spec = spec.run({s}).front();
     check_same(cut_spec, cut_plain);
-    CHECK(cut_spec.done->finish_reason == "stop");
+    CHECK(cut_spec.done->finish == msg::finish_reason::stop);
     CHECK(cut_spec.text() == cut_plain.text());
 }
 

@@ -118,7 +118,7 @@ TEST_CASE("supervisor loads models, pushes routes, restarts a crashed child") {
                       [&](msg::done_atom, msg::completion c) { done = c; },
                       caf::after(5s) >> [] { FAIL("no completion"); });
     REQUIRE(done);
-    CHECK(done->finish_reason == "length");
+    CHECK(done->finish == msg::finish_reason::length);
 
     // A child crashes: the supervisor restarts the pair and routes to a new batcher.
     self->request(sup, 5s, msg::info_atom_v, std::string("tiny"))

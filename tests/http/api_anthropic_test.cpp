@@ -100,12 +100,12 @@ TEST_CASE("messages: refusals name the Messages field") {
 }
 
 TEST_CASE("messages: stop reasons, usage, blocks and errors in Anthropic's shapes") {
-    CHECK(anthropic_stop_reason("eos", false, false) == "end_turn");
-    CHECK(anthropic_stop_reason("stop", false, true) == "stop_sequence");
-    CHECK(anthropic_stop_reason("stop", false, false) == "end_turn");
-    CHECK(anthropic_stop_reason("length", false, false) == "max_tokens");
-    CHECK(anthropic_stop_reason("cancelled", false, false) == "max_tokens");
-    CHECK(anthropic_stop_reason("eos", true, false) == "tool_use");
+    CHECK(anthropic_stop_reason(msg::finish_reason::eos, false, false) == "end_turn");
+    CHECK(anthropic_stop_reason(msg::finish_reason::stop, false, true) == "stop_sequence");
+    CHECK(anthropic_stop_reason(msg::finish_reason::stop, false, false) == "end_turn");
+    CHECK(anthropic_stop_reason(msg::finish_reason::length, false, false) == "max_tokens");
+    CHECK(anthropic_stop_reason(msg::finish_reason::cancelled, false, false) == "max_tokens");
+    CHECK(anthropic_stop_reason(msg::finish_reason::eos, true, false) == "tool_use");
     msg::completion c;
     c.prompt_tokens = 10;
     c.cached_tokens = 4;
@@ -113,16 +113,14 @@ TEST_CASE("messages: stop reasons, usage, blocks and errors in Anthropic's shape
     CHECK(json::parse(anthropic_usage(c)) ==
           json::parse(R"({"input_tokens":6,"output_tokens":3,"cache_read_input_tokens":4,
                           "cache_creation_input_tokens":0})"));
-    const auto blocks = anthropic_tool_use_blocks(
-        R"([{"id":"call_7","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}},
-            {"id":"call_7_1","type":"function","function":{"name":"g","arguments":"{}"}}])");
+    const auto blocks = anthropic_tool_use_blocks({{"f", R"({"a":1})"}, {"g", "{}"}}, "req-7");
     REQUIRE(blocks.size() == 2);
-    CHECK(json::parse(blocks[0]) ==
+    CHECK(json::value(blocks[0]) ==
           json::parse(R"({"type":"tool_use","id":"toolu_7","name":"f","input":{"a":1}})"));
-    CHECK(json::parse(blocks[1]) ==
+    CHECK(json::value(blocks[1]) ==
           json::parse(R"({"type":"tool_use","id":"toolu_7_1","name":"g","input":{}})"));
-    CHECK(anthropic_tool_use_blocks("[]").empty());
-    CHECK(anthropic_tool_use_blocks("not json").empty());
+    CHECK(anthropic_tool_use_blocks({}, "req-7").empty());
+    CHECK(anthropic_tool_use_blocks({{"f", "not json"}}, "req-7").empty());
     const auto body = json::parse(anthropic_message_body(
         "req-7", "m", "[" + anthropic_text_block("hi") + "]", "end_turn", c));
     // The id a thread continues from: unguessable, the same for the same request, never the

@@ -49,8 +49,11 @@ TEST_CASE("usage, timings and Server-Timing print plain decimals") {
                              R"("decode_ms":2.000,"total_ms":0.000,"tokens_per_second":2000.00})");
     CHECK(server_timing(c) ==
           "queue;dur=1.500, prefill;dur=0.000, decode;dur=2.000, total;dur=0.000");
-    CHECK(openai_finish("deadline") == "length");
-    CHECK(openai_finish("eos") == "stop");
+    CHECK(openai_finish(msg::finish_reason::deadline) == "length");
+    CHECK(openai_finish(msg::finish_reason::eos) == "stop");
+    CHECK(openai_finish(msg::finish_reason::stop) == "stop");
+    CHECK(openai_finish(msg::finish_reason::length) == "length");
+    CHECK(openai_finish(msg::finish_reason::cancelled) == "length"); // a drain cut
 }
 
 TEST_CASE("completions logprobs: columns per token, pieces made valid UTF-8") {

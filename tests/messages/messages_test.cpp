@@ -391,3 +391,27 @@ TEST_CASE("prompt logprobs' fields survive serialization: all_logits, next_token
     CHECK(ev2.echo.top_logprobs == ev.echo.top_logprobs);
     CHECK(ev2.echo.top_pieces == ev.echo.top_pieces);
 }
+
+TEST_CASE("a completion's finish reason crosses the wire as the value it was, each of them") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    using fr = msg::finish_reason;
+    for (auto r : {fr::stop, fr::length, fr::eos, fr::cancelled, fr::deadline, fr::error}) {
+        msg::completion c;
+        c.id = 9;
+        c.finish = r;
+        c.stop_sequence = "END";
+        const auto back = round_trip(sys, c);
+        CHECK(back.finish == r);
+        CHECK(back.stop_sequence == "END");
+    }
+    // The native API's words, and which reasons leave a turn unfinished.
+    CHECK(std::string(to_string(fr::eos)) == "eos");
+    CHECK(std::string(to_string(fr::deadline)) == "deadline");
+    CHECK(std::string(to_string(fr::error)) == "error");
+    CHECK(msg::ran_out(fr::length));
+    CHECK(msg::ran_out(fr::deadline));
+    CHECK_FALSE(msg::ran_out(fr::cancelled));
+    CHECK_FALSE(msg::ran_out(fr::stop));
+    CHECK_FALSE(msg::ran_out(fr::eos));
+}
