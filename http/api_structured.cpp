@@ -216,6 +216,7 @@ std::optional<api_error> read_tools(const json::object& body, inference_input& i
         if (!defs.empty())
             u["$defs"] = std::move(defs);
         in.tool_union = json::serialize(u);
+        in.schema_param = "tools"; // what names the call grammar made of it (the batcher's)
         return std::nullopt;
     }
     std::optional<std::size_t> only; ///< the one function forced, when it is one

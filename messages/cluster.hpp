@@ -55,6 +55,20 @@ typename Inspector::result_type inspect(Inspector& f, replica_view& x) {
              x.info, x.outstanding_tokens, x.running, x.waiting, x.device);
 }
 
+/// The stream relay to admission: which replica a stream that lost its node continues on: one
+/// of `version` of `alias` on a node that is up, never the batcher `gone` (null, or one that
+/// stopped under the stream).
+struct replica_query {
+    std::string alias;
+    std::string version;
+    caf::actor gone;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, replica_query& x) {
+    return f(caf::meta::type_name("replica_query"), x.alias, x.version, x.gone);
+}
+
 /// A model as one node of the cluster serves it, for GET /v1/cluster.
 struct node_model {
     std::string alias;

@@ -50,11 +50,11 @@ using batcher_actor =
 /// add_bos, parse_special)` and `detokenize(ids)` serve /v1/tokenize and /v1/detokenize
 /// (invalid_argument for an id outside the vocabulary, or without a tokenizer). `render` answers
 /// a chat prompt's text as the template renders it, before tokenization (/apply-template).
-using text_actor = caf::typed_actor<
-    caf::replies_to<encode_atom, text_prompt>::with<std::vector<token_id>>,
-    caf::replies_to<render_atom, text_prompt>::with<std::string>,
-    caf::replies_to<tokenize_atom, std::string, bool, bool>::with<std::vector<token_id>>,
-    caf::replies_to<detokenize_atom, std::vector<token_id>>::with<std::string>>;
+using text_actor =
+    caf::typed_actor<caf::replies_to<encode_atom, text_prompt>::with<std::vector<token_id>>,
+                     caf::replies_to<render_atom, text_prompt>::with<std::string>,
+                     caf::replies_to<tokenize_atom, tokenize_order>::with<std::vector<token_id>>,
+                     caf::replies_to<detokenize_atom, std::vector<token_id>>::with<std::string>>;
 
 /// Front door: caps, priorities, readiness, draining. In a cluster
 /// (actors/cluster/cluster_node.hpp) it also sees every other node's replicas: `cluster(replicas)`
@@ -62,7 +62,7 @@ using text_actor = caf::typed_actor<
 /// and a request goes to the replica of its alias with the least outstanding work, here or on
 /// another node; a request placed on another node runs through this node's stream relay. `replicas`
 /// answers this node's own replicas with their load (for the heartbeat); `down(node)` drops a lost
-/// node's replicas and has the relay move its streams; `place(alias, version, gone)` picks the
+/// node's replicas and has the relay move its streams; `place(replica_query)` picks the
 /// replica a lost stream continues on: the same version, on a node that is up (replica_lost when
 /// none), never the batcher `gone` (null, or one that stopped under the stream: a crash's restart,
 /// an unload), which is dropped from the view and from later heartbeats' views. `submit` errors:
@@ -79,7 +79,7 @@ using text_actor = caf::typed_actor<
 /// that version's batcher even if the alias flips meanwhile. Admission answers a route once the new
 /// route is in place and no request routed to the old one is still being tokenized, so every
 /// request it handed to the old version is already in that batcher's mailbox by then (the old
-/// version's drain starts from that answer). `fail(alias, why)`, also from the supervisor: the
+/// version's drain starts from that answer). `fail(alias_failure)`, also from the supervisor: the
 /// alias's last version failed (its load, or its restarts ran out) and nothing serves it; requests
 /// for it are refused with `unavailable` and why until a route for it comes. `load(alias)`, from
 /// the supervisor too: a new version of an alias that nothing serves is loading, or the serving
@@ -92,16 +92,15 @@ using admission_actor = caf::typed_actor<
     caf::reacts_to<cancel_atom, request_id>, caf::reacts_to<drain_atom>,
     caf::replies_to<ready_atom>::with<bool, std::string>,
     caf::replies_to<route_atom, std::string, batcher_actor, text_actor, executor_info>::with<bool>,
-    caf::reacts_to<fail_atom, std::string, std::string>, caf::reacts_to<load_atom, std::string>,
-    caf::replies_to<tokenize_atom, std::string, std::string, bool,
-                    bool>::with<std::vector<token_id>>,
+    caf::reacts_to<fail_atom, alias_failure>, caf::reacts_to<load_atom, std::string>,
+    caf::replies_to<tokenize_atom, std::string, tokenize_order>::with<std::vector<token_id>>,
     caf::replies_to<encode_atom, std::string, text_prompt>::with<std::vector<token_id>>,
     caf::replies_to<render_atom, std::string, text_prompt>::with<std::string>,
     caf::replies_to<detokenize_atom, std::string, std::vector<token_id>>::with<std::string>,
     caf::reacts_to<tick_atom>, caf::replies_to<stats_atom>::with<std::vector<batcher_stats>>,
     caf::replies_to<replicas_atom>::with<std::vector<replica_view>>,
     caf::reacts_to<cluster_atom, std::vector<replica_view>>, caf::reacts_to<down_atom, std::string>,
-    caf::replies_to<place_atom, std::string, std::string, caf::actor>::with<replica_view>>;
+    caf::replies_to<place_atom, replica_query>::with<replica_view>>;
 
 /// Owns model versions and their batcher/executor pairs (docs/ARCHITECTURE.md §2): answers
 /// routing lookups, lists every alias (versions, operations) for /v1/models and /health, and runs
@@ -111,7 +110,7 @@ using admission_actor = caf::typed_actor<
 /// only when test hooks are on). `stalled(executor, why)` is a batcher's watchdog: that executor
 /// spent longer than step_timeout_ms in one step, and is replaced as if it had crashed (its thread
 /// is told to stop at its next check). `stage` and `tick` are internal: a loader thread's progress
-/// (operation serial, stage, failure) and the supervisor's drain timer.
+/// (load_progress: operation serial, stage, failure) and the supervisor's drain timer.
 using supervisor_actor =
     caf::typed_actor<caf::replies_to<route_atom, std::string>::with<batcher_actor>,
                      caf::replies_to<info_atom, std::string>::with<executor_info>,
@@ -121,8 +120,7 @@ using supervisor_actor =
                      caf::replies_to<unload_atom, std::string>::with<operation_ticket>,
                      caf::reacts_to<crash_atom, std::string>,
                      caf::reacts_to<stalled_atom, executor_actor, std::string>,
-                     caf::reacts_to<stage_atom, std::uint64_t, std::string, std::string>,
-                     caf::reacts_to<tick_atom>>;
+                     caf::reacts_to<stage_atom, load_progress>, caf::reacts_to<tick_atom>>;
 
 /// The stream relay of a node (actors/cluster/stream_relay.hpp): the requests this node's admission
 /// placed on another node's replica. `submit(req, sink, replica)` places one there (answering as

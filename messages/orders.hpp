@@ -95,6 +95,31 @@ typename Inspector::result_type inspect(Inspector& f, batcher_order& x) {
              x.opener_bias);
 }
 
+/// A version's loader thread to its supervisor: how far load number `serial` got (`stage`:
+/// validating, warming, ...), or why it failed (`failure`, empty while it goes on).
+struct load_progress {
+    std::uint64_t serial = 0;
+    std::string stage;
+    std::string failure;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, load_progress& x) {
+    return f(caf::meta::type_name("load_progress"), x.serial, x.stage, x.failure);
+}
+
+/// The supervisor to admission: nothing serves `alias` (its last version failed to load, or its
+/// restarts ran out), and why; requests for it are refused with that until a route comes.
+struct alias_failure {
+    std::string alias;
+    std::string why;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, alias_failure& x) {
+    return f(caf::meta::type_name("alias_failure"), x.alias, x.why);
+}
+
 } // namespace bitnet::msg
 
 namespace bitnet::model {

@@ -7,6 +7,7 @@
 #include "messages/finish_reason.hpp"
 #include "messages/ids.hpp"
 #include "messages/model_inspect.hpp"
+#include "messages/text.hpp"
 #include "model/engine/batch.hpp"
 #include "model/engine/kernel_choice.hpp"
 #include "model/sampling/sampling_params.hpp"
@@ -32,55 +33,6 @@ using sampling = model::sampling_params; ///< the same type, under the messages'
     p.top_p = 0.95f;
     p.min_p = 0.05f;
     return p;
-}
-
-/// A tool call an assistant message made earlier in a chat (what the client sends back).
-struct chat_tool_call {
-    std::string id;
-    std::string name;
-    std::string arguments; ///< JSON text
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, chat_tool_call& x) {
-    return f(caf::meta::type_name("chat_tool_call"), x.id, x.name, x.arguments);
-}
-
-/// One chat message as the client sent it, normalised by http/ (roles system, user, assistant,
-/// tool; `developer` arrives as system; text parts joined): the serving version renders it with
-/// its own template.
-struct chat_message {
-    std::string role;
-    std::string content;
-    std::vector<chat_tool_call> tool_calls{}; ///< assistant: the calls it made
-    std::string tool_call_id{};               ///< tool: the call it answers
-    std::string name{};                       ///< tool: the function that call named
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, chat_message& x) {
-    return f(caf::meta::type_name("chat_message"), x.role, x.content, x.tool_calls, x.tool_call_id,
-             x.name);
-}
-
-/// How a request's prompt came: token ids, text, or chat messages.
-enum class prompt_form : std::uint8_t { ids = 0, text = 1, chat = 2 };
-
-/// A prompt still to be tokenized, by the text side of the version that will run it (its
-/// tokenizer and chat template): admission hands it to that version's text actor.
-struct text_prompt {
-    prompt_form form = prompt_form::ids; ///< ids: nothing here, the request's `prompt` holds them
-    std::string text;                    ///< form text
-    std::vector<chat_message> messages;  ///< form chat: rendered with the version's template
-    bool add_bos = true;                 ///< prepend BOS when the model has one and expects it
-    std::string tools_json{};  ///< form chat: the tools a template may render (JSON array)
-    std::string kwargs_json{}; ///< form chat: chat_template_kwargs (JSON object)
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, text_prompt& x) {
-    return f(caf::meta::type_name("text_prompt"), x.form, x.text, x.messages, x.add_bos,
-             x.tools_json, x.kwargs_json);
 }
 
 /// Where a request's spans hang in its trace (common/trace.hpp): the trace id, the span that is
@@ -164,7 +116,9 @@ struct generate_request {
     /// its mask (model/constrain/). Empty = free text. The version that runs the request
     /// compiles it before queueing; a schema it cannot enforce is a 400 naming `schema_param`.
     std::string json_schema{};
-    std::string schema_param{}; ///< the request field the schema came from (response_format, tools)
+    /// The request field the schema came from (response_format, json_schema, guided_choice, ...;
+    /// tools for the call grammar the batcher makes of tool_union), as http/ names it.
+    std::string schema_param{};
     /// Tool calls the model chooses (tool_choice "auto" with tools): the functions it may call
     /// (model/constrain/tool_call_opener.hpp, auto_call_grammar_for). When the version's chat
     /// template writes calls in a syntax the server knows, the output is free text until the

@@ -379,12 +379,12 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
                msg::text_actor text, const msg::executor_info& info) -> caf::result<bool> {
             return route(self, alias, std::move(batcher), std::move(text), info);
         },
-        [self](msg::fail_atom, const std::string& alias, const std::string& why) {
+        [self](msg::fail_atom, msg::alias_failure& f) {
             // Nothing serves the alias any more: a route to a version that failed is gone too.
-            self->state.models.erase(alias);
-            self->state.loading.erase(alias);
-            self->state.startup_pending.erase(alias); // failed: told so per request, not waited for
-            self->state.unserved[alias] = why;
+            self->state.models.erase(f.alias);
+            self->state.loading.erase(f.alias);
+            self->state.startup_pending.erase(f.alias); // failed: told so per request, not waited
+            self->state.unserved[f.alias] = std::move(f.why);
         },
         [self](msg::load_atom, const std::string& alias) {
             // A new version of an alias nothing serves is loading, or the serving one restarts in
@@ -394,13 +394,12 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
             self->state.unserved.erase(alias);
             self->state.loading.insert(alias);
         },
-        [self](msg::tokenize_atom, const std::string& alias, std::string& text, bool add_bos,
-               bool parse_special) -> caf::result<std::vector<msg::token_id>> {
+        [self](msg::tokenize_atom, const std::string& alias,
+               msg::tokenize_order& order) -> caf::result<std::vector<msg::token_id>> {
             auto t = text_side(self, alias);
             if (!t)
                 return t.error();
-            return self->delegate(*t, msg::tokenize_atom_v, std::move(text), add_bos,
-                                  parse_special);
+            return self->delegate(*t, msg::tokenize_atom_v, std::move(order));
         },
         [self](msg::encode_atom, const std::string& alias,
                msg::text_prompt& p) -> caf::result<std::vector<msg::token_id>> {
@@ -439,9 +438,8 @@ msg::admission_actor::behavior_type admission_fn(admission_pointer self, admissi
         [self](msg::cluster_atom, std::vector<msg::replica_view>& views) {
             note_remote_views(self->state, views);
         },
-        [self](msg::place_atom, const std::string& alias, const std::string& version,
-               const caf::actor& gone) -> caf::result<msg::replica_view> {
-            return place(self, alias, version, gone);
+        [self](msg::place_atom, const msg::replica_query& q) -> caf::result<msg::replica_view> {
+            return place(self, q.alias, q.version, q.gone);
         },
         [self](msg::down_atom, const std::string& node) {
             for (auto& [alias, rs] : self->state.remote)

@@ -154,21 +154,55 @@ caf::error schema_error(const msg::generate_request& req, const std::string& mes
 
 /// The batcher's schema compiler: a detached actor of its own, so a schema that takes its whole
 /// compile budget (limits::max_compile_ms) delays only the request that sent it, never the steps
-/// of the streams this batcher runs. Answers "" (compiled, now in the schema cache) or the error.
+/// of the streams this batcher runs. Answers once the schema is compiled (now in the schema
+/// cache), or with the error that refuses it.
 caf::behavior schema_compiler_fn(caf::event_based_actor*,
                                  std::shared_ptr<const model::tokenizer> tok) {
     return {
-        [tok](msg::compile_atom, const std::string& schema) -> std::string {
+        [tok](msg::compile_atom, const std::string& schema) -> caf::result<void> {
             try {
                 auto compiled = model::constrain::schema_cache::shared().get(schema, *tok);
-                return compiled ? std::string() : compiled.error().message;
+                if (!compiled)
+                    return msg::to_caf_error(compiled.error());
+                return {};
             } catch (const std::exception& e) {
                 // Out of memory and the like: this request's refusal, not the batcher's end
                 // (the two are linked).
-                return std::string("the schema could not be compiled: ") + e.what();
+                return msg::to_caf_error(
+                    bitnet::error{errc::invalid_argument,
+                                  std::string("the schema could not be compiled: ") + e.what()});
             }
         },
     };
+}
+
+/// A request waiting for its schema's compile on the compiler thread.
+struct compile_wait {
+    msg::generate_request req;
+    msg::sink_actor sink;
+    clock::time_point received;
+    std::int64_t timeout = 0;
+    std::optional<model::constrain::call_opener> opener;
+};
+
+/// The request's answer once its schema compiled (`refusal` empty) or was refused: queued, run
+/// as plain generation (an auto tool-call turn whose call grammar cannot be compiled), or the
+/// 400 naming the field the schema came in.
+void after_compile(batcher_pointer self, caf::typed_response_promise<msg::request_id>& rp,
+                   compile_wait& w, const std::optional<bitnet::error>& refusal) {
+    auto answer = [&](caf::expected<msg::request_id> id) {
+        if (id)
+            rp.deliver(*id);
+        else
+            rp.deliver(id.error());
+    };
+    if (refusal && w.opener)
+        return answer(accept_plain(self, std::move(w.req), std::move(w.sink), w.received, w.timeout,
+                                   refusal->message));
+    if (refusal)
+        return (void)rp.deliver(schema_error(w.req, refusal->message));
+    answer(accept_request(self, std::move(w.req), std::move(w.sink), w.received, w.timeout,
+                          std::move(w.opener)));
 }
 
 } // namespace
@@ -188,8 +222,7 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
         if (auto g = model::constrain::auto_call_grammar_for(
                 static_cast<model::tool_call_syntax>(st.opt.tool_syntax), req.tool_union,
                 max_auto_calls)) {
-            req.json_schema = std::move(g->schema);
-            req.schema_param = "tools";
+            req.json_schema = std::move(g->schema); // schema_param: http/ named the field
             opener = std::move(g->opener);
             steer_opener(st, *opener, req.params);
         }
@@ -229,41 +262,26 @@ caf::result<msg::request_id> submit(batcher_pointer self, msg::generate_request 
         st.compiler = self->spawn<caf::detached + caf::linked>(schema_compiler_fn, st.tokenizer);
     auto rp = self->make_response_promise<msg::request_id>();
     const auto schema = req.json_schema;
+    auto wait = std::make_shared<compile_wait>(
+        compile_wait{std::move(req), std::move(sink), received, timeout, std::move(opener)});
+    auto close = [span](const caf::error* e) {
+        if (!span)
+            return;
+        if (e)
+            span_error(span->s, msg::from_caf_error(*e).message);
+        close_span(span->s);
+    };
     self->request(st.compiler, caf::infinite, msg::compile_atom_v, schema)
         .then(
-            [self, rp, req = std::move(req), sink = std::move(sink), received, timeout, span,
-             opener](const std::string& failure) mutable {
-                if (span) {
-                    if (!failure.empty())
-                        span_error(span->s, failure);
-                    close_span(span->s);
-                }
-                if (!failure.empty() && opener) {
-                    auto id = accept_plain(self, std::move(req), std::move(sink), received, timeout,
-                                           failure);
-                    if (id)
-                        rp.deliver(*id);
-                    else
-                        rp.deliver(id.error());
-                    return;
-                }
-                if (!failure.empty()) {
-                    rp.deliver(schema_error(req, failure));
-                    return;
-                }
-                auto id = accept_request(self, std::move(req), std::move(sink), received, timeout,
-                                         std::move(opener));
-                if (id)
-                    rp.deliver(*id);
-                else
-                    rp.deliver(id.error());
+            [self, rp, wait, close]() mutable {
+                close(nullptr);
+                after_compile(self, rp, *wait, std::nullopt);
             },
-            [rp, span](caf::error& e) mutable {
-                if (span) {
-                    span_error(span->s, caf::to_string(e));
-                    close_span(span->s);
-                }
-                rp.deliver(std::move(e));
+            [self, rp, wait, close](caf::error& e) mutable {
+                close(&e);
+                if (e.category() != msg::error_category())
+                    return (void)rp.deliver(std::move(e)); // the compiler itself is gone
+                after_compile(self, rp, *wait, msg::from_caf_error(e));
             });
     return rp;
 }

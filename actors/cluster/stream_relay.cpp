@@ -176,8 +176,8 @@ void move_elsewhere(relay_pointer self, msg::request_id id, move_cause cause) {
         return;
     r.moving = true;
     // The version that started the stream continues it: only it computes the same tokens.
-    self->request(st.opt.admission, std::chrono::seconds(10), msg::place_atom_v, old.alias,
-                  old.version, cause.gone)
+    self->request(st.opt.admission, std::chrono::seconds(10), msg::place_atom_v,
+                  msg::replica_query{old.alias, old.version, cause.gone})
         .then(
             [self, id, old, why](msg::replica_view& to) {
                 auto jt = self->state.live.find(id);

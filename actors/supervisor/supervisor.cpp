@@ -220,8 +220,9 @@ msg::supervisor_actor::behavior_type supervisor_fn(supervisor_pointer self,
         [self](msg::stalled_atom, msg::executor_actor exec, const std::string& why) {
             on_stall(self, exec, why);
         },
-        [self](msg::stage_atom, std::uint64_t serial, const std::string& stage,
-               const std::string& failure) { on_stage(self, serial, stage, failure); },
+        [self](msg::stage_atom, const msg::load_progress& p) {
+            on_stage(self, p.serial, p.stage, p.failure);
+        },
         [self](msg::tick_atom) { poll_drains(self); },
     };
 }

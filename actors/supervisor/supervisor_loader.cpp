@@ -101,8 +101,8 @@ void spawn_loader(supervisor_pointer self, version_rec& v) {
     self->system().spawn<caf::detached>(
         [=](caf::event_based_actor*, int /*unused*/) {
             auto report = [&](const char* stage, std::string failure = {}) {
-                caf::anon_send(sup, msg::stage_atom_v, serial, std::string(stage),
-                               std::move(failure));
+                caf::anon_send(sup, msg::stage_atom_v,
+                               msg::load_progress{serial, std::string(stage), std::move(failure)});
             };
             std::shared_ptr<const model::regular_file> file;
             if (!order.path.empty()) {
@@ -265,7 +265,7 @@ void fail_version(supervisor_pointer self, version_rec& v, std::string why) {
         a.active = 0; // a serving version out of restarts: nothing serves the alias
     if (a.active == 0 && !a.unloading && st.opt.admission)
         // Requests for the alias are told why, not "no model" (nor sent to a dead batcher).
-        self->send(st.opt.admission, msg::fail_atom_v, v.alias, v.failure);
+        self->send(st.opt.admission, msg::fail_atom_v, msg::alias_failure{v.alias, v.failure});
     v.restarting = false;
     if (v.op) {
         end_op(self, v.op, "failed", v.failure);

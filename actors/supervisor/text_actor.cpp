@@ -190,11 +190,12 @@ msg::text_actor::behavior_type text_fn(msg::text_actor::pointer self, text_optio
                 return refused();
             return guarded([&] { return render_prompt(opt, p); });
         },
-        [opt, admitted, refused](msg::tokenize_atom, const std::string& text, bool add_bos,
-                                 bool parse_special) -> caf::result<std::vector<msg::token_id>> {
+        [opt, admitted, refused](msg::tokenize_atom, const msg::tokenize_order& order)
+            -> caf::result<std::vector<msg::token_id>> {
             if (!admitted())
                 return refused();
-            return guarded([&] { return tokenize_text(opt, text, add_bos, parse_special); });
+            return guarded(
+                [&] { return tokenize_text(opt, order.text, order.add_bos, order.parse_special); });
         },
         [opt, admitted, refused](msg::detokenize_atom, const std::vector<msg::token_id>& ids)
             -> caf::result<std::string> {

@@ -85,7 +85,8 @@ void session::do_tokenize(const std::string& body) {
         [self, route, m = *model](std::vector<msg::token_id> ids) {
             self->send_json(route, 200, tokenize_body(ids, m));
         },
-        msg::tokenize_atom_v, *model, std::string(text->get_string()), *add_bos, *special);
+        msg::tokenize_atom_v, *model,
+        msg::tokenize_order{std::string(text->get_string()), *add_bos, *special});
 }
 
 void session::do_detokenize(const std::string& body) {

@@ -37,7 +37,7 @@ msg::replica_view replica(const std::string& node, const std::string& device,
 std::string placed_on(caf::scoped_actor& self, const msg::admission_actor& adm,
                       const caf::actor& gone = {}) {
     std::string node;
-    self->request(adm, 5s, msg::place_atom_v, std::string("m"), std::string("v"), gone)
+    self->request(adm, 5s, msg::place_atom_v, msg::replica_query{"m", "v", gone})
         .receive([&](const msg::replica_view& v) { node = v.node; },
                  [&](caf::error& e) {
                      REQUIRE_MESSAGE(msg::from_caf_error(e).value() == errc::replica_lost,

@@ -252,7 +252,7 @@ TEST_CASE("readiness waits for every model the server starts with, until each is
     auto r = ready();
     CHECK_FALSE(r.first);
     CHECK(r.second.find("'broken'") != std::string::npos);
-    self->send(adm, msg::fail_atom_v, std::string("broken"), std::string("bad file"));
+    self->send(adm, msg::fail_atom_v, msg::alias_failure{"broken", "bad file"});
     sched.run();
     r = ready();
     CHECK_FALSE(r.first);

@@ -288,7 +288,7 @@ held_text(msg::text_actor::stateful_pointer<
             }
             return std::vector<msg::token_id>{tag, static_cast<msg::token_id>(p.text.size())};
         },
-        [self, tag](msg::tokenize_atom, const std::string&, bool, bool) {
+        [self, tag](msg::tokenize_atom, const msg::tokenize_order&) {
             if (self->state) {
                 self->state->deliver(std::vector<msg::token_id>{tag, 4});
                 self->state.reset();
@@ -387,7 +387,7 @@ TEST_CASE("a request tokenized while its alias flips runs on the version that to
 
     // A's tokenization ends: the held request goes to A's batcher, then the flip is answered
     // (that answer and the stand-in's own reply to this release may come in either order).
-    sup->send(text_a, msg::tokenize_atom_v, std::string{}, false, false);
+    sup->send(text_a, msg::tokenize_atom_v, msg::tokenize_order{std::string{}, false, false});
     bool flip_answered = false;
     for (int i = 0; i < 2; ++i)
         sup->receive([&](bool ok) { flip_answered = ok; }, [](const std::vector<msg::token_id>&) {},
@@ -419,7 +419,8 @@ TEST_CASE("a request tokenized while its alias flips runs on the version that to
 
     // /v1/tokenize and /v1/detokenize go to the serving version's text actor; unknown aliases
     // are not found.
-    sup->request(adm, 5s, msg::tokenize_atom_v, std::string("m"), std::string("x"), true, false)
+    sup->request(adm, 5s, msg::tokenize_atom_v, std::string("m"),
+                 msg::tokenize_order{"x", true, false})
         .receive([](const std::vector<msg::token_id>& got) { CHECK(got.empty()); },
                  [](caf::error& e) { FAIL(caf::to_string(e)); });
     sup->request(adm, 5s, msg::detokenize_atom_v, std::string("nope"),

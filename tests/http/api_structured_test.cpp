@@ -104,6 +104,8 @@ TEST_CASE("tools: required is any of the functions, a named choice is that one, 
     auto a = ok(head + tools + R"(,"tool_choice":"auto"})", api_kind::chat);
     CHECK(a.json_schema.empty());
     CHECK_FALSE(a.tool_call);
+    CHECK_FALSE(a.tool_union.empty());
+    CHECK(a.schema_param == "tools"); // what the batcher's call grammar errors and spans name
     CHECK(ok(head + tools + "}", api_kind::chat).json_schema.empty());
     CHECK(param_of(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"h"}}})",
                    api_kind::chat) == "tool_choice");

@@ -415,3 +415,23 @@ TEST_CASE("a completion's finish reason crosses the wire as the value it was, ea
     CHECK_FALSE(msg::ran_out(fr::stop));
     CHECK_FALSE(msg::ran_out(fr::eos));
 }
+
+TEST_CASE("messages that carried several values of one type by position are named structs") {
+    test_config cfg;
+    caf::actor_system sys{cfg};
+    const auto t = round_trip(sys, msg::tokenize_order{"hi <|x|>", false, true});
+    CHECK(t.text == "hi <|x|>");
+    CHECK_FALSE(t.add_bos);
+    CHECK(t.parse_special);
+    const auto p = round_trip(sys, msg::load_progress{7, "warming", "no room"});
+    CHECK(p.serial == 7);
+    CHECK(p.stage == "warming");
+    CHECK(p.failure == "no room");
+    const auto f = round_trip(sys, msg::alias_failure{"tiny", "bad file"});
+    CHECK(f.alias == "tiny");
+    CHECK(f.why == "bad file");
+    const auto q = round_trip(sys, msg::replica_query{"tiny", "v2", caf::actor{}});
+    CHECK(q.alias == "tiny");
+    CHECK(q.version == "v2");
+    CHECK_FALSE(q.gone);
+}
