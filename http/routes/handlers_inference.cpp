@@ -5,12 +5,14 @@
 // one plain reply. Bytes come from api_render.hpp; this file decides which and when,
 // and keeps the request log, metrics and the drain-cut answers.
 #include "http/anthropic/api_anthropic.hpp"
+#include "http/anthropic/messages_turn.hpp"
 #include "http/api_json.hpp"
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
 #include "http/openai/echo_render.hpp"
 #include "http/responses/api_responses.hpp"
 #include "http/responses/response_store.hpp"
+#include "http/responses/responses_turn.hpp"
 #include "http/routes/session.hpp"
 #include "messages/errors.hpp"
 
@@ -108,20 +110,18 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     c.req_id = "req-" + std::to_string(id);
     // Responses, a threaded Messages request: the request with its stored parts filled in.
     std::string expanded;
+    responses_expansion stored;
+    messages_turn::thread_keeper keep_thread;
     if (kind == route_kind::responses) {
         auto x = expand_responses_request(body, srv_.responses, client_key_,
                                           static_cast<std::size_t>(srv_.opt.max_body_bytes));
         if (auto* e = std::get_if<api_error>(&x))
             return send_error(route, *e, c.req_id);
-        auto& ex = std::get<responses_expansion>(x);
-        expanded = std::move(ex.body);
-        c.store = ex.store;
-        c.input_items = std::move(ex.input_items);
-        c.own_input = std::move(ex.own_input);
-        c.continues = std::move(ex.continues);
+        stored = std::move(std::get<responses_expansion>(x));
+        expanded = std::move(stored.body);
     }
     if (kind == route_kind::messages)
-        if (auto e = expand_thread(body, c, expanded))
+        if (auto e = expand_thread(body, c.req_id, expanded, keep_thread))
             return send_error(route, *e, c.req_id);
     auto parsed = kind == route_kind::messages ? parse_messages(expanded.empty() ? body : expanded)
                   : kind == route_kind::responses ? parse_responses(expanded)
@@ -137,7 +137,11 @@ void session::start_inference(const std::string& route, route_kind kind, const s
                           c.req_id);
     c.model = in.model.empty() ? srv_.opt.default_model : in.model;
     if (kind == route_kind::responses)
-        c.response_echo = responses_request_echo(body, in.params.temperature, in.params.top_p);
+        c.family = std::make_unique<responses_turn>(
+            srv_.responses, client_key_, std::move(stored),
+            responses_request_echo(body, in.params.temperature, in.params.top_p));
+    if (kind == route_kind::messages)
+        c.family = std::make_unique<messages_turn>(std::move(keep_thread));
     c.stream = kind == route_kind::native_stream || in.stream;
     c.include_usage = in.include_usage;
     if (in.n > srv_.opt.max_n)
@@ -241,12 +245,9 @@ void session::on_token(msg::token_event ev) {
 }
 
 void session::settle_turn_of(const msg::completion& c) {
-    const auto mode = call_->tool_call    ? turn_mode::forced_call
-                      : call_->auto_tools ? turn_mode::auto_calls
-                                          : turn_mode::text;
-    call_->reply = settle_turn(
-        turn_output{mode, std::move(call_->text), std::move(call_->call_text), call_->tool_name},
-        c.finish, call_->cut);
+    call_->reply = settle_turn(turn_output{facts().mode, std::move(call_->text),
+                                           std::move(call_->call_text), call_->tool_name},
+                               c.finish, call_->cut);
     call_->text.clear();
     call_->call_text.clear();
     if (sse_ && !call_->reply->unsent_text.empty()) {
@@ -339,10 +340,8 @@ void session::stream_token(const msg::token_event& ev, bool lp) {
                            lp ? chat_logprobs_object({chat_logprob(ev, pieces_of(ev))}) : "null"));
         break;
     case route_kind::messages:
-        stream_messages_token(ev);
-        break;
     case route_kind::responses:
-        stream_responses_token(ev);
+        call_->family->token(*this, facts(), ev);
         break;
     case route_kind::completions:
         if (!ev.text.empty() || lp) {
@@ -394,12 +393,10 @@ void session::on_done(msg::completion c) {
         return end_stream();
     }
     std::string body;
-    if (call_->kind == route_kind::native)
+    if (call_->family)
+        body = call_->family->body(facts(), r, c);
+    else if (call_->kind == route_kind::native)
         body = native_body(call_->req_id, c, r.text, call_->tokens, call_->native_logprobs);
-    else if (call_->kind == route_kind::messages)
-        body = messages_body(c);
-    else if (call_->kind == route_kind::responses)
-        body = responses_body(c);
     else if (call_->kind == route_kind::chat && (call_->tool_call || r.called))
         body = chat_tool_call_body(
             call_->req_id, call_->created, c,
@@ -461,10 +458,8 @@ void session::stream_done_events(const msg::completion& c) {
         sse_data("[DONE]");
         break;
     case route_kind::messages:
-        messages_done_events(c);
-        break;
     case route_kind::responses:
-        responses_done_events(c);
+        call_->family->end(*this, facts(), r, c);
         break;
     }
 }
@@ -491,14 +486,10 @@ void session::on_fail(caf::error e) {
     }
     if (sse_) {
         srv_.m.request_done(call_->route, api.status, 0);
-        if (call_->kind == route_kind::native || call_->kind == route_kind::native_stream)
+        if (call_->family)
+            call_->family->fail(*this, facts(), api);
+        else if (call_->kind == route_kind::native || call_->kind == route_kind::native_stream)
             sse_event("error", error_body(api, call_->req_id));
-        else if (call_->kind == route_kind::messages)
-            sse_event("error", anthropic_error_body(api, call_->req_id));
-        else if (call_->kind == route_kind::responses)
-            responses_event(
-                "error", ",\"code\":" + quoted(api.code) + ",\"message\":" + quoted(api.message) +
-                             ",\"param\":" + (api.param.empty() ? "null" : quoted(api.param)));
         else {
             sse_data(error_body(api, call_->req_id));
             sse_data("[DONE]");

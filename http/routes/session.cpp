@@ -138,14 +138,36 @@ void session::begin_stream() {
     // empty string is an empty text part to the AI SDK).
     // Messages: message_start carries the prompt's token count, known with the first token; it
     // goes out then (stream_messages_token).
-    if (call_->kind == route_kind::responses)
-        responses_stream_head();
+    if (call_->family)
+        call_->family->open(*this, facts());
     if (call_->kind == route_kind::chat)
         for (std::uint32_t i = 0; i < std::max<std::uint32_t>(call_->n_choices, 1); ++i)
             sse_data(chat_chunk(head(),
                                 call_->tool_call ? R"({"role":"assistant","content":null})"
                                                  : R"({"role":"assistant","content":""})",
                                 "null", "null", i));
+}
+
+void session::frame(const char* name, const std::string& data) {
+    if (name)
+        sse_event(name, data);
+    else
+        sse_data(data);
+}
+
+turn_facts session::facts() const {
+    turn_facts t;
+    t.req_id = call_->req_id;
+    t.model = call_->model;
+    t.created = call_->created;
+    t.prompt_tokens = call_->prompt_tokens;
+    t.mode = call_->tool_call    ? turn_mode::forced_call
+             : call_->auto_tools ? turn_mode::auto_calls
+                                 : turn_mode::text;
+    t.tool_name = call_->tool_name;
+    t.drain_cut = call_->cut;
+    t.has_stops = call_->has_stops;
+    return t;
 }
 
 void session::end_stream() {

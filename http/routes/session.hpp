@@ -12,8 +12,8 @@
 //   handlers_cluster.cpp    the cluster's members and rolls
 //   handlers_web.cpp        the web page (GET /) and its files (GET /ui/NAME)
 //   handlers_choices.cpp    n > 1: each choice's tokens and end
-//   handlers_messages.cpp   Anthropic's Messages stream and reply
-//   handlers_responses.cpp  OpenAI's Responses stream, reply and store
+//   handlers_messages.cpp   Anthropic's message threads (the family: anthropic/messages_turn)
+//   handlers_responses.cpp  the Responses store's routes (the family: responses/responses_turn)
 //   session_trace.cpp       the GenAI attributes of the request's span, log correlation
 // Every handler runs under safely(): no exception leaves a session. Internal to http/.
 #pragma once
@@ -22,6 +22,7 @@
 #include "http/api_json.hpp"
 #include "http/api_render.hpp"
 #include "http/errors.hpp"
+#include "http/family_turn.hpp"
 #include "http/inference_sink.hpp"
 #include "http/observe/log_context.hpp"
 #include "http/routes/routes.hpp"
@@ -55,7 +56,7 @@ namespace bitnet::http {
 /// (http/responses/api_responses.hpp).
 enum class route_kind { native, native_stream, completions, chat, messages, responses };
 
-class session final : public connection {
+class session final : public connection, private frame_writer {
 public:
     session(tcp::socket&& s, server::impl& srv);
     ~session() override;
@@ -106,34 +107,12 @@ private:
         std::string call_text;
         /// The turn as settled at its end (settle_turn_of): what every family renders.
         std::optional<turn_reply> reply;
-        /// The model opened calls itself and they were whole: they follow the text block or
-        /// message item the stream began with.
-        [[nodiscard]] bool auto_called() const noexcept {
-            return auto_tools && reply && reply->called;
-        }
-        /// The turn answers with calls among several functions (a forced call that names no
-        /// one function, or calls the model opened itself): each goes out whole at the end.
-        [[nodiscard]] bool whole_calls_at_end() const noexcept {
-            return (tool_call && tool_name.empty()) || auto_called();
-        }
-        bool head_sent = false; ///< messages: message_start went out (after the prompt's count)
-        bool message_opened = false; ///< responses stream: the message item was added
-        bool store = false; ///< responses: keep the reply (http/responses/response_store.hpp)
-        bool native_logprobs = false;       ///< native plain reply: `logprobs` N > 0 was asked
-        bool token_logprob = true;          ///< native stream: token events carry the logprob
-        std::string input_items;            ///< responses: the input as stored items (a JSON array)
-        std::string own_input;              ///< responses: the request's own input items
-        std::vector<std::string> continues; ///< responses: the stored replies its input holds
-        std::string response_echo;          ///< responses: the request's settings as echoed
-        /// messages with `thread`: the start of its reply's record (thread_record); empty when
-        /// the request is not threaded.
-        std::string thread_head;
-        std::string thread_previous; ///< a continue: the stored reply it continues
-        /// A continue's hold on that reply (response_store::claim_thread): going with the call,
-        /// it lets another continue have it, unless this one stored its reply first.
-        std::shared_ptr<const std::string> thread_hold;
-        bool has_stops = false;   ///< the request had stop strings (Anthropic's stop_reason)
-        std::uint32_t events = 0; ///< Responses stream events sent (their sequence_number)
+        bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
+        bool token_logprob = true;    ///< native stream: token events carry the logprob
+        bool has_stops = false;       ///< the request had stop strings (Anthropic's stop_reason)
+        /// The family that renders the turn, with its own state for it (Responses, Messages);
+        /// null for the routes the session still renders itself (native, OpenAI).
+        std::unique_ptr<family_turn> family;
         /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
         struct choice {
             std::string text;
@@ -172,6 +151,10 @@ private:
     /// The stream's head, then what each family opens its stream with (Responses: created and
     /// the first item; chat: each choice's role).
     void begin_stream();
+    /// A family's stream frame, in the transport's framing (frame_writer).
+    void frame(const char* name, const std::string& data) override;
+    /// What every family knows of the request in progress.
+    [[nodiscard]] turn_facts facts() const;
     /// The request's answer is complete: the stream's last chunk.
     void end_stream();
 
@@ -205,45 +188,17 @@ private:
     void on_fail(caf::error e);
     void stream_done_events(const msg::completion& c);
 
-    // ---- Anthropic's Messages API (handlers_messages.cpp) ---------------------------------
+    // ---- Anthropic's message threads (handlers_messages.cpp) -----------------------------
 
-    /// message_start, the first content block's start (text, or the forced call's tool_use)
-    /// and a ping.
-    void messages_stream_head();
-    void stream_messages_token(const msg::token_event& ev);
-    /// The block's stop, message_delta (stop_reason, usage), the drain error when cut, then
-    /// message_stop.
-    void messages_done_events(const msg::completion& c);
-    /// The whole reply of a plain request (stored when threaded).
-    [[nodiscard]] std::string messages_body(const msg::completion& c) const;
-    /// The reply's content blocks (a JSON array).
-    [[nodiscard]] std::string messages_content() const;
     /// A Messages request's `thread`: a continue claimed from this key's stored replies and made
-    /// whole into `expanded` (left empty when the request is not threaded), `c` keeping what its
-    /// reply's record needs; or the error that refuses it.
-    std::optional<api_error> expand_thread(const std::string& body, call& c, std::string& expanded);
-    /// Stores a threaded reply (its `content` blocks) for the next continue; a cut one is not.
-    void remember_thread(const std::string& content) const;
+    /// whole into `expanded` (left empty when the request is not threaded), `keep` set to what
+    /// stores its reply for the next continue; or the error that refuses it.
+    std::optional<api_error> expand_thread(const std::string& body, const std::string& req_id,
+                                           std::string& expanded,
+                                           std::function<void(const std::string&)>& keep);
 
-    // ---- OpenAI's Responses API (handlers_responses.cpp) ----------------------------------
+    // ---- OpenAI's Responses store routes (handlers_responses.cpp) -------------------------
 
-    /// One Responses stream event: `fields` (JSON members, "" or starting with ',') after its
-    /// type and sequence number.
-    void responses_event(const char* type, const std::string& fields);
-    /// response.created, response.in_progress and the first output item's opening.
-    void responses_stream_head();
-    /// The message item's output_item.added and content_part.added (once): at the head, or for
-    /// an auto turn at its first text (a turn that only calls has no message item).
-    void responses_open_message();
-    void stream_responses_token(const msg::token_event& ev);
-    /// The item's .done events, then response.completed or response.incomplete (a drain cut:
-    /// an error event and response.failed).
-    void responses_done_events(const msg::completion& c);
-    [[nodiscard]] std::string responses_body(const msg::completion& c) const;
-    /// Keeps a finished Responses reply (its output items, each with its id, and the response
-    /// object `object`) when the request asked to store it.
-    void remember_response(const std::vector<std::pair<std::string, std::string>>& outputs,
-                           const std::string& object) const;
     /// GET /v1/responses/{id}: the stored response object of this key; DELETE forgets it;
     /// GET .../input_items: a page of its input items (order, limit, after from the query).
     void do_response_get(const std::string& route, const std::string& id);
