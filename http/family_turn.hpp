@@ -40,6 +40,28 @@ public:
     virtual void open(frame_writer& out, const turn_facts& t) = 0;
     /// One token event's frames (`ev.token` < 0: text released at the end, no token).
     virtual void token(frame_writer& out, const turn_facts& t, const msg::token_event& ev) = 0;
+    /// A plain reply's token: what the body needs of it beyond the text the session gathers
+    /// (logprobs, token ids; every choice's text when there are several).
+    virtual void gather(const turn_facts& t, const msg::token_event& ev) {
+        (void)t;
+        (void)ev;
+    }
+    /// The prompt echo (OpenAI completions' `echo`), before any generated token: its frames when
+    /// streaming (`out` null for a plain reply). Answers the echoed text, which the reply's text
+    /// starts with.
+    virtual std::string echo(frame_writer* out, const turn_facts& t, const msg::token_event& ev) {
+        (void)out;
+        (void)t;
+        (void)ev;
+        return {};
+    }
+    /// One of several choices (OpenAI's `n`) ended: its frames when streaming (`out` null for a
+    /// plain reply). The last one's end comes to `end` or `body` with the usage of them all.
+    virtual void choice_end(frame_writer* out, const turn_facts& t, const msg::completion& c) {
+        (void)out;
+        (void)t;
+        (void)c;
+    }
     /// The stream's last frames, the turn settled.
     virtual void end(frame_writer& out, const turn_facts& t, const turn_reply& r,
                      const msg::completion& c) = 0;

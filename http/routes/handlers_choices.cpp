@@ -1,8 +1,7 @@
-// OpenAI requests with n > 1 (several choices from one prompt, its KV shared in the engine): each
-// choice's tokens gather (or stream, as chunks carrying the choice's `index`) on their own; the
-// reply, or the stream's usage and [DONE], comes when the last choice has ended. Usage counts the
-// prompt once and the choices' tokens summed.
-#include "http/openai/api_render_choices.hpp"
+// Requests with n > 1 (several choices from one prompt, its KV shared in the engine; OpenAI's
+// routes): each choice's tokens go to the family on their own (each streamed with its index, or
+// gathered); the reply, or the stream's usage and end, comes when the last choice has ended.
+// Usage counts the prompt once and the choices' tokens summed.
 #include "http/routes/session.hpp"
 
 #include <spdlog/spdlog.h>
@@ -11,7 +10,7 @@
 
 namespace bitnet::http {
 
-void session::choice_token(const msg::token_event& ev, bool lp) {
+void session::choice_token(const msg::token_event& ev) {
     if (ev.choice >= call_->choices.size())
         return;
     auto& ch = call_->choices[ev.choice];
@@ -19,52 +18,17 @@ void session::choice_token(const msg::token_event& ev, bool lp) {
         return; // ended (a drain cut it): what was still in flight is not sent after its finish
     if (ev.token >= 0)
         ++ch.n_tokens;
-    std::string chat_lp;
-    std::array<std::string, 4> cols;
-    if (lp && call_->kind == route_kind::chat)
-        chat_lp = chat_logprob(ev, pieces_of(ev));
-    if (lp && call_->kind == route_kind::completions) {
-        cols = completion_logprob_columns(ev, pieces_of(ev), ch.text_offset);
-        ch.text_offset += ev.text.size();
-    }
-    ch.text += ev.text;
-    if (!sse_) {
-        if (lp && call_->kind == route_kind::chat)
-            ch.lp_chat.push_back(std::move(chat_lp));
-        if (lp && call_->kind == route_kind::completions)
-            for (std::size_t i = 0; i < 4; ++i)
-                ch.lp_cols[i].push_back(std::move(cols[i]));
-        return;
-    }
-    if (ev.text.empty() && !lp)
-        return;
-    if (call_->kind == route_kind::chat) {
-        sse_data(chat_chunk(head(), R"({"content":)" + quoted(ev.text) + "}", "null",
-                            lp ? chat_logprobs_object({chat_lp}) : "null", ev.choice));
-    } else {
-        std::string lps = "null";
-        if (lp) {
-            std::array<std::vector<std::string>, 4> one;
-            for (std::size_t i = 0; i < 4; ++i)
-                one[i].push_back(std::move(cols[i]));
-            lps = completion_logprobs_object(one);
-        }
-        sse_data(completion_chunk(head(), ev.text, "null", lps, ev.choice));
-    }
+    if (sse_)
+        call_->family->token(*this, facts(), ev);
+    else
+        call_->family->gather(facts(), ev);
 }
 
 void session::choice_done(msg::completion c) {
     if (c.choice >= call_->choices.size() || call_->choices[c.choice].done)
         return;
-    const auto index = c.choice;
-    if (sse_) {
-        const auto finish = quoted(openai_finish(c.finish));
-        if (call_->kind == route_kind::chat)
-            sse_data(chat_chunk(head(), "{}", finish, "null", index));
-        else
-            sse_data(completion_chunk(head(), "", finish, "null", index));
-    }
-    call_->choices[index].done = std::move(c);
+    call_->family->choice_end(sse_ ? this : nullptr, facts(), c);
+    call_->choices[c.choice].done = std::move(c);
     if (!std::all_of(call_->choices.begin(), call_->choices.end(),
                      [](const call::choice& ch) { return ch.done.has_value(); }))
         return;
@@ -95,28 +59,12 @@ void session::choice_done(msg::completion c) {
             each.push_back(*ch.done);
         trace_usage(each, &total);
     }
+    const turn_reply none; // several choices: each one's text is the family's
     if (sse_) {
-        if (call_->include_usage)
-            sse_data(call_->kind == route_kind::chat ? chat_usage_chunk(head(), total)
-                                                     : completion_usage_chunk(head(), total));
-        if (call_->cut)
-            sse_data(error_body(drain_error(), call_->req_id));
-        sse_data("[DONE]");
+        call_->family->end(*this, facts(), none, total);
         return end_stream();
     }
-    std::vector<rendered_choice> out;
-    for (auto& ch : call_->choices) {
-        rendered_choice r;
-        r.text = std::move(ch.text);
-        r.finish = ch.done->finish;
-        if (call_->want_logprobs)
-            r.logprobs = call_->kind == route_kind::chat ? chat_logprobs_object(ch.lp_chat)
-                                                         : completion_logprobs_object(ch.lp_cols);
-        out.push_back(std::move(r));
-    }
-    auto body = call_->kind == route_kind::chat
-                    ? chat_choices_body(call_->req_id, call_->created, total, out)
-                    : completion_choices_body(call_->req_id, call_->created, total, out);
+    auto body = call_->family->body(facts(), none, total);
     auto route = call_->route;
     auto req_id = call_->req_id;
     call_.reset();

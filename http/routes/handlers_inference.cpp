@@ -9,7 +9,8 @@
 #include "http/api_json.hpp"
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
-#include "http/openai/echo_render.hpp"
+#include "http/native_turn.hpp"
+#include "http/openai/openai_turn.hpp"
 #include "http/responses/api_responses.hpp"
 #include "http/responses/response_store.hpp"
 #include "http/responses/responses_turn.hpp"
@@ -36,10 +37,6 @@ api_kind api_of(route_kind kind) {
 
 } // namespace
 
-chunk_head session::head() const {
-    return {call_->req_id, call_->created, call_->model};
-}
-
 /// The request admission gets for `in` (parsed for `kind`), and what `c` keeps of it to render
 /// the answer (prompt length when ids were sent, logprob and echo choices, stops, tool call).
 msg::generate_request session::generate_request_of(call& c, inference_input& in, route_kind kind,
@@ -47,6 +44,7 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
     msg::generate_request g;
     g.id = id;
     g.model = c.model;
+    std::optional<std::string> echo_text; // completions `echo` of a text prompt: as sent
     if (in.prompt_is_ids) {
         g.prompt = std::move(in.prompt_ids);
         c.prompt_tokens = static_cast<std::uint32_t>(g.prompt.size());
@@ -59,20 +57,19 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
     } else {
         g.text.form = msg::prompt_form::text;
         if (in.echo)
-            c.echo_text = in.prompt_text;
+            echo_text = in.prompt_text;
         g.text.text = std::move(in.prompt_text);
     }
     g.text.add_bos = in.add_bos;
-    c.want_logprobs =
-        in.want_logprobs && kind != route_kind::native && kind != route_kind::native_stream;
-    c.native_logprobs = in.want_logprobs && kind == route_kind::native;
-    c.token_logprob = in.token_logprob;
-    g.token_pieces = c.want_logprobs;
+    const bool native = kind == route_kind::native || kind == route_kind::native_stream;
+    const bool want_logprobs = in.want_logprobs && !native;
+    const bool native_logprobs = in.want_logprobs && kind == route_kind::native;
+    g.token_pieces = want_logprobs;
     // Completions `echo`: the prompt comes back first, scored token by token (teacher forcing)
     // when logprobs are asked. Every scored row must be computed, so the batcher gives a
     // prompt_logprobs request no cached prefix.
     g.echo = in.echo;
-    g.prompt_logprobs = in.echo && c.want_logprobs;
+    g.prompt_logprobs = in.echo && want_logprobs;
     c.echo = in.echo;
     g.max_tokens = in.max_tokens;
     g.params = in.params;
@@ -80,8 +77,8 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
     // unless `token_logprob` is false; elsewhere only when asked. A greedy request that shows
     // none needs only each row's first maximum (the greedy screen's case,
     // engine_options::greedy_screen).
-    g.params.report_logprob = c.want_logprobs || c.native_logprobs ||
-                              (kind == route_kind::native_stream && c.token_logprob);
+    g.params.report_logprob =
+        want_logprobs || native_logprobs || (kind == route_kind::native_stream && in.token_logprob);
     c.has_stops = !in.stop.empty();
     g.stop = std::move(in.stop);
     g.stop_token_ids = std::move(in.stop_token_ids);
@@ -99,6 +96,11 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
     if (c.auto_tools)
         g.tool_union = std::move(in.tool_union);
     g.n = in.n;
+    if (native)
+        c.family = std::make_unique<native_turn>(in.token_logprob, native_logprobs);
+    else if (kind == route_kind::chat || kind == route_kind::completions)
+        c.family = std::make_unique<openai_turn>(openai_options{
+            kind == route_kind::chat, in.include_usage, want_logprobs, in.n, std::move(echo_text)});
     return g;
 }
 
@@ -143,7 +145,6 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     if (kind == route_kind::messages)
         c.family = std::make_unique<messages_turn>(std::move(keep_thread));
     c.stream = kind == route_kind::native_stream || in.stream;
-    c.include_usage = in.include_usage;
     if (in.n > srv_.opt.max_n)
         return send_error(route,
                           api_error{400, "invalid_request_error", "invalid_value",
@@ -232,16 +233,15 @@ void session::on_token(msg::token_event ev) {
         }
         srv_.m.token_generated();
     }
-    const bool lp = call_->want_logprobs && real_token;
     if (call_->n_choices > 1)
-        return choice_token(ev, lp);
+        return choice_token(ev);
     // The text of a call the model opened is kept for the end (settle_turn_of).
     if (call_->auto_tools)
         call_->call_text += ev.call_text;
-    if (!sse_)
-        return gather_token(std::move(ev), lp);
     call_->text += ev.text;
-    stream_token(ev, lp);
+    if (!sse_)
+        return call_->family->gather(facts(), ev);
+    call_->family->token(*this, facts(), ev);
 }
 
 void session::settle_turn_of(const msg::completion& c) {
@@ -254,7 +254,7 @@ void session::settle_turn_of(const msg::completion& c) {
         msg::token_event rest;
         rest.token = -1; // text only
         rest.text = call_->reply->unsent_text;
-        stream_token(rest, false);
+        call_->family->token(*this, facts(), rest);
     }
 }
 
@@ -271,93 +271,8 @@ void session::on_echo(msg::token_event ev) {
         call_->model = ev.model;
     call_->prompt_tokens = ev.prompt_tokens;
     srv_.m.prompt_processed(call_->prompt_tokens);
-    std::string text = call_->echo_text ? *call_->echo_text : ev.echo.text;
-    std::array<std::vector<std::string>, 4> cols;
-    if (call_->want_logprobs)
-        cols = completion_echo_columns(ev.echo);
-    call_->text_offset = text.size(); // the generated tokens' offsets continue after it
-    if (sse_) {
-        sse_data(
-            completion_chunk(head(), text, "null",
-                             call_->want_logprobs ? completion_logprobs_object(cols) : "null"));
-        call_->text += text;
-        return;
-    }
-    call_->text = std::move(text) + call_->text;
-    for (std::size_t i = 0; i < cols.size(); ++i)
-        call_->lp_cols[i].insert(call_->lp_cols[i].begin(), cols[i].begin(), cols[i].end());
-}
-
-/// A plain reply: keep the token (and its logprobs) for the body at the end.
-void session::gather_token(msg::token_event ev, bool lp) {
-    if (lp && call_->kind == route_kind::chat)
-        call_->lp_chat.push_back(chat_logprob(ev, pieces_of(ev)));
-    if (lp && call_->kind == route_kind::completions) {
-        auto cols = completion_logprob_columns(ev, pieces_of(ev), call_->text_offset);
-        call_->text_offset += ev.text.size();
-        for (std::size_t i = 0; i < 4; ++i)
-            call_->lp_cols[i].push_back(std::move(cols[i]));
-    }
-    call_->text += ev.text;
-    if (ev.token >= 0)
-        call_->tokens.push_back(std::move(ev));
-}
-
-/// A stream: one event per token in the route's shape.
-void session::stream_token(const msg::token_event& ev, bool lp) {
-    switch (call_->kind) {
-    case route_kind::native:
-    case route_kind::native_stream:
-        sse_event("token", native_token_event(ev, call_->token_logprob));
-        break;
-    case route_kind::chat:
-        if (call_->tool_call && !call_->tool_name.empty()) {
-            // The arguments as they come, as OpenAI streams them: the call's id and name first.
-            if (!call_->tool_opened) {
-                call_->tool_opened = true;
-                json::object fn{{"name", call_->tool_name}, {"arguments", ""}};
-                json::object open{{"index", 0},
-                                  {"id", tool_call_id(call_->req_id)},
-                                  {"type", "function"},
-                                  {"function", std::move(fn)}};
-                sse_data(chat_chunk(head(),
-                                    R"({"tool_calls":)" +
-                                        json::serialize(json::array{std::move(open)}) + "}",
-                                    "null"));
-            }
-            if (!ev.text.empty())
-                sse_data(chat_chunk(head(),
-                                    R"({"tool_calls":[{"index":0,"function":{"arguments":)" +
-                                        quoted(ev.text) + "}}]}",
-                                    "null"));
-            break;
-        }
-        if (call_->tool_call)
-            break; // the call goes out whole at the end (stream_done_events)
-        if (!ev.text.empty() || lp)
-            sse_data(
-                chat_chunk(head(), R"({"content":)" + quoted(ev.text) + "}", "null",
-                           lp ? chat_logprobs_object({chat_logprob(ev, pieces_of(ev))}) : "null"));
-        break;
-    case route_kind::messages:
-    case route_kind::responses:
-        call_->family->token(*this, facts(), ev);
-        break;
-    case route_kind::completions:
-        if (!ev.text.empty() || lp) {
-            std::string lps = "null";
-            if (lp) {
-                auto cols = completion_logprob_columns(ev, pieces_of(ev), call_->text_offset);
-                call_->text_offset += ev.text.size();
-                std::array<std::vector<std::string>, 4> one;
-                for (std::size_t i = 0; i < 4; ++i)
-                    one[i].push_back(std::move(cols[i]));
-                lps = completion_logprobs_object(one);
-            }
-            sse_data(completion_chunk(head(), ev.text, "null", lps));
-        }
-        break;
-    }
+    auto text = call_->family->echo(sse_ ? this : nullptr, facts(), ev);
+    call_->text = sse_ ? call_->text + text : std::move(text) + call_->text;
 }
 
 void session::on_done(msg::completion c) {
@@ -389,79 +304,14 @@ void session::on_done(msg::completion c) {
                  ms_of(c.ttft_us), ms_of(c.total_us), trace_note());
     trace_usage({c});
     if (sse_) {
-        stream_done_events(c);
+        call_->family->end(*this, facts(), r, c);
         return end_stream();
     }
-    std::string body;
-    if (call_->family)
-        body = call_->family->body(facts(), r, c);
-    else if (call_->kind == route_kind::native)
-        body = native_body(call_->req_id, c, r.text, call_->tokens, call_->native_logprobs);
-    else if (call_->kind == route_kind::chat && (call_->tool_call || r.called))
-        body = chat_tool_call_body(
-            call_->req_id, call_->created, c,
-            r.called ? std::optional(tool_calls_json(r.calls, call_->req_id, false)) : std::nullopt,
-            r.text.empty() ? nullptr : &r.text);
-    else if (call_->kind == route_kind::chat)
-        body = chat_body(call_->req_id, call_->created, c, r.text,
-                         call_->want_logprobs ? chat_logprobs_object(call_->lp_chat) : "null");
-    else
-        body = completion_body(call_->req_id, call_->created, c, r.text,
-                               call_->want_logprobs ? completion_logprobs_object(call_->lp_cols)
-                                                    : "null");
+    auto body = call_->family->body(facts(), r, c);
     auto route = call_->route;
     auto req_id = call_->req_id;
     call_.reset();
     send_json(route, 200, std::move(body), req_id, server_timing(c), 0, /*counted=*/true);
-}
-
-/// A stream's last events: the finish (and usage), the drain error when cut, then [DONE].
-void session::stream_done_events(const msg::completion& c) {
-    const auto finish = quoted(openai_finish(c.finish));
-    const auto& r = *call_->reply;
-    switch (call_->kind) {
-    case route_kind::native:
-    case route_kind::native_stream:
-        if (call_->cut)
-            sse_event("error", error_body(drain_error(), call_->req_id));
-        sse_event("done", native_done_event(c));
-        break;
-    case route_kind::chat:
-        if (call_->tool_call && !call_->tool_name.empty()) {
-            // The arguments went out as deltas; a whole call ends with "tool_calls", a cut one
-            // with its reason (its partial arguments were only ever tool-call deltas).
-            sse_data(chat_chunk(head(), "{}", r.called ? quoted("tool_calls") : finish));
-        } else if (call_->tool_call || r.called) {
-            // One delta with the whole call, then the finish: OpenAI's shape, in one piece. Cut
-            // before the call was whole: no partial arguments as content.
-            if (!r.calls.empty())
-                sse_data(chat_chunk(head(),
-                                    R"({"tool_calls":)" +
-                                        tool_calls_json(r.calls, call_->req_id, true) + "}",
-                                    "null"));
-            sse_data(chat_chunk(head(), "{}", r.called ? quoted("tool_calls") : finish));
-        } else {
-            sse_data(chat_chunk(head(), "{}", finish));
-        }
-        if (call_->include_usage)
-            sse_data(chat_usage_chunk(head(), c));
-        if (call_->cut)
-            sse_data(error_body(drain_error(), call_->req_id));
-        sse_data("[DONE]");
-        break;
-    case route_kind::completions:
-        sse_data(completion_chunk(head(), "", finish));
-        if (call_->include_usage)
-            sse_data(completion_usage_chunk(head(), c));
-        if (call_->cut)
-            sse_data(error_body(drain_error(), call_->req_id));
-        sse_data("[DONE]");
-        break;
-    case route_kind::messages:
-    case route_kind::responses:
-        call_->family->end(*this, facts(), r, c);
-        break;
-    }
 }
 
 void session::on_fail(caf::error e) {
@@ -486,14 +336,7 @@ void session::on_fail(caf::error e) {
     }
     if (sse_) {
         srv_.m.request_done(call_->route, api.status, 0);
-        if (call_->family)
-            call_->family->fail(*this, facts(), api);
-        else if (call_->kind == route_kind::native || call_->kind == route_kind::native_stream)
-            sse_event("error", error_body(api, call_->req_id));
-        else {
-            sse_data(error_body(api, call_->req_id));
-            sse_data("[DONE]");
-        }
+        call_->family->fail(*this, facts(), api);
         return end_stream();
     }
     auto route = call_->route;

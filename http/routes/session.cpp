@@ -115,7 +115,10 @@ void session::internal_failure(const char* what, const char* why) noexcept {
                     0};
         if (call_ && !call_->ended && sse_) {
             srv_.m.request_done(call_->route, 500, 0);
-            sse_event("error", error_body(e, call_->req_id));
+            if (call_->family)
+                call_->family->fail(*this, facts(), e); // in the family's own shape
+            else
+                sse_event("error", error_body(e, call_->req_id));
             return end_stream();
         }
         if (call_ && call_->sink)
@@ -133,19 +136,7 @@ void session::internal_failure(const char* what, const char* why) noexcept {
 
 void session::begin_stream() {
     open_stream(call_->req_id, call_->route);
-    // Every choice opens with its role, as OpenAI streams n > 1 (the SDK's stream helper
-    // refuses a choice whose first delta has none); a tool call's with content null, not "" (an
-    // empty string is an empty text part to the AI SDK).
-    // Messages: message_start carries the prompt's token count, known with the first token; it
-    // goes out then (stream_messages_token).
-    if (call_->family)
-        call_->family->open(*this, facts());
-    if (call_->kind == route_kind::chat)
-        for (std::uint32_t i = 0; i < std::max<std::uint32_t>(call_->n_choices, 1); ++i)
-            sse_data(chat_chunk(head(),
-                                call_->tool_call ? R"({"role":"assistant","content":null})"
-                                                 : R"({"role":"assistant","content":""})",
-                                "null", "null", i));
+    call_->family->open(*this, facts());
 }
 
 void session::frame(const char* name, const std::string& data) {

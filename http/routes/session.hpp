@@ -70,16 +70,8 @@ private:
         std::string req_id;
         std::string model;
         bool stream = false;
-        bool include_usage = false;
-        bool want_logprobs = false;  ///< OpenAI routes: a logprobs object per token
-        std::size_t text_offset = 0; ///< completions logprobs: where the next token's text starts
-        /// Logprobs gathered for a non-streamed reply: chat entries, or the completions columns
-        /// (tokens, token_logprobs, top_logprobs, text_offset), each element as JSON text.
-        std::vector<std::string> lp_chat;
-        std::array<std::vector<std::string>, 4> lp_cols;
         caf::actor sink;
-        std::vector<msg::token_event> tokens;
-        std::string text;
+        std::string text; ///< the generated text outside calls the model opened (one choice)
         steady::time_point start = steady::now();
         steady::time_point last_token{};
         steady::time_point first_token{};
@@ -91,34 +83,23 @@ private:
         bool ended = false;
         bool cut = false; ///< ended by the drain deadline (session::cut)
         call_count active;
-        bool echo = false;   ///< completions `echo`: the prompt comes back first
-        bool echoed = false; ///< the prompt echo arrived (a moved request's second is dropped)
-        /// The prompt as sent, when it was text: what `echo` gives back (token ids are echoed
-        /// as the model's tokenizer renders them).
-        std::optional<std::string> echo_text;
+        bool echo = false;      ///< the prompt comes back first (completions `echo`)
+        bool echoed = false;    ///< the prompt echo arrived (a moved request's second is dropped)
         bool tool_call = false; ///< the text is a forced tool call (turn_mode::forced_call)
         /// The one function a forced call names (its arguments alone are generated, and
         /// streamed as argument deltas); empty: the text is {"name","arguments"}.
         std::string tool_name;
-        bool tool_opened = false; ///< the stream sent the call's id and name
         /// tool_choice "auto" with tools: the model may open calls itself. Their text comes
         /// apart from the reply's (token_event::call_text) and is settled at the end.
         bool auto_tools = false;
         std::string call_text;
         /// The turn as settled at its end (settle_turn_of): what every family renders.
         std::optional<turn_reply> reply;
-        bool native_logprobs = false; ///< native plain reply: `logprobs` N > 0 was asked
-        bool token_logprob = true;    ///< native stream: token events carry the logprob
-        bool has_stops = false;       ///< the request had stop strings (Anthropic's stop_reason)
-        /// The family that renders the turn, with its own state for it (Responses, Messages);
-        /// null for the routes the session still renders itself (native, OpenAI).
+        bool has_stops = false; ///< the request had stop strings (Anthropic's stop_reason)
+        /// The family that renders the turn, with its own state for it.
         std::unique_ptr<family_turn> family;
-        /// n > 1 (OpenAI routes): what each choice gathered, and the choices still running.
+        /// n > 1: the choices' counts and ends (what each gathered is the family's).
         struct choice {
-            std::string text;
-            std::vector<std::string> lp_chat;
-            std::array<std::vector<std::string>, 4> lp_cols;
-            std::size_t text_offset = 0;
             std::uint32_t n_tokens = 0; ///< real tokens received (what a cut one counts)
             std::optional<msg::completion> done;
         };
@@ -186,7 +167,6 @@ private:
     /// an auto turn's opener that was no call goes to a stream as text.
     void settle_turn_of(const msg::completion& c);
     void on_fail(caf::error e);
-    void stream_done_events(const msg::completion& c);
 
     // ---- Anthropic's message threads (handlers_messages.cpp) -----------------------------
 
@@ -206,12 +186,9 @@ private:
     void do_response_input_items(const std::string& route, const std::string& id,
                                  const std::string& order, const std::string& limit,
                                  const std::string& after);
-    void stream_token(const msg::token_event& ev, bool lp);
-    void gather_token(msg::token_event ev, bool lp);
     // n > 1 (handlers_choices.cpp): a choice's token, a choice's end, the request's end.
-    void choice_token(const msg::token_event& ev, bool lp);
+    void choice_token(const msg::token_event& ev);
     void choice_done(msg::completion c);
-    [[nodiscard]] chunk_head head() const;
 
     // ---- tracing (session_trace.cpp) ----------------------------------------------------
 
