@@ -125,8 +125,8 @@ namespace {
 // ends parsing at once; the errors `fields` remembers (the first wins) are returned at the end.
 
 /// chat: "messages"; the others: "prompt" (text or token ids).
-std::optional<api_error> read_prompt(fields& f, api_kind kind, inference_input& in) {
-    if (kind == api_kind::chat) {
+std::optional<api_error> read_prompt(fields& f, api_family kind, inference_input& in) {
+    if (kind == api_family::chat) {
         const auto* m = f.get("messages");
         if (!m)
             return invalid_value("messages", "messages must be a non-empty array");
@@ -181,21 +181,21 @@ std::optional<api_error> read_prompt(fields& f, api_kind kind, inference_input& 
 
 /// Completions' "echo". Chat and native have no such field: true there is refused rather than
 /// silently ignored (a client that asks for the prompt back expects it).
-void read_echo(fields& f, api_kind kind, inference_input& in) {
+void read_echo(fields& f, api_family kind, inference_input& in) {
     bool echo = false;
     f.boolean("echo", echo);
-    if (echo && kind != api_kind::completions)
+    if (echo && kind != api_family::completions)
         return f.fail("echo", "echo is a /v1/completions field: this route cannot echo the prompt");
     in.echo = echo;
 }
 
 /// Lengths, sampling, timeout and logprobs: every error is remembered, none ends parsing.
-void read_sampling(fields& f, api_kind kind, inference_input& in) {
+void read_sampling(fields& f, api_family kind, inference_input& in) {
     read_echo(f, kind, in);
     // max_tokens 0 generates nothing: only meaningful when the prompt comes back (echo).
     const std::int64_t least = in.echo ? 0 : 1;
     for (const char* k : {"max_tokens", "max_completion_tokens"}) {
-        if (kind == api_kind::native && k != std::string_view("max_tokens"))
+        if (kind == api_family::native && k != std::string_view("max_tokens"))
             continue;
         if (const auto* v = f.get(k);
             v && !in.echo && v->is_number() && v->to_number<double>() == 0)
@@ -219,16 +219,16 @@ void read_sampling(fields& f, api_kind kind, inference_input& in) {
     // native: `logprobs: N` reports the chosen token and N alternatives (N = 0: none asked).
     in.params.n_logprobs = 0;
     if (const auto* lp = f.get("logprobs")) {
-        if (kind == api_kind::chat) {
+        if (kind == api_family::chat) {
             f.boolean("logprobs", in.want_logprobs);
         } else {
             f.integer("logprobs", 0, 20, in.params.n_logprobs);
             in.want_logprobs = lp->is_number() && in.params.n_logprobs > 0;
         }
     }
-    if (kind == api_kind::native)
+    if (kind == api_family::native)
         f.boolean("token_logprob", in.token_logprob);
-    if (kind == api_kind::chat) {
+    if (kind == api_family::chat) {
         f.integer("top_logprobs", 0, 20, in.params.n_logprobs);
         if (in.params.n_logprobs > 0 && !in.want_logprobs)
             f.fail("top_logprobs", "top_logprobs needs \"logprobs\": true");
@@ -324,7 +324,7 @@ std::variant<json::value, api_error> parse_request_json(std::string_view text,
     return v;
 }
 
-parse_result parse_inference(std::string_view body, api_kind kind) {
+parse_result parse_inference(std::string_view body, api_family kind) {
     auto parsed = parse_request_json(body);
     if (auto* e = std::get_if<api_error>(&parsed))
         return *e;
@@ -332,10 +332,7 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
     if (!root.is_object())
         return invalid_value("", "the body must be a JSON object");
     const auto& o = root.get_object();
-    if (auto e = check_request_fields(kind == api_kind::chat          ? api_family::chat
-                                      : kind == api_kind::completions ? api_family::completions
-                                                                      : api_family::native,
-                                      o))
+    if (auto e = check_request_fields(kind, o))
         return *e;
     fields f(o);
     inference_input in;
@@ -356,7 +353,7 @@ parse_result parse_inference(std::string_view body, api_kind kind) {
         return *e;
     if (auto e = read_speculative(f, in))
         return *e;
-    if (kind != api_kind::native) {
+    if (kind != api_family::native) {
         if (auto e = read_stream_options(f, in))
             return *e;
     } else if (const auto* n = f.get("n"); n && !(n->is_int64() && n->get_int64() == 1)) {

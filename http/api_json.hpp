@@ -5,6 +5,7 @@
 #pragma once
 
 #include "http/errors.hpp"
+#include "http/field_policy.hpp"
 #include "messages/types.hpp"
 
 #include <boost/json/value.hpp>
@@ -18,7 +19,6 @@
 
 namespace bitnet::http {
 
-enum class api_kind { native, completions, chat };
 
 /// One chat message (role: system, user or assistant). The serving version renders a chat with
 /// its own template (its text actor), so the messages travel as they came.
@@ -91,7 +91,7 @@ inline constexpr std::size_t max_request_nesting = max_schema_nesting + 8;
 parse_request_json(std::string_view text, const std::string& param = {});
 
 /// Parses and validates a request body for `kind`.
-[[nodiscard]] parse_result parse_inference(std::string_view body, api_kind kind);
+[[nodiscard]] parse_result parse_inference(std::string_view body, api_family kind);
 
 /// A double in plain decimal (Boost.JSON would print 2.5E-1): `digits` after the point.
 [[nodiscard]] std::string fixed(double v, int digits = 3);

@@ -306,9 +306,9 @@ std::optional<api_error> check_client_schema(const json::value& schema, const st
     return std::nullopt;
 }
 
-std::optional<api_error> read_structured(const json::object& body, api_kind kind,
+std::optional<api_error> read_structured(const json::object& body, api_family kind,
                                          inference_input& in) {
-    if (kind == api_kind::native) {
+    if (kind == api_family::native) {
         if (const auto* s = body.if_contains("json_schema"); s && !s->is_null()) {
             if (!s->is_object() && !s->is_bool())
                 return invalid_value("json_schema", "json_schema must be a JSON Schema object");
@@ -321,7 +321,7 @@ std::optional<api_error> read_structured(const json::object& body, api_kind kind
         if (const auto* rf = body.if_contains("response_format"); rf && !rf->is_null())
             if (auto e = read_response_format(*rf, in))
                 return e;
-        if (kind == api_kind::chat)
+        if (kind == api_family::chat)
             if (auto e = read_tools(body, in))
                 return e;
     }

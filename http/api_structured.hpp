@@ -24,7 +24,7 @@ namespace bitnet::http {
 /// "required" generate `{"name":..,"arguments":..}`, or an array of 1 to max_parallel_tool_calls
 /// of those unless `parallel_tool_calls` is false. Errors name the field.
 [[nodiscard]] std::optional<api_error> read_structured(const boost::json::object& body,
-                                                       api_kind kind, inference_input& in);
+                                                       api_family kind, inference_input& in);
 
 /// A JSON Schema a client sent under `param`: nested at most max_schema_nesting deep, and free of
 /// this server's own keywords (`x-bitnet-*`, which only the server writes: the call union of

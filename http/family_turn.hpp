@@ -4,6 +4,7 @@
 #pragma once
 
 #include "http/errors.hpp"
+#include "http/stream_framing.hpp"
 #include "http/turn_reply.hpp"
 #include "messages/types.hpp"
 
@@ -12,11 +13,12 @@
 
 namespace bitnet::http {
 
-/// A stream's frames on their way out, in the transport's framing (SSE today).
+/// A stream's frames on their way out, in the framing the family chose (stream_framing).
 class frame_writer {
 public:
     virtual ~frame_writer() = default;
-    /// One frame: named `name` (SSE's `event:` line), or data alone when `name` is null.
+    /// One frame: named `name` (SSE's `event:` line), or data alone when `name` is null; in
+    /// NDJSON, `data` on a line of its own (the name is not sent).
     virtual void frame(const char* name, const std::string& data) = 0;
 };
 
@@ -36,6 +38,8 @@ struct turn_facts {
 class family_turn {
 public:
     virtual ~family_turn() = default;
+    /// How this family's streams are framed.
+    [[nodiscard]] virtual stream_framing framing() const { return stream_framing::sse; }
     /// The stream's first frames, once admission accepted the request.
     virtual void open(frame_writer& out, const turn_facts& t) = 0;
     /// One token event's frames (`ev.token` < 0: text released at the end, no token).

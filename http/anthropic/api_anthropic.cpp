@@ -284,7 +284,7 @@ parse_result parse_messages(std::string_view body) {
     auto chat = messages_as_chat(body);
     if (auto* e = std::get_if<api_error>(&chat))
         return *e;
-    auto r = parse_inference(std::get<std::string>(chat), api_kind::chat);
+    auto r = parse_inference(std::get<std::string>(chat), api_family::chat);
     // The structured output came from output_config.format (or the beta's output_format):
     // errors, the schema compiler's too, name that field.
     const std::string format_param = body.find("\"output_config\"") != std::string_view::npos

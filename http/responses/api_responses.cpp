@@ -239,7 +239,7 @@ parse_result parse_responses(std::string_view body) {
     auto chat = responses_as_chat(body);
     if (auto* e = std::get_if<api_error>(&chat))
         return *e;
-    auto r = parse_inference(std::get<std::string>(chat), api_kind::chat);
+    auto r = parse_inference(std::get<std::string>(chat), api_family::chat);
     if (auto* e = std::get_if<api_error>(&r)) {
         if (e->param == "max_tokens")
             e->param = "max_output_tokens";

@@ -23,6 +23,7 @@
 #pragma once
 
 #include "http/errors.hpp"
+#include "http/reply_store_limits.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -40,13 +41,6 @@
 #include <vector>
 
 namespace bitnet::http {
-
-struct response_store_limits {
-    std::size_t max_responses = 1000; ///< per key; 0: nothing is stored (a name is a 400)
-    std::chrono::seconds ttl{3600};
-    std::size_t max_bytes = 64u << 20;    ///< per key
-    std::size_t total_bytes = 256u << 20; ///< all keys together
-};
 
 class response_store {
 public:

@@ -1,20 +1,15 @@
-// The inference routes (native, native stream, completions, chat): the request is parsed here
-// and handed to a sink actor (inference_sink.hpp) that submits it to admission; a text prompt or
+// The inference routes, every family alike: the request's family parses it (families.hpp) and it
+// is handed to a sink actor (inference_sink.hpp) that submits it to admission; a text prompt or
 // chat messages go as they came and are tokenized by the model version admission routes them to.
-// The sink's events (admitted, token, done, fail), posted onto the strand, become SSE events or
-// one plain reply. Bytes come from api_render.hpp; this file decides which and when,
-// and keeps the request log, metrics and the drain-cut answers.
-#include "http/anthropic/api_anthropic.hpp"
-#include "http/anthropic/messages_turn.hpp"
+// The sink's events (admitted, token, done, fail), posted onto the strand, go to the family's
+// turn (family_turn.hpp), which renders them; this file keeps the request log, metrics, the
+// settled turn and the drain-cut answers.
 #include "http/api_json.hpp"
 #include "http/api_structured.hpp"
 #include "http/cache_scope.hpp"
-#include "http/native_turn.hpp"
-#include "http/openai/openai_turn.hpp"
-#include "http/responses/api_responses.hpp"
-#include "http/responses/response_store.hpp"
-#include "http/responses/responses_turn.hpp"
+#include "http/routes/families.hpp"
 #include "http/routes/session.hpp"
+#include "http/transport/request_errors.hpp"
 #include "messages/errors.hpp"
 
 #include <boost/asio/post.hpp>
@@ -27,58 +22,40 @@ namespace bitnet::http {
 namespace net = boost::asio;
 namespace json = boost::json;
 
-namespace {
-
-api_kind api_of(route_kind kind) {
-    return kind == route_kind::chat          ? api_kind::chat
-           : kind == route_kind::completions ? api_kind::completions
-                                             : api_kind::native;
-}
-
-} // namespace
-
-/// The request admission gets for `in` (parsed for `kind`), and what `c` keeps of it to render
-/// the answer (prompt length when ids were sent, logprob and echo choices, stops, tool call).
-msg::generate_request session::generate_request_of(call& c, inference_input& in, route_kind kind,
+/// The request admission gets for the family's parse `s`, and what `c` keeps of it to render
+/// the answer (prompt length when ids were sent, the echo, stops, the turn's mode).
+msg::generate_request session::generate_request_of(call& c, started_turn& s,
                                                    std::uint64_t id) const {
+    auto& in = s.in;
     msg::generate_request g;
     g.id = id;
     g.model = c.model;
-    std::optional<std::string> echo_text; // completions `echo` of a text prompt: as sent
     if (in.prompt_is_ids) {
         g.prompt = std::move(in.prompt_ids);
         c.prompt_tokens = static_cast<std::uint32_t>(g.prompt.size());
-    } else if (kind == route_kind::chat || kind == route_kind::messages ||
-               kind == route_kind::responses) {
+    } else if (s.chat_prompt) {
         g.text.form = msg::prompt_form::chat;
         g.text.messages = std::move(in.messages);
         g.text.tools_json = std::move(in.template_tools);
         g.text.kwargs_json = std::move(in.template_kwargs);
     } else {
         g.text.form = msg::prompt_form::text;
-        if (in.echo)
-            echo_text = in.prompt_text;
         g.text.text = std::move(in.prompt_text);
     }
     g.text.add_bos = in.add_bos;
-    const bool native = kind == route_kind::native || kind == route_kind::native_stream;
-    const bool want_logprobs = in.want_logprobs && !native;
-    const bool native_logprobs = in.want_logprobs && kind == route_kind::native;
-    g.token_pieces = want_logprobs;
+    g.token_pieces = s.token_pieces;
     // Completions `echo`: the prompt comes back first, scored token by token (teacher forcing)
     // when logprobs are asked. Every scored row must be computed, so the batcher gives a
     // prompt_logprobs request no cached prefix.
     g.echo = in.echo;
-    g.prompt_logprobs = in.echo && want_logprobs;
+    g.prompt_logprobs = in.echo && s.token_pieces;
     c.echo = in.echo;
     g.max_tokens = in.max_tokens;
     g.params = in.params;
-    // Whether the reply shows the chosen token's logprob: a native stream's token events do
-    // unless `token_logprob` is false; elsewhere only when asked. A greedy request that shows
-    // none needs only each row's first maximum (the greedy screen's case,
+    // Whether the reply shows the chosen token's logprob (the family says). A greedy request
+    // that shows none needs only each row's first maximum (the greedy screen's case,
     // engine_options::greedy_screen).
-    g.params.report_logprob =
-        want_logprobs || native_logprobs || (kind == route_kind::native_stream && in.token_logprob);
+    g.params.report_logprob = s.report_logprob;
     c.has_stops = !in.stop.empty();
     g.stop = std::move(in.stop);
     g.stop_token_ids = std::move(in.stop_token_ids);
@@ -96,55 +73,28 @@ msg::generate_request session::generate_request_of(call& c, inference_input& in,
     if (c.auto_tools)
         g.tool_union = std::move(in.tool_union);
     g.n = in.n;
-    if (native)
-        c.family = std::make_unique<native_turn>(in.token_logprob, native_logprobs);
-    else if (kind == route_kind::chat || kind == route_kind::completions)
-        c.family = std::make_unique<openai_turn>(openai_options{
-            kind == route_kind::chat, in.include_usage, want_logprobs, in.n, std::move(echo_text)});
     return g;
 }
 
-void session::start_inference(const std::string& route, route_kind kind, const std::string& body) {
+void session::start_inference(const std::string& route, const std::string& body) {
     const auto id = srv_.next_id.fetch_add(1);
     call c;
-    c.kind = kind;
     c.route = route;
     c.req_id = "req-" + std::to_string(id);
-    // Responses, a threaded Messages request: the request with its stored parts filled in.
-    std::string expanded;
-    responses_expansion stored;
-    messages_turn::thread_keeper keep_thread;
-    if (kind == route_kind::responses) {
-        auto x = expand_responses_request(body, srv_.responses, client_key_,
-                                          static_cast<std::size_t>(srv_.opt.max_body_bytes));
-        if (auto* e = std::get_if<api_error>(&x))
-            return send_error(route, *e, c.req_id);
-        stored = std::move(std::get<responses_expansion>(x));
-        expanded = std::move(stored.body);
-    }
-    if (kind == route_kind::messages)
-        if (auto e = expand_thread(body, c.req_id, expanded, keep_thread))
-            return send_error(route, *e, c.req_id);
-    auto parsed = kind == route_kind::messages ? parse_messages(expanded.empty() ? body : expanded)
-                  : kind == route_kind::responses ? parse_responses(expanded)
-                                                  : parse_inference(body, api_of(kind));
-    if (auto* e = std::get_if<api_error>(&parsed))
+    // The family parses the body (with the stored parts a Responses or threaded Messages
+    // request names filled in) and gives the turn that renders the answer.
+    auto started =
+        start_family_turn(route, body,
+                          family_context{srv_.responses, client_key_, c.req_id,
+                                         static_cast<std::size_t>(srv_.opt.max_body_bytes)});
+    if (!started)
+        return send_error(route, status_error(404, "no API family serves " + route), c.req_id);
+    if (auto* e = std::get_if<api_error>(&*started))
         return send_error(route, *e, c.req_id);
-    auto& in = std::get<inference_input>(parsed);
-    if (in.native_stream && *in.native_stream != (kind == route_kind::native_stream))
-        return send_error(route,
-                          invalid_value("stream", "stream must agree with the route: POST "
-                                                  "/v1/inference/stream streams, POST "
-                                                  "/v1/inference answers once"),
-                          c.req_id);
+    auto& s = std::get<started_turn>(*started);
+    const auto& in = s.in;
     c.model = in.model.empty() ? srv_.opt.default_model : in.model;
-    if (kind == route_kind::responses)
-        c.family = std::make_unique<responses_turn>(
-            srv_.responses, client_key_, std::move(stored),
-            responses_request_echo(body, in.params.temperature, in.params.top_p));
-    if (kind == route_kind::messages)
-        c.family = std::make_unique<messages_turn>(std::move(keep_thread));
-    c.stream = kind == route_kind::native_stream || in.stream;
+    c.stream = in.stream;
     if (in.n > srv_.opt.max_n)
         return send_error(route,
                           api_error{400, "invalid_request_error", "invalid_value",
@@ -155,8 +105,9 @@ void session::start_inference(const std::string& route, route_kind kind, const s
                           c.req_id);
     c.n_choices = in.n;
     c.choices.resize(in.n);
+    c.family = std::move(s.turn);
 
-    auto g = generate_request_of(c, in, kind, id);
+    auto g = generate_request_of(c, s, id);
     c.active = call_count(srv_.requests);
     g.t_received_us =
         std::chrono::duration_cast<std::chrono::microseconds>(steady::now().time_since_epoch())
@@ -167,7 +118,7 @@ void session::start_inference(const std::string& route, route_kind kind, const s
     auto t = make_sink_target();
     call_ = std::move(c);
     if (span_)
-        trace_request(g, kind);
+        trace_request(g, s.chat_prompt);
     // A stream's headers wait for admission's answer, so a refusal (429, 503) is a real
     // HTTP status with Retry-After, which client libraries act on.
     watch_disconnect();

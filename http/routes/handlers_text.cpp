@@ -2,7 +2,7 @@
 // are validated here; the work goes to admission, which hands it to the text actor of the
 // version the alias serves, from a helper actor (no asio thread waits), and the answer comes back
 // onto the connection's strand.
-#include "http/anthropic/api_anthropic.hpp"
+#include "http/routes/families.hpp"
 #include "http/routes/session.hpp"
 #include "messages/errors.hpp"
 
@@ -137,24 +137,7 @@ msg::text_prompt chat_prompt_of(inference_input& in) {
 
 void session::do_count_tokens(const std::string& body) {
     const std::string route = "/v1/messages/count_tokens";
-    // max_tokens is not needed to count: the parser gets one when the client left it out.
-    std::string counted(body);
-    auto counted_body = parse_request_json(body);
-    // A continue's count would be its new messages' alone: the thread is not counted here.
-    if (auto* o = std::get_if<json::value>(&counted_body); o && o->is_object() &&
-                                                           o->get_object().contains("thread") &&
-                                                           !o->get_object().at("thread").is_null())
-        return send_error(route,
-                          invalid_value("thread", "count_tokens counts the messages it is sent: "
-                                                  "send the whole conversation without thread"),
-                          "-");
-    if (auto* o = std::get_if<json::value>(&counted_body);
-        o && o->is_object() &&
-        (!o->get_object().contains("max_tokens") || o->get_object().at("max_tokens").is_null())) {
-        o->get_object()["max_tokens"] = 1;
-        counted = json::serialize(*o);
-    }
-    auto parsed = parse_messages(counted);
+    auto parsed = parse_count_tokens(body);
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, "-");
     auto& in = std::get<inference_input>(parsed);
@@ -174,7 +157,7 @@ void session::do_count_tokens(const std::string& body) {
 /// completions request, checked as one.
 void session::do_apply_template(const std::string& body) {
     const std::string route = "/apply-template";
-    auto parsed = parse_inference(body, api_kind::chat);
+    auto parsed = parse_inference(body, api_family::chat);
     if (auto* e = std::get_if<api_error>(&parsed))
         return send_error(route, *e, "-");
     auto& in = std::get<inference_input>(parsed);

@@ -16,15 +16,19 @@ constexpr std::array k_routes{
     route{"GET", "/openapi.json", route_id::openapi, role::open},
     route{"POST", "/v1/inference", route_id::inference, role::user},
     route{"POST", "/v1/inference/stream", route_id::inference_stream, role::user},
-    route{"POST", "/v1/completions", route_id::completions, role::user},
-    route{"POST", "/v1/chat/completions", route_id::chat, role::user},
-    route{"POST", "/v1/messages", route_id::messages, role::user},
-    route{"POST", "/v1/messages/count_tokens", route_id::messages_count_tokens, role::user},
-    route{"POST", "/v1/responses", route_id::responses, role::user},
-    route{"GET", "/v1/responses/{response_id}", route_id::response_get, role::user},
-    route{"DELETE", "/v1/responses/{response_id}", route_id::response_delete, role::user},
+    route{"POST", "/v1/completions", route_id::completions, role::user, false,
+          api_family::completions},
+    route{"POST", "/v1/chat/completions", route_id::chat, role::user, false, api_family::chat},
+    route{"POST", "/v1/messages", route_id::messages, role::user, false, api_family::messages},
+    route{"POST", "/v1/messages/count_tokens", route_id::messages_count_tokens, role::user, false,
+          api_family::messages},
+    route{"POST", "/v1/responses", route_id::responses, role::user, false, api_family::responses},
+    route{"GET", "/v1/responses/{response_id}", route_id::response_get, role::user, false,
+          api_family::responses},
+    route{"DELETE", "/v1/responses/{response_id}", route_id::response_delete, role::user, false,
+          api_family::responses},
     route{"GET", "/v1/responses/{response_id}/input_items", route_id::response_input_items,
-          role::user},
+          role::user, false, api_family::responses},
     route{"POST", "/v1/tokenize", route_id::tokenize, role::user},
     route{"POST", "/v1/detokenize", route_id::detokenize, role::user},
     route{"POST", "/apply-template", route_id::apply_template, role::user},
@@ -39,6 +43,17 @@ constexpr std::array k_routes{
     route{"POST", "/v1/models/{alias}/crash", route_id::model_crash, role::admin, true},
 #endif
 };
+
+} // namespace
+
+const route* route_of_label(std::string_view label) {
+    for (const auto& r : k_routes)
+        if (r.pattern == label)
+            return &r;
+    return nullptr;
+}
+
+namespace {
 
 /// Where a pattern's "{name}" segment starts, and its length (npos when it has none).
 std::pair<std::size_t, std::size_t> param_of(std::string_view pattern) {

@@ -4,6 +4,8 @@
 // it never carries client text, so no request can add series to /metrics.
 #pragma once
 
+#include "http/field_policy.hpp"
+
 #include <span>
 #include <string>
 #include <string_view>
@@ -40,6 +42,7 @@ enum class route_id {
     tokenize,
     detokenize,
     apply_template,
+    added_family, ///< a POST route a family added at startup (http/routes/families.hpp)
 };
 
 /// Who may call a route: anyone (probes, scrapes), an API key holder (when keys are set), or an
@@ -52,10 +55,15 @@ struct route {
     route_id id;
     role need;
     bool test_hook = false; ///< served only with test hooks on
+    /// The API family whose shapes the route answers in (its errors and headers too).
+    api_family family = api_family::native;
 };
 
 /// The table, in the order the README lists the routes.
 [[nodiscard]] std::span<const route> routes();
+
+/// The route whose pattern is `label` (a metrics label), or null.
+[[nodiscard]] const route* route_of_label(std::string_view label);
 
 /// The outcome of matching a request line.
 struct route_match {

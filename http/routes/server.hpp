@@ -12,7 +12,7 @@
 
 #include "common/error.hpp"
 #include "http/observe/build_info.hpp"
-#include "http/responses/response_store.hpp"
+#include "http/reply_store_limits.hpp"
 #include "http/transport/transport_options.hpp"
 #include "messages/interfaces.hpp"
 
@@ -36,8 +36,8 @@ class metrics;
 struct server_options : transport_options {
     /// The largest OpenAI `n` (choices per request); above it a request is a 400 naming `n`.
     std::uint32_t max_n = 8;
-    /// Stored Responses replies (previous_response_id, item_reference):
-    /// http/responses/response_store.hpp.
+    /// Stored Responses replies (previous_response_id, item_reference) and message threads
+    /// (http/reply_store_limits.hpp).
     response_store_limits responses_store;
     std::vector<std::string> api_keys; ///< empty = open
     /// Groups of API keys that share one prefix-cache scope (http/cache_scope.hpp).

@@ -4,7 +4,7 @@
 // stream's head with each family's opening events.
 #include "http/routes/session.hpp"
 
-#include "http/anthropic/api_anthropic.hpp"
+#include "http/routes/families.hpp"
 
 #include <caf/exit_reason.hpp>
 #include <caf/send.hpp>
@@ -13,15 +13,6 @@
 #include <algorithm>
 
 namespace bitnet::http {
-
-namespace {
-
-/// Anthropic's routes answer in Anthropic's shapes (its error body, its request-id header).
-bool anthropic_route(const std::string& route) {
-    return route.rfind("/v1/messages", 0) == 0;
-}
-
-} // namespace
 
 session::session(tcp::socket&& s, server::impl& srv)
     : connection(std::move(s), srv)
@@ -40,15 +31,12 @@ std::string session::route_label(std::string_view method, std::string_view path)
 
 std::string session::error_body_for(const std::string& route, const api_error& e,
                                     const std::string& id) const {
-    return anthropic_route(route) ? anthropic_error_body(e, id) : error_body(e, id);
+    return family_error_body(route, e, id);
 }
 
 std::vector<std::pair<std::string, std::string>>
 session::family_headers(const std::string& route, const std::string& req_id) const {
-    // Anthropic's SDK reads its own header name (err.requestID, message._request_id).
-    if (anthropic_route(route))
-        return {{"request-id", req_id}};
-    return {};
+    return http::family_headers(route, req_id);
 }
 
 void session::cut_request() {
@@ -135,12 +123,14 @@ void session::internal_failure(const char* what, const char* why) noexcept {
 }
 
 void session::begin_stream() {
-    open_stream(call_->req_id, call_->route);
+    open_stream(call_->req_id, call_->route, call_->family->framing());
     call_->family->open(*this, facts());
 }
 
 void session::frame(const char* name, const std::string& data) {
-    if (name)
+    if (framing_ == stream_framing::ndjson)
+        ndjson_line(data);
+    else if (name)
         sse_event(name, data);
     else
         sse_data(data);

@@ -5,15 +5,15 @@
 //                           client, an internal failure, each family's headers and error shape,
 //                           the stream's head
 //   session_dispatch.cpp    auth, routing and media type, then the switch on route_id
-//   handlers_inference.cpp  inference routes: start, the sink's token/done/fail events
+//   handlers_inference.cpp  inference routes: start (families.hpp), the sink's events, each
+//                           rendered by the request's family turn
 //   handlers_status.cpp     health, metrics, stats, models (a snapshot of the actors)
 //   handlers_models.cpp     model management: load, rollback, unload, the crash hook, tickets
 //   handlers_text.cpp       tokenize, detokenize, count_tokens, apply-template
 //   handlers_cluster.cpp    the cluster's members and rolls
 //   handlers_web.cpp        the web page (GET /) and its files (GET /ui/NAME)
 //   handlers_choices.cpp    n > 1: each choice's tokens and end
-//   handlers_messages.cpp   Anthropic's message threads (the family: anthropic/messages_turn)
-//   handlers_responses.cpp  the Responses store's routes (the family: responses/responses_turn)
+//   handlers_responses.cpp  the Responses store's routes (its answers: families.hpp)
 //   session_trace.cpp       the GenAI attributes of the request's span, log correlation
 // Every handler runs under safely(): no exception leaves a session. Internal to http/.
 #pragma once
@@ -25,6 +25,7 @@
 #include "http/family_turn.hpp"
 #include "http/inference_sink.hpp"
 #include "http/observe/log_context.hpp"
+#include "http/routes/families.hpp"
 #include "http/routes/routes.hpp"
 #include "http/routes/server_impl.hpp"
 #include "http/transport/connection.hpp"
@@ -50,12 +51,6 @@
 
 namespace bitnet::http {
 
-/// The inference routes' shapes: native (plain or streamed) and the two OpenAI ones.
-/// The API family of an inference route; `messages` is Anthropic's
-/// (http/anthropic/api_anthropic.hpp), `responses` OpenAI's Responses API
-/// (http/responses/api_responses.hpp).
-enum class route_kind { native, native_stream, completions, chat, messages, responses };
-
 class session final : public connection, private frame_writer {
 public:
     session(tcp::socket&& s, server::impl& srv);
@@ -65,7 +60,6 @@ private:
     /// The request in progress on this connection (one at a time: HTTP/1.1 without pipelining
     /// of responses).
     struct call {
-        route_kind kind = route_kind::native;
         std::string route;
         std::string req_id;
         std::string model;
@@ -156,9 +150,10 @@ private:
 
     // ---- inference (handlers_inference.cpp) --------------------------------------------
 
-    void start_inference(const std::string& route, route_kind kind, const std::string& body);
-    [[nodiscard]] msg::generate_request
-    generate_request_of(call& c, inference_input& in, route_kind kind, std::uint64_t id) const;
+    /// An inference request on `route` (the pattern its family registered under).
+    void start_inference(const std::string& route, const std::string& body);
+    [[nodiscard]] msg::generate_request generate_request_of(call& c, started_turn& s,
+                                                            std::uint64_t id) const;
     [[nodiscard]] std::shared_ptr<sink_target> make_sink_target();
     void on_token(msg::token_event ev);
     void on_echo(msg::token_event ev);
@@ -167,15 +162,6 @@ private:
     /// an auto turn's opener that was no call goes to a stream as text.
     void settle_turn_of(const msg::completion& c);
     void on_fail(caf::error e);
-
-    // ---- Anthropic's message threads (handlers_messages.cpp) -----------------------------
-
-    /// A Messages request's `thread`: a continue claimed from this key's stored replies and made
-    /// whole into `expanded` (left empty when the request is not threaded), `keep` set to what
-    /// stores its reply for the next continue; or the error that refuses it.
-    std::optional<api_error> expand_thread(const std::string& body, const std::string& req_id,
-                                           std::string& expanded,
-                                           std::function<void(const std::string&)>& keep);
 
     // ---- OpenAI's Responses store routes (handlers_responses.cpp) -------------------------
 
@@ -196,7 +182,7 @@ private:
     void begin_trace(const request& req, const route_match& m);
     /// The GenAI request attributes on the server span (gen_ai.operation.name, .request.*),
     /// and the prompt text when otlp_include_text allows.
-    void trace_request(const msg::generate_request& g, route_kind kind);
+    void trace_request(const msg::generate_request& g, bool chat);
     /// The response's: usage, finish reasons (one per choice), the output text when allowed.
     /// `total` sums the choices' usage when there are several.
     void trace_usage(const std::vector<msg::completion>& choices,

@@ -1,6 +1,7 @@
 // The session's route block: a parsed request is matched against the route table (routes.hpp),
 // its caller's key checked against the route's role, its media type checked, and the route's
 // handler called. Every answer the layer gives by itself (401, 403, 404, 405, 415) starts here.
+#include "http/routes/families.hpp"
 #include "http/routes/openapi.hpp"
 #include "http/routes/session.hpp"
 #include "http/transport/request_errors.hpp"
@@ -92,6 +93,11 @@ void session::handle(request req) {
                 : key;
         if (auto refusal = authorize(m.need, key))
             return send_error(route, *refusal, "-");
+    }
+    if (!m.found && method == "POST" && serves_added_family(target)) {
+        // A family added at startup: its path is its label (registered, never client text).
+        const http::route added{"POST", target, route_id::added_family, role::user};
+        return dispatch(added, {}, target, req);
     }
     if (!m.found) {
         if (m.path_known)
@@ -201,19 +207,15 @@ void session::dispatch(const route& r, const std::string& alias, const std::stri
     case route_id::apply_template:
         return do_apply_template(req.body());
     case route_id::inference:
-        return start_inference(label, route_kind::native, req.body());
     case route_id::inference_stream:
-        return start_inference(label, route_kind::native_stream, req.body());
     case route_id::completions:
-        return start_inference(label, route_kind::completions, req.body());
     case route_id::chat:
-        return start_inference(label, route_kind::chat, req.body());
     case route_id::messages:
-        return start_inference(label, route_kind::messages, req.body());
+    case route_id::responses:
+    case route_id::added_family:
+        return start_inference(label, req.body());
     case route_id::messages_count_tokens:
         return do_count_tokens(req.body());
-    case route_id::responses:
-        return start_inference(label, route_kind::responses, req.body());
     case route_id::response_get:
         return do_response_get(label, alias);
     case route_id::response_delete:

@@ -33,11 +33,9 @@ void session::begin_trace(const request& req, const route_match& m) {
     connection::begin_trace(req, m.label, !untraced(m));
 }
 
-void session::trace_request(const msg::generate_request& g, route_kind kind) {
+void session::trace_request(const msg::generate_request& g, bool chat) {
     // GenAI semantic conventions: chat-shaped routes are "chat", prompt completion
     // "text_completion".
-    const bool chat =
-        kind == route_kind::chat || kind == route_kind::messages || kind == route_kind::responses;
     trace_attr("gen_ai.operation.name", std::string(chat ? "chat" : "text_completion"));
     trace_attr("gen_ai.provider.name", std::string("bitnet-serve"));
     trace_attr("gen_ai.request.model", call_ ? call_->model : g.model);

@@ -17,6 +17,7 @@
 #include "common/trace.hpp"
 #include "http/errors.hpp"
 #include "http/observe/log_context.hpp"
+#include "http/stream_framing.hpp"
 #include "http/transport/connection_stream.hpp"
 #include "http/transport/listener.hpp"
 
@@ -177,12 +178,16 @@ protected:
 
     // ---- the SSE writer (connection_sse.cpp) ---------------------------------------------
 
-    /// The stream's head (200, event-stream, the request id and the family's headers), then
-    /// pings every sse_ping while the request runs.
-    void open_stream(const std::string& req_id, const std::string& route);
+    /// The stream's head (200, its media type, the request id and the family's headers); an SSE
+    /// stream then pings every sse_ping while the request runs (NDJSON has no comments: a
+    /// reader's timeout is the write's).
+    void open_stream(const std::string& req_id, const std::string& route,
+                     stream_framing framing = stream_framing::sse);
     void arm_ping();
     void sse_data(const std::string& payload);
     void sse_event(const char* ev, const std::string& payload);
+    /// One NDJSON frame: `json` (one line, no newline in it) and a newline.
+    void ndjson_line(const std::string& json);
     void enqueue_chunk(const std::string& data);
     void enqueue_raw(std::string bytes);
     void do_write();
@@ -243,7 +248,8 @@ protected:
     std::deque<std::string> out_;
     std::size_t queued_bytes_ = 0;
     bool writing_ = false;
-    bool sse_ = false;
+    bool sse_ = false; ///< a stream is open (SSE or NDJSON: framing_)
+    stream_framing framing_ = stream_framing::sse;
     bool stream_done_ = false;
     bool keep_alive_ = true;
     bool closed_ = false;

@@ -1,6 +1,7 @@
-// The connection's SSE writer: the stream's head, HTTP/1.1 chunk framing of each event, the ping
-// comments that keep proxies from timing out, the write queue with its slow-reader cap
-// (sse_buffer_bytes), the stream's end, and the abort of a request whose client is gone.
+// The connection's stream writer: the stream's head, HTTP/1.1 chunk framing of each SSE event or
+// NDJSON line, the ping comments that keep proxies from timing out (SSE), the write queue with its
+// slow-reader cap (sse_buffer_bytes), the stream's end, and the abort of a request whose client is
+// gone.
 #include "http/transport/connection.hpp"
 
 #include <boost/asio/write.hpp>
@@ -14,7 +15,8 @@ namespace bitnet::http {
 namespace beast = boost::beast;
 namespace net = boost::asio;
 
-void connection::open_stream(const std::string& req_id, const std::string& route) {
+void connection::open_stream(const std::string& req_id, const std::string& route,
+                             stream_framing framing) {
     if (watching_) {
         // The stream's own writes now notice a gone client.
         beast::error_code ec;
@@ -22,17 +24,21 @@ void connection::open_stream(const std::string& req_id, const std::string& route
         watching_ = false;
     }
     sse_ = true;
-    std::string preamble = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                           "Cache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
-                           "X-Request-Id: " +
-                           req_id + "\r\n";
+    framing_ = framing;
+    std::string preamble =
+        std::string("HTTP/1.1 200 OK\r\nContent-Type: ") +
+        (framing == stream_framing::ndjson ? "application/x-ndjson" : "text/event-stream") +
+        "\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n"
+        "X-Request-Id: " +
+        req_id + "\r\n";
     for (const auto& [name, value] : family_headers(route, req_id))
         preamble += name + ": " + value + "\r\n";
     if (trace_.trace != trace::trace_id{})
         preamble += "traceresponse: " + traceresponse() + "\r\n";
     preamble += cors_header_lines() + "Transfer-Encoding: chunked\r\n\r\n";
     enqueue_raw(std::move(preamble));
-    arm_ping();
+    if (framing == stream_framing::sse)
+        arm_ping();
 }
 
 void connection::arm_ping() {
@@ -51,6 +57,10 @@ void connection::sse_data(const std::string& payload) {
 
 void connection::sse_event(const char* ev, const std::string& payload) {
     enqueue_chunk(std::string("event: ") + ev + "\ndata: " + payload + "\n\n");
+}
+
+void connection::ndjson_line(const std::string& json) {
+    enqueue_chunk(json + "\n");
 }
 
 void connection::enqueue_chunk(const std::string& data) {

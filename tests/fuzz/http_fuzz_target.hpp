@@ -72,7 +72,7 @@ inline http::response_store& fuzz_store() {
     return store;
 }
 
-inline void check_inference(const std::string& body, http::api_kind kind,
+inline void check_inference(const std::string& body, http::api_family kind,
                             translated via = translated::none) {
     std::string expanded;
     if (via == translated::responses) {
@@ -99,7 +99,7 @@ inline void check_inference(const std::string& body, http::api_kind kind,
     const auto& in = std::get<http::inference_input>(parsed);
     if (in.max_tokens < 1 || in.max_tokens > (1u << 20))
         http_finding("max_tokens out of range after validation");
-    if (kind == http::api_kind::chat) {
+    if (kind == http::api_family::chat) {
         if (in.messages.empty())
             http_finding("chat without messages after validation");
         // What the serving version's text actor does with them.
@@ -138,16 +138,16 @@ inline void check_request(const boost::beast::http::request<boost::beast::http::
     switch (m.found->id) {
     case http::route_id::inference:
     case http::route_id::inference_stream:
-        return check_inference(body, http::api_kind::native);
+        return check_inference(body, http::api_family::native);
     case http::route_id::completions:
-        return check_inference(body, http::api_kind::completions);
+        return check_inference(body, http::api_family::completions);
     case http::route_id::chat:
-        return check_inference(body, http::api_kind::chat);
+        return check_inference(body, http::api_family::chat);
     case http::route_id::messages:
     case http::route_id::messages_count_tokens:
-        return check_inference(body, http::api_kind::chat, translated::messages);
+        return check_inference(body, http::api_family::chat, translated::messages);
     case http::route_id::responses:
-        return check_inference(body, http::api_kind::chat, translated::responses);
+        return check_inference(body, http::api_family::chat, translated::responses);
     case http::route_id::tokenize:
     case http::route_id::detokenize:
     case http::route_id::model_load: {

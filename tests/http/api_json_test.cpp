@@ -11,12 +11,12 @@ using namespace bitnet;
 using namespace bitnet::http;
 
 namespace {
-api_error error_of(std::string_view body, api_kind kind = api_kind::native) {
+api_error error_of(std::string_view body, api_family kind = api_family::native) {
     auto r = parse_inference(body, kind);
     REQUIRE(std::holds_alternative<api_error>(r));
     return std::get<api_error>(r);
 }
-inference_input ok(std::string_view body, api_kind kind = api_kind::native) {
+inference_input ok(std::string_view body, api_family kind = api_family::native) {
     auto r = parse_inference(body, kind);
     if (auto* e = std::get_if<api_error>(&r))
         FAIL(e->message);
@@ -85,7 +85,7 @@ TEST_CASE("OpenAI chat and completions fields") {
                     {"role":"user","content":"hi"}],"stream":true,
                     "stream_options":{"include_usage":true},"max_completion_tokens":9,
                     "logprobs":true,"top_logprobs":2,"n":1})",
-                 api_kind::chat);
+                 api_family::chat);
     CHECK(in.stream);
     CHECK(in.include_usage);
     CHECK(in.max_tokens == 9);
@@ -93,21 +93,21 @@ TEST_CASE("OpenAI chat and completions fields") {
     CHECK(in.want_logprobs);
     REQUIRE(in.messages.size() == 2);
     CHECK(
-        error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", api_kind::chat)
+        error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", api_family::chat)
             .param == "top_logprobs");
-    CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", api_kind::chat)
+    CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", api_family::chat)
               .param == "logprobs");
-    CHECK(error_of(R"({"messages":[]})", api_kind::chat).param == "messages");
-    CHECK(error_of(R"({"messages":[{"role":"robot","content":"x"}]})", api_kind::chat).param ==
+    CHECK(error_of(R"({"messages":[]})", api_family::chat).param == "messages");
+    CHECK(error_of(R"({"messages":[{"role":"robot","content":"x"}]})", api_family::chat).param ==
           "messages");
     // n: 1..127 here (the server's max_n is checked by the session); native routes take 1 only.
-    CHECK(ok(R"({"prompt":"x","n":2})", api_kind::completions).n == 2);
-    CHECK(ok(R"({"prompt":"x"})", api_kind::completions).n == 1);
-    CHECK(error_of(R"({"prompt":"x","n":0})", api_kind::completions).param == "n");
-    CHECK(error_of(R"({"prompt":"x","n":128})", api_kind::completions).param == "n");
-    CHECK(error_of(R"({"prompt":"x","n":2})", api_kind::native).param == "n");
-    CHECK(ok(R"({"prompt":"x","n":1})", api_kind::native).n == 1);
-    CHECK(ok(R"({"prompt":"x","stop":"\n"})", api_kind::completions).stop.size() == 1);
+    CHECK(ok(R"({"prompt":"x","n":2})", api_family::completions).n == 2);
+    CHECK(ok(R"({"prompt":"x"})", api_family::completions).n == 1);
+    CHECK(error_of(R"({"prompt":"x","n":0})", api_family::completions).param == "n");
+    CHECK(error_of(R"({"prompt":"x","n":128})", api_family::completions).param == "n");
+    CHECK(error_of(R"({"prompt":"x","n":2})", api_family::native).param == "n");
+    CHECK(ok(R"({"prompt":"x","n":1})", api_family::native).n == 1);
+    CHECK(ok(R"({"prompt":"x","stop":"\n"})", api_family::completions).stop.size() == 1);
 }
 
 TEST_CASE("errc maps to the status table with the contract's body") {

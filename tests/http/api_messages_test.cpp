@@ -12,7 +12,7 @@ namespace {
 
 std::vector<msg::chat_message> messages_of(std::string_view messages) {
     const auto body = std::string(R"({"messages":)") + std::string(messages) + "}";
-    auto r = parse_inference(body, api_kind::chat);
+    auto r = parse_inference(body, api_family::chat);
     if (auto* e = std::get_if<api_error>(&r))
         FAIL(e->message);
     return std::get<inference_input>(r).messages;
@@ -20,7 +20,7 @@ std::vector<msg::chat_message> messages_of(std::string_view messages) {
 
 std::string error_of(std::string_view messages) {
     const auto body = std::string(R"({"messages":)") + std::string(messages) + "}";
-    auto r = parse_inference(body, api_kind::chat);
+    auto r = parse_inference(body, api_family::chat);
     REQUIRE(std::holds_alternative<api_error>(r));
     const auto& e = std::get<api_error>(r);
     CHECK(e.status == 400);

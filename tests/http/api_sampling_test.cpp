@@ -15,21 +15,21 @@ namespace {
 const char* kinds[] = {"native", "completions", "chat"};
 
 /// `fields` (JSON members) in a body of `kind`.
-std::string body_of(api_kind kind, const std::string& fields) {
-    const std::string head = kind == api_kind::chat
+std::string body_of(api_family kind, const std::string& fields) {
+    const std::string head = kind == api_family::chat
                                  ? R"({"messages":[{"role":"user","content":"Hi"}])"
                                  : R"({"prompt":"Hi")";
     return head + (fields.empty() ? "" : "," + fields) + "}";
 }
 
-inference_input parsed(api_kind kind, const std::string& fields) {
+inference_input parsed(api_family kind, const std::string& fields) {
     auto r = parse_inference(body_of(kind, fields), kind);
     if (auto* e = std::get_if<api_error>(&r))
         FAIL(e->param << ": " << e->message);
     return std::get<inference_input>(r);
 }
 
-std::string refused(api_kind kind, const std::string& fields) {
+std::string refused(api_family kind, const std::string& fields) {
     auto r = parse_inference(body_of(kind, fields), kind);
     REQUIRE(std::holds_alternative<api_error>(r));
     const auto& e = std::get<api_error>(r);
@@ -40,7 +40,7 @@ std::string refused(api_kind kind, const std::string& fields) {
 } // namespace
 
 TEST_CASE("penalties, logit_bias, ignore_eos and min_tokens reach the sampler in every shape") {
-    for (auto kind : {api_kind::native, api_kind::completions, api_kind::chat}) {
+    for (auto kind : {api_family::native, api_family::completions, api_family::chat}) {
         CAPTURE(kinds[static_cast<int>(kind)]);
         const auto in = parsed(kind, R"("presence_penalty":0.5,"frequency_penalty":-1.25,
             "logit_bias":{"42":-100,"7":12.5,"1000":100},"ignore_eos":true,"min_tokens":3,
@@ -59,7 +59,7 @@ TEST_CASE("penalties, logit_bias, ignore_eos and min_tokens reach the sampler in
 }
 
 TEST_CASE("malformed sampling fields are a 400 naming the field") {
-    const auto k = api_kind::completions;
+    const auto k = api_family::completions;
     CHECK(refused(k, R"("presence_penalty":2.5)") == "presence_penalty");
     CHECK(refused(k, R"("frequency_penalty":"high")") == "frequency_penalty");
     CHECK(refused(k, R"("logit_bias":[[1,2]])") == "logit_bias");
@@ -77,11 +77,11 @@ TEST_CASE("malformed sampling fields are a 400 naming the field") {
     // With structured output the hold-back would refuse the value's own end.
     CHECK(refused(k, R"("ignore_eos":true,"response_format":{"type":"json_object"})") ==
           "ignore_eos");
-    CHECK(refused(api_kind::native, R"("min_tokens":2,"guided_choice":["a","b"])") == "min_tokens");
+    CHECK(refused(api_family::native, R"("min_tokens":2,"guided_choice":["a","b"])") == "min_tokens");
 }
 
 TEST_CASE("vLLM's guided fields become the request's schema, named by their field") {
-    for (auto kind : {api_kind::native, api_kind::completions, api_kind::chat}) {
+    for (auto kind : {api_family::native, api_family::completions, api_family::chat}) {
         CAPTURE(kinds[static_cast<int>(kind)]);
         auto in = parsed(kind, R"("guided_choice":["yes","no"])");
         CHECK(json::parse(in.json_schema) ==
@@ -104,7 +104,7 @@ TEST_CASE("vLLM's guided fields become the request's schema, named by their fiel
 }
 
 TEST_CASE("guided fields: one structured output per request, and the forms not served") {
-    const auto k = api_kind::chat;
+    const auto k = api_family::chat;
     CHECK(refused(k, R"("guided_choice":["a"],"guided_regex":"b")") == "guided_regex");
     CHECK(refused(k, R"("guided_choice":["a"],"response_format":{"type":"json_object"})") ==
           "guided_choice");
@@ -122,17 +122,17 @@ TEST_CASE("guided fields: one structured output per request, and the forms not s
 }
 
 TEST_CASE("chat: tools [] means no tools, and only none and auto may be chosen then") {
-    auto in = parsed(api_kind::chat, R"("tools":[])");
+    auto in = parsed(api_family::chat, R"("tools":[])");
     CHECK(in.json_schema.empty());
     CHECK_FALSE(in.tool_call);
-    in = parsed(api_kind::chat, R"("tools":[],"tool_choice":"auto")");
+    in = parsed(api_family::chat, R"("tools":[],"tool_choice":"auto")");
     CHECK(in.json_schema.empty());
-    CHECK(refused(api_kind::chat, R"("tools":[],"tool_choice":"required")") == "tool_choice");
-    CHECK(refused(api_kind::chat, R"("tools":{})") == "tools");
+    CHECK(refused(api_family::chat, R"("tools":[],"tool_choice":"required")") == "tool_choice");
+    CHECK(refused(api_family::chat, R"("tools":{})") == "tools");
 }
 
 TEST_CASE("native: stream is read so that the handler can check it agrees with the route") {
-    CHECK_FALSE(parsed(api_kind::native, "").native_stream);
-    CHECK(*parsed(api_kind::native, R"("stream":true)").native_stream);
-    CHECK_FALSE(*parsed(api_kind::native, R"("stream":false)").native_stream);
+    CHECK_FALSE(parsed(api_family::native, "").native_stream);
+    CHECK(*parsed(api_family::native, R"("stream":true)").native_stream);
+    CHECK_FALSE(*parsed(api_family::native, R"("stream":false)").native_stream);
 }

@@ -11,18 +11,18 @@ namespace json = boost::json;
 
 namespace {
 
-parse_result parse(std::string_view body, api_kind kind) {
+parse_result parse(std::string_view body, api_family kind) {
     return parse_inference(body, kind);
 }
 
-inference_input ok(std::string_view body, api_kind kind) {
+inference_input ok(std::string_view body, api_family kind) {
     auto r = parse(body, kind);
     if (auto* e = std::get_if<api_error>(&r))
         FAIL(e->message);
     return std::get<inference_input>(r);
 }
 
-std::string param_of(std::string_view body, api_kind kind) {
+std::string param_of(std::string_view body, api_family kind) {
     auto r = parse(body, kind);
     REQUIRE(std::holds_alternative<api_error>(r));
     CHECK(std::get<api_error>(r).status == 400);
@@ -37,28 +37,28 @@ const char* tools = R"("tools":[{"type":"function","function":{"name":"f","param
 
 TEST_CASE("response_format: json_object, json_schema and text, native json_schema") {
     auto o =
-        ok(R"({"prompt":"p","response_format":{"type":"json_object"}})", api_kind::completions);
+        ok(R"({"prompt":"p","response_format":{"type":"json_object"}})", api_family::completions);
     CHECK(json::parse(o.json_schema) == json::parse(R"({"type":"object"})"));
     CHECK(o.schema_param == "response_format");
     auto s = ok(R"({"messages":[{"role":"user","content":"c"}],"response_format":{"type":
         "json_schema","json_schema":{"name":"n","strict":true,"schema":{"enum":[1,2]}}}})",
-                api_kind::chat);
+                api_family::chat);
     CHECK(json::parse(s.json_schema) == json::parse(R"({"enum":[1,2]})"));
     CHECK_FALSE(s.tool_call);
-    CHECK(ok(R"({"prompt":"p","response_format":{"type":"text"}})", api_kind::completions)
+    CHECK(ok(R"({"prompt":"p","response_format":{"type":"text"}})", api_family::completions)
               .json_schema.empty());
-    auto n = ok(R"({"prompt":"p","json_schema":{"type":"string"}})", api_kind::native);
+    auto n = ok(R"({"prompt":"p","json_schema":{"type":"string"}})", api_family::native);
     CHECK(json::parse(n.json_schema) == json::parse(R"({"type":"string"})"));
     CHECK(n.schema_param == "json_schema");
-    CHECK(param_of(R"({"prompt":"p","response_format":{"type":"yaml"}})", api_kind::completions) ==
+    CHECK(param_of(R"({"prompt":"p","response_format":{"type":"yaml"}})", api_family::completions) ==
           "response_format");
     CHECK(param_of(R"({"prompt":"p","response_format":{"type":"json_schema"}})",
-                   api_kind::completions) == "response_format");
+                   api_family::completions) == "response_format");
 }
 
 TEST_CASE("tools: required is any of the functions, a named choice is that one, auto is free") {
     const std::string head = R"({"messages":[{"role":"user","content":"c"}],)";
-    auto r = ok(head + tools + R"(,"tool_choice":"required"})", api_kind::chat);
+    auto r = ok(head + tools + R"(,"tool_choice":"required"})", api_family::chat);
     CHECK(r.tool_call);
     CHECK(r.schema_param == "tools");
     const auto root = json::parse(r.json_schema);
@@ -77,41 +77,41 @@ TEST_CASE("tools: required is any of the functions, a named choice is that one, 
     CHECK(r.tool_name.empty()); // several functions: the name is generated too
     // parallel_tool_calls false: one call, the union at the root.
     auto single = ok(head + tools + R"(,"tool_choice":"required","parallel_tool_calls":false})",
-                     api_kind::chat);
+                     api_family::chat);
     CHECK_FALSE(single.parallel_tool_calls);
     const auto single_root = json::parse(single.json_schema);
     CHECK(single_root.at("x-bitnet-tool-union").as_array().size() == 2);
     CHECK_FALSE(single_root.as_object().contains("type"));
     CHECK(param_of(head + tools + R"(,"tool_choice":"required","parallel_tool_calls":"yes"})",
-                   api_kind::chat) == "parallel_tool_calls");
+                   api_family::chat) == "parallel_tool_calls");
     // A named function: only its arguments are generated, under its parameters as the root.
     auto f = ok(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"f"}}})",
-                api_kind::chat);
+                api_family::chat);
     CHECK(f.tool_call);
     CHECK(f.tool_name == "f");
     CHECK(json::parse(f.json_schema) ==
           json::parse(R"({"type":"object","properties":{"x":{"type":"integer"}}})"));
     // No parameters: the empty object.
     auto g = ok(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}}})",
-                api_kind::chat);
+                api_family::chat);
     CHECK(g.tool_name == "g");
     CHECK(json::parse(g.json_schema) == json::parse(R"({"type":"object","maxProperties":0})"));
     // "required" with one tool is that one.
     auto one = ok(head + R"("tools":[{"type":"function","function":{"name":"only"}}],)" +
                       R"("tool_choice":"required"})",
-                  api_kind::chat);
+                  api_family::chat);
     CHECK(one.tool_name == "only");
-    auto a = ok(head + tools + R"(,"tool_choice":"auto"})", api_kind::chat);
+    auto a = ok(head + tools + R"(,"tool_choice":"auto"})", api_family::chat);
     CHECK(a.json_schema.empty());
     CHECK_FALSE(a.tool_call);
     CHECK_FALSE(a.tool_union.empty());
     CHECK(a.schema_param == "tools"); // what the batcher's call grammar errors and spans name
-    CHECK(ok(head + tools + "}", api_kind::chat).json_schema.empty());
+    CHECK(ok(head + tools + "}", api_family::chat).json_schema.empty());
     CHECK(param_of(head + tools + R"(,"tool_choice":{"type":"function","function":{"name":"h"}}})",
-                   api_kind::chat) == "tool_choice");
+                   api_family::chat) == "tool_choice");
     CHECK(param_of(head + R"("tools":[{"type":"function"}],"tool_choice":"required"})",
-                   api_kind::chat) == "tools");
-    CHECK(param_of(head + R"("tool_choice":"required"})", api_kind::chat) == "tool_choice");
+                   api_family::chat) == "tools");
+    CHECK(param_of(head + R"("tool_choice":"required"})", api_family::chat) == "tool_choice");
 }
 
 TEST_CASE("tools: references inside parameters resolve inside them (Pydantic's $defs)") {
@@ -122,7 +122,7 @@ TEST_CASE("tools: references inside parameters resolve inside them (Pydantic's $
         "properties":{"item":{"$ref":"#/$defs/Item"},"self":{"$ref":"#"},
         "e":{"enum":[{"$ref":"#"}]}}}}},{"type":"function","function":{"name":"g"}}],
         "tool_choice":"required"})";
-    auto r = ok(body, api_kind::chat);
+    auto r = ok(body, api_family::chat);
     const auto root = json::parse(r.json_schema);
     CHECK(root.at("items").at("x-bitnet-tool-union").at(0).at("arguments").at("$ref") ==
           "#/$defs/bitnet_tool_0");
@@ -140,7 +140,7 @@ TEST_CASE("tools: references inside parameters resolve inside them (Pydantic's $
                                               std::string(R"("tool_choice":"required")").size(),
                                               R"("tool_choice":{"type":"function",
                                                  "function":{"name":"f"}})"),
-                    api_kind::chat);
+                    api_family::chat);
     CHECK(alone.tool_name == "f");
     const auto root_f = json::parse(alone.json_schema);
     CHECK(root_f.at("properties").at("item").at("$ref") == "#/$defs/Item");

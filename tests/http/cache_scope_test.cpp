@@ -40,18 +40,18 @@ TEST_CASE("cache scope: one per key, one per group, narrowed by the salt, shared
 }
 
 TEST_CASE("cache_salt: a string of at most 256 bytes on every inference route") {
-    auto ok = parse_inference(R"({"prompt":"x","cache_salt":"tenant-7"})", api_kind::completions);
+    auto ok = parse_inference(R"({"prompt":"x","cache_salt":"tenant-7"})", api_family::completions);
     REQUIRE(std::holds_alternative<inference_input>(ok));
     CHECK(std::get<inference_input>(ok).cache_salt == "tenant-7");
     auto chat = parse_inference(R"({"messages":[{"role":"user","content":"x"}],"cache_salt":"s"})",
-                                api_kind::chat);
+                                api_family::chat);
     REQUIRE(std::holds_alternative<inference_input>(chat));
     CHECK(std::get<inference_input>(chat).cache_salt == "s");
-    auto bad = parse_inference(R"({"prompt":"x","cache_salt":7})", api_kind::completions);
+    auto bad = parse_inference(R"({"prompt":"x","cache_salt":7})", api_family::completions);
     REQUIRE(std::holds_alternative<api_error>(bad));
     CHECK(std::get<api_error>(bad).param == "cache_salt");
     auto long_salt = parse_inference(
-        R"({"prompt":"x","cache_salt":")" + std::string(257, 's') + R"("})", api_kind::native);
+        R"({"prompt":"x","cache_salt":")" + std::string(257, 's') + R"("})", api_family::native);
     REQUIRE(std::holds_alternative<api_error>(long_salt));
     CHECK(std::get<api_error>(long_salt).param == "cache_salt");
 }

@@ -55,7 +55,7 @@ TEST_CASE("x-bitnet-* keywords are refused in every place a client's schema ente
     };
     for (const auto& [body, param] : cases) {
         CAPTURE(body);
-        const auto r = parse_inference(body, api_kind::chat);
+        const auto r = parse_inference(body, api_family::chat);
         const auto* e = error_of(r);
         REQUIRE(e != nullptr);
         CHECK(e->status == 400);
@@ -65,7 +65,7 @@ TEST_CASE("x-bitnet-* keywords are refused in every place a client's schema ente
     }
     // The native json_schema field.
     const auto native =
-        parse_inference(R"({"prompt":"x","json_schema":)" + union_kw + "}", api_kind::native);
+        parse_inference(R"({"prompt":"x","json_schema":)" + union_kw + "}", api_family::native);
     REQUIRE(error_of(native) != nullptr);
     CHECK(error_of(native)->param == "json_schema");
     // Anthropic's output_config.format, through the chat form it is parsed as.
@@ -83,7 +83,7 @@ TEST_CASE("names and data that look like x-bitnet keywords are the client's own"
         R"({"type":"object","properties":{"x-bitnet-text":{"type":"string"}},)"
         R"("$defs":{"x-bitnet-tool-union":{"type":"integer"}},)"
         R"("enum":[{"x-bitnet-text":1}],"const":{"x-bitnet-tool-union":2}})";
-    const auto r = parse_inference(chat_with_format(schema), api_kind::chat);
+    const auto r = parse_inference(chat_with_format(schema), api_family::chat);
     REQUIRE(std::holds_alternative<inference_input>(r));
     CHECK(std::get<inference_input>(r).json_schema.find("x-bitnet-text") != std::string::npos);
 }
@@ -92,16 +92,16 @@ TEST_CASE("schema nesting: 64 levels pass the request parser, 65 name max_schema
     // Boost.JSON's default parser depth (32) used to refuse these as invalid JSON.
     for (const std::size_t depth : {std::size_t{33}, std::size_t{60}, max_schema_nesting}) {
         CAPTURE(depth);
-        const auto r = parse_inference(chat_with_format(nested_schema(depth)), api_kind::chat);
+        const auto r = parse_inference(chat_with_format(nested_schema(depth)), api_family::chat);
         CHECK(std::holds_alternative<inference_input>(r));
     }
     const auto over =
-        parse_inference(chat_with_format(nested_schema(max_schema_nesting + 1)), api_kind::chat);
+        parse_inference(chat_with_format(nested_schema(max_schema_nesting + 1)), api_family::chat);
     REQUIRE(error_of(over) != nullptr);
     CHECK(error_of(over)->param == "response_format");
     CHECK(error_of(over)->message.find("max_schema_nesting") != std::string::npos);
     // Past what any envelope needs, the body itself is refused, naming both limits.
-    const auto deep = parse_inference(chat_with_format(nested_schema(200)), api_kind::chat);
+    const auto deep = parse_inference(chat_with_format(nested_schema(200)), api_family::chat);
     REQUIRE(error_of(deep) != nullptr);
     CHECK(error_of(deep)->param.empty());
     CHECK(error_of(deep)->message.find("max_request_nesting") != std::string::npos);

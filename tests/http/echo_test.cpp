@@ -9,12 +9,12 @@ using namespace bitnet;
 using namespace bitnet::http;
 
 namespace {
-api_error error_of(std::string_view body, api_kind kind) {
+api_error error_of(std::string_view body, api_family kind) {
     auto r = parse_inference(body, kind);
     REQUIRE(std::holds_alternative<api_error>(r));
     return std::get<api_error>(r);
 }
-inference_input ok(std::string_view body, api_kind kind) {
+inference_input ok(std::string_view body, api_family kind) {
     auto r = parse_inference(body, kind);
     if (auto* e = std::get_if<api_error>(&r))
         FAIL(e->message);
@@ -23,7 +23,7 @@ inference_input ok(std::string_view body, api_kind kind) {
 } // namespace
 
 TEST_CASE("echo: max_tokens 0 only with echo on completions, echo refused elsewhere") {
-    constexpr auto cmpl = api_kind::completions;
+    constexpr auto cmpl = api_family::completions;
     // What lm-evaluation-harness's local-completions sends for loglikelihood requests.
     auto in = ok(R"({"model":"tiny","prompt":[[1,2,3]],"max_tokens":0,"temperature":0,
                     "logprobs":1,"echo":true,"seed":1234})",
@@ -44,12 +44,12 @@ TEST_CASE("echo: max_tokens 0 only with echo on completions, echo refused elsewh
     CHECK(e.message.find("echo") != std::string::npos);
     CHECK(error_of(R"({"prompt":"hi","max_completion_tokens":0})", cmpl).param ==
           "max_completion_tokens");
-    CHECK(error_of(R"({"prompt":"hi","max_tokens":0})", api_kind::native).param == "max_tokens");
+    CHECK(error_of(R"({"prompt":"hi","max_tokens":0})", api_family::native).param == "max_tokens");
     // echo is a completions field: chat and native refuse it rather than ignore it.
-    e = error_of(R"({"messages":[{"role":"user","content":"hi"}],"echo":true})", api_kind::chat);
+    e = error_of(R"({"messages":[{"role":"user","content":"hi"}],"echo":true})", api_family::chat);
     CHECK(e.param == "echo");
     CHECK(e.message.find("/v1/completions") != std::string::npos);
-    CHECK(error_of(R"({"prompt":"hi","echo":true})", api_kind::native).param == "echo");
+    CHECK(error_of(R"({"prompt":"hi","echo":true})", api_family::native).param == "echo");
     CHECK(error_of(R"({"prompt":"hi","echo":"yes"})", cmpl).param == "echo");
     // logprobs beyond 20 and a negative max_tokens stay refused with echo.
     CHECK(error_of(R"({"prompt":"hi","echo":true,"logprobs":21})", cmpl).param == "logprobs");
@@ -57,7 +57,7 @@ TEST_CASE("echo: max_tokens 0 only with echo on completions, echo refused elsewh
 }
 
 TEST_CASE("echo: a list of one prompt is that prompt, a list of several gets a clear 400") {
-    constexpr auto cmpl = api_kind::completions;
+    constexpr auto cmpl = api_family::completions;
     auto e = error_of(R"({"prompt":[[1,2],[3,4]],"echo":true,"max_tokens":0})", cmpl);
     CHECK(e.param == "prompt");
     CHECK(e.message.find("2 prompts") != std::string::npos);

@@ -136,12 +136,12 @@ TEST_CASE("every route's parser applies its family's column") {
         const auto* e = std::get_if<api_error>(&r);
         return e ? e->param : std::string();
     };
-    CHECK(refused(parse_inference(R"({"prompt":"x","suffix":"y"})", api_kind::completions)) ==
+    CHECK(refused(parse_inference(R"({"prompt":"x","suffix":"y"})", api_family::completions)) ==
           "suffix");
-    CHECK(refused(parse_inference(R"({"prompt":"x","suffix":"y"})", api_kind::native)) == "suffix");
+    CHECK(refused(parse_inference(R"({"prompt":"x","suffix":"y"})", api_family::native)) == "suffix");
     CHECK(refused(parse_inference(R"({"messages":[{"role":"user","content":"x"}],
         "reasoning_effort":"low"})",
-                                  api_kind::chat)) == "reasoning_effort");
+                                  api_family::chat)) == "reasoning_effort");
     CHECK(refused(parse_messages(R"({"max_tokens":4,"messages":[{"role":"user","content":"x"}],
         "thinking":{"type":"enabled","budget_tokens":2048}})")) == "thinking");
     CHECK(refused(parse_messages(R"({"max_tokens":4,"messages":[{"role":"user","content":"x"}],
