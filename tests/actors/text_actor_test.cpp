@@ -327,6 +327,18 @@ recording_batcher_fn(msg::batcher_actor::stateful_pointer<recording_batcher> sel
     };
 }
 
+/// The recording batcher `b` finished one request and counts `prompt_tokens` waiting prompt
+/// tokens: what the version that tokenized its requests gave them.
+void check_held(caf::scoped_actor& self, const msg::batcher_actor& b, std::uint32_t prompt_tokens) {
+    self->request(b, 5s, msg::stats_atom_v)
+        .receive(
+            [&](const msg::batcher_stats& s) {
+                CHECK(s.finished == 1);
+                CHECK(s.waiting_prompt_tokens == prompt_tokens);
+            },
+            [](caf::error& e) { FAIL(caf::to_string(e)); });
+}
+
 } // namespace
 
 TEST_CASE("a request tokenized while its alias flips runs on the version that tokenized it, "
@@ -395,13 +407,7 @@ TEST_CASE("a request tokenized while its alias flips runs on the version that to
     CHECK(flip_answered);
     // What A's batcher holds by the time the flip was answered (its mailbox order: the submit
     // was queued before the answer went out).
-    sup->request(batcher_a, 5s, msg::stats_atom_v)
-        .receive(
-            [](const msg::batcher_stats& s) {
-                CHECK(s.finished == 1);
-                CHECK(s.waiting_prompt_tokens == 1); // tokenized by A
-            },
-            [](caf::error& e) { FAIL(caf::to_string(e)); });
+    check_held(sup, batcher_a, 1); // tokenized by A
     // Both requests were answered by the batcher of the version that tokenized them.
     std::vector<msg::request_id> ids;
     for (int i = 0; i < 2; ++i)
@@ -409,13 +415,7 @@ TEST_CASE("a request tokenized while its alias flips runs on the version that to
                         [](caf::error& e) { FAIL(caf::to_string(e)); }, caf::after(10s) >> [] {});
     std::sort(ids.begin(), ids.end());
     CHECK(ids == std::vector<msg::request_id>{7, 8});
-    sup->request(batcher_b, 5s, msg::stats_atom_v)
-        .receive(
-            [](const msg::batcher_stats& s) {
-                CHECK(s.finished == 1);
-                CHECK(s.waiting_prompt_tokens == 2); // tokenized by B
-            },
-            [](caf::error& e) { FAIL(caf::to_string(e)); });
+    check_held(sup, batcher_b, 2); // tokenized by B
 
     // /v1/tokenize and /v1/detokenize go to the serving version's text actor; unknown aliases
     // are not found.

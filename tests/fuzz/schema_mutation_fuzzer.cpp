@@ -210,6 +210,31 @@ std::vector<std::pair<std::string, model::tokenizer>> load_tokenizers(int argc, 
     return out;
 }
 
+/// The mutator over the schema pool, with the fragments that stress the compiler most.
+fuzz::byte_mutator schema_mutator(std::uint64_t seed) {
+    return fuzz::byte_mutator(seed, {R"("$ref":"#")", R"("anyOf":[)", R"({"type":"object"})",
+                                     R"("pattern":"(a*)*b")", R"("multipleOf":1e10)",
+                                     R"("enum":[1,12])", R"("minimum":-9223372036854775808)",
+                                     "123456789012345678901234567890", R"("format":"uuid")",
+                                     R"("required":["a"])", R"("additionalProperties":false)",
+                                     R"("maxLength":0)", R"("items":{"$ref":"#"})", "[[[[[["});
+}
+
+/// Three byte walks of a compiled schema; each whole value goes to `out` with its schema.
+template <class Grammar, class Rng>
+void write_values(const Grammar& g, const std::string& text, Rng& rng, std::ofstream& out,
+                  std::uint64_t& outputs, std::uint64_t& dead_ends) {
+    for (int w = 0; w < 3; ++w) {
+        const auto r = walk(g, rng, 160);
+        dead_ends += r.dead_end ? 1 : 0;
+        if (r.complete && !r.text.empty()) {
+            json::object line{{"schema", text}, {"instance", r.text}};
+            out << json::serialize(line) << "\n";
+            ++outputs;
+        }
+    }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -229,12 +254,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<std::uint8_t>> pool;
     for (const auto& s : pool_text)
         pool.emplace_back(s.begin(), s.end());
-    fuzz::byte_mutator mut(seed, {R"("$ref":"#")", R"("anyOf":[)", R"({"type":"object"})",
-                                  R"("pattern":"(a*)*b")", R"("multipleOf":1e10)",
-                                  R"("enum":[1,12])", R"("minimum":-9223372036854775808)",
-                                  "123456789012345678901234567890", R"("format":"uuid")",
-                                  R"("required":["a"])", R"("additionalProperties":false)",
-                                  R"("maxLength":0)", R"("items":{"$ref":"#"})", "[[[[[["});
+    auto mut = schema_mutator(seed);
     std::mt19937_64 rng(seed);
     // Bounds per case (generous for ASan's slowdown): the compile's own budget plus slack, and
     // what one case may add to the peak RSS.
@@ -276,21 +296,12 @@ int main(int argc, char** argv) {
             continue;
         }
         ++compiled;
-        for (int w = 0; w < 3; ++w) {
-            const auto r = walk(*g, rng, 160);
-            dead_ends += r.dead_end ? 1 : 0;
-            if (r.complete && !r.text.empty()) {
-                json::object line{{"schema", text}, {"instance", r.text}};
-                out << json::serialize(line) << "\n";
-                ++outputs;
-            }
-        }
+        write_values(*g, text, rng, out, outputs, dead_ends);
         // Every third schema also through a real tokenizer (alternating), within half the case's
         // bound: a mask per token over a 128k vocabulary costs far more than a byte.
         if (!tokenizers.empty() && compiled % 3 == 1) {
             const auto& [name, tok] = tokenizers[(compiled / 3) % tokenizers.size()];
-            auto c = schema_cache::shared().get(text, tok);
-            if (c) {
+            if (auto c = schema_cache::shared().get(text, tok)) {
                 ++token_walks;
                 const auto r = token_walk(*c, rng, 48, t0 + case_limit / 2);
                 if (r.complete && !r.text.empty()) {

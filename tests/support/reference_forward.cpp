@@ -230,6 +230,49 @@ result<std::vector<float>> reference_decode_i2s(const gguf_tensor& t) {
     return w;
 }
 
+namespace {
+
+/// Layer `l` of `f`, its shapes from `m`'s hyperparameters.
+result<reference_layer> load_reference_layer(const gguf_file& f, const reference_model& m,
+                                             std::uint32_t l) {
+    const bool sub_norms = m.arch != reference_arch::llama;
+    const std::uint32_t n_q = m.n_head * m.head_dim;
+    const std::uint32_t n_kv = m.n_head_kv * m.head_dim;
+    const std::string p = "blk." + std::to_string(l) + ".";
+    reference_layer L;
+    auto vec = [&](const char* name, std::uint32_t n, std::vector<float>& dst) -> result<void> {
+        auto v = load_vector(f, p + name + ".weight", n);
+        if (!v)
+            return v.error();
+        dst = std::move(*v);
+        return {};
+    };
+    auto lin = [&](const char* name, std::uint32_t n_in, std::uint32_t n_out,
+                   reference_linear& dst) -> result<void> {
+        auto v = load_linear(f, p + name, n_in, n_out);
+        if (!v)
+            return v.error();
+        dst = std::move(*v);
+        return {};
+    };
+    BITNET_TRY(vec("attn_norm", m.n_embd, L.attn_norm));
+    BITNET_TRY(vec("ffn_norm", m.n_embd, L.ffn_norm));
+    if (sub_norms) {
+        BITNET_TRY(vec("attn_sub_norm", n_q, L.attn_sub_norm));
+        BITNET_TRY(vec("ffn_sub_norm", m.n_ff, L.ffn_sub_norm));
+    }
+    BITNET_TRY(lin("attn_q", m.n_embd, n_q, L.wq));
+    BITNET_TRY(lin("attn_k", m.n_embd, n_kv, L.wk));
+    BITNET_TRY(lin("attn_v", m.n_embd, n_kv, L.wv));
+    BITNET_TRY(lin("attn_output", n_q, m.n_embd, L.wo));
+    BITNET_TRY(lin("ffn_gate", m.n_embd, m.n_ff, L.w_gate));
+    BITNET_TRY(lin("ffn_up", m.n_embd, m.n_ff, L.w_up));
+    BITNET_TRY(lin("ffn_down", m.n_ff, m.n_embd, L.w_down));
+    return L;
+}
+
+} // namespace
+
 result<reference_model> load_reference_model(const gguf_file& f) {
     auto arch_name = f.get_string("general.architecture");
     if (!arch_name)
@@ -295,41 +338,11 @@ result<reference_model> load_reference_model(const gguf_file& f) {
         m.rope_freqs = std::move(*rf);
     }
 
-    const bool sub_norms = m.arch != reference_arch::llama;
-    const std::uint32_t n_q = m.n_head * m.head_dim;
-    const std::uint32_t n_kv = m.n_head_kv * m.head_dim;
     for (std::uint32_t l = 0; l < m.n_layer; ++l) {
-        const std::string p = "blk." + std::to_string(l) + ".";
-        reference_layer L;
-        auto vec = [&](const char* name, std::uint32_t n, std::vector<float>& dst) -> result<void> {
-            auto v = load_vector(f, p + name + ".weight", n);
-            if (!v)
-                return v.error();
-            dst = std::move(*v);
-            return {};
-        };
-        auto lin = [&](const char* name, std::uint32_t n_in, std::uint32_t n_out,
-                       reference_linear& dst) -> result<void> {
-            auto v = load_linear(f, p + name, n_in, n_out);
-            if (!v)
-                return v.error();
-            dst = std::move(*v);
-            return {};
-        };
-        BITNET_TRY(vec("attn_norm", m.n_embd, L.attn_norm));
-        BITNET_TRY(vec("ffn_norm", m.n_embd, L.ffn_norm));
-        if (sub_norms) {
-            BITNET_TRY(vec("attn_sub_norm", n_q, L.attn_sub_norm));
-            BITNET_TRY(vec("ffn_sub_norm", m.n_ff, L.ffn_sub_norm));
-        }
-        BITNET_TRY(lin("attn_q", m.n_embd, n_q, L.wq));
-        BITNET_TRY(lin("attn_k", m.n_embd, n_kv, L.wk));
-        BITNET_TRY(lin("attn_v", m.n_embd, n_kv, L.wv));
-        BITNET_TRY(lin("attn_output", n_q, m.n_embd, L.wo));
-        BITNET_TRY(lin("ffn_gate", m.n_embd, m.n_ff, L.w_gate));
-        BITNET_TRY(lin("ffn_up", m.n_embd, m.n_ff, L.w_up));
-        BITNET_TRY(lin("ffn_down", m.n_ff, m.n_embd, L.w_down));
-        m.layers.push_back(std::move(L));
+        auto layer = load_reference_layer(f, m, l);
+        if (!layer)
+            return layer.error();
+        m.layers.push_back(std::move(*layer));
     }
     return m;
 }
