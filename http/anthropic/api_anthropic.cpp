@@ -187,9 +187,10 @@ std::string number_of(const std::string& req_id) {
 /// Anthropic's structured output: `output_config.format` (or the beta's `output_format`), a
 /// {"type":"json_schema","schema":{...}}, as the chat route's response_format; `effort` (how
 /// much a thinking model spends) and anything else in output_config is refused.
-std::optional<api_error> translate_output_format(const json::object& body, json::object& out) {
+std::optional<api_error> translate_output_format(const json::object& body, json::object& out,
+                                                 std::string& param) {
     const json::value* format = nullptr;
-    std::string param = "output_format";
+    param = "output_format";
     if (const auto* oc = body.if_contains("output_config"); oc && !oc->is_null()) {
         const auto* o = oc->if_object();
         if (!o)
@@ -235,7 +236,8 @@ void translate_sampling(const json::object& body, json::object& out) {
 
 } // namespace
 
-std::variant<std::string, api_error> messages_as_chat(std::string_view body) {
+std::variant<std::string, api_error> messages_as_chat(std::string_view body,
+                                                      std::string* format_param) {
     auto parsed = parse_request_json(body);
     if (auto* e = std::get_if<api_error>(&parsed))
         return *e;
@@ -275,21 +277,22 @@ std::variant<std::string, api_error> messages_as_chat(std::string_view body) {
     out["messages"] = std::move(msgs);
     if (auto e = translate_tools(*o, out))
         return *e;
-    if (auto e = translate_output_format(*o, out))
+    std::string format_field;
+    if (auto e = translate_output_format(*o, out, format_field))
         return *e;
+    if (format_param)
+        *format_param = std::move(format_field);
     return json::serialize(out);
 }
 
 parse_result parse_messages(std::string_view body) {
-    auto chat = messages_as_chat(body);
+    // The structured output came from output_config.format (or the beta's output_format):
+    // errors, the schema compiler's too, name that field.
+    std::string format_param;
+    auto chat = messages_as_chat(body, &format_param);
     if (auto* e = std::get_if<api_error>(&chat))
         return *e;
     auto r = parse_inference(std::get<std::string>(chat), api_family::chat);
-    // The structured output came from output_config.format (or the beta's output_format):
-    // errors, the schema compiler's too, name that field.
-    const std::string format_param = body.find("\"output_config\"") != std::string_view::npos
-                                         ? "output_config.format"
-                                         : "output_format";
     if (auto* e = std::get_if<api_error>(&r); e && e->param == "stop")
         e->param = "stop_sequences";
     else if (e && e->param == "response_format")

@@ -33,7 +33,10 @@ namespace bitnet::http {
 
 /// The chat completion request (JSON text) that asks what the Messages request `body` asks, or
 /// the 400 that says why there is none. Fields the translation does not know are left out.
-[[nodiscard]] std::variant<std::string, api_error> messages_as_chat(std::string_view body);
+/// `format_param`, when given, is set to the field the structured output came in
+/// (output_config.format, or the beta's output_format).
+[[nodiscard]] std::variant<std::string, api_error>
+messages_as_chat(std::string_view body, std::string* format_param = nullptr);
 
 /// Parses a Messages request into the validated input the chat route would get (errors in the
 /// Messages request's field names: `stop` is `stop_sequences`).

@@ -167,6 +167,14 @@ TEST_CASE("messages: output_config.format (and the beta's output_format) is stru
                                       ? "output_config.format"
                                       : "output_format"));
     }
+    // The field is the one the request used, whatever else its body holds: a schema with a
+    // property named "output_config" does not rename the beta's output_format.
+    auto mention = parse_messages(
+        R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],"output_format":)"
+        R"({"type":"json_schema","schema":{"type":"object","properties":)"
+        R"({"output_config":{"type":"string"}}}}})");
+    REQUIRE(std::holds_alternative<inference_input>(mention));
+    CHECK(std::get<inference_input>(mention).schema_param == "output_format");
     const auto base =
         std::string(R"({"max_tokens":16,"messages":[{"role":"user","content":"x"}],)");
     CHECK(error_of(base + R"("output_config":{"effort":"high"}})").param == "output_config.effort");
