@@ -143,6 +143,11 @@ struct metrics::impl {
                   "max_connections_per_client")
             .Register(*reg)
             .Add({});
+    pm::Counter& accept_failures = pm::BuildCounter()
+                                       .Name("bitnet_http_accept_failures_total")
+                                       .Help("accepts of the HTTP listening socket that failed")
+                                       .Register(*reg)
+                                       .Add({});
     pm::Family<pm::Gauge>& live_objects =
         pm::BuildGauge()
             .Name("bitnet_live_objects")
@@ -429,6 +434,10 @@ void metrics::connections_open(std::size_t n) {
 
 void metrics::connection_reclaimed() {
     impl_->connections_reclaimed.Increment();
+}
+
+void metrics::accept_failed() {
+    impl_->accept_failures.Increment();
 }
 
 void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {

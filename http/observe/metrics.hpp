@@ -90,6 +90,9 @@ public:
     /// max_connections or max_connections_per_client.
     void connections_open(std::size_t n);
     void connection_reclaimed();
+    /// bitnet_http_accept_failures_total: accepts of the listening socket that failed (out of
+    /// descriptors or kernel memory, or a connection reset before it was taken).
+    void accept_failed();
     /// Text exposition format 0.0.4.
     [[nodiscard]] std::string render() const;
 
