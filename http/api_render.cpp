@@ -407,7 +407,8 @@ std::string health_body(const status_snapshot& snap, const build_info& b, bool h
     json::object build{{"git_sha", b.git_sha},
                        {"compiler", b.compiler},
                        {"flags", b.flags},
-                       {"cpu_features", b.cpu_features}};
+                       {"cpu_features", b.cpu_features},
+                       {"test_hooks", b.test_hooks}};
     json::array models, executors;
     for (const auto& m : snap.models) {
         const bool known = !m.info.device.empty();
@@ -442,7 +443,11 @@ std::string health_body(const status_snapshot& snap, const build_info& b, bool h
                       {"build", std::move(build)},
                       {"uptime_s", uptime_s},
                       {"components", std::move(components)},
-                      {"devices", devices_json(b.devices)}};
+                      {"devices", devices_json(b.devices)},
+                      {"compute",
+                       {{"threads", b.compute.threads},
+                        {"threads_from", b.compute.threads_from},
+                        {"spin_count", b.compute.spin_count}}}};
     return json::serialize(root);
 }
 

@@ -554,6 +554,7 @@ msg::batcher_actor::behavior_type batcher_fn(batcher_pointer self, msg::batcher_
                 spdlog::warn("batcher '{}': refused a request placed by {}: it is not a member "
                              "with the router role",
                              self->state.opt.model, who);
+                peer_gate::process().refused();
                 return msg::to_caf_error(errc::forbidden,
                                          "this replica takes requests only from its own node and "
                                          "from cluster members with the router role");

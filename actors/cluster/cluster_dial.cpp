@@ -53,6 +53,8 @@ void join_through(pointer self, const msg::cluster_actor& peer, const caf::node_
                 if (!v.refusal.empty()) {
                     spdlog::error("cluster: refused node '{}' at {}: {}", r.name, address,
                                   v.refusal);
+                    if (self->state.opt.on_refused)
+                        self->state.opt.on_refused("proof");
                     return on_end(false);
                 }
                 self->state.seed_member[address] = r.name;
@@ -101,6 +103,8 @@ void dial(pointer self, const std::string& address, std::function<void(bool)> on
                                         "not signed by this cluster's CA, or this node's is "
                                         "not by its)"
                                       : "");
+                if (self->state.opt.on_dial_failed)
+                    self->state.opt.on_dial_failed();
                 on_end(false);
             });
 }

@@ -96,6 +96,8 @@ caf::result<msg::operation_ticket> on_node_order(pointer self, msg::node_order& 
     if (!why.empty()) {
         spdlog::warn("cluster: refused a {} of '{}' ordered by node '{}': {}", o.kind, o.load.alias,
                      o.issuer, why);
+        if (st.opt.on_refused)
+            st.opt.on_refused("order");
         return refuse("forbidden", why, o.load.alias);
     }
     spdlog::info("cluster: node '{}' orders {} of '{}' here", o.issuer, o.kind, o.load.alias);
@@ -158,6 +160,8 @@ void mark_down(pointer self, member& m, const std::string& why) {
     if (m.peer)
         peer_gate::process().drop(m.peer->node());
     spdlog::warn("cluster: node '{}' ({}) is down: {}", m.name, m.address, why);
+    if (self->state.opt.on_down)
+        self->state.opt.on_down(m.name);
     push_replicas(self);
     // Admission drops its replicas and has the relay move the streams that ran there.
     self->send(self->state.opt.admission, msg::down_atom_v, m.name);
@@ -179,10 +183,13 @@ bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor
                const peer_roles* proven) {
     auto& st = self->state;
     if (r.name == st.opt.node_name) {
-        if (r.incarnation != st.incarnation)
+        if (r.incarnation != st.incarnation) {
             spdlog::error("cluster: another node at {} calls itself '{}': ignored (node names "
                           "must be unique)",
                           r.address, r.name);
+            if (st.opt.on_refused)
+                st.opt.on_refused("name_taken");
+        }
         return false;
     }
     // A name belongs to the process linked under it while that link is up: another process
@@ -194,6 +201,8 @@ bool on_report(pointer self, const msg::node_report& r, const msg::cluster_actor
             spdlog::error("cluster: a second process at {} claims to be node '{}', which is "
                           "linked and up at {}: ignored (node names must be unique)",
                           r.address, r.name, known.address);
+            if (st.opt.on_refused)
+                st.opt.on_refused("name_taken");
             return false;
         }
     }
@@ -428,6 +437,8 @@ msg::cluster_actor::behavior_type cluster_fn(pointer self, cluster_options opt) 
             const auto v = check_proof(self, r.name, p, sender->node());
             if (!v.refusal.empty()) {
                 spdlog::error("cluster: refused node '{}' ({}): {}", r.name, r.address, v.refusal);
+                if (self->state.opt.on_refused)
+                    self->state.opt.on_refused("proof");
                 return msg::to_caf_error(errc::forbidden,
                                          "node '" + r.name + "' refused: " + v.refusal);
             }
@@ -456,6 +467,8 @@ msg::cluster_actor::behavior_type cluster_fn(pointer self, cluster_options opt) 
             // Rolls start from this node's HTTP API, never from a peer.
             if (from_elsewhere(self)) {
                 spdlog::warn("cluster: refused a roll order from another process");
+                if (self->state.opt.on_refused)
+                    self->state.opt.on_refused("order");
                 return refuse("forbidden", "a roll starts only from this node's own API",
                               order.load.alias);
             }

@@ -90,6 +90,14 @@ struct cluster_options {
     std::function<void(const std::string& peer, double seconds)> on_heartbeat_gap;
     /// `peer` turned suspect (no heartbeat for half the failure timeout).
     std::function<void(const std::string& peer)> on_suspect;
+    /// A dial of a member's or a seed's address that did not connect.
+    std::function<void()> on_dial_failed;
+    /// `peer` turned down (no heartbeat for the failure timeout, or its link broke).
+    std::function<void(const std::string& peer)> on_down;
+    /// A peer refused: `reason` proof (its join proof failed) | name_taken (a second process
+    /// under the name of a member linked and up) | order (a model order or a roll from a peer
+    /// without the admin role or key, or from another process).
+    std::function<void(const char* reason)> on_refused;
 };
 
 [[nodiscard]] msg::cluster_actor spawn_cluster_node(caf::actor_system& sys, cluster_options opt);

@@ -2,6 +2,8 @@
 
 #include <caf/actor_control_block.hpp>
 
+#include <utility>
+
 namespace bitnet::actors {
 
 peer_gate& peer_gate::process() {
@@ -35,6 +37,21 @@ bool peer_gate::allows(const caf::strong_actor_ptr& sender, const caf::node_id& 
                    ? "node '" + it->second.name + "'"
                    : "process " + caf::to_string(sender->node()) + " (not a member)";
     return it != members_.end() && (it->second.roles & needed) == needed;
+}
+
+void peer_gate::refused() const {
+    std::function<void()> f;
+    {
+        std::lock_guard lock(mu_);
+        f = on_refused_;
+    }
+    if (f)
+        f();
+}
+
+void peer_gate::on_refused(std::function<void()> f) {
+    std::lock_guard lock(mu_);
+    on_refused_ = std::move(f);
 }
 
 } // namespace bitnet::actors

@@ -11,6 +11,7 @@
 #include <caf/actor_control_block.hpp>
 #include <caf/node_id.hpp>
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -34,6 +35,11 @@ public:
     [[nodiscard]] bool allows(const caf::strong_actor_ptr& sender, const caf::node_id& self,
                               peer_roles needed, std::string* who = nullptr) const;
 
+    /// A request (or a prompt to tokenize) refused after `allows` said no: runs the hook.
+    void refused() const;
+    /// The hook refused() runs (the start-up's counter); set before any peer links.
+    void on_refused(std::function<void()> f);
+
 private:
     struct entry {
         std::string name;
@@ -41,6 +47,7 @@ private:
     };
     mutable std::mutex mu_;
     std::map<caf::node_id, entry> members_;
+    std::function<void()> on_refused_;
 };
 
 } // namespace bitnet::actors

@@ -174,6 +174,7 @@ msg::text_actor::behavior_type text_fn(msg::text_actor::pointer self, text_optio
         return peer_gate::process().allows(self->current_sender(), self->node(), role_router);
     };
     const auto refused = [] {
+        peer_gate::process().refused();
         return msg::to_caf_error(errc::forbidden, "this text actor serves only its own node and "
                                                   "cluster members with the router role");
     };

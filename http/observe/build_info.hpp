@@ -26,6 +26,14 @@ struct device_inventory {
     std::vector<std::string> placements; ///< the expanded devices list, the CPU last
 };
 
+/// The compute pool the start-up sized (/health "compute"): its threads, whether n_threads
+/// gave them or the CPUs this process may use ("cpus"), and an idle thread's spin count.
+struct compute_settings {
+    std::uint32_t threads = 0;
+    std::string threads_from = "n_threads"; ///< n_threads | cpus
+    std::uint32_t spin_count = 0;
+};
+
 /// What /health reports about the binary (filled by the executable, which knows its build).
 struct build_info {
     std::string version = "0.1.0";
@@ -33,7 +41,9 @@ struct build_info {
     std::string compiler;
     std::string flags;
     std::string cpu_features;
+    bool test_hooks = false; ///< built with the test hooks (BITNET_TEST_HOOKS)
     device_inventory devices;
+    compute_settings compute;
 };
 
 } // namespace bitnet::http

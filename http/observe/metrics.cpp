@@ -143,6 +143,11 @@ struct metrics::impl {
                   "max_connections_per_client")
             .Register(*reg)
             .Add({});
+    pm::Counter& accept_failures = pm::BuildCounter()
+                                       .Name("bitnet_http_accept_failures_total")
+                                       .Help("accepts of the HTTP listening socket that failed")
+                                       .Register(*reg)
+                                       .Add({});
     pm::Family<pm::Gauge>& live_objects =
         pm::BuildGauge()
             .Name("bitnet_live_objects")
@@ -176,6 +181,22 @@ struct metrics::impl {
         pm::BuildCounter()
             .Name("bitnet_cluster_suspect_total")
             .Help("times a peer turned suspect (no heartbeat for half the failure timeout)")
+            .Register(*reg);
+    pm::Family<pm::Counter>& downs =
+        pm::BuildCounter()
+            .Name("bitnet_cluster_down_total")
+            .Help("times a peer turned down (no heartbeat for the failure timeout, or link lost)")
+            .Register(*reg);
+    pm::Family<pm::Counter>& dial_failures =
+        pm::BuildCounter()
+            .Name("bitnet_cluster_dial_failures_total")
+            .Help("dials of a member's or a seed's address that did not connect")
+            .Register(*reg);
+    pm::Family<pm::Counter>& cluster_refusals =
+        pm::BuildCounter()
+            .Name("bitnet_cluster_refusals_total")
+            .Help("peers this node refused, by reason (proof, name_taken, tls, basp, order, "
+                  "placement)")
             .Register(*reg);
     pm::Family<pm::Counter>& link_bytes = pm::BuildCounter()
                                               .Name("bitnet_cluster_link_bytes_total")
@@ -431,6 +452,10 @@ void metrics::connection_reclaimed() {
     impl_->connections_reclaimed.Increment();
 }
 
+void metrics::accept_failed() {
+    impl_->accept_failures.Increment();
+}
+
 void metrics::prefix_counts(const std::vector<msg::batcher_stats>& stats) {
     std::lock_guard lk(impl_->prefix_mu);
     for (const auto& s : stats) {
@@ -487,6 +512,9 @@ void metrics::cluster_node(const std::string& node) {
     for (const char* s : {"up", "suspect", "down"})
         impl_->cluster_nodes.Add({{"node", node}, {"state", s}}).Set(s[0] == 'u' ? 1 : 0);
     impl_->migrated.Add({{"node", node}});
+    impl_->dial_failures.Add({{"node", node}});
+    for (const char* r : {"proof", "name_taken", "tls", "basp", "order", "placement"})
+        impl_->cluster_refusals.Add({{"node", node}, {"reason", r}});
 }
 
 void metrics::cluster_nodes(std::uint32_t up, std::uint32_t suspect, std::uint32_t down) {
@@ -516,6 +544,18 @@ void metrics::heartbeat_gap(const std::string& peer, double seconds) {
 
 void metrics::suspect(const std::string& peer) {
     impl_->suspects.Add({{"node", impl_->node}, {"peer", peer}}).Increment();
+}
+
+void metrics::down(const std::string& peer) {
+    impl_->downs.Add({{"node", impl_->node}, {"peer", peer}}).Increment();
+}
+
+void metrics::dial_failed() {
+    impl_->dial_failures.Add({{"node", impl_->node}}).Increment();
+}
+
+void metrics::cluster_refused(const std::string& reason) {
+    impl_->cluster_refusals.Add({{"node", impl_->node}, {"reason", reason}}).Increment();
 }
 
 void metrics::swap(const std::string& result) {

@@ -65,6 +65,17 @@ public:
     void heartbeat_gap(const std::string& peer, double seconds);
     /// bitnet_cluster_suspect_total{node,peer}: `peer` turned suspect.
     void suspect(const std::string& peer);
+    /// bitnet_cluster_down_total{node,peer}: `peer` turned down.
+    void down(const std::string& peer);
+    /// bitnet_cluster_dial_failures_total{node}: a dial of a peer's address did not connect.
+    void dial_failed();
+    /// bitnet_cluster_refusals_total{node,reason}: a peer this node refused. reason: proof (its
+    /// join proof failed: a certificate that names another node), name_taken (a second process
+    /// under the name of a member linked and up), tls (a TLS session the cluster's CA refused,
+    /// or that broke), basp (a frame past the guard's limits), order (a model order or roll
+    /// without the admin role or key), placement (a request placed, or a prompt sent to
+    /// tokenize, by a peer without the router role).
+    void cluster_refused(const std::string& reason);
     /// bitnet_model_swaps_total{result}: success | failed | rollback.
     void swap(const std::string& result);
     /// bitnet_device_fallbacks_total{alias,from,to,reason}: a model version moved from placement
@@ -90,6 +101,9 @@ public:
     /// max_connections or max_connections_per_client.
     void connections_open(std::size_t n);
     void connection_reclaimed();
+    /// bitnet_http_accept_failures_total: accepts of the listening socket that failed (out of
+    /// descriptors or kernel memory, or a connection reset before it was taken).
+    void accept_failed();
     /// Text exposition format 0.0.4.
     [[nodiscard]] std::string render() const;
 

@@ -163,6 +163,7 @@ void listener::on_accept_error(const beast::error_code& ec) {
     // connection (reset before it was taken): accept the next at once.
     const bool exhausted = ec == net::error::no_descriptors || ec.value() == ENFILE ||
                            ec == net::error::no_buffer_space || ec == net::error::no_memory;
+    m.accept_failed(); // each one; the warning below at most once a second
     const auto now = steady::now();
     if (now - last_accept_warning_ > std::chrono::seconds(1)) {
         last_accept_warning_ = now;

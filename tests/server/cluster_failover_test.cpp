@@ -121,8 +121,7 @@ TEST_CASE("cluster: a replica killed under 32 greedy streams: every stream compl
     auto got = streams_with_fault(c, 32, body, [&] { c.a->kill_now(); });
     CHECK(eventually([&] { return c.r->sees("a") == "down"; }));
     check_same_as_one_node(got, *c.b, body);
-    // The streams that ran on a moved: the router says so, in its log and its metrics.
-    CHECK(c.r->log().find("the stream continues on node 'b'") != std::string::npos);
+    // The streams that ran on a moved: the router counts them.
     CHECK(migrated(*c.r) > 0);
 }
 
@@ -202,7 +201,7 @@ TEST_CASE("cluster: a hung replica (SIGSTOP) is found by missed heartbeats and i
 TEST_CASE("cluster: a replica's model crashing under 16 greedy streams moves them to the other "
           "replica byte-identical, and its restarted model serves again") {
     three_nodes c({"--test-hooks", "1"});
-    if (c.a->log().find("this build has no test hooks") != std::string::npos) {
+    if (!has_test_hooks(c.a->get("/health"))) {
         MESSAGE("bitnet-server has no test hooks (not a Debug build): a model crash not checked");
         return;
     }
@@ -215,13 +214,10 @@ TEST_CASE("cluster: a replica's model crashing under 16 greedy streams moves the
     // machine a late heartbeat may make it "suspect" for a moment (half the failure timeout),
     // which is not a lost node: it must never have been "down", and be "up" again.
     CHECK_MESSAGE(eventually([&] { return c.r->sees("a") == "up"; }), c.r->log());
-    CHECK_MESSAGE(c.r->log().find("node 'a' (" + c.a->cluster_address() + ") is down") ==
-                      std::string::npos,
-                  c.r->log());
+    CHECK_MESSAGE(c.r->downs("a") == 0, c.r->log());
     check_same_as_one_node(got, *c.b, body);
     const auto log = c.r->log();
-    CHECK_MESSAGE(log.find("its replica stopped it") != std::string::npos, log);
-    CHECK_MESSAGE(log.find("the stream continues on node 'b'") != std::string::npos, log);
+    // Moved (counted) while a was never down: its replica stopped the streams, not a lost node.
     CHECK_MESSAGE(migrated(*c.r) > 0, log);
     // The stopped batcher is left out of the router's view; node a's new one is not.
     CHECK_MESSAGE(serves_again(*c.r, *c.a), (c.r->log() + "\n--- node a:\n" + c.a->log()));
@@ -234,8 +230,7 @@ TEST_CASE("cluster: a node restarted under its name rejoins and serves") {
     c.b->start(); // the same flags: --join a, a new cluster port
     REQUIRE_MESSAGE(eventually([&] { return c.r->sees("b") == "up" && c.a->sees("b") == "up"; }),
                     c.r->log());
-    CHECK(c.r->log().find("node 'b' (" + c.b->cluster_address() + ") is up again") !=
-          std::string::npos);
+    CHECK(c.r->downs("b") == 1); // down once (the kill), up again since
     CHECK(serves_again(*c.r, *c.b));
 }
 

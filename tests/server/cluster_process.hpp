@@ -163,6 +163,34 @@ public:
         return {};
     }
 
+    /// The stream batches this node received from `peer`'s replica for requests it placed there
+    /// (bitnet_cluster_link_messages_total, direction in, kind stream): at least one per request.
+    [[nodiscard]] double streamed_from(const std::string& peer) const {
+        return sample(get("/metrics").body,
+                      R"(bitnet_cluster_link_messages_total{direction="in",kind="stream",node=")" +
+                          name_ + R"(",peer=")" + peer + R"("})");
+    }
+
+    /// bitnet_cluster_dial_failures_total{node}: the dials of this node that did not connect.
+    [[nodiscard]] double dial_failures() const {
+        return sample(get("/metrics").body,
+                      "bitnet_cluster_dial_failures_total{node=\"" + name_ + "\"}");
+    }
+
+    /// bitnet_cluster_down_total{node,peer} on this node's /metrics: the times it saw `peer`
+    /// turn down; 0 when none (or it does not answer).
+    [[nodiscard]] double downs(const std::string& peer) const {
+        return sample(get("/metrics").body,
+                      "bitnet_cluster_down_total{node=\"" + name_ + "\",peer=\"" + peer + "\"}");
+    }
+
+    /// bitnet_cluster_refusals_total{node,reason} on this node's /metrics: the peers it refused
+    /// for `reason` (proof, name_taken, tls, basp); 0 when it does not answer.
+    [[nodiscard]] double refusals(const std::string& reason) const {
+        return sample(get("/metrics").body, "bitnet_cluster_refusals_total{node=\"" + name_ +
+                                                "\",reason=\"" + reason + "\"}");
+    }
+
 private:
     std::string name_;
     std::vector<std::string> args_;

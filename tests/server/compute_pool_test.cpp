@@ -11,6 +11,7 @@
 #include <iterator>
 #include <sstream>
 
+#include <sched.h>
 #include <unistd.h>
 
 namespace bitnet::test {
@@ -61,9 +62,11 @@ TEST_CASE("compute pool: the server's idle compute threads spin compute_spin_cou
         const double before = cpu_ms_of(s.pid());
         std::this_thread::sleep_for(std::chrono::seconds(1));
         const double used = cpu_ms_of(s.pid()) - before;
-        const auto log = s.log();
-        CHECK_MESSAGE(log.find("compute: 2 thread(s) (n_threads)") != std::string::npos, log);
-        CHECK(log.find("(spin " + spin + ")") != std::string::npos);
+        // The pool as the server sized it, in /health.
+        const auto compute = parse_object(s.get("/health").body).at("compute").as_object();
+        CHECK(compute.at("threads").as_int64() == 2);
+        CHECK(compute.at("threads_from").as_string() == "n_threads");
+        CHECK(std::to_string(compute.at("spin_count").as_int64()) == spin);
         MESSAGE("spin " << spin << ": " << used << " ms of CPU in the idle second");
         return used;
     };
@@ -72,9 +75,15 @@ TEST_CASE("compute pool: the server's idle compute threads spin compute_spin_cou
     CHECK(sleeping < 150.0);
     CHECK(spinning > sleeping + 100.0);
 
+    // --threads 0: sized from the CPUs the process may use (its affinity mask, at most).
     server_process s({"--threads", "0"});
-    const auto log = s.log();
-    CHECK_MESSAGE(log.find("the CPUs this process may use") != std::string::npos, log);
+    const auto compute = parse_object(s.get("/health").body).at("compute").as_object();
+    CHECK(compute.at("threads_from").as_string() == "cpus");
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    REQUIRE(::sched_getaffinity(s.pid(), sizeof mask, &mask) == 0);
+    CHECK(compute.at("threads").as_int64() >= 1);
+    CHECK(compute.at("threads").as_int64() <= CPU_COUNT(&mask));
 }
 
 TEST_CASE("compute pool: with default settings beside a CPU-bound process and streams decoding, "

@@ -89,7 +89,6 @@ TEST_CASE("--devices cuda:63: the placement cannot load anywhere, the CPU serves
     boost::json::array expected{"cuda:63", "cpu"};
     CHECK(devices.at("placements").as_array() == expected);
     CHECK(devices.at("cuda").as_object().contains("built"));
-    CHECK(s.log().find("devices cuda:63 -> placements cuda:63,cpu") != std::string::npos);
     check_served_on_cpu_after(s, "cuda:63");
 }
 
@@ -177,9 +176,9 @@ TEST_CASE("a KV pool the host cannot allocate fails the load in words, and the s
     const std::string failure(hm.at("failure").as_string());
     CHECK(failure.find("out of memory on cpu") != std::string::npos);
     CHECK(failure.find("KV pool of " + one_tib + " bytes, kv_budget_bytes") != std::string::npos);
-    // It had ended the executor as a crash: restarted, then "internal: system_error".
+    // It had ended the executor as a crash (an exception no one caught): restarted, then
+    // "internal: system_error" as the version's failure.
     CHECK(failure.find("internal") == std::string::npos);
-    CHECK(s.log().find("unhandled exception") == std::string::npos);
     CHECK(s.get("/health/ready").status == 503);
     CHECK(s.alive());
 }

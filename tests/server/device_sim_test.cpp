@@ -36,7 +36,13 @@ TEST_CASE("--devices sim:0 serves through the CUDA engine and answers as the CPU
     CHECK(m.at("device").as_string() == "sim:0");
     CHECK(m.at("device_fallbacks").as_int64() == 0);
     CHECK(test::model(cpu, "tiny").at("device").as_string() == "cpu");
-    CHECK(sim.log().find("simulated grid") != std::string::npos);
+    // /health names the engine serving it: the CUDA engine on the simulated grid.
+    const auto health = test::parse_object(sim.get("/health").body);
+    std::string engine;
+    for (const auto& e : health.at("components").at("executors").as_array())
+        if (e.at("model").as_string() == "tiny")
+            engine = e.at("engine").as_string();
+    CHECK_MESSAGE(engine.find("simulated grid") != std::string::npos, engine);
 
     for (const std::string prompt : {"Hello", "Once upon a time", "1 2 3 4 5 6 7 8 9"}) {
         CAPTURE(prompt);

@@ -210,11 +210,11 @@ TEST_CASE("https: a client that leaves is cancelled and counted as 499: mid-stre
         REQUIRE(streaming.read_head() == 200);
         REQUIRE(streaming.read_until("event: token").find("event: token") != std::string::npos);
     } // gone mid-stream
-    CHECK_MESSAGE(eventually([&] {
-                      return s->log().find("/v1/inference/stream stream 499 client_closed") !=
-                             std::string::npos;
-                  }),
-                  s->log());
+    const auto abandoned = [&](const std::string& route) {
+        return sample(https_get(s->port(), c.ca, "/metrics").body,
+                      R"(bitnet_requests_total{route=")" + route + R"(",status="499"})");
+    };
+    CHECK_MESSAGE(eventually([&] { return abandoned("/v1/inference/stream") == 1; }), s->log());
 
     // A plain request: nothing reads its connection while the reply is generated, so only the
     // disconnect watch can notice the client leave. Under TLS a polite client's close_notify
@@ -226,11 +226,7 @@ TEST_CASE("https: a client that leaves is cancelled and counted as 499: mid-stre
         return sample(https_get(s->port(), c.ca, "/metrics").body, "bitnet_requests_running") >= 1;
     }));
     plain.hang_up();
-    CHECK_MESSAGE(eventually([&] {
-                      return s->log().find("/v1/inference plain 499 client_closed") !=
-                             std::string::npos;
-                  }),
-                  s->log());
+    CHECK_MESSAGE(eventually([&] { return abandoned("/v1/inference") == 1; }), s->log());
 }
 
 TEST_CASE("https: SIGHUP re-reads the certificate for new connections, a stream opened before "
@@ -260,11 +256,12 @@ TEST_CASE("https: SIGHUP re-reads the certificate for new connections, a stream 
 
     put(second);
     ::kill(s->pid(), SIGHUP);
-    REQUIRE_MESSAGE(eventually([&] {
-                        return s->log().find("SIGHUP: HTTPS certificate reloaded") !=
-                               std::string::npos;
-                    }),
-                    s->log());
+    // Counted once the reload is done (the new pair is in use from then on).
+    const auto reloads = [&](const std::string& result, const std::string& ca) {
+        return sample(https_get(s->port(), ca, "/metrics").body,
+                      R"(bitnet_tls_reloads_total{result=")" + result + R"("})");
+    };
+    REQUIRE_MESSAGE(eventually([&] { return reloads("ok", second.ca) == 1; }), s->log());
     CHECK(s->alive());
 
     // New connections: the second CA verifies them, the first no longer does.
@@ -285,10 +282,7 @@ TEST_CASE("https: SIGHUP re-reads the certificate for new connections, a stream 
     // A key file that is not a key: the reload fails, says so, and the second pair serves on.
     write_file(key, {'n', 'o', 't', ' ', 'a', ' ', 'k', 'e', 'y'});
     ::kill(s->pid(), SIGHUP);
-    REQUIRE_MESSAGE(eventually([&] {
-                        return s->log().find("HTTPS certificate not reloaded") != std::string::npos;
-                    }),
-                    s->log());
+    REQUIRE_MESSAGE(eventually([&] { return reloads("failed", second.ca) == 1; }), s->log());
     CHECK(s->alive());
     tls_client after_bad(s->port(), {.ca_file = second.ca});
     CHECK_MESSAGE(after_bad.ok(), after_bad.error());
@@ -331,8 +325,8 @@ TEST_CASE("https: a certificate and a key that do not belong together, or a file
 }
 
 TEST_CASE("https: HTTPS and the cluster's TLS in one process: failed HTTPS handshakes are the "
-          "HTTP listener's (never reported as cluster refusals) and a refused peer is still "
-          "logged as the cluster's") {
+          "HTTP listener's (never counted as cluster refusals) and a refused peer is still "
+          "counted as the cluster's") {
     scratch_dir d;
     const auto c = make_server_certs(d, "ca");
     make_certs(c.dir, "a");
@@ -351,27 +345,34 @@ TEST_CASE("https: HTTPS and the cluster's TLS in one process: failed HTTPS hands
 
     // HTTPS handshakes that fail on the server's side (an SSL_ERROR_SSL in asio's engine): a
     // client that does not trust the server, one that offers only TLS 1.1.
-    const auto failures_before = count_of(a.log(), "https: TLS handshake with");
+    const auto handshake_failures = [&] {
+        return sample(https_get(a.port(), c.ca, "/metrics").body,
+                      "bitnet_tls_handshake_failures_total");
+    };
+    const auto cluster_tls_refusals = [&] {
+        return sample(https_get(a.port(), c.ca, "/metrics").body,
+                      R"(bitnet_cluster_refusals_total{node="a",reason="tls"})");
+    };
+    const auto failures_before = handshake_failures();
     tls_client untrusting(a.port(), {.ca_file = d.file("other-ca/ca.crt")});
     CHECK_FALSE(untrusting.ok());
     tls_client old(a.port(), {.ca_file = c.ca, .max_version = TLS1_1_VERSION});
     CHECK_FALSE(old.ok());
-    CHECK(eventually(
-        [&] { return count_of(a.log(), "https: TLS handshake with") >= failures_before + 2; }));
-    CHECK(a.log().find("cluster: TLS session with") == std::string::npos);
+    CHECK(eventually([&] { return handshake_failures() >= failures_before + 2; }));
+    CHECK(cluster_tls_refusals() == 0);
     CHECK(https_get(a.port(), c.ca, "/health/live").status == 200);
 
     // A peer whose certificate another CA signed dials a's cluster port: CAF's refusal is still
-    // the interposer's to log, and HTTPS is untouched by it.
+    // the interposer's to log and count, and HTTPS is untouched by it.
     cluster_node intruder("intruder",
                           {"--cluster-listen", "127.0.0.1:0", "--cluster-cert",
                            other + "/intruder.crt", "--cluster-key", other + "/intruder.key",
                            "--cluster-ca", other + "/ca.crt", "--join", a.cluster_address(),
                            "--threads", "1"},
                           "", d.file("intruder.log"));
-    CHECK_MESSAGE(
-        eventually([&] { return a.log().find("cluster: TLS session with") != std::string::npos; }),
-        a.log());
+    const auto https_failures = handshake_failures();
+    CHECK_MESSAGE(eventually([&] { return cluster_tls_refusals() >= 1; }), a.log());
+    CHECK(handshake_failures() == https_failures);
     tls_client after(a.port(), {.ca_file = c.ca});
     REQUIRE_MESSAGE(after.ok(), after.error());
     const auto r = after.request(bhttp::verb::post, "/v1/completions", k_completion);

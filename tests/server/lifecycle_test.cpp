@@ -29,12 +29,12 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-/// Whether the server under test has the test hooks, as the server itself reports: a build without
-/// them logs that it ignored --test-hooks. The build's own server must agree with how it was built
+/// Whether the server under test has the test hooks, as the server itself reports (/health's
+/// build.test_hooks). The build's own server must agree with how it was built
 /// (BITNET_SERVER_TEST_HOOKS, tests/CMakeLists.txt), so a Debug build can never skip the hook
 /// checks by accident; a server from BITNET_TEST_SERVER is taken at its word.
 bool server_has_test_hooks(const test::server_process& s) {
-    const bool has = s.log().find("this build has no test hooks") == std::string::npos;
+    const bool has = test::has_test_hooks(s.get("/health"));
 #ifdef BITNET_SERVER_TEST_HOOKS
     constexpr bool built_with = true;
 #else

@@ -227,6 +227,19 @@ inline boost::json::object parse_object(const std::string& body) {
     return boost::json::parse(body).as_object();
 }
 
+/// Whether a server was built with the test hooks, from its GET /health reply (build.test_hooks;
+/// false when the reply is not /health's).
+inline bool has_test_hooks(const http_reply& health) {
+    boost::system::error_code ec;
+    const auto v = boost::json::parse(health.body, ec);
+    if (ec || !v.is_object())
+        return false;
+    const auto* build = v.as_object().if_contains("build");
+    const auto* hooks = build && build->is_object() ? build->as_object().if_contains("test_hooks")
+                                                    : nullptr;
+    return hooks && hooks->is_bool() && hooks->as_bool();
+}
+
 /// A response's `usage` without `prompt_tokens_details` (which depends on what the prefix cache
 /// held), to compare two responses for the same prompt.
 inline boost::json::object usage_without_cache(const boost::json::value& usage) {

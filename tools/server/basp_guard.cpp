@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <array>
+#include <functional>
 #include <thread>
 
 namespace bitnet::server {
@@ -66,10 +67,12 @@ namespace {
 /// peer's bytes only after their headers passed the check.
 class relay : public std::enable_shared_from_this<relay> {
 public:
-    relay(tcp::socket peer, asio::io_context& io, basp_guard_limits limits)
+    relay(tcp::socket peer, asio::io_context& io, basp_guard_limits limits,
+          const std::function<void()>& on_refused)
         : peer_(std::move(peer))
         , upstream_(io)
-        , check_(limits) {}
+        , check_(limits)
+        , on_refused_(on_refused) {}
 
     void start(const tcp::endpoint& upstream) {
         boost::system::error_code ec;
@@ -92,6 +95,8 @@ private:
             if (!self->check_.feed(self->in_.data(), n)) {
                 spdlog::warn("cluster: closed the connection from {}: {}", self->from_,
                              self->check_.why());
+                if (self->on_refused_)
+                    self->on_refused_();
                 return self->close();
             }
             asio::async_write(self->upstream_, asio::buffer(self->in_.data(), n),
@@ -126,6 +131,7 @@ private:
     tcp::socket peer_;
     tcp::socket upstream_;
     basp_header_check check_;
+    std::function<void()> on_refused_;
     std::string from_;
     std::array<unsigned char, 16384> in_{};
     std::array<unsigned char, 16384> out_{};
@@ -138,6 +144,7 @@ struct basp_guard::impl {
     tcp::acceptor acceptor{io};
     tcp::endpoint upstream;
     basp_guard_limits limits;
+    std::function<void()> on_refused;
     std::thread thread;
 
     void accept() {
@@ -145,7 +152,7 @@ struct basp_guard::impl {
             if (err == asio::error::operation_aborted)
                 return;
             if (!err)
-                std::make_shared<relay>(std::move(s), io, limits)->start(upstream);
+                std::make_shared<relay>(std::move(s), io, limits, on_refused)->start(upstream);
             accept();
         });
     }
@@ -168,9 +175,11 @@ std::uint16_t basp_guard::port() const noexcept {
 
 result<std::unique_ptr<basp_guard>> basp_guard::start(const std::string& host, std::uint16_t port,
                                                       std::uint16_t upstream_port,
-                                                      basp_guard_limits limits) {
+                                                      basp_guard_limits limits,
+                                                      std::function<void()> on_refused) {
     auto p = std::make_unique<impl>();
     p->limits = limits;
+    p->on_refused = std::move(on_refused);
     p->upstream = tcp::endpoint(asio::ip::make_address("127.0.0.1"), upstream_port);
     boost::system::error_code ec;
     tcp::resolver resolver(p->io);

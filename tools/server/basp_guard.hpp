@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,11 +27,11 @@ struct basp_guard_limits {
 class basp_guard {
 public:
     /// Listens on `host`:`port` (0: the OS picks) and forwards every connection to the
-    /// middleman at 127.0.0.1:`upstream_port`, on a thread of its own.
-    [[nodiscard]] static result<std::unique_ptr<basp_guard>> start(const std::string& host,
-                                                                   std::uint16_t port,
-                                                                   std::uint16_t upstream_port,
-                                                                   basp_guard_limits limits = {});
+    /// middleman at 127.0.0.1:`upstream_port`, on a thread of its own. `on_refused` runs (on
+    /// that thread) for each connection closed for a header past the limits.
+    [[nodiscard]] static result<std::unique_ptr<basp_guard>>
+    start(const std::string& host, std::uint16_t port, std::uint16_t upstream_port,
+          basp_guard_limits limits = {}, std::function<void()> on_refused = {});
     ~basp_guard();
     basp_guard(const basp_guard&) = delete;
     basp_guard& operator=(const basp_guard&) = delete;

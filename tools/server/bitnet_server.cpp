@@ -92,6 +92,9 @@ http::build_info build_info() {
     b.flags = BITNET_BUILD_FLAGS;
 #endif
     b.compiler = std::string("g++ ") + __VERSION__;
+#ifdef BITNET_TEST_HOOKS
+    b.test_hooks = true;
+#endif
     const auto& f = kernels::detect_cpu_features();
     b.cpu_features = std::string(f.avx2 ? "avx2 " : "") + (f.avx512 ? "avx512-vnni " : "") +
                      "kernels=" + std::string(kernels::isa_name(kernels::best_isa()));
@@ -500,6 +503,8 @@ int main(int argc, char** argv) {
     }
     auto ho = http_options_for(*cfg);
     ho.build.devices = devices;
+    ho.build.compute = {cfg->n_threads, threads_why == "n_threads" ? "n_threads" : "cpus",
+                        cfg->compute_spin_count};
     ho.supervisor = supervisor;
     ho.shared_metrics = metrics;
     ho.cluster = *cluster;

@@ -1,10 +1,12 @@
 #include "cluster_start.hpp"
 
 #include "actors/cluster/cluster_node.hpp"
+#include "actors/cluster/peer_gate.hpp"
 #include "actors/cluster/peer_identity.hpp"
 #include "basp_guard.hpp"
 #include "conf/host_port.hpp"
 #include "http/observe/metrics.hpp"
+#include "tls_error_queue.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -142,6 +144,12 @@ result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::ser
             metrics->heartbeat_gap(peer, seconds);
         };
         co.on_suspect = [metrics](const std::string& peer) { metrics->suspect(peer); };
+        co.on_down = [metrics](const std::string& peer) { metrics->down(peer); };
+        co.on_dial_failed = [metrics] { metrics->dial_failed(); };
+        co.on_refused = [metrics](const char* reason) { metrics->cluster_refused(reason); };
+        on_cluster_tls_refusal([metrics] { metrics->cluster_refused("tls"); });
+        actors::peer_gate::process().on_refused(
+            [metrics] { metrics->cluster_refused("placement"); });
     }
     auto cluster = actors::spawn_cluster_node(sys, co);
     std::string address;
@@ -160,7 +168,8 @@ result<msg::cluster_actor> start_cluster(caf::actor_system& sys, const conf::ser
                                              caf::to_string(port.error())};
         }
         if (!co.tls) {
-            auto g = basp_guard::start(hp->host, hp->port, *port);
+            auto g = basp_guard::start(hp->host, hp->port, *port, {},
+                                       [metrics] { metrics->cluster_refused("basp"); });
             if (!g) {
                 caf::anon_send_exit(cluster, caf::exit_reason::user_shutdown);
                 return g.error();

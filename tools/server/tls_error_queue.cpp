@@ -13,11 +13,14 @@
 // through: asio empties the queue before each OpenSSL call and reads it right after
 // SSL_get_error, so emptying it here would turn a failed handshake into an error code 0, which
 // asio takes for success; and the log line would blame the cluster.
+#include "tls_error_queue.hpp"
+
 #include "http/transport/tls_context.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <string>
+#include <utility>
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -28,6 +31,10 @@
 #include <sys/socket.h>
 
 namespace {
+
+/// Set before any cluster session runs; never destroyed, so a session the middleman's thread
+/// ends while the process exits still finds it.
+std::function<void()>* const tls_refused = new std::function<void()>();
 
 /// "ADDRESS:PORT" of the socket's other end, "an unknown peer" when there is none.
 std::string peer_of(const SSL* s) {
@@ -52,6 +59,10 @@ std::string peer_of(const SSL* s) {
 
 } // namespace
 
+void bitnet::server::on_cluster_tls_refusal(std::function<void()> f) {
+    *tls_refused = std::move(f);
+}
+
 extern "C" int SSL_get_error(const SSL* s, int ret_code) {
     using real_fn = int (*)(const SSL*, int);
     static const auto real = reinterpret_cast<real_fn>(::dlsym(RTLD_NEXT, "SSL_get_error"));
@@ -74,5 +85,7 @@ extern "C" int SSL_get_error(const SSL* s, int ret_code) {
                   "this cluster's CA did not sign, or that does not accept this node's, is "
                   "refused)",
                   peer_of(s), what);
+    if (*tls_refused)
+        (*tls_refused)();
     return err;
 }
