@@ -103,4 +103,22 @@ struct default_model {
     }
 };
 
+/// bitnet_model_swaps_total{result=RESULT} on the server's /metrics.
+inline std::uint64_t swaps(const server_process& s, const std::string& result) {
+    const auto m = s.get("/metrics").body;
+    const std::string key = R"(bitnet_model_swaps_total{result=")" + result + R"("} )";
+    const auto at = m.find(key);
+    REQUIRE(at != std::string::npos);
+    return std::stoull(m.substr(at + key.size()));
+}
+
+/// Threads of a process (/proc/PID/task).
+inline std::size_t n_threads(pid_t pid) {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task"))
+        ++n;
+    return n;
+}
+
 } // namespace bitnet::test
