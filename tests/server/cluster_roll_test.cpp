@@ -253,6 +253,33 @@ private:
     }
 };
 
+/// How the requests of a roll ran: wholly on the old version, wholly on the new, failed, or
+/// mixed (a version's name with another version's tokens).
+struct roll_tally {
+    std::size_t on_old = 0, on_new = 0, failed = 0, mixed = 0;
+};
+
+roll_tally tally(const std::vector<native_result>& results, const std::string& v_old,
+                 const std::array<std::string, 4>& ref_old, const std::string& v_new,
+                 const std::array<std::string, 4>& ref_new) {
+    roll_tally t;
+    for (const auto& res : results) {
+        if (!res.ok()) {
+            if (t.failed++ < 3)
+                MESSAGE("failed: status " << res.status << " " << res.error);
+            continue;
+        }
+        const bool old_run = res.version == v_old && res.tokens == ref_old[res.prompt];
+        const bool new_run = res.version == v_new && res.tokens == ref_new[res.prompt];
+        t.on_old += old_run;
+        t.on_new += new_run;
+        if (!old_run && !new_run && t.mixed++ < 3)
+            MESSAGE("version " << res.version << " tokens " << res.tokens << " (old "
+                               << ref_old[res.prompt] << ", new " << ref_new[res.prompt] << ")");
+    }
+    return t;
+}
+
 } // namespace
 
 TEST_CASE(
@@ -346,27 +373,13 @@ TEST_CASE(
     for (std::size_t p = 0; p < prompts.size(); ++p)
         REQUIRE_MESSAGE(ref_old[p] != ref_new[p], "prompt " << p << ": " << ref_old[p]);
 
-    std::size_t on_old = 0, on_new = 0, failed = 0, mixed = 0;
-    for (const auto& res : results) {
-        if (!res.ok()) {
-            if (failed++ < 3)
-                MESSAGE("failed: status " << res.status << " " << res.error);
-            continue;
-        }
-        const bool old_run = res.version == v_old && res.tokens == ref_old[res.prompt];
-        const bool new_run = res.version == v_new && res.tokens == ref_new[res.prompt];
-        on_old += old_run;
-        on_new += new_run;
-        if (!old_run && !new_run && mixed++ < 3)
-            MESSAGE("version " << res.version << " tokens " << res.tokens << " (old "
-                               << ref_old[res.prompt] << ", new " << ref_new[res.prompt] << ")");
-    }
-    MESSAGE(results.size() << " requests: " << on_old << " on the old version, " << on_new
+    const auto t = tally(results, v_old, ref_old, v_new, ref_new);
+    MESSAGE(results.size() << " requests: " << t.on_old << " on the old version, " << t.on_new
                            << " on the new");
-    CHECK(failed == 0);
-    CHECK(mixed == 0);
-    CHECK(on_old >= 2 * clients);
-    CHECK(on_new >= 2 * clients);
+    CHECK(t.failed == 0);
+    CHECK(t.mixed == 0);
+    CHECK(t.on_old >= 2 * clients);
+    CHECK(t.on_new >= 2 * clients);
 }
 
 TEST_CASE(

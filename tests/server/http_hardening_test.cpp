@@ -460,39 +460,47 @@ TEST_CASE("raw-socket mutation run: mutated requests never take the server down 
     CHECK(sent >= 500);
 }
 
+namespace {
+
+/// POST /v1/inference/stream of greedy_ids(first, max_tokens), whole, on a closing connection.
+std::string stream_request_text(int first, int max_tokens) {
+    const std::string body = greedy_ids(first, max_tokens);
+    return "POST /v1/inference/stream HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
+           "Content-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+/// Nothing running, waiting or holding KV, in admission's view (polled from the batcher), and
+/// that view taken after `ended` requests ended (`finished` counts them all: done, refused ones
+/// never reach it, cancelled ones do). Polled up to a minute on a loaded machine.
+bool settled_after(const test::server_process& s, std::int64_t ended) {
+    for (int i = 0; i < 3000; ++i) {
+        auto m = test::parse_object(s.get("/v1/stats").body).at("models").as_array();
+        const auto& o = m.at(0).as_object();
+        const auto& w = o.at("waiting").as_object();
+        if (o.at("finished").as_int64() >= ended && o.at("running").as_int64() == 0 &&
+            o.at("kv_blocks_used").as_int64() == 0 &&
+            w.at("high").as_int64() + w.at("normal").as_int64() + w.at("low").as_int64() == 0)
+            return true;
+        std::this_thread::sleep_for(20ms);
+    }
+    return false;
+}
+
+} // namespace
+
 TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing behind") {
     test::without_asan_quarantine();
     test::server_process s({"--max-waiting", "16", "--max-seqs", "8"}, {.admin_open = false});
     const std::string route = "/v1/inference/stream";
-    auto stream_request = [](int first, int max_tokens) {
-        const std::string body = greedy_ids(first, max_tokens);
-        return "POST /v1/inference/stream HTTP/1.1\r\nHost: t\r\nConnection: close\r\n"
-               "Content-Type: application/json\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n\r\n" + body;
-    };
     std::atomic<int> ok{0}, refused{0}, other{0};
     std::map<unsigned, std::atomic<int>> quit_status;
     std::mutex refusals_mu;
     std::vector<std::string> refusals; ///< the first hang-up streams not admitted, as answered
     for (unsigned st : {0u, 200u, 503u})
         quit_status[st] = 0;
-    // Nothing running, waiting or holding KV, in admission's view (polled from the batcher), and
-    // that view taken after every request sent so far ended (`finished` counts them all: done,
-    // refused ones never reach it, cancelled ones do).
-    std::int64_t ended = 0;
-    auto settled = [&] {
-        for (int i = 0; i < 3000; ++i) { // up to a minute on a loaded machine
-            auto m = test::parse_object(s.get("/v1/stats").body).at("models").as_array();
-            const auto& o = m.at(0).as_object();
-            const auto& w = o.at("waiting").as_object();
-            if (o.at("finished").as_int64() >= ended && o.at("running").as_int64() == 0 &&
-                o.at("kv_blocks_used").as_int64() == 0 &&
-                w.at("high").as_int64() + w.at("normal").as_int64() + w.at("low").as_int64() == 0)
-                return true;
-            std::this_thread::sleep_for(20ms);
-        }
-        return false;
-    };
+    std::int64_t ended = 0; // requests sent so far that have ended
+    auto settled = [&] { return settled_after(s, ended); };
     // One round: 160 concurrent streams against a queue of 16 (10x), then 200 streams that
     // hang up after their first token, 10 at a time. Admission counts what it admitted since its
     // last poll of the batcher as waiting, so each wave starts once the last one has settled:
@@ -502,7 +510,7 @@ TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing
         for (int c = 0; c < 160; ++c)
             clients.emplace_back([&, c] {
                 test::raw_conn conn(s.port());
-                if (!conn.ok() || !conn.send(stream_request(1 + c % 50, 16)))
+                if (!conn.ok() || !conn.send(stream_request_text(1 + c % 50, 16)))
                     return void(++other);
                 const auto r = conn.read_until(60s, "event: done");
                 const auto st = test::status_of(r);
@@ -522,7 +530,7 @@ TEST_CASE("soak: 10x queue overload and 200 mid-stream disconnects leave nothing
             for (int c = 0; c < 10; ++c)
                 quitters.emplace_back([&, c] {
                     test::raw_conn conn(s.port());
-                    if (!conn.ok() || !conn.send(stream_request(1 + c, 2000)))
+                    if (!conn.ok() || !conn.send(stream_request_text(1 + c, 2000)))
                         return;
                     const auto r = conn.read_until(30s, "event: token");
                     const auto st = test::status_of(r);

@@ -71,7 +71,8 @@ std::string bias(std::int64_t id, int value) {
 
 } // namespace
 
-TEST_CASE("sampling fields on the default model, native and OpenAI shapes") {
+TEST_CASE("sampling fields on the default model, native and OpenAI shapes: logit_bias and "
+          "penalties") {
     test::default_model m;
     auto& s = m.s;
     const auto plain = run_native(s, native(48, R"("ignore_eos":true)"));
@@ -120,6 +121,12 @@ TEST_CASE("sampling fields on the default model, native and OpenAI shapes") {
         const auto more = run_native(s, native(48, R"("ignore_eos":true,"frequency_penalty":-2)"));
         CHECK(repeats(more.tokens) >= repeats(plain.tokens));
     }
+}
+
+TEST_CASE("sampling fields on the default model, native and OpenAI shapes: ignore_eos, "
+          "min_tokens, seeds and bad ids") {
+    test::default_model m;
+    auto& s = m.s;
 
     SUBCASE("ignore_eos gives exactly max_tokens where the model would end early") {
         const auto natural = run_native(s, native(100));

@@ -58,6 +58,44 @@ std::string dump(const std::vector<collected_span>& spans) {
     return out;
 }
 
+/// Durations nest: queue, prefill and decode follow each other inside generate, which lies
+/// inside the server span.
+void check_nested(const collected_span& http, const collected_span& gen,
+                  const collected_span& queue, const collected_span& prefill,
+                  const collected_span& decode) {
+    CHECK(http.start() <= gen.start());
+    CHECK(gen.end() <= http.end());
+    CHECK(queue.start() >= gen.start());
+    CHECK(queue.end() <= prefill.start() + 1);
+    CHECK(prefill.end() <= decode.start() + 1);
+    CHECK(decode.end() <= gen.end());
+    CHECK((queue.end() - queue.start()) + (prefill.end() - prefill.start()) +
+              (decode.end() - decode.start()) <=
+          http.end() - http.start());
+    CHECK(decode.end() > decode.start());
+}
+
+/// Whether the JSON log's request line (the one with finish=) carries `trace` and `span` as its
+/// correlation ids, with the request id, level, time and node.
+bool request_line_has_trace(const std::string& log, const std::string& trace,
+                            const std::string& span) {
+    std::size_t at = 0;
+    while ((at = log.find('\n', at)) != std::string::npos) {
+        const auto next = log.find('\n', at + 1);
+        const auto line =
+            log.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+        at = at + 1;
+        if (line.find("finish=") == std::string::npos)
+            continue;
+        const auto o = boost::json::parse(line).as_object();
+        if (o.at("trace_id").as_string() == trace && o.at("span_id").as_string() == span &&
+            o.at("request_id").as_string().starts_with("req-") &&
+            o.at("level").as_string() == "info" && o.contains("time") && o.contains("node"))
+            return true;
+    }
+    return false;
+}
+
 } // namespace
 
 TEST_CASE("tracing: a streamed completion with a traceparent yields one span tree under the "
@@ -125,18 +163,7 @@ TEST_CASE("tracing: a streamed completion with a traceparent yields one span tre
     CHECK(adm->attr_str("bitnet.admission.outcome") == "queued");
     CHECK(!prefill->o.at("events").as_array().empty()); // its chunks
 
-    // Durations nest: queue, prefill and decode follow each other inside generate, which lies
-    // inside the server span.
-    CHECK(http->start() <= gen->start());
-    CHECK(gen->end() <= http->end());
-    CHECK(queue->start() >= gen->start());
-    CHECK(queue->end() <= prefill->start() + 1);
-    CHECK(prefill->end() <= decode->start() + 1);
-    CHECK(decode->end() <= gen->end());
-    CHECK((queue->end() - queue->start()) + (prefill->end() - prefill->start()) +
-              (decode->end() - decode->start()) <=
-          http->end() - http->start());
-    CHECK(decode->end() > decode->start());
+    check_nested(*http, *gen, *queue, *prefill, *decode);
 
     // The resource names the service and this node.
     const auto& res = http->o.at("resource").as_object();
@@ -169,23 +196,7 @@ TEST_CASE("tracing: a streamed completion with a traceparent yields one span tre
         CHECK(q.at("content_type").as_string() == "application/x-protobuf");
     }
     // JSON logs carry the trace as the correlation id of the request's line.
-    bool logged = false;
-    const auto log = s.log();
-    std::size_t at = 0;
-    while ((at = log.find('\n', at)) != std::string::npos && !logged) {
-        const auto next = log.find('\n', at + 1);
-        const auto line =
-            log.substr(at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
-        at = at + 1;
-        if (line.find("finish=") == std::string::npos)
-            continue;
-        const auto o = boost::json::parse(line).as_object();
-        logged = o.at("trace_id").as_string() == caller_trace &&
-                 o.at("span_id").as_string() == http->id() &&
-                 o.at("request_id").as_string().starts_with("req-") &&
-                 o.at("level").as_string() == "info" && o.contains("time") && o.contains("node");
-    }
-    CHECK_MESSAGE(logged, log);
+    CHECK_MESSAGE(request_line_has_trace(s.log(), caller_trace, http->id()), s.log());
 }
 
 TEST_CASE("tracing: sampling is parent-based (a caller's flag decides), new traces follow "
