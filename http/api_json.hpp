@@ -19,7 +19,6 @@
 
 namespace bitnet::http {
 
-
 /// One chat message (role: system, user or assistant). The serving version renders a chat with
 /// its own template (its text actor), so the messages travel as they came.
 using chat_message = msg::chat_message;

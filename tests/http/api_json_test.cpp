@@ -92,9 +92,9 @@ TEST_CASE("OpenAI chat and completions fields") {
     CHECK(in.params.n_logprobs == 2);
     CHECK(in.want_logprobs);
     REQUIRE(in.messages.size() == 2);
-    CHECK(
-        error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})", api_family::chat)
-            .param == "top_logprobs");
+    CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":2})",
+                   api_family::chat)
+              .param == "top_logprobs");
     CHECK(error_of(R"({"messages":[{"role":"user","content":"x"}],"logprobs":3})", api_family::chat)
               .param == "logprobs");
     CHECK(error_of(R"({"messages":[]})", api_family::chat).param == "messages");

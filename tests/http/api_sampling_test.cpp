@@ -77,7 +77,8 @@ TEST_CASE("malformed sampling fields are a 400 naming the field") {
     // With structured output the hold-back would refuse the value's own end.
     CHECK(refused(k, R"("ignore_eos":true,"response_format":{"type":"json_object"})") ==
           "ignore_eos");
-    CHECK(refused(api_family::native, R"("min_tokens":2,"guided_choice":["a","b"])") == "min_tokens");
+    CHECK(refused(api_family::native, R"("min_tokens":2,"guided_choice":["a","b"])") ==
+          "min_tokens");
 }
 
 TEST_CASE("vLLM's guided fields become the request's schema, named by their field") {

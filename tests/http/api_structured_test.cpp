@@ -50,8 +50,8 @@ TEST_CASE("response_format: json_object, json_schema and text, native json_schem
     auto n = ok(R"({"prompt":"p","json_schema":{"type":"string"}})", api_family::native);
     CHECK(json::parse(n.json_schema) == json::parse(R"({"type":"string"})"));
     CHECK(n.schema_param == "json_schema");
-    CHECK(param_of(R"({"prompt":"p","response_format":{"type":"yaml"}})", api_family::completions) ==
-          "response_format");
+    CHECK(param_of(R"({"prompt":"p","response_format":{"type":"yaml"}})",
+                   api_family::completions) == "response_format");
     CHECK(param_of(R"({"prompt":"p","response_format":{"type":"json_schema"}})",
                    api_family::completions) == "response_format");
 }

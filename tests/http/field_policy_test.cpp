@@ -138,7 +138,8 @@ TEST_CASE("every route's parser applies its family's column") {
     };
     CHECK(refused(parse_inference(R"({"prompt":"x","suffix":"y"})", api_family::completions)) ==
           "suffix");
-    CHECK(refused(parse_inference(R"({"prompt":"x","suffix":"y"})", api_family::native)) == "suffix");
+    CHECK(refused(parse_inference(R"({"prompt":"x","suffix":"y"})", api_family::native)) ==
+          "suffix");
     CHECK(refused(parse_inference(R"({"messages":[{"role":"user","content":"x"}],
         "reasoning_effort":"low"})",
                                   api_family::chat)) == "reasoning_effort");

@@ -235,8 +235,8 @@ inline bool has_test_hooks(const http_reply& health) {
     if (ec || !v.is_object())
         return false;
     const auto* build = v.as_object().if_contains("build");
-    const auto* hooks = build && build->is_object() ? build->as_object().if_contains("test_hooks")
-                                                    : nullptr;
+    const auto* hooks =
+        build && build->is_object() ? build->as_object().if_contains("test_hooks") : nullptr;
     return hooks && hooks->is_bool() && hooks->as_bool();
 }
 
