@@ -40,34 +40,38 @@ void openai_turn::open(frame_writer& out, const turn_facts& t) {
                                       "null", "null", i));
 }
 
-void openai_turn::gather(const turn_facts&, const msg::token_event& ev) {
-    if (ev.choice >= choices_.size())
-        return;
+openai_turn::choice* openai_turn::choice_of(const msg::token_event& ev) {
+    if (ev.choice >= choices_.size() || choices_[ev.choice].finish)
+        return nullptr; // ended (a drain cut it): what was still in flight is not kept
     auto& ch = choices_[ev.choice];
-    if (ch.finish)
-        return; // ended (a drain cut it): what was still in flight is not kept after its finish
     if (opt_.n > 1)
         ch.text += ev.text; // one choice's text is the session's
-    if (!opt_.logprobs || ev.token < 0)
-        return;
-    if (opt_.chat) {
-        ch.lp_chat.push_back(chat_logprob(ev, pieces_of(ev)));
-        return;
-    }
+    return &ch;
+}
+
+std::array<std::string, 4> openai_turn::columns_of(choice& ch, const msg::token_event& ev) {
     auto cols = completion_logprob_columns(ev, pieces_of(ev), ch.text_offset);
     ch.text_offset += ev.text.size();
+    return cols;
+}
+
+void openai_turn::gather(const turn_facts&, const msg::token_event& ev) {
+    auto* ch = choice_of(ev);
+    if (!ch || !opt_.logprobs || ev.token < 0)
+        return;
+    if (opt_.chat) {
+        ch->lp_chat.push_back(chat_logprob(ev, pieces_of(ev)));
+        return;
+    }
+    auto cols = columns_of(*ch, ev);
     for (std::size_t i = 0; i < 4; ++i)
-        ch.lp_cols[i].push_back(std::move(cols[i]));
+        ch->lp_cols[i].push_back(std::move(cols[i]));
 }
 
 void openai_turn::token(frame_writer& out, const turn_facts& t, const msg::token_event& ev) {
-    if (ev.choice >= choices_.size())
+    auto* ch = choice_of(ev);
+    if (!ch)
         return;
-    auto& ch = choices_[ev.choice];
-    if (ch.finish)
-        return; // ended (a drain cut it): what was still in flight is not sent after its finish
-    if (opt_.n > 1)
-        ch.text += ev.text;
     const bool lp = opt_.logprobs && ev.token >= 0;
     if (opt_.chat) {
         const auto lps = lp ? chat_logprobs_object({chat_logprob(ev, pieces_of(ev))}) : "null";
@@ -83,8 +87,7 @@ void openai_turn::token(frame_writer& out, const turn_facts& t, const msg::token
         return;
     std::string lps = "null";
     if (lp) {
-        auto cols = completion_logprob_columns(ev, pieces_of(ev), ch.text_offset);
-        ch.text_offset += ev.text.size();
+        auto cols = columns_of(*ch, ev);
         std::array<std::vector<std::string>, 4> one;
         for (std::size_t i = 0; i < 4; ++i)
             one[i].push_back(std::move(cols[i]));

@@ -51,8 +51,12 @@ private:
         std::optional<msg::finish_reason> finish;
     };
 
-    /// The logprobs object of one token (chat entry or completions columns), as JSON text.
-    [[nodiscard]] std::string token_logprobs(choice& ch, const msg::token_event& ev);
+    /// The choice `ev` belongs to, its text (n > 1) grown by the event's; null when there is
+    /// no such choice or it has ended.
+    [[nodiscard]] choice* choice_of(const msg::token_event& ev);
+    /// The completions logprobs columns of `ev`, `ch`'s text offset moved past it.
+    [[nodiscard]] static std::array<std::string, 4> columns_of(choice& ch,
+                                                               const msg::token_event& ev);
     void stream_chat_token(frame_writer& out, const turn_facts& t, const msg::token_event& ev,
                            const std::string& lps);
     void end_chat(frame_writer& out, const turn_facts& t, const turn_reply& r,

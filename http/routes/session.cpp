@@ -136,18 +136,23 @@ void session::frame(const char* name, const std::string& data) {
         sse_data(data);
 }
 
-turn_facts session::facts() const {
-    turn_facts t;
-    t.req_id = call_->req_id;
-    t.model = call_->model;
-    t.created = call_->created;
+const turn_facts& session::facts() {
+    // Built once per request and kept in step with what changes while it runs (the model that
+    // serves it, the prompt's length, a drain cut), so a token costs no string copies here.
+    auto& t = call_->facts;
+    if (t.req_id.empty()) {
+        t.req_id = call_->req_id;
+        t.created = call_->created;
+        t.mode = call_->tool_call    ? turn_mode::forced_call
+                 : call_->auto_tools ? turn_mode::auto_calls
+                                     : turn_mode::text;
+        t.tool_name = call_->tool_name;
+        t.has_stops = call_->has_stops;
+    }
+    if (t.model != call_->model)
+        t.model = call_->model;
     t.prompt_tokens = call_->prompt_tokens;
-    t.mode = call_->tool_call    ? turn_mode::forced_call
-             : call_->auto_tools ? turn_mode::auto_calls
-                                 : turn_mode::text;
-    t.tool_name = call_->tool_name;
     t.drain_cut = call_->cut;
-    t.has_stops = call_->has_stops;
     return t;
 }
 

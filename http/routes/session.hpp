@@ -92,6 +92,7 @@ private:
         bool has_stops = false; ///< the request had stop strings (Anthropic's stop_reason)
         /// The family that renders the turn, with its own state for it.
         std::unique_ptr<family_turn> family;
+        turn_facts facts; ///< what the family is told of the request (session::facts)
         /// n > 1: the choices' counts and ends (what each gathered is the family's).
         struct choice {
             std::uint32_t n_tokens = 0; ///< real tokens received (what a cut one counts)
@@ -128,8 +129,8 @@ private:
     void begin_stream();
     /// A family's stream frame, in the transport's framing (frame_writer).
     void frame(const char* name, const std::string& data) override;
-    /// What every family knows of the request in progress.
-    [[nodiscard]] turn_facts facts() const;
+    /// What every family knows of the request in progress (call::facts, brought up to date).
+    [[nodiscard]] const turn_facts& facts();
     /// The request's answer is complete: the stream's last chunk.
     void end_stream();
 
